@@ -1,0 +1,19 @@
+/* cli.h — the uraid subcommands.  Each lives in its own cmd_*.c and is
+ * listed once in main.c's table.  A command returns the process exit code
+ * (0 success, 1 failure, 2 usage error) and prints its own messages. */
+#ifndef URAID_CLI_H
+#define URAID_CLI_H
+
+struct cli_command {
+	const char *name;
+	int (*run)(int argc, char **argv); /* argv[0] is the command name */
+	const char *summary;
+};
+
+/* Print "uraid: <what>: <detail>" for a negative errno r, using the detail
+ * recorded with err_set() when there is one.  Returns 1. */
+int cli_fail(const char *what, int r);
+
+int cmd_serve(int argc, char **argv);
+
+#endif

@@ -1,0 +1,65 @@
+/* main.c — uraid's entry point: find the subcommand and run it. */
+#include "cli.h"
+
+#include "core/log.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#ifndef URAID_VERSION
+#define URAID_VERSION "unknown"
+#endif
+
+static int cmd_version(int argc, char **argv);
+static int cmd_help(int argc, char **argv);
+
+static const struct cli_command commands[] = {
+	{ "serve", cmd_serve, "assemble members and export the volume over NBD" },
+	{ "version", cmd_version, "print the version" },
+	{ "help", cmd_help, "list the commands" },
+};
+
+static const size_t n_commands = sizeof(commands) / sizeof(commands[0]);
+
+int cli_fail(const char *what, int r)
+{
+	if (what && *what)
+		fprintf(stderr, "uraid: %s: %s\n", what, err_detail(r));
+	else
+		fprintf(stderr, "uraid: %s\n", err_detail(r));
+	return 1;
+}
+
+static int cmd_version(int argc, char **argv)
+{
+	(void)argc, (void)argv;
+	printf("uraid %s\n", URAID_VERSION);
+	return 0;
+}
+
+static int cmd_help(int argc, char **argv)
+{
+	(void)argc, (void)argv;
+	printf("usage: uraid COMMAND [OPTIONS] [ARGS]\n\ncommands:\n");
+	for (size_t i = 0; i < n_commands; i++)
+		printf("  %-16s %s\n", commands[i].name, commands[i].summary);
+	printf("\n'uraid COMMAND --help' describes one command.\n");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		cmd_help(0, NULL);
+		return 2;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
+		return cmd_help(0, NULL);
+	if (strcmp(argv[1], "--version") == 0)
+		return cmd_version(0, NULL);
+	for (size_t i = 0; i < n_commands; i++)
+		if (strcmp(argv[1], commands[i].name) == 0)
+			return commands[i].run(argc - 1, argv + 1);
+	fprintf(stderr, "uraid: unknown command '%s' (try 'uraid help')\n", argv[1]);
+	return 2;
+}

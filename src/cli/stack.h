@@ -1,0 +1,31 @@
+/* stack.h — from member specs to the volume to export, by probing:
+ * open each member, assemble the md arrays whose superblocks they hold (an
+ * array may be a member of another), then look for a LUKS header on the
+ * result and unlock it.  `uraid serve a.img b.img --key-file k` finds
+ * RAID1 -> LUKS2 -> plaintext. */
+#ifndef URAID_STACK_H
+#define URAID_STACK_H
+
+#include "core/vol.h"
+
+#include <stdbool.h>
+
+struct stack_opts {
+	bool readonly;        /* open everything read-only; change no byte */
+	bool direct;          /* O_DIRECT on file members */
+	bool run_degraded;    /* start an array that is missing members */
+	bool raw;             /* do not probe: export the single member as is */
+	bool no_luks;         /* assemble arrays but do not unlock LUKS */
+	const char *key_file; /* passphrase file for LUKS, or NULL to ask */
+};
+
+/* Returns 0 with *top set, or -errno with err_set() detail. */
+int stack_open(char **specs, int n, const struct stack_opts *o,
+	       struct vol **top);
+
+/* Open the members alone, without probing (for commands that write
+ * metadata: create, luks-format). */
+int stack_open_members(char **specs, int n, const struct stack_opts *o,
+		       struct vol **members);
+
+#endif

@@ -1,0 +1,108 @@
+/* vol.c — the checked entry points of the volume interface and the
+ * defaults for optional ops (see vol.h for the contract). */
+#include "vol.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int vol_init(struct vol *v, const struct vol_ops *ops, const char *name,
+	     uint64_t size, uint32_t block_min, unsigned caps)
+{
+	v->ops = ops;
+	v->name = strdup(name ? name : ops->kind);
+	if (!v->name)
+		return -ENOMEM;
+	v->size = size;
+	v->block_min = block_min ? block_min : 1;
+	v->block_pref = v->block_min > 4096 ? v->block_min : 4096;
+	v->block_max = 32u << 20;
+	v->caps = caps;
+	return 0;
+}
+
+void vol_fini(struct vol *v)
+{
+	free(v->name);
+	v->name = NULL;
+}
+
+int vol_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
+{
+	if (!vol_range_ok(v, len, off))
+		return -EINVAL;
+	if (len == 0)
+		return 0;
+	return v->ops->read(v, buf, len, off);
+}
+
+int vol_write(struct vol *v, const void *buf, uint64_t len, uint64_t off,
+	      unsigned flags)
+{
+	if (!vol_range_ok(v, len, off))
+		return -EINVAL;
+	if (v->caps & VOL_CAP_READONLY)
+		return -EROFS;
+	if (len == 0)
+		return (flags & VOL_FUA) ? vol_flush(v) : 0;
+	return v->ops->write(v, buf, len, off, flags);
+}
+
+int vol_flush(struct vol *v)
+{
+	return v->ops->flush ? v->ops->flush(v) : 0;
+}
+
+int vol_trim(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
+{
+	if (!vol_range_ok(v, len, off))
+		return -EINVAL;
+	if (v->caps & VOL_CAP_READONLY)
+		return -EROFS;
+	if (!v->ops->trim || len == 0)
+		return (flags & VOL_FUA) ? vol_flush(v) : 0;
+	return v->ops->trim(v, len, off, flags);
+}
+
+int vol_write_zeroes(struct vol *v, uint64_t len, uint64_t off,
+		     unsigned flags)
+{
+	if (!vol_range_ok(v, len, off))
+		return -EINVAL;
+	if (v->caps & VOL_CAP_READONLY)
+		return -EROFS;
+	if (len == 0)
+		return (flags & VOL_FUA) ? vol_flush(v) : 0;
+	if (v->ops->write_zeroes)
+		return v->ops->write_zeroes(v, len, off, flags);
+	if (flags & VOL_FAST_ZERO)
+		return -ENOTSUP;
+	return vol_write_zeroes_by_writing(v, len, off, flags);
+}
+
+void vol_close(struct vol *v)
+{
+	if (v)
+		v->ops->close(v);
+}
+
+/* One shared read-only page of zeros would not do: write() takes a buffer
+ * of up to block_max bytes, so write in pieces of a zeroed scratch buffer. */
+int vol_write_zeroes_by_writing(struct vol *v, uint64_t len, uint64_t off,
+				unsigned flags)
+{
+	const uint64_t piece = 1u << 20;
+	void *zero = calloc(1, piece);
+	int r = 0;
+
+	if (!zero)
+		return -ENOMEM;
+	while (len > 0 && r == 0) {
+		uint64_t n = len < piece ? len : piece;
+		r = v->ops->write(v, zero, n, off, len == n ? flags & VOL_FUA : 0);
+		off += n;
+		len -= n;
+	}
+	free(zero);
+	return r;
+}

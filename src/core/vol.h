@@ -1,0 +1,104 @@
+/* vol.h — the volume interface every layer of uraid speaks.
+ *
+ * A vol is a byte-addressed block device: a size, block-size limits,
+ * capability flags and a small ops table.  Members (files, memory, disk
+ * models), disciplines (RAID levels, LUKS) and the NBD server all meet here:
+ * a discipline is a vol built on child vols, and the server only ever sees
+ * the top vol of a stack.  A new member type or discipline is one new file
+ * that fills in a struct vol_ops.
+ *
+ * Contract (read it before implementing an ops table):
+ *  - Every op returns 0 or a negative errno.  Short transfers do not exist:
+ *    read and write move exactly len bytes or fail.
+ *  - Callers guarantee off + len <= vol->size and that off and len are
+ *    multiples of vol->block_min; implementations may assert it.
+ *  - Ops are called concurrently from many threads, on overlapping or
+ *    disjoint ranges.  An implementation protects its own state; the order
+ *    of two overlapping in-flight writes is undefined (as on a disk).
+ *  - write() with VOL_FUA returns only once the data is durable.
+ *  - flush() returns once every write that completed before flush() was
+ *    called is durable on every member beneath.
+ *  - trim() may discard data: later reads return either the old data or
+ *    zeros.  write_zeroes() guarantees zeros; with VOL_MAY_TRIM it may
+ *    deallocate, with VOL_FAST_ZERO it must fail with -ENOTSUP rather than
+ *    fall back to something slow.
+ *  - A NULL op means: trim is a no-op, write_zeroes falls back to writing
+ *    zero buffers, flush is a no-op.  read and write are mandatory.
+ *  - close() releases the vol and, for a discipline, the child vols it owns.
+ */
+#ifndef URAID_VOL_H
+#define URAID_VOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Flags for write, trim and write_zeroes. */
+#define VOL_FUA 0x1u       /* durable before return */
+#define VOL_MAY_TRIM 0x2u  /* write_zeroes may deallocate */
+#define VOL_FAST_ZERO 0x4u /* write_zeroes: fail with -ENOTSUP if slow */
+
+/* Capability flags (vol->caps). */
+#define VOL_CAP_TRIM 0x01u       /* trim() does something useful */
+#define VOL_CAP_ZEROES 0x02u     /* write_zeroes() is cheaper than writing */
+#define VOL_CAP_FUA 0x04u        /* VOL_FUA is honoured natively */
+#define VOL_CAP_MULTI_CONN 0x08u /* flush on one path covers writes on all */
+#define VOL_CAP_READONLY 0x10u   /* writes fail with -EROFS */
+#define VOL_CAP_FLUSH 0x20u      /* the vol has a volatile cache to flush */
+#define VOL_CAP_FAST_ZERO 0x40u  /* write_zeroes with VOL_FAST_ZERO may work */
+
+struct vol;
+
+struct vol_ops {
+	const char *kind; /* "file", "mem", "raid1", "luks2", ... */
+	int (*read)(struct vol *v, void *buf, uint64_t len, uint64_t off);
+	int (*write)(struct vol *v, const void *buf, uint64_t len, uint64_t off,
+		     unsigned flags);
+	int (*flush)(struct vol *v);
+	int (*trim)(struct vol *v, uint64_t len, uint64_t off, unsigned flags);
+	int (*write_zeroes)(struct vol *v, uint64_t len, uint64_t off,
+			    unsigned flags);
+	void (*close)(struct vol *v);
+};
+
+struct vol {
+	const struct vol_ops *ops;
+	char *name;         /* for messages: a path, "mem:1G", "md/home" */
+	uint64_t size;      /* bytes, a multiple of block_min */
+	uint32_t block_min; /* smallest addressable unit: 1, 512 or 4096 */
+	uint32_t block_pref;
+	uint32_t block_max; /* largest single request the vol accepts */
+	unsigned caps;
+};
+
+/* Fill the common fields; name is copied.  Returns 0 or -ENOMEM. */
+int vol_init(struct vol *v, const struct vol_ops *ops, const char *name,
+	     uint64_t size, uint32_t block_min, unsigned caps);
+/* Free what vol_init allocated (for close() implementations). */
+void vol_fini(struct vol *v);
+
+static inline bool vol_range_ok(const struct vol *v, uint64_t len,
+				uint64_t off)
+{
+	return off <= v->size && len <= v->size - off;
+}
+
+/* The entry points layers call: bounds-checked, with the NULL-op defaults
+ * described above.  Out-of-range requests return -EINVAL. */
+int vol_read(struct vol *v, void *buf, uint64_t len, uint64_t off);
+int vol_write(struct vol *v, const void *buf, uint64_t len, uint64_t off,
+	      unsigned flags);
+int vol_flush(struct vol *v);
+int vol_trim(struct vol *v, uint64_t len, uint64_t off, unsigned flags);
+int vol_write_zeroes(struct vol *v, uint64_t len, uint64_t off,
+		     unsigned flags);
+void vol_close(struct vol *v);
+
+/* Write zeros by writing a zero buffer: the fallback for write_zeroes. */
+int vol_write_zeroes_by_writing(struct vol *v, uint64_t len, uint64_t off,
+				unsigned flags);
+
+#define container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+#endif

@@ -1,0 +1,210 @@
+/* file.c — a member on a regular file or block device, with positioned
+ * reads and writes.  Trim punches holes (files) or discards (devices);
+ * write_zeroes uses the kernel's zeroing where it can.  A writable member
+ * is locked with flock() so two uraid processes never drive one disk. */
+#include "member.h"
+
+#include "core/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+struct file_vol {
+	struct vol vol;
+	int fd;
+	bool is_blockdev;
+};
+
+static int file_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
+{
+	struct file_vol *f = container_of(v, struct file_vol, vol);
+	char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = pread(f->fd, p, len, (off_t)off);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0) /* the file shrank under us */
+			return -EIO;
+		p += n;
+		off += (uint64_t)n;
+		len -= (uint64_t)n;
+	}
+	return 0;
+}
+
+static int file_write(struct vol *v, const void *buf, uint64_t len,
+		      uint64_t off, unsigned flags)
+{
+	struct file_vol *f = container_of(v, struct file_vol, vol);
+	const char *p = buf;
+	int rwf = (flags & VOL_FUA) ? RWF_DSYNC : 0;
+
+	while (len > 0) {
+		struct iovec iov = { (void *)p, len };
+		ssize_t n = pwritev2(f->fd, &iov, 1, (off_t)off, rwf);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -ENOSPC;
+		p += n;
+		off += (uint64_t)n;
+		len -= (uint64_t)n;
+	}
+	return 0;
+}
+
+static int file_flush(struct vol *v)
+{
+	struct file_vol *f = container_of(v, struct file_vol, vol);
+	return fdatasync(f->fd) < 0 ? -errno : 0;
+}
+
+static int file_trim(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
+{
+	struct file_vol *f = container_of(v, struct file_vol, vol);
+	int r;
+
+	if (f->is_blockdev) {
+		uint64_t range[2] = { off, len };
+		r = ioctl(f->fd, BLKDISCARD, range) < 0 ? -errno : 0;
+	} else {
+		r = fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			      (off_t)off, (off_t)len) < 0 ? -errno : 0;
+	}
+	/* Trim is advisory: a filesystem or device without it loses nothing. */
+	if (r == -EOPNOTSUPP || r == -ENOTTY)
+		r = 0;
+	if (r == 0 && (flags & VOL_FUA))
+		r = file_flush(v);
+	return r;
+}
+
+static int file_write_zeroes(struct vol *v, uint64_t len, uint64_t off,
+			     unsigned flags)
+{
+	struct file_vol *f = container_of(v, struct file_vol, vol);
+	int r;
+
+	if (f->is_blockdev) {
+		uint64_t range[2] = { off, len };
+		r = ioctl(f->fd, BLKZEROOUT, range) < 0 ? -errno : 0;
+	} else {
+		int mode = (flags & VOL_MAY_TRIM)
+				   ? FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
+				   : FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE;
+		r = fallocate(f->fd, mode, (off_t)off, (off_t)len) < 0 ? -errno : 0;
+		if (r == -EOPNOTSUPP && (flags & VOL_MAY_TRIM) == 0)
+			r = fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				      (off_t)off, (off_t)len) < 0 ? -errno : 0;
+	}
+	if (r == -EOPNOTSUPP || r == -ENOTTY) {
+		if (flags & VOL_FAST_ZERO)
+			return -ENOTSUP;
+		return vol_write_zeroes_by_writing(v, len, off, flags);
+	}
+	if (r == 0 && (flags & VOL_FUA))
+		r = file_flush(v);
+	return r;
+}
+
+static void file_close(struct vol *v)
+{
+	struct file_vol *f = container_of(v, struct file_vol, vol);
+	close(f->fd);
+	vol_fini(v);
+	free(f);
+}
+
+static const struct vol_ops file_ops = {
+	.kind = "file",
+	.read = file_read,
+	.write = file_write,
+	.flush = file_flush,
+	.trim = file_trim,
+	.write_zeroes = file_write_zeroes,
+	.close = file_close,
+};
+
+int file_member_open(const char *path, unsigned flags, struct vol **out)
+{
+	bool ro = flags & MEMBER_READONLY;
+	int oflags = (ro ? O_RDONLY : O_RDWR) | O_CLOEXEC;
+	struct file_vol *f;
+	struct stat st;
+	uint64_t size;
+	uint32_t block_min = 1;
+	int fd, r;
+
+	if (flags & MEMBER_DIRECT)
+		oflags |= O_DIRECT;
+	fd = open(path, oflags);
+	if (fd < 0)
+		return err_set(-errno, "%s: %s", path, strerror(errno));
+	if (fstat(fd, &st) < 0) {
+		r = err_set(-errno, "%s: %s", path, strerror(errno));
+		goto out_close;
+	}
+	if (S_ISBLK(st.st_mode)) {
+		int ssz = 512;
+		if (ioctl(fd, BLKGETSIZE64, &size) < 0) {
+			r = err_set(-errno, "%s: cannot read the device size: %s", path, strerror(errno));
+			goto out_close;
+		}
+		if (ioctl(fd, BLKSSZGET, &ssz) == 0 && ssz > 0)
+			block_min = (uint32_t)ssz;
+	} else if (S_ISREG(st.st_mode)) {
+		size = (uint64_t)st.st_size;
+	} else {
+		r = err_set(-EINVAL, "%s: not a regular file or block device", path);
+		goto out_close;
+	}
+	if (flags & MEMBER_DIRECT && block_min < 512)
+		block_min = 512;
+	size -= size % block_min;
+	if (!ro && flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		r = err_set(-EBUSY, "%s: in use by another process (locked)", path);
+		goto out_close;
+	}
+
+	f = calloc(1, sizeof(*f));
+	if (!f) {
+		r = -ENOMEM;
+		goto out_close;
+	}
+	f->fd = fd;
+	f->is_blockdev = S_ISBLK(st.st_mode);
+	unsigned caps = VOL_CAP_TRIM | VOL_CAP_ZEROES | VOL_CAP_FUA |
+			VOL_CAP_FLUSH | VOL_CAP_MULTI_CONN;
+	if (!f->is_blockdev)
+		caps |= VOL_CAP_FAST_ZERO;
+	if (ro)
+		caps |= VOL_CAP_READONLY;
+	r = vol_init(&f->vol, &file_ops, path, size, block_min, caps);
+	if (r < 0) {
+		free(f);
+		goto out_close;
+	}
+	*out = &f->vol;
+	return 0;
+
+out_close:
+	close(fd);
+	return r;
+}
