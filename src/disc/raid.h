@@ -1,0 +1,47 @@
+/* raid.h — md-compatible RAID disciplines built on member vols.
+ *
+ * The geometry uses md's own numbers (level, layout, chunk) so that the md
+ * metadata code (src/format/md.c) hands over what the superblock says, and
+ * the RAID code never reads a superblock.  Each level lives in its own file
+ * (raid0.c, raid1.c, raid10.c, linear.c) behind raid_open().
+ *
+ * members[] holds the data areas (superblock and offsets already cut away,
+ * see slice.h), indexed by role (md's dev_roles slot).  A NULL entry is a
+ * missing member: the array starts degraded if its level allows. */
+#ifndef URAID_RAID_H
+#define URAID_RAID_H
+
+#include "core/vol.h"
+
+#define RAID_LEVEL_LINEAR (-1)
+
+struct raid_geom {
+	int level;           /* -1 linear, 0, 1, 10 (5 and 6 later) */
+	unsigned layout;     /* md's layout word (raid10: near/far/offset copies) */
+	uint32_t chunk;      /* bytes; 0 for raid1 */
+	unsigned raid_disks; /* number of roles */
+	uint64_t dev_size;   /* bytes used on each member (raid1/10); for raid0
+			      * and linear each member's own vol size is used */
+};
+
+/* How a RAID vol tells the metadata layer what happened to a member, so it
+ * can mark it faulty in the surviving superblocks.  Called from I/O paths
+ * on any thread, once per member failure; may be NULL. */
+struct raid_events {
+	void (*member_failed)(void *ctx, unsigned role, int err);
+	void *ctx;
+};
+
+/* Build the array.  On success the RAID vol owns the member vols.
+ * Returns 0 or -errno with err_set() detail. */
+int raid_open(const struct raid_geom *g, struct vol **members,
+	      const struct raid_events *ev, const char *name, struct vol **out);
+
+/* Mark role as failed by the user (uraid fail): I/O stops going to it. */
+int raid_fail_member(struct vol *array, unsigned role);
+
+/* How many bytes of array each level makes of the given geometry and member
+ * sizes (for create and for validating superblocks). */
+uint64_t raid_array_size(const struct raid_geom *g, const uint64_t *member_sizes);
+
+#endif
