@@ -15,6 +15,9 @@ int member_open(const char *spec, unsigned flags, struct vol **out)
 {
 	const char *colon = strchr(spec, ':');
 
+	/* NBD URIs keep their scheme: libnbd parses the whole string. */
+	if (strncmp(spec, "nbd", 3) == 0 && colon && strncmp(colon, "://", 3) == 0)
+		return nbd_member_open(spec, flags, out);
 	if (colon) {
 		size_t plen = (size_t)(colon - spec);
 		for (size_t i = 0; i < sizeof(member_types) / sizeof(member_types[0]); i++) {

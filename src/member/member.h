@@ -5,6 +5,8 @@
  *   null:SIZE              reads zeros, drops writes (a ceiling probe)
  *   sim:RATE[,opt..]:SPEC  a disk model wrapped around another member
  *   fault:OPTS:SPEC        error injection around another member
+ *   nbd://HOST[:PORT]/NAME, nbd+unix:///NAME?socket=PATH
+ *                          a remote NBD export (libnbd URI syntax)
  *
  * Each type lives in its own file and is listed once in member.c's table.
  * Wrapper types open their inner spec with member_open() again. */
@@ -30,5 +32,6 @@ struct member_type {
 int file_member_open(const char *path, unsigned flags, struct vol **out);
 int mem_member_open(const char *rest, unsigned flags, struct vol **out);
 int null_member_open(const char *rest, unsigned flags, struct vol **out);
+int nbd_member_open(const char *uri, unsigned flags, struct vol **out);
 
 #endif
