@@ -15,5 +15,13 @@ struct cli_command {
 int cli_fail(const char *what, int r);
 
 int cmd_serve(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_create(int argc, char **argv);
+int cmd_examine(int argc, char **argv);
+int cmd_luks_format(int argc, char **argv);
+int cmd_luks_dump(int argc, char **argv);
+int cmd_luks_add_key(int argc, char **argv);
+int cmd_luks_remove_key(int argc, char **argv);
+int cmd_luks_change_key(int argc, char **argv);
 
 #endif

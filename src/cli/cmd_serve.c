@@ -1,4 +1,502 @@
-/* placeholder until the NBD server lands */
+/* cmd_serve.c — `uraid serve`: assemble the stack from its members (by
+ * probing, stack.h) and export the top vol over NBD until told to stop.
+ * Stopping is orderly whatever the cause (SIGINT/SIGTERM, --run's command
+ * exiting, the --stdio client leaving): the server finishes the requests it
+ * has read, then the stack is flushed and closed, which is what leaves md
+ * arrays in a clean state. */
 #include "cli.h"
+#include "stack.h"
+
+#include "core/log.h"
+#include "nbd/server.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
-int cmd_serve(int argc, char **argv) { (void)argc; (void)argv; fprintf(stderr, "uraid: serve: not built yet\n"); return 1; }
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <fcntl.h>
+
+struct serve_args {
+	const char *socket_path;
+	int port; /* -1: none */
+	const char *bind_addr;
+	const char *run_cmd;
+	const char *pid_file;
+	bool use_stdio;
+	bool foreground;
+	struct stack_opts stack;
+	struct nbd_server_opts nbd;
+};
+
+static struct nbd_server *serve_server; /* for the signal handler */
+
+static void serve_on_signal(int sig)
+{
+	(void)sig;
+	if (serve_server)
+		nbd_server_stop(serve_server);
+}
+
+static void serve_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: uraid serve [OPTIONS] MEMBER...\n"
+		"\n"
+		"Assemble the members (md arrays and LUKS are found by probing) and\n"
+		"export the resulting volume over NBD.\n"
+		"\n"
+		"Where to listen (one is required, unless a socket is passed by systemd\n"
+		"socket activation, as nbdinfo -- [ uraid serve ... ] does):\n"
+		"  --socket PATH          listen on a Unix socket\n"
+		"  --port N               listen on TCP port N (0: any free port)\n"
+		"  --bind ADDR            TCP address to bind (default 127.0.0.1)\n"
+		"  --stdio                serve one client on stdin/stdout\n"
+		"  --run CMD              serve, run CMD via /bin/sh -c with $uri set,\n"
+		"                         stop when it exits and exit with its status\n"
+		"Process:\n"
+		"  -f, --foreground       do not daemonize (--run and --stdio imply it)\n"
+		"  --pid-file FILE        write the server's pid to FILE\n"
+		"Stack:\n"
+		"  -r, --readonly         open everything read-only; refuse writes\n"
+		"  --direct               open file members with O_DIRECT\n"
+		"  --key-file FILE        LUKS passphrase file\n"
+		"  --degraded             start arrays that are missing members\n"
+		"NBD:\n"
+		"  --export-name NAME     export name accepted besides \"\" (default \"\")\n"
+		"  --threads N            worker threads per connection (default 16)\n"
+		"  --max-connections N    concurrent clients (default 16)\n"
+		"  --handshake-timeout S  drop clients that take longer to negotiate (10)\n"
+		"  -v, --verbose          more messages (twice: per-request debug)\n"
+		"  -h, --help             this text\n");
+}
+
+static int parse_uint(const char *s, unsigned min, unsigned max, unsigned *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max)
+		return -EINVAL;
+	*out = (unsigned)v;
+	return 0;
+}
+
+/* Systemd socket activation (what `nbdinfo -- [ uraid serve ... ]` and
+ * nbdcopy's [ CMD ] do): LISTEN_PID is us and LISTEN_FDS=1 hands us a
+ * listening socket as fd 3.  Returns the fd or -1. */
+static int serve_activation_fd(void)
+{
+	const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
+
+	if (!pid || !fds || atol(pid) != (long)getpid() || strcmp(fds, "1") != 0)
+		return -1;
+	return 3;
+}
+
+/* Returns 0, or the exit code for a usage error / --help (as -code - 1). */
+static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
+{
+	enum { OPT_SOCKET = 256, OPT_PORT, OPT_BIND, OPT_RUN, OPT_STDIO, OPT_PIDFILE,
+	       OPT_DIRECT, OPT_KEYFILE, OPT_DEGRADED, OPT_THREADS, OPT_EXPORT, OPT_MAXCONN,
+	       OPT_HSTIMEOUT };
+	static const struct option lo[] = {
+		{ "socket", required_argument, NULL, OPT_SOCKET },
+		{ "port", required_argument, NULL, OPT_PORT },
+		{ "bind", required_argument, NULL, OPT_BIND },
+		{ "run", required_argument, NULL, OPT_RUN },
+		{ "stdio", no_argument, NULL, OPT_STDIO },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "pid-file", required_argument, NULL, OPT_PIDFILE },
+		{ "readonly", no_argument, NULL, 'r' },
+		{ "direct", no_argument, NULL, OPT_DIRECT },
+		{ "key-file", required_argument, NULL, OPT_KEYFILE },
+		{ "degraded", no_argument, NULL, OPT_DEGRADED },
+		{ "threads", required_argument, NULL, OPT_THREADS },
+		{ "export-name", required_argument, NULL, OPT_EXPORT },
+		{ "max-connections", required_argument, NULL, OPT_MAXCONN },
+		{ "handshake-timeout", required_argument, NULL, OPT_HSTIMEOUT },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	unsigned u;
+	int c;
+
+	a->port = -1;
+	a->bind_addr = "127.0.0.1";
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "frvh", lo, NULL)) != -1) {
+		switch (c) {
+		case OPT_SOCKET:
+			a->socket_path = optarg;
+			break;
+		case OPT_PORT:
+			if (parse_uint(optarg, 0, 65535, &u) < 0) {
+				fprintf(stderr, "uraid serve: bad --port '%s'\n", optarg);
+				return 2;
+			}
+			a->port = (int)u;
+			break;
+		case OPT_BIND:
+			a->bind_addr = optarg;
+			break;
+		case OPT_RUN:
+			a->run_cmd = optarg;
+			break;
+		case OPT_STDIO:
+			a->use_stdio = true;
+			break;
+		case 'f':
+			a->foreground = true;
+			break;
+		case OPT_PIDFILE:
+			a->pid_file = optarg;
+			break;
+		case 'r':
+			a->stack.readonly = true;
+			break;
+		case OPT_DIRECT:
+			a->stack.direct = true;
+			break;
+		case OPT_KEYFILE:
+			a->stack.key_file = optarg;
+			break;
+		case OPT_DEGRADED:
+			a->stack.run_degraded = true;
+			break;
+		case OPT_THREADS:
+			if (parse_uint(optarg, 1, 1024, &a->nbd.threads) < 0) {
+				fprintf(stderr, "uraid serve: --threads takes 1..1024\n");
+				return 2;
+			}
+			break;
+		case OPT_EXPORT:
+			if (strlen(optarg) > 4096) {
+				fprintf(stderr, "uraid serve: --export-name too long\n");
+				return 2;
+			}
+			a->nbd.export_name = optarg;
+			break;
+		case OPT_MAXCONN:
+			if (parse_uint(optarg, 1, 4096, &a->nbd.max_connections) < 0) {
+				fprintf(stderr, "uraid serve: --max-connections takes 1..4096\n");
+				return 2;
+			}
+			break;
+		case OPT_HSTIMEOUT:
+			if (parse_uint(optarg, 1, 3600, &u) < 0) {
+				fprintf(stderr, "uraid serve: --handshake-timeout takes 1..3600 seconds\n");
+				return 2;
+			}
+			a->nbd.handshake_timeout_ms = u * 1000;
+			break;
+		case 'v':
+			log_verbosity = log_verbosity < LOG_INFO ? LOG_INFO : LOG_DEBUG;
+			break;
+		case 'h':
+			serve_usage(stdout);
+			return -1;
+		default:
+			serve_usage(stderr);
+			return 2;
+		}
+	}
+	*first = optind;
+	if (optind >= argc) {
+		fprintf(stderr, "uraid serve: no members given\n");
+		return 2;
+	}
+	if (a->socket_path && a->port >= 0) {
+		fprintf(stderr, "uraid serve: --socket and --port exclude each other\n");
+		return 2;
+	}
+	if (a->use_stdio && (a->socket_path || a->port >= 0 || a->run_cmd)) {
+		fprintf(stderr, "uraid serve: --stdio excludes --socket, --port and --run\n");
+		return 2;
+	}
+	if (!a->use_stdio && !a->run_cmd && !a->socket_path && a->port < 0 &&
+	    serve_activation_fd() < 0) {
+		fprintf(stderr, "uraid serve: say where to listen: --socket, --port, --run or --stdio\n");
+		return 2;
+	}
+	return 0;
+}
+
+/* Percent-encode an export name for the path part of an NBD URI. */
+static void uri_append_name(char *out, size_t cap, const char *name)
+{
+	size_t n = strlen(out);
+	for (const unsigned char *p = (const unsigned char *)name; *p && n + 4 < cap; p++) {
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || strchr("-._~", *p))
+			out[n++] = (char)*p;
+		else
+			n += (size_t)snprintf(out + n, cap - n, "%%%02X", *p);
+	}
+	out[n] = '\0';
+}
+
+static void make_uri(const struct serve_args *a, const char *sock, int port,
+		     char *uri, size_t cap)
+{
+	const char *name = a->nbd.export_name ? a->nbd.export_name : "";
+
+	if (sock) {
+		snprintf(uri, cap, "nbd+unix:///");
+		uri_append_name(uri, cap, name);
+		size_t n = strlen(uri);
+		snprintf(uri + n, cap - n, "?socket=%s", sock);
+	} else {
+		bool v6 = strchr(a->bind_addr, ':') != NULL;
+		snprintf(uri, cap, "nbd://%s%s%s:%d/", v6 ? "[" : "", a->bind_addr,
+			 v6 ? "]" : "", port);
+		uri_append_name(uri, cap, name);
+	}
+}
+
+/* Fork; the parent waits until the child says it is listening (one byte
+ * on the pipe) and exits 0, or exits with the child's failure.  Returns
+ * the pipe's write end in the child. */
+static int serve_daemonize(void)
+{
+	int p[2];
+	pid_t pid;
+	char b;
+
+	if (pipe2(p, O_CLOEXEC) != 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid > 0) {
+		close(p[1]);
+		ssize_t got;
+		do
+			got = read(p[0], &b, 1);
+		while (got < 0 && errno == EINTR);
+		if (got == 1)
+			_exit(0);
+		int st;
+		if (waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st))
+			_exit(WEXITSTATUS(st));
+		_exit(1);
+	}
+	close(p[0]);
+	return p[1];
+}
+
+static void serve_detach(int ready_fd)
+{
+	int null = open("/dev/null", O_RDWR);
+
+	setsid();
+	if (null >= 0) {
+		dup2(null, 0);
+		dup2(null, 1);
+		dup2(null, 2);
+		if (null > 2)
+			close(null);
+	}
+	if (chdir("/") != 0) {
+		/* Stay where we are: nothing relies on the directory. */
+	}
+	if (write(ready_fd, "1", 1) != 1) {
+		/* The parent is gone; serve anyway. */
+	}
+	close(ready_fd);
+}
+
+static int write_pid_file(const char *path)
+{
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return err_set(-errno, "%s: %s", path, strerror(errno));
+	fprintf(f, "%d\n", (int)getpid());
+	if (fclose(f) != 0)
+		return err_set(-EIO, "%s: write failed", path);
+	return 0;
+}
+
+struct run_child {
+	pid_t pid;
+	int status;
+	struct nbd_server *srv;
+};
+
+static void *run_waiter(void *arg)
+{
+	struct run_child *rc = arg;
+	while (waitpid(rc->pid, &rc->status, 0) < 0 && errno == EINTR)
+		;
+	nbd_server_stop(rc->srv);
+	return NULL;
+}
+
+static pid_t spawn_run(const char *cmd, const char *uri)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		signal(SIGPIPE, SIG_DFL);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		setenv("uri", uri, 1);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+static void *stdio_stopper(void *arg)
+{
+	nbd_server_run(arg);
+	return NULL;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+	struct serve_args a = { 0 };
+	struct vol *top = NULL;
+	struct nbd_server *srv = NULL;
+	char tmpdir[] = "/tmp/uraid-serve-XXXXXX";
+	bool made_tmpdir = false;
+	char sockbuf[PATH_MAX], uri[PATH_MAX + 4200];
+	const char *sock;
+	int first, r, rc = 1, port = 0, ready_fd = -1;
+	bool pid_written = false;
+
+	r = serve_parse(argc, argv, &a, &first);
+	if (r)
+		return r < 0 ? 0 : r;
+	int act_fd = a.socket_path || a.port >= 0 || a.use_stdio || a.run_cmd
+			     ? -1 : serve_activation_fd();
+	if (act_fd >= 0) {
+		unsetenv("LISTEN_PID");
+		unsetenv("LISTEN_FDS");
+		unsetenv("LISTEN_FDNAMES");
+	}
+	if (!a.use_stdio && !a.run_cmd && !a.foreground && act_fd < 0) {
+		ready_fd = serve_daemonize();
+		if (ready_fd < 0)
+			return cli_fail("daemonize", ready_fd);
+	}
+	signal(SIGPIPE, SIG_IGN);
+
+	err_clear();
+	r = stack_open(argv + first, argc - first, &a.stack, &top);
+	if (r < 0)
+		return cli_fail("serve", r);
+	a.nbd.description = top->name; /* what nbdinfo shows */
+	r = nbd_server_new(top, &a.nbd, &srv);
+	if (r < 0) {
+		cli_fail("serve", r);
+		goto out;
+	}
+
+	sock = a.socket_path;
+	if (a.run_cmd && !sock && a.port < 0) {
+		if (!mkdtemp(tmpdir)) {
+			cli_fail(tmpdir, -errno);
+			goto out;
+		}
+		made_tmpdir = true;
+		snprintf(sockbuf, sizeof(sockbuf), "%s/nbd.sock", tmpdir);
+		sock = sockbuf;
+	}
+	if (act_fd >= 0)
+		r = nbd_server_listen_fd(srv, act_fd);
+	else if (sock)
+		r = nbd_server_listen_unix(srv, sock);
+	else if (a.port >= 0)
+		r = nbd_server_listen_tcp(srv, a.bind_addr, a.port, &port);
+	if (r < 0) {
+		cli_fail("listen", r);
+		goto out;
+	}
+	if (a.pid_file) {
+		r = write_pid_file(a.pid_file);
+		if (r < 0) {
+			cli_fail("pid file", r);
+			goto out;
+		}
+		pid_written = true;
+	}
+	make_uri(&a, sock, port, uri, sizeof(uri));
+	log_debug("serving %s (%llu bytes) at %s", top->name,
+		 (unsigned long long)top->size, a.use_stdio ? "stdio" : uri);
+
+	serve_server = srv;
+	struct sigaction sa = { .sa_handler = serve_on_signal };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	if (ready_fd >= 0) {
+		serve_detach(ready_fd);
+		ready_fd = -1;
+	}
+
+	if (a.use_stdio) {
+		pthread_t t;
+		r = pthread_create(&t, NULL, stdio_stopper, srv);
+		if (r != 0) {
+			cli_fail("serve", -r);
+			goto out;
+		}
+		r = nbd_serve_connection(srv, 0, 1);
+		nbd_server_stop(srv);
+		pthread_join(t, NULL);
+		rc = 0;
+	} else if (a.run_cmd) {
+		struct run_child child = { .srv = srv };
+		pthread_t t;
+		child.pid = spawn_run(a.run_cmd, uri);
+		if (child.pid < 0) {
+			cli_fail("--run", -errno);
+			goto out;
+		}
+		r = pthread_create(&t, NULL, run_waiter, &child);
+		if (r != 0) {
+			kill(child.pid, SIGTERM);
+			waitpid(child.pid, NULL, 0);
+			cli_fail("serve", -r);
+			goto out;
+		}
+		nbd_server_run(srv);
+		/* Stopped by a signal rather than by the command: end it too. */
+		kill(child.pid, SIGTERM);
+		pthread_join(t, NULL);
+		if (WIFEXITED(child.status))
+			rc = WEXITSTATUS(child.status);
+		else if (WIFSIGNALED(child.status))
+			rc = 128 + WTERMSIG(child.status);
+	} else {
+		r = nbd_server_run(srv);
+		rc = r < 0 ? cli_fail("serve", r) : 0;
+	}
+
+out:
+	serve_server = NULL;
+	nbd_server_free(srv);
+	if (top) {
+		r = vol_flush(top);
+		if (r < 0) {
+			log_error("%s: flush at exit: %s", top->name, err_detail(r));
+			rc = rc ? rc : 1;
+		}
+		vol_close(top);
+	}
+	if (made_tmpdir)
+		rmdir(tmpdir);
+	if (pid_written)
+		unlink(a.pid_file);
+	return rc;
+}

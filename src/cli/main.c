@@ -15,6 +15,14 @@ static int cmd_help(int argc, char **argv);
 
 static const struct cli_command commands[] = {
 	{ "serve", cmd_serve, "assemble members and export the volume over NBD" },
+	{ "create", cmd_create, "write md superblocks making a new array (mdadm --create)" },
+	{ "examine", cmd_examine, "print members' md superblocks (mdadm --examine)" },
+	{ "luks-format", cmd_luks_format, "write a new LUKS2 header (cryptsetup luksFormat)" },
+	{ "luks-dump", cmd_luks_dump, "show a LUKS header (cryptsetup luksDump)" },
+	{ "luks-add-key", cmd_luks_add_key, "add a LUKS passphrase (cryptsetup luksAddKey)" },
+	{ "luks-remove-key", cmd_luks_remove_key, "remove a LUKS passphrase (cryptsetup luksRemoveKey)" },
+	{ "luks-change-key", cmd_luks_change_key, "change a LUKS passphrase (cryptsetup luksChangeKey)" },
+	{ "bench", cmd_bench, "measure layouts and name the bottleneck" },
 	{ "version", cmd_version, "print the version" },
 	{ "help", cmd_help, "list the commands" },
 };

@@ -2,10 +2,15 @@
 #include "stack.h"
 
 #include "core/log.h"
+#include "format/luks.h"
+#include "format/md.h"
 #include "member/member.h"
+#include "passphrase.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int stack_open_members(char **specs, int n, const struct stack_opts *o,
 		       struct vol **members)
@@ -24,6 +29,94 @@ int stack_open_members(char **specs, int n, const struct stack_opts *o,
 	return 0;
 }
 
+/* The md step: assemble the arrays on members[0..n) (see md.h) and
+ * require that they make exactly one volume.  Consumes the members. */
+static int stack_assemble_md(struct vol **members, int n,
+			     const struct stack_opts *o, struct vol **top)
+{
+	struct md_assemble_opts mo = { .readonly = o->readonly,
+				       .run_degraded = o->run_degraded };
+	struct vol **vols = NULL;
+	int nvols = 0, r;
+
+	if (o->raw) {
+		if (n == 1) {
+			*top = members[0];
+			return 0;
+		}
+		for (int i = 0; i < n; i++)
+			vol_close(members[i]);
+		return err_set(-EINVAL, "--raw exports one member, %d given", n);
+	}
+	r = md_assemble_all(members, n, &mo, &vols, &nvols);
+	if (r < 0)
+		return r;
+	if (nvols != 1) {
+		char list[256] = "";
+		size_t len = 0;
+		for (int i = 0; i < nvols && len < sizeof(list) - 4; i++)
+			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s",
+						i ? ", " : "", vols[i]->name);
+		for (int i = 0; i < nvols; i++)
+			vol_close(vols[i]);
+		free(vols);
+		return err_set(-EINVAL,
+			       "the members make %d separate volumes (%s), not one array; give the members of one array",
+			       nvols, list);
+	}
+	*top = vols[0];
+	free(vols);
+	return 0;
+}
+
+/* The LUKS step: if the assembled vol *top starts with a LUKS header,
+ * unlock it (o->key_file or a prompt) and replace *top with the plaintext
+ * vol.  A writable open rewrites a damaged or stale LUKS2 header copy once
+ * the passphrase has proved right; a read-only one never writes.  On
+ * failure *top has been closed and set to NULL. */
+static int stack_unlock_luks(struct vol **top, const struct stack_opts *o)
+{
+	struct luks_secret *pass = NULL, *vk = NULL;
+	struct luks_hdr *h = NULL;
+	char prompt[300];
+	int r, slot;
+
+	if (o->no_luks || o->raw)
+		return 0;
+	r = luks_probe(*top);
+	if (r <= 0)
+		goto out;
+	r = luks_load(*top, &h);
+	if (r < 0)
+		goto out;
+	snprintf(prompt, sizeof(prompt), "Enter passphrase for %s: ", (*top)->name);
+	r = passphrase_read(o->key_file, prompt, false, &pass);
+	if (r < 0)
+		goto out;
+	slot = r = luks_unlock(h, *top, -1, pass, &vk);
+	if (r < 0)
+		goto out;
+	if (!o->readonly && h->needs_repair) {
+		r = luks_repair(h, *top);
+		if (r < 0)
+			goto out;
+	}
+	r = luks_open_payload(h, *top, true, vk, top);
+	if (r == 0)
+		log_info("LUKS%d volume unlocked with key slot %d", h->version, slot);
+	else
+		*top = NULL; /* luks_open_payload closed it */
+out:
+	if (r < 0 && *top) {
+		vol_close(*top);
+		*top = NULL;
+	}
+	luks_secret_free(pass);
+	luks_secret_free(vk);
+	luks_hdr_free(h);
+	return r < 0 ? r : 0;
+}
+
 int stack_open(char **specs, int n, const struct stack_opts *o,
 	       struct vol **top)
 {
@@ -38,14 +131,12 @@ int stack_open(char **specs, int n, const struct stack_opts *o,
 	r = stack_open_members(specs, n, o, members);
 	if (r < 0)
 		goto out;
-	/* Probing for md arrays and LUKS headers goes here. */
-	if (n != 1) {
-		for (int i = 0; i < n; i++)
-			vol_close(members[i]);
-		r = err_set(-EINVAL, "%d members given but no array found on them", n);
+	/* md arrays, nested ones too; consumes the members either way. */
+	r = stack_assemble_md(members, n, o, top);
+	if (r < 0)
 		goto out;
-	}
-	*top = members[0];
+	/* LUKS on the assembled top vol; consumes *top on failure. */
+	r = stack_unlock_luks(top, o);
 out:
 	free(members);
 	return r;

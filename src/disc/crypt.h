@@ -15,12 +15,18 @@ struct crypt_params {
 	const unsigned char *key;
 	size_t key_len;        /* bytes: 32 or 64 for xts */
 	uint32_t sector_size;  /* 512 or 4096; IVs count in these units */
-	uint64_t iv_offset;    /* added to every sector number (LUKS2 iv_tweak) */
+	uint64_t iv_offset;    /* in 512-byte sectors, as dm-crypt's table and
+				* LUKS2's iv_tweak: IV number = (byte offset /
+				* 512 + iv_offset) / (sector_size / 512) */
 };
 
 /* The crypt vol copies the key into locked memory; the caller wipes its
- * own copy.  Owns child when owns_child.  Returns 0 or -errno
- * (-ENOTSUP with detail for an unknown cipher). */
+ * own copy.  Owns child when owns_child (on failure the caller keeps it).
+ * Ciphers: aes-xts-plain64, aes-xts-plain, aes-cbc-essiv:sha256,
+ * aes-cbc-plain64, aes-cbc-plain.  Returns 0 or -errno with err_set()
+ * detail: -ENOTSUP for an unknown cipher, -EINVAL for a bad key length,
+ * an XTS key with equal halves, or a bad sector size.  No TRIM is offered
+ * (see crypt.c); write_zeroes writes encrypted zeros. */
 int crypt_open(struct vol *child, const struct crypt_params *p, bool owns_child,
 	       const char *name, struct vol **out);
 

@@ -40,6 +40,12 @@ int raid_open(const struct raid_geom *g, struct vol **members,
 /* Mark role as failed by the user (uraid fail): I/O stops going to it. */
 int raid_fail_member(struct vol *array, unsigned role);
 
+/* Read-ahead for sequential streams on mirrors and stripes: mode 0 (the
+ * default) engages it for streams on members slower than ~1 GiB/s, 1
+ * engages it for every read (tests), -1 turns it off.  -ENOTSUP if the
+ * array has none (linear, one member, URAID_RA_MAX=0). */
+int raid_set_readahead(struct vol *array, int mode);
+
 /* How many bytes of array each level makes of the given geometry and member
  * sizes (for create and for validating superblocks). */
 uint64_t raid_array_size(const struct raid_geom *g, const uint64_t *member_sizes);

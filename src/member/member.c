@@ -9,6 +9,8 @@
 static const struct member_type member_types[] = {
 	{ "mem", mem_member_open },
 	{ "null", null_member_open },
+	{ "sim", sim_member_open },
+	{ "fault", fault_member_open },
 };
 
 int member_open(const char *spec, unsigned flags, struct vol **out)

@@ -32,6 +32,36 @@ struct member_type {
 int file_member_open(const char *path, unsigned flags, struct vol **out);
 int mem_member_open(const char *rest, unsigned flags, struct vol **out);
 int null_member_open(const char *rest, unsigned flags, struct vol **out);
+int sim_member_open(const char *rest, unsigned flags, struct vol **out);
+int fault_member_open(const char *rest, unsigned flags, struct vol **out);
+
+/* sim: the disk model's figures (see sim.c for the model). */
+struct sim_params {
+	uint64_t rate;        /* bytes per second */
+	uint64_t rotation_ns; /* one revolution */
+	uint64_t seek_ns;     /* average seek */
+	uint64_t flush_ns;    /* cost of a flush (default 0) */
+	bool sleep;           /* false: keep the clock but do not wait (tests) */
+};
+/* What a request of len bytes at off costs after one that ended at head. */
+uint64_t sim_cost_ns(const struct sim_params *p, uint64_t head, uint64_t off,
+		     uint64_t len);
+/* Wrap inner (owned on success) in a disk model. */
+int sim_member_wrap(struct vol *inner, const struct sim_params *p,
+		    struct vol **out);
+/* Total modelled service time of a sim vol so far (0 for other vols). */
+uint64_t sim_member_busy_ns(struct vol *v);
+
+/* fault: wrap inner (owned on success) with the options of a fault: spec. */
+int fault_member_wrap(struct vol *inner, const char *opts, struct vol **out);
+/* Make every op of a fault vol fail with EIO (dead) or work again.
+ * Returns -EINVAL if v is not a fault vol. */
+int fault_member_kill(struct vol *v, bool dead);
+struct fault_counts {
+	uint64_t reads, writes, flushes, trims, zeroes;
+};
+/* The ops that reached a fault vol so far, failed or not. */
+int fault_member_counts(struct vol *v, struct fault_counts *c);
 int nbd_member_open(const char *uri, unsigned flags, struct vol **out);
 
 #endif

@@ -1,0 +1,88 @@
+/* verdict.c — which ceiling binds a measured figure.
+ *
+ * Pure functions of numbers, so the decision is tested apart from any
+ * measurement.  The ideal of a row is the lowest of its ceilings: the
+ * disks (scaled for the layout), the cipher alone, the server and
+ * transport over a null volume.  When the figure reaches most of the ideal
+ * that ceiling is the bound.  When it falls short, the server was either
+ * out of CPU ("cpu") or nothing measured explains the gap, and the loss is
+ * uraid's own ("uraid itself"). */
+#include "bench.h"
+
+#include <math.h>
+
+void bench_verdict(double measured, const struct bench_ceilings *c, struct bench_verdict *v)
+{
+	struct {
+		double rate;
+		const char *name;
+	} ceil[] = {
+	    {c->disks, "disks"},
+	    {c->cipher, "cipher"},
+	    {c->transport, "transport"},
+	};
+	const char *lowest = NULL;
+	double ideal = 0;
+
+	for (unsigned k = 0; k < sizeof(ceil) / sizeof(ceil[0]); k++) {
+		if (ceil[k].rate > 0 && (!lowest || ceil[k].rate < ideal)) {
+			ideal = ceil[k].rate;
+			lowest = ceil[k].name;
+		}
+	}
+	v->ideal = ideal;
+	v->efficiency = ideal > 0 ? measured / ideal : 0;
+	bool cpu_full = c->cpu_cap_pct > 0 && c->cpu_pct >= BENCH_CPU_SATURATED * c->cpu_cap_pct;
+	if (!lowest)
+		v->bound = cpu_full ? "cpu" : "unknown";
+	else if (v->efficiency >= BENCH_EXPLAINED)
+		v->bound = lowest;
+	else if (cpu_full)
+		v->bound = "cpu";
+	else
+		v->bound = "uraid itself";
+}
+
+/* How many members a request stream keeps busy: each request touches
+ * ceil(bs / chunk) of them, and qd requests are in flight.  chunk 0 means
+ * a request can use every member (a mirror splitting a large read). */
+static double busy_members(unsigned members, uint32_t bs, unsigned qd, uint32_t chunk)
+{
+	double per_req = chunk ? ceil((double)bs / chunk) : members;
+	double n = per_req * (qd ? qd : 1);
+	return n < members ? n : members;
+}
+
+double bench_disk_ideal(int level, unsigned n, enum bench_op op, uint32_t bs, unsigned qd,
+                        uint32_t chunk, double one, double all)
+{
+	bool reads = op == BENCH_READ || op == BENCH_SEEKS;
+	double per = n ? all / n : one; /* one member's share when all run */
+	double busy;
+
+	if (per > one || per <= 0)
+		per = one;
+	switch (level) {
+	case 0:
+		busy = busy_members(n, bs, qd, chunk);
+		break;
+	case 1: /* large reads split over every copy; writes go to all */
+		if (!reads)
+			busy = 1;
+		else
+			busy = busy_members(n, bs, qd, bs >= (128u << 10) ? 0 : bs);
+		break;
+	case 10: /* two copies: writes keep n/2 members' worth busy */
+	case BENCH_RAID01:
+		busy = busy_members(reads ? n : n / 2, bs, qd, chunk);
+		break;
+	default:
+		busy = 1;
+		break;
+	}
+	if (busy < 1)
+		busy = 1;
+	/* One busy member runs at `one`; several at once share what the
+	 * machine gives all of them together (`all`). */
+	return busy <= 1 ? one : busy * per;
+}

@@ -1,0 +1,477 @@
+/* cmd_create.c — `uraid create`: write md v1.2 superblocks that make a new
+ * array of the members, as `mdadm --create --metadata=1.2` would.
+ *
+ * Nothing is written until every check has passed: member count, level
+ * and layout, sizes, and (unless --force) that no member already holds an
+ * md superblock, a LUKS header, a filesystem or a partition table.
+ *
+ * Consistency: mdadm leaves a new RAID1/10 "active" and the kernel copies
+ * one mirror over the others in the background.  We make the mirrors agree
+ * before any superblock exists instead, by zeroing every member's data
+ * area (a hole punch on files, BLKZEROOUT on devices), and write the
+ * superblocks last, marked clean.  --assume-clean skips the zeroing, as
+ * with mdadm.  A crash during create leaves no superblock at all. */
+#include "cli.h"
+
+#include "core/log.h"
+#include "core/units.h"
+#include "format/md.h"
+#include "member/member.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+struct create_opts {
+	int level;
+	bool level_set;
+	unsigned raid_disks;
+	uint32_t chunk_kib;
+	bool chunk_set;
+	uint32_t layout;
+	const char *layout_name;
+	const char *name;
+	bool assume_clean;
+	bool force;
+};
+
+/* Foreign signatures that create refuses to overwrite without --force. */
+static int create_probe_signatures(struct vol *m, const char *spec)
+{
+	static const struct {
+		uint64_t off;
+		const char *magic;
+		size_t len;
+		const char *what;
+	} sigs[] = {
+	    {0, "LUKS\xba\xbe", 6, "a LUKS header"},
+	    {0, "XFSB", 4, "an XFS filesystem"},
+	    {1080, "\x53\xef", 2, "an ext2/3/4 filesystem"},
+	    {65600, "_BHRfS_M", 8, "a btrfs filesystem"},
+	    {4086, "SWAPSPACE2", 10, "a swap area"},
+	    {4086, "SWAP-SPACE", 10, "a swap area"},
+	    {512, "EFI PART", 8, "a GPT partition table"},
+	    {510, "\x55\xaa", 2, "a partition table (MBR)"},
+	    {0, "\xfc\x4e\x2b\xa9", 4, "an md superblock (v1.1)"},
+	    {4096, "\xfc\x4e\x2b\xa9", 4, "an md superblock"},
+	};
+	/* 17 blocks of 4 KiB reach past btrfs's magic at 65600. */
+	uint64_t len = m->size / 4096 * 4096;
+	uint8_t *buf;
+	int r = 0;
+
+	if (len > 69632)
+		len = 69632;
+	if (posix_memalign((void **)&buf, 4096, 69632))
+		return -ENOMEM;
+	memset(buf, 0, 69632);
+	if (len) {
+		r = vol_read(m, buf, len, 0);
+		if (r < 0) {
+			r = err_set(r, "%s: reading it failed: %s", spec, strerror(-r));
+			goto out;
+		}
+	}
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		if (sigs[i].off + sigs[i].len > len)
+			continue;
+		if (memcmp(buf + sigs[i].off, sigs[i].magic, sigs[i].len) == 0) {
+			r = err_set(-EEXIST,
+			            "%s already holds %s; refusing to overwrite it (use --force)",
+			            spec, sigs[i].what);
+			goto out;
+		}
+	}
+	/* v1.0 and 0.90 superblocks live at the end of the member. */
+	if (m->size >= 65536 * 2) {
+		uint64_t ends[2] = {
+		    ((m->size / 512 - 16) & ~7ull) * 512, /* v1.0 */
+		    (m->size & ~65535ull) - 65536,        /* 0.90 */
+		};
+		for (int i = 0; i < 2; i++) {
+			r = vol_read(m, buf, 4096, ends[i]);
+			if (r < 0) {
+				r = err_set(r, "%s: reading it failed: %s", spec, strerror(-r));
+				goto out;
+			}
+			if (memcmp(buf, "\xfc\x4e\x2b\xa9", 4) == 0) {
+				r = err_set(-EEXIST,
+				            "%s already holds an md superblock (%s); refusing to "
+				            "overwrite it (use --force)",
+				            spec, i ? "0.90" : "v1.0");
+				goto out;
+			}
+		}
+	}
+out:
+	free(buf);
+	return r;
+}
+
+static int create_parse(int argc, char **argv, struct create_opts *o)
+{
+	static const struct option opts[] = {
+	    {"level", required_argument, NULL, 'l'},
+	    {"raid-devices", required_argument, NULL, 'n'},
+	    {"chunk", required_argument, NULL, 'c'},
+	    {"name", required_argument, NULL, 'N'},
+	    {"layout", required_argument, NULL, 'p'},
+	    {"assume-clean", no_argument, NULL, 'A'},
+	    {"force", no_argument, NULL, 'f'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "l:n:c:N:p:fh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'l':
+			if (md_level_parse(optarg, &o->level) < 0 ||
+			    (o->level != 0 && o->level != 1 && o->level != 10 &&
+			     o->level != MD_LEVEL_LINEAR)) {
+				fprintf(
+				    stderr,
+				    "uraid: create: level '%s' is not one of 0, 1, 10, linear\n",
+				    optarg);
+				return 2;
+			}
+			o->level_set = true;
+			break;
+		case 'n': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (!*optarg || *end || v < 1 || v > 256) {
+				fprintf(stderr, "uraid: create: bad --raid-devices '%s'\n", optarg);
+				return 2;
+			}
+			o->raid_disks = (unsigned)v;
+			break;
+		}
+		case 'c': {
+			/* mdadm's unit is KiB: a bare number means KiB. */
+			char *end;
+			uint64_t bytes;
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (*optarg && !*end)
+				bytes = (uint64_t)v * 1024;
+			else if (parse_size(optarg, &bytes) < 0)
+				bytes = 0;
+			if (bytes < 4096 || (bytes & (bytes - 1)) || bytes > (1ull << 30)) {
+				fprintf(stderr,
+				        "uraid: create: chunk '%s' must be a power of two from 4K "
+				        "to 1G\n",
+				        optarg);
+				return 2;
+			}
+			o->chunk_kib = (uint32_t)(bytes / 1024);
+			o->chunk_set = true;
+			break;
+		}
+		case 'N':
+			o->name = optarg;
+			break;
+		case 'p':
+			o->layout_name = optarg;
+			break;
+		case 'A':
+			o->assume_clean = true;
+			break;
+		case 'f':
+			o->force = true;
+			break;
+		case 'h':
+			printf(
+			    "usage: uraid create --level=0|1|10|linear [--raid-devices=N] "
+			    "[--chunk=SIZE]\n"
+			    "                    [--layout=n2|f2|o2|...] [--name=NAME] "
+			    "[--assume-clean]\n"
+			    "                    [--force] MEMBER...\n"
+			    "Write md v1.2 superblocks (as mdadm --create) making a new array.\n"
+			    "MEMBER may be 'missing' for a degraded RAID1/10.  --chunk is in KiB\n"
+			    "unless a suffix is given (default 512K).  Without --assume-clean the\n"
+			    "data areas of RAID1/10 members are zeroed so that mirrors agree.\n");
+			return 1;
+		default:
+			return 2;
+		}
+	}
+	if (!o->level_set) {
+		fprintf(stderr, "uraid: create: --level is required\n");
+		return 2;
+	}
+	if (o->level == 1 || o->level == MD_LEVEL_LINEAR) {
+		if (o->chunk_set && o->level == 1) {
+			fprintf(stderr, "uraid: create: --chunk makes no sense for raid1\n");
+			return 2;
+		}
+		if (!o->chunk_set)
+			o->chunk_kib = 0;
+	} else if (!o->chunk_set)
+		o->chunk_kib = 512;
+	if (o->level == 10) {
+		if (md_raid10_layout_parse(o->layout_name ? o->layout_name : "n2", &o->layout) <
+		    0) {
+			fprintf(stderr,
+			        "uraid: create: raid10 layout '%s' is not n<copies>, f<copies> or "
+			        "o<copies>\n",
+			        o->layout_name);
+			return 2;
+		}
+	} else if (o->layout_name) {
+		fprintf(stderr, "uraid: create: --layout is only supported for raid10\n");
+		return 2;
+	} else if (o->level == 0)
+		o->layout = MD_RAID0_ORIG_LAYOUT;
+	return 0;
+}
+
+/* mdadm's array name: "host:name" when it fits, else the name alone. */
+static void create_set_name(const char *name, char out[33])
+{
+	char host[65] = "";
+
+	if (!name)
+		name = "uraid";
+	gethostname(host, sizeof(host) - 1);
+	memset(out, 0, 33);
+	if (!strchr(name, ':') && host[0] && strlen(host) + 1 + strlen(name) < 32) {
+		strcpy(out, host);
+		strcat(out, ":");
+		strcat(out, name);
+	} else
+		strncpy(out, name, 31);
+}
+
+static int create_random(uint8_t *p, size_t n)
+{
+	while (n) {
+		ssize_t got = getrandom(p, n, 0);
+		if (got < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += got;
+		n -= (size_t)got;
+	}
+	return 0;
+}
+
+int cmd_create(int argc, char **argv)
+{
+	struct create_opts o = {0};
+	struct vol **m = NULL;
+	struct md_super *sb = NULL;
+	char **specs;
+	unsigned n, missing = 0, i;
+	uint64_t min_sectors = UINT64_MAX, data_offset, min_avail = UINT64_MAX;
+	uint8_t set_uuid[16];
+	int rc, r;
+
+	rc = create_parse(argc, argv, &o);
+	if (rc)
+		return rc == 1 ? 0 : rc;
+	specs = argv + optind;
+	n = (unsigned)(argc - optind);
+	if (n == 0) {
+		fprintf(stderr, "uraid: create: no members given\n");
+		return 2;
+	}
+	if (o.raid_disks && o.raid_disks != n) {
+		fprintf(stderr,
+		        "uraid: create: --raid-devices=%u but %u members given (spares are not "
+		        "supported)\n",
+		        o.raid_disks, n);
+		return 2;
+	}
+	for (i = 0; i < n; i++) {
+		missing += strcmp(specs[i], "missing") == 0;
+		for (unsigned j = 0; j < i; j++)
+			if (strcmp(specs[i], "missing") && strcmp(specs[i], specs[j]) == 0) {
+				fprintf(stderr, "uraid: create: %s is given twice\n", specs[i]);
+				return 2;
+			}
+	}
+	if (missing && o.level != 1 && o.level != 10) {
+		fprintf(stderr,
+		        "uraid: create: 'missing' members need a redundant level (1 or 10)\n");
+		return 2;
+	}
+	if (missing == n) {
+		fprintf(stderr, "uraid: create: every member is 'missing'\n");
+		return 2;
+	}
+	if (o.level == 10) {
+		unsigned copies = MD_RAID10_NEAR(o.layout) * MD_RAID10_FAR(o.layout);
+		if (copies < 2 || copies > n) {
+			fprintf(stderr,
+			        "uraid: create: raid10 layout %s needs %u to %u copies over %u "
+			        "members\n",
+			        o.layout_name ? o.layout_name : "n2", 2, n, n);
+			return 2;
+		}
+		/* Fewer missing members than copies always leaves every
+		 * chunk one copy, whatever the layout. */
+		if (missing >= copies) {
+			fprintf(stderr,
+			        "uraid: create: %u missing members would lose data in a %u-copy "
+			        "raid10\n",
+			        missing, copies);
+			return 2;
+		}
+	}
+
+	m = calloc(n, sizeof(*m));
+	sb = calloc(1, sizeof(*sb));
+	if (!m || !sb) {
+		rc = cli_fail("create", -ENOMEM);
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		if (strcmp(specs[i], "missing") == 0)
+			continue;
+		err_clear();
+		r = member_open(specs[i], 0, &m[i]);
+		if (r < 0) {
+			rc = cli_fail("create", r);
+			goto out;
+		}
+		if (m[i]->size / 512 < min_sectors)
+			min_sectors = m[i]->size / 512;
+		if (!o.force) {
+			err_clear();
+			r = create_probe_signatures(m[i], specs[i]);
+			if (r < 0) {
+				rc = cli_fail("create", r);
+				goto out;
+			}
+		}
+	}
+
+	data_offset = md_default_data_offset(min_sectors, o.chunk_kib);
+	for (i = 0; i < n; i++) {
+		uint64_t s = m[i] ? m[i]->size / 512 : 0;
+		if (!m[i])
+			continue;
+		if (s <= data_offset + (o.chunk_kib ? o.chunk_kib * 2 : 128)) {
+			fprintf(
+			    stderr,
+			    "uraid: create: %s is too small (%llu sectors; data starts at %llu)\n",
+			    specs[i], (unsigned long long)s, (unsigned long long)data_offset);
+			rc = 1;
+			goto out;
+		}
+		if (s - data_offset < min_avail)
+			min_avail = s - data_offset;
+	}
+
+	memset(sb, 0, sizeof(*sb));
+	if (create_random(set_uuid, 16) < 0) {
+		rc = cli_fail("create", -EIO);
+		goto out;
+	}
+	memcpy(sb->set_uuid, set_uuid, 16);
+	create_set_name(o.name, sb->set_name);
+	sb->ctime = sb->utime = (uint64_t)time(NULL);
+	sb->level = o.level;
+	sb->layout = o.layout;
+	sb->chunk = o.chunk_kib * 2;
+	sb->raid_disks = n;
+	/* Used size per member: raid1 rounds to 64K (as mdadm, for a later
+	 * reshape), raid10 to the chunk; raid0 and linear record 0 and use
+	 * each member's whole data area. */
+	if (o.level == 1)
+		sb->size = min_avail & ~127ull;
+	else if (o.level == 10)
+		sb->size = min_avail / sb->chunk * sb->chunk;
+	sb->data_offset = data_offset;
+	sb->super_offset = MD_SB_SECTOR;
+	sb->events = 0;
+	sb->resync_offset = MD_MAX_SECTOR;
+	sb->max_dev = (((256 + 2 * n) + 511) / 512 * 512 - 256) / 2;
+	for (i = 0; i < MD_SB_MAX_DEV; i++)
+		sb->roles[i] = MD_ROLE_SPARE;
+	for (i = 0; i < n; i++)
+		if (m[i])
+			sb->roles[i] = (uint16_t)i;
+	if (o.level == 0) {
+		/* Members of different sizes make a multi-zone raid0, which
+		 * kernels since 5.4 only assemble with an explicit layout. */
+		for (i = 0; i < n; i++)
+			if (m[i] &&
+			    (m[i]->size / 512 - data_offset) / sb->chunk != min_avail / sb->chunk)
+				sb->feature_map |= MD_FEATURE_RAID0_LAYOUT;
+	}
+
+	/* Data first: wipe any old superblock (with --force) and the space up
+	 * to the data (old bitmaps, bad-block logs), zero the mirrors so they
+	 * agree; the new superblocks come last. */
+	for (i = 0; i < n; i++) {
+		if (!m[i])
+			continue;
+		err_clear();
+		r = vol_write_zeroes(m[i], data_offset * 512 - MD_SB_OFFSET, MD_SB_OFFSET,
+		                     VOL_MAY_TRIM);
+		if (r == 0 && (o.level == 1 || o.level == 10) && !o.assume_clean)
+			r = vol_write_zeroes(m[i], m[i]->size - data_offset * 512,
+			                     data_offset * 512, VOL_MAY_TRIM);
+		if (r == 0)
+			r = vol_flush(m[i]);
+		if (r < 0) {
+			fprintf(stderr, "uraid: create: %s: zeroing failed: %s\n", specs[i],
+			        strerror(-r));
+			rc = 1;
+			goto out;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		uint64_t s, bm;
+		if (!m[i])
+			continue;
+		s = m[i]->size / 512;
+		sb->dev_number = i;
+		sb->data_size = s - data_offset;
+		if (create_random(sb->device_uuid, 16) < 0) {
+			rc = cli_fail("create", -EIO);
+			goto out;
+		}
+		/* mdadm's bad-block log: 4 KiB after the bitmap room. */
+		memset(sb->raw, 0, sizeof(sb->raw));
+		bm = 0;
+		if (sb->size >= 128)
+			bm = sb->size - 128 >= 200ull * 1024 * 1024 * 2 ? 256
+			     : sb->size - 8 > 8ull * 1024 * 1024 * 2    ? 128
+			                                                : 8;
+		if (data_offset >= MD_SB_SECTOR + 8 + bm + 8) {
+			struct md_sb1 *raw = (struct md_sb1 *)sb->raw;
+			raw->bblog_size = htole16(8);
+			raw->bblog_offset = htole32((uint32_t)(8 + bm));
+		}
+		err_clear();
+		r = md_super_write(m[i], sb);
+		if (r < 0) {
+			rc = cli_fail("create", r);
+			goto out;
+		}
+	}
+	{
+		char uuid[36];
+		md_uuid_format(set_uuid, uuid);
+		printf("uraid: created %s array %s (%s) on %u members%s\n", md_level_name(o.level),
+		       sb->set_name, uuid, n, missing ? ", degraded" : "");
+	}
+	rc = 0;
+out:
+	if (m)
+		for (i = 0; i < n; i++)
+			vol_close(m[i]);
+	free(m);
+	free(sb);
+	return rc;
+}

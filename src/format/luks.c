@@ -1,0 +1,374 @@
+/* luks.c — what both LUKS versions share: secrets, probing, loading,
+ * unlocking a key slot, checking the volume key against the digest, and
+ * opening the payload as a crypt vol (see luks.h). */
+#include "format/luks.h"
+
+#include "core/log.h"
+#include "core/secmem.h"
+#include "disc/crypt.h"
+#include "disc/slice.h"
+#include "member/member.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <openssl/crypto.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct luks_secret *luks_secret_alloc(size_t len)
+{
+	struct luks_secret *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->data = secmem_alloc(len ? len : 1);
+	if (!s->data) {
+		free(s);
+		return NULL;
+	}
+	s->len = len;
+	return s;
+}
+
+void luks_secret_free(struct luks_secret *s)
+{
+	if (!s)
+		return;
+	secmem_free(s->data);
+	free(s);
+}
+
+void luks_hdr_free(struct luks_hdr *h)
+{
+	if (!h)
+		return;
+	luks2_state_free(h->l2);
+	explicit_bzero(h, sizeof(*h));
+	free(h);
+}
+
+int luks_probe(struct vol *dev)
+{
+	unsigned char *b;
+	int r;
+
+	if (dev->size < 4096)
+		return 0;
+	b = malloc(4096);
+	if (!b)
+		return -ENOMEM;
+	r = vol_read(dev, b, 4096, 0);
+	if (r < 0) {
+		r = err_set(r, "%s: reading for a LUKS header: %s", dev->name, strerror(-r));
+	} else if (memcmp(b, LUKS_MAGIC, LUKS_MAGIC_LEN) == 0) {
+		r = b[6] == 0 && (b[7] == 1 || b[7] == 2) ? b[7] : 0;
+		if (!r)
+			r = err_set(-ENOTSUP, "%s: LUKS header version %u is not supported",
+			            dev->name, b[6] << 8 | b[7]);
+	} else {
+		r = 0;
+		/* A LUKS2 device whose primary header was destroyed still
+		 * has its secondary copy at one of the allowed offsets. */
+		for (uint64_t off = 16384; off <= (4u << 20) && off + 4096 <= dev->size; off *= 2) {
+			if (vol_read(dev, b, 4096, off) == 0 &&
+			    memcmp(b, LUKS2_MAGIC_2ND, LUKS_MAGIC_LEN) == 0) {
+				r = 2;
+				break;
+			}
+		}
+	}
+	free(b);
+	return r;
+}
+
+int luks_load(struct vol *dev, struct luks_hdr **out)
+{
+	struct luks_hdr *h = calloc(1, sizeof(*h));
+	int r;
+
+	if (!h)
+		return -ENOMEM;
+	r = luks_probe(dev);
+	if (r == 0)
+		r = err_set(-EINVAL, "%s: no LUKS header found", dev->name);
+	else if (r == 1)
+		r = luks1_load(dev, h);
+	else if (r == 2)
+		r = luks2_load(dev, h);
+	if (r < 0) {
+		luks_hdr_free(h);
+		return r;
+	}
+	*out = h;
+	return 0;
+}
+
+/* Read [off, off+len) from dev, which may need whole blocks of block_min. */
+static int luks_read_any(struct vol *dev, void *buf, uint64_t len, uint64_t off)
+{
+	uint64_t bs = dev->block_min, start = off / bs * bs, end = (off + len + bs - 1) / bs * bs;
+	unsigned char *tmp;
+	int r;
+
+	if (start == off && end == off + len)
+		return vol_read(dev, buf, len, off);
+	if (end > dev->size)
+		return -EINVAL;
+	tmp = malloc(end - start);
+	if (!tmp)
+		return -ENOMEM;
+	r = vol_read(dev, tmp, end - start, start);
+	if (r == 0)
+		memcpy(buf, tmp + (off - start), len);
+	free(tmp);
+	return r;
+}
+
+static const struct luks_digest *luks_digest_of(const struct luks_hdr *h, int slot)
+{
+	int d = slot >= 0 ? h->slots[slot].digest : -1;
+
+	if (h->version == 1)
+		d = 0;
+	if (d < 0) {
+		/* LUKS2 with no slot in mind: the digest of the segment. */
+		for (int i = 0; i < LUKS_SLOTS_MAX; i++)
+			if (h->digests[i].used)
+				return &h->digests[i];
+		return NULL;
+	}
+	return d < LUKS_SLOTS_MAX && h->digests[d].used ? &h->digests[d] : NULL;
+}
+
+static int luks_digest_check(const struct luks_digest *g, const struct luks_secret *vk)
+{
+	unsigned char d[64];
+	int r;
+
+	if (!g || g->digest_len == 0 || g->digest_len > sizeof(d))
+		return -EINVAL;
+	r = luks_pbkdf2(g->hash, vk->data, vk->len, g->salt, g->salt_len, g->iterations, d,
+	                g->digest_len);
+	if (r == 0 && CRYPTO_memcmp(d, g->digest, g->digest_len) != 0)
+		r = -EPERM;
+	explicit_bzero(d, sizeof(d));
+	return r;
+}
+
+int luks_verify_key(const struct luks_hdr *h, const struct luks_secret *vk)
+{
+	int r = luks_digest_check(luks_digest_of(h, -1), vk);
+
+	if (r == -EPERM)
+		return err_set(r, "the volume key does not match the header's digest");
+	return r;
+}
+
+/* Decrypt one key slot with the passphrase.  -EPERM: not this slot. */
+static int luks_slot_open(const struct luks_hdr *h, struct vol *dev, int i,
+                          const struct luks_secret *pass, struct luks_secret *vk)
+{
+	const struct luks_keyslot *s = &h->slots[i];
+	uint64_t mat_len = ((uint64_t)s->key_size * s->stripes + 511) / 512 * 512;
+	struct luks_secret *dk = luks_secret_alloc(s->area_key_size);
+	unsigned char *mat = malloc(mat_len);
+	int r;
+
+	if (!dk || !mat) {
+		r = -ENOMEM;
+		goto out;
+	}
+	if (s->area_offset + mat_len > dev->size) {
+		r = err_set(-EINVAL, "%s: key slot %d lies beyond the device", dev->name, i);
+		goto out;
+	}
+	/* Checked before the slow KDF, so an unknown cipher is reported as
+	 * such and not as a wrong passphrase. */
+	r = luks_area_cipher_ok(s->area_cipher, s->area_key_size);
+	if (r < 0)
+		goto out;
+	r = luks_read_any(dev, mat, mat_len, s->area_offset);
+	if (r < 0) {
+		r = err_set(r, "%s: reading key slot %d: %s", dev->name, i, strerror(-r));
+		goto out;
+	}
+	r = luks_kdf_derive(&s->kdf, pass->data, pass->len, dk->data, dk->len);
+	if (r < 0)
+		goto out;
+	r = luks_area_crypt(s->area_cipher, dk->data, dk->len, mat, mat_len, false);
+	if (r < 0)
+		goto out;
+	r = luks_af_merge(mat, s->key_size, s->stripes, s->af_hash, vk->data);
+	if (r < 0)
+		goto out;
+	r = luks_digest_check(luks_digest_of(h, i), vk);
+out:
+	if (mat) {
+		explicit_bzero(mat, mat_len);
+		free(mat);
+	}
+	luks_secret_free(dk);
+	return r;
+}
+
+int luks_unlock(struct luks_hdr *h, struct vol *dev, int slot, const struct luks_secret *pass,
+                struct luks_secret **vk)
+{
+	struct luks_secret *k = NULL;
+	int r = -EPERM, tried = 0;
+
+	if (slot >= h->nslots || (slot >= 0 && !h->slots[slot].active))
+		return err_set(-ENOENT, "key slot %d is not active", slot);
+	/* Priority 2 ("prefer") first, then normal; priority 0 ("ignore") only
+	 * when asked for by number, as cryptsetup does. */
+	for (int pass_no = 0; pass_no < 2 && r == -EPERM; pass_no++) {
+		if (slot >= 0 && pass_no == 1)
+			break;
+		for (int i = 0; i < h->nslots && r == -EPERM; i++) {
+			const struct luks_keyslot *s = &h->slots[i];
+			if (!s->active || (slot >= 0 && i != slot))
+				continue;
+			if (slot < 0 && (s->priority == 0 || (pass_no == 0) != (s->priority == 2)))
+				continue;
+			luks_secret_free(k);
+			k = luks_secret_alloc(s->key_size);
+			if (!k)
+				return -ENOMEM;
+			tried++;
+			r = luks_slot_open(h, dev, i, pass, k);
+			if (r == 0) {
+				*vk = k;
+				return i;
+			}
+		}
+	}
+	luks_secret_free(k);
+	if (r == -EPERM)
+		return err_set(-EPERM, tried ? "no key slot matches this passphrase"
+		                             : "no active key slot");
+	return r;
+}
+
+int luks_check_data_ivs(const char *cipher, uint32_t sector_size, const struct luks_secret *vk)
+{
+	struct crypt_params p = {
+	    .cipher = cipher, .key = vk->data, .key_len = vk->len, .sector_size = sector_size};
+	unsigned char *want = NULL, *got = NULL;
+	struct vol *mem = NULL, *cv = NULL;
+	char spec[32];
+	int r;
+
+	if (sector_size == 512)
+		return 0;
+	snprintf(spec, sizeof(spec), "%u", 2 * sector_size);
+	want = calloc(2, sector_size);
+	got = calloc(2, sector_size);
+	if (!want || !got) {
+		r = -ENOMEM;
+		goto out;
+	}
+	r = mem_member_open(spec, 0, &mem);
+	if (r == 0)
+		r = crypt_open(mem, &p, false, "iv-check", &cv);
+	if (r == 0)
+		r = vol_write(cv, want, 2 * sector_size, 0, 0);
+	if (r == 0)
+		r = vol_read(mem, got, 2 * sector_size, 0);
+	/* Sector 1 must carry IV number sector_size / 512, as dm-crypt
+	 * gives it for LUKS2. */
+	if (r == 0)
+		r = luks_sector_crypt(cipher, vk->data, vk->len, want + sector_size, sector_size,
+		                      sector_size, sector_size / 512, 1, true);
+	if (r == 0 && memcmp(want + sector_size, got + sector_size, sector_size) != 0)
+		r = err_set(-ENOTSUP,
+		            "LUKS2 with %u-byte sectors: the crypt layer "
+		            "does not count IVs in 512-byte units as dm-crypt does for "
+		            "LUKS2; refusing rather than writing data that cryptsetup "
+		            "could not read (use --sector-size 512)",
+		            sector_size);
+out:
+	if (cv)
+		vol_close(cv);
+	if (mem)
+		vol_close(mem);
+	free(want);
+	free(got);
+	return r;
+}
+
+int luks_open_payload(struct luks_hdr *h, struct vol *dev, bool owns_dev,
+                      const struct luks_secret *vk, struct vol **out)
+{
+	const struct luks_segment *s = &h->seg;
+	struct crypt_params p = {0};
+	struct vol *sl = NULL;
+	uint64_t size;
+	char *name = NULL;
+	int r;
+
+	if (!s->cipher[0] || !s->sector_size) {
+		r = err_set(-EINVAL, "%s: LUKS header has no data segment", dev->name);
+		goto fail;
+	}
+	if (s->offset >= dev->size || (s->size && s->size > dev->size - s->offset)) {
+		r = err_set(-EINVAL,
+		            "%s: LUKS data segment lies beyond the device "
+		            "(offset %" PRIu64 ", device %" PRIu64 " bytes)",
+		            dev->name, s->offset, dev->size);
+		goto fail;
+	}
+	size = s->size ? s->size : dev->size - s->offset;
+	size = size / s->sector_size * s->sector_size;
+	if (size == 0 || s->offset % dev->block_min) {
+		r = err_set(-EINVAL, "%s: LUKS data segment is empty or misaligned", dev->name);
+		goto fail;
+	}
+	if (vk->len != s->key_size && s->key_size) {
+		r = err_set(-EINVAL, "%s: volume key of %zu bytes, segment wants %u", dev->name,
+		            vk->len, s->key_size);
+		goto fail;
+	}
+	r = luks_check_data_ivs(s->cipher, s->sector_size, vk);
+	if (r < 0)
+		goto fail;
+	if (asprintf(&name, "luks%d(%s)", h->version, dev->name) < 0) {
+		name = NULL;
+		r = -ENOMEM;
+		goto fail;
+	}
+	r = slice_open(dev, s->offset, size, owns_dev, name, &sl);
+	if (r < 0) {
+		r = err_set(r, "%s: cannot cut the LUKS payload: %s", dev->name, strerror(-r));
+		goto fail;
+	}
+	p.cipher = s->cipher;
+	p.key = vk->data;
+	p.key_len = vk->len;
+	p.sector_size = s->sector_size;
+	p.iv_offset = s->iv_tweak;
+	r = crypt_open(sl, &p, true, name, out);
+	if (r < 0)
+		vol_close(sl); /* closes dev too when we own it */
+	free(name);
+	return r;
+fail:
+	free(name);
+	if (owns_dev)
+		vol_close(dev);
+	return r;
+}
+
+int luks_repair(struct luks_hdr *h, struct vol *dev)
+{
+	int r;
+
+	if (!h->needs_repair)
+		return 0;
+	if (h->version != 2)
+		return -ENOTSUP;
+	r = luks2_write(h, dev);
+	if (r == 0)
+		log_warn("%s: LUKS2 header copies rewritten (seqid %" PRIu64 ")", dev->name,
+		         h->seqid);
+	return r;
+}

@@ -1,0 +1,147 @@
+/* luks1.c — reading the LUKS1 header (what qemu-img and older cryptsetup
+ * create): a 592-byte big-endian phdr at offset 0 with eight key slots,
+ * PBKDF2 for both key slots and the master-key digest, and the payload
+ * offset in 512-byte sectors.  uraid opens LUKS1 volumes but does not
+ * change their headers (convert with `cryptsetup convert` for that). */
+#include "format/luks.h"
+
+#include "core/log.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#define LUKS1_KEY_ENABLED 0x00AC71F3u
+#define LUKS1_KEY_DISABLED 0x0000DEADu
+#define LUKS1_DIGEST_LEN 20
+
+struct luks1_keyblock {
+	uint8_t active[4];
+	uint8_t iterations[4];
+	uint8_t salt[32];
+	uint8_t material_offset[4]; /* sectors */
+	uint8_t stripes[4];
+};
+_Static_assert(sizeof(struct luks1_keyblock) == 48, "LUKS1 key block");
+
+struct luks1_phdr {
+	char magic[6];
+	uint8_t version[2];
+	char cipher_name[32];
+	char cipher_mode[32];
+	char hash_spec[32];
+	uint8_t payload_offset[4]; /* sectors */
+	uint8_t key_bytes[4];
+	uint8_t mk_digest[LUKS1_DIGEST_LEN];
+	uint8_t mk_digest_salt[32];
+	uint8_t mk_digest_iter[4];
+	char uuid[40];
+	struct luks1_keyblock slots[LUKS1_SLOTS];
+};
+_Static_assert(sizeof(struct luks1_phdr) == 592, "LUKS1 phdr");
+
+static uint32_t be32_get(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* Copy a fixed-width, possibly unterminated field into dst. */
+static bool luks1_str(char *dst, size_t dst_len, const char *src, size_t src_len)
+{
+	size_t n = strnlen(src, src_len);
+
+	if (n == 0 || n >= dst_len)
+		return false;
+	memcpy(dst, src, n);
+	dst[n] = 0;
+	return true;
+}
+
+int luks1_load(struct vol *dev, struct luks_hdr *h)
+{
+	unsigned char buf[4096];
+	const struct luks1_phdr *p = (const void *)buf;
+	char name[32], mode[32];
+	uint32_t key_bytes, payload;
+	int r;
+
+	if (dev->size < sizeof(buf))
+		return err_set(-EINVAL, "%s: too small for a LUKS1 header", dev->name);
+	r = vol_read(dev, buf, sizeof(buf), 0);
+	if (r < 0)
+		return err_set(r, "%s: reading LUKS1 header: %s", dev->name, strerror(-r));
+	if (memcmp(p->magic, LUKS_MAGIC, LUKS_MAGIC_LEN) != 0 || p->version[0] != 0 ||
+	    p->version[1] != 1)
+		return err_set(-EINVAL, "%s: not a LUKS1 header", dev->name);
+	h->version = 1;
+	h->nslots = LUKS1_SLOTS;
+	key_bytes = be32_get(p->key_bytes);
+	payload = be32_get(p->payload_offset);
+	if (!luks1_str(name, sizeof(name), p->cipher_name, sizeof(p->cipher_name)) ||
+	    !luks1_str(mode, sizeof(mode), p->cipher_mode, sizeof(p->cipher_mode)) ||
+	    !luks1_str(h->digests[0].hash, sizeof(h->digests[0].hash), p->hash_spec,
+	               sizeof(p->hash_spec)) ||
+	    strlen(name) + strlen(mode) + 2 > sizeof(h->seg.cipher))
+		return err_set(-EINVAL, "%s: LUKS1 header has bad cipher or hash names", dev->name);
+	if (key_bytes == 0 || key_bytes > LUKS_KEY_MAX)
+		return err_set(-EINVAL, "%s: LUKS1 key size %u is not supported", dev->name,
+		               key_bytes);
+	snprintf(h->seg.cipher, sizeof(h->seg.cipher), "%s-%s", name, mode);
+	h->seg.key_size = key_bytes;
+	h->seg.sector_size = 512;
+	h->seg.offset = (uint64_t)payload * 512;
+	h->data_offset = h->seg.offset;
+	if (h->seg.offset < sizeof(*p) || h->seg.offset > dev->size)
+		return err_set(-EINVAL,
+		               "%s: LUKS1 payload offset %u is outside the "
+		               "device",
+		               dev->name, payload);
+	luks1_str(h->uuid, sizeof(h->uuid), p->uuid, sizeof(p->uuid));
+
+	h->digests[0].used = true;
+	h->digests[0].iterations = be32_get(p->mk_digest_iter);
+	memcpy(h->digests[0].salt, p->mk_digest_salt, 32);
+	h->digests[0].salt_len = 32;
+	memcpy(h->digests[0].digest, p->mk_digest, LUKS1_DIGEST_LEN);
+	h->digests[0].digest_len = LUKS1_DIGEST_LEN;
+	if (h->digests[0].iterations == 0)
+		return err_set(-EINVAL, "%s: LUKS1 digest has no iterations", dev->name);
+
+	for (int i = 0; i < LUKS1_SLOTS; i++) {
+		const struct luks1_keyblock *kb = &p->slots[i];
+		struct luks_keyslot *s = &h->slots[i];
+		uint32_t st = be32_get(kb->active);
+
+		if (st != LUKS1_KEY_ENABLED) {
+			if (st != LUKS1_KEY_DISABLED)
+				log_warn("%s: LUKS1 key slot %d has a bad state, ignored",
+				         dev->name, i);
+			continue;
+		}
+		s->key_size = key_bytes;
+		s->stripes = be32_get(kb->stripes);
+		strcpy(s->af_hash, h->digests[0].hash);
+		s->area_offset = (uint64_t)be32_get(kb->material_offset) * 512;
+		s->area_size = ((uint64_t)key_bytes * s->stripes + 511) / 512 * 512;
+		strcpy(s->area_cipher, h->seg.cipher);
+		s->area_key_size = key_bytes;
+		s->kdf.type = LUKS_KDF_PBKDF2;
+		strcpy(s->kdf.hash, h->digests[0].hash);
+		s->kdf.iterations = be32_get(kb->iterations);
+		memcpy(s->kdf.salt, kb->salt, 32);
+		s->kdf.salt_len = 32;
+		s->digest = 0;
+		s->priority = 1;
+		if (s->stripes == 0 || s->stripes > 100000 || s->kdf.iterations == 0 ||
+		    s->area_offset < sizeof(*p) || s->area_offset + s->area_size > h->seg.offset) {
+			log_warn("%s: LUKS1 key slot %d is malformed, ignored", dev->name, i);
+			continue;
+		}
+		s->active = true;
+		h->digests[0].keyslots |= 1u << i;
+	}
+	h->primary_ok = true;
+	h->secondary_ok = true;
+	return 0;
+}

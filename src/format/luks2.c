@@ -1,0 +1,1013 @@
+/* luks2.c — the LUKS2 on-disk format: two copies of a 4096-byte big-endian
+ * binary header, each followed by a JSON area that describes key slots,
+ * digests, segments and tokens (cryptsetup docs/on-disk-format-luks2.pdf).
+ *
+ *   0        primary binary header ("LUKS\xba\xbe"), JSON area after it
+ *   hdr_size secondary binary header ("SKUL\xba\xbe"), JSON area after it
+ *   2*hdr_size .. 2*hdr_size+keyslots_size   key-slot areas (AF material)
+ *   segment offset (16 MiB by default)       encrypted data
+ *
+ * Each copy carries a SHA-256 over binary header + JSON area (csum field
+ * zeroed) and a seqid; a write rewrites both with seqid+1 (secondary last
+ * is not needed: the valid copy with the highest seqid wins).  The JSON
+ * object loaded from disk stays the source of truth, so fields we do not
+ * interpret (tokens, flags, priorities) survive our writes. */
+#include "format/luks.h"
+
+#include "core/log.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <json-c/json.h>
+#include <openssl/evp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LUKS2_BIN_SIZE 4096
+#define LUKS2_DEFAULT_HDR_SIZE 16384u
+#define LUKS2_DEFAULT_DATA_OFFSET (16u << 20)
+#define LUKS2_STRIPES 4000u
+#define LUKS2_AREA_ALIGN 4096u
+#define LUKS2_DIGEST_MAX_MS 125u
+
+/* The binary header (all integers big-endian). */
+struct luks2_bin {
+	char magic[6];
+	uint8_t version[2];
+	uint8_t hdr_size[8];
+	uint8_t seqid[8];
+	char label[48];
+	char checksum_alg[32];
+	uint8_t salt[64];
+	char uuid[40];
+	char subsystem[48];
+	uint8_t hdr_offset[8];
+	char pad1[184];
+	uint8_t csum[64];
+	char pad2[7 * 512];
+};
+_Static_assert(sizeof(struct luks2_bin) == LUKS2_BIN_SIZE, "LUKS2 binary header");
+_Static_assert(offsetof(struct luks2_bin, csum) == 448, "LUKS2 csum offset");
+_Static_assert(offsetof(struct luks2_bin, hdr_offset) == 256, "LUKS2 hdr_offset");
+
+struct luks2_state {
+	json_object *json;
+	unsigned char salt[2][64]; /* per copy, kept across rewrites */
+};
+
+static uint64_t be64_get(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static void be64_put(uint8_t *p, uint64_t v)
+{
+	for (int i = 7; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+void luks2_state_free(struct luks2_state *s)
+{
+	if (!s)
+		return;
+	json_object_put(s->json);
+	free(s);
+}
+
+static bool luks2_hdr_size_ok(uint64_t s)
+{
+	for (uint64_t v = 16384; v <= (4u << 20); v *= 2)
+		if (s == v)
+			return true;
+	return false;
+}
+
+/* ---- small JSON helpers ---- */
+
+static json_object *jget(json_object *o, const char *key)
+{
+	json_object *v = NULL;
+
+	if (!o || !json_object_object_get_ex(o, key, &v))
+		return NULL;
+	return v;
+}
+
+static const char *jstr(json_object *o, const char *key)
+{
+	json_object *v = jget(o, key);
+
+	return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+}
+
+/* A u64 stored as a decimal string (offsets, sizes) or a JSON integer. */
+static int ju64(json_object *o, const char *key, uint64_t *out)
+{
+	json_object *v = jget(o, key);
+	const char *s;
+	char *end;
+
+	if (!v)
+		return -EINVAL;
+	if (json_object_is_type(v, json_type_int)) {
+		int64_t i = json_object_get_int64(v);
+		if (i < 0)
+			return -EINVAL;
+		*out = (uint64_t)i;
+		return 0;
+	}
+	if (!json_object_is_type(v, json_type_string))
+		return -EINVAL;
+	s = json_object_get_string(v);
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	*out = strtoull(s, &end, 10);
+	return errno || *end ? -EINVAL : 0;
+}
+
+static int ju32(json_object *o, const char *key, uint32_t *out)
+{
+	uint64_t v;
+
+	if (ju64(o, key, &v) < 0 || v > UINT32_MAX)
+		return -EINVAL;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static json_object *jstr_new_u64(uint64_t v)
+{
+	char s[24];
+
+	snprintf(s, sizeof(s), "%" PRIu64, v);
+	return json_object_new_string(s);
+}
+
+static int b64_decode(const char *s, unsigned char *out, size_t max, size_t *len)
+{
+	size_t n = strlen(s), pad = 0;
+	unsigned char tmp[(LUKS_SALT_LEN + 64) * 2];
+	int r;
+
+	if (n == 0 || n % 4 || n / 4 * 3 > sizeof(tmp))
+		return -EINVAL;
+	r = EVP_DecodeBlock(tmp, (const unsigned char *)s, (int)n);
+	if (r < 0)
+		return -EINVAL;
+	if (s[n - 1] == '=')
+		pad++;
+	if (s[n - 2] == '=')
+		pad++;
+	if ((size_t)r - pad > max)
+		return -EINVAL;
+	*len = (size_t)r - pad;
+	memcpy(out, tmp, *len);
+	return 0;
+}
+
+static json_object *b64_new(const unsigned char *p, size_t len)
+{
+	char s[((LUKS_SALT_LEN + 64) / 3 + 2) * 4 + 1];
+
+	if (len > LUKS_SALT_LEN + 64)
+		return NULL;
+	EVP_EncodeBlock((unsigned char *)s, p, (int)len);
+	return json_object_new_string(s);
+}
+
+/* ---- JSON -> struct luks_hdr ---- */
+
+static int luks2_parse_kdf(json_object *k, struct luks_kdf *kdf)
+{
+	const char *type = jstr(k, "type"), *salt = jstr(k, "salt");
+
+	memset(kdf, 0, sizeof(*kdf));
+	if (!type || !salt || luks_kdf_parse(type, &kdf->type) < 0)
+		return -EINVAL;
+	if (b64_decode(salt, kdf->salt, sizeof(kdf->salt), &kdf->salt_len) < 0)
+		return -EINVAL;
+	if (kdf->type == LUKS_KDF_PBKDF2) {
+		const char *hash = jstr(k, "hash");
+		if (!hash || strlen(hash) >= sizeof(kdf->hash) ||
+		    ju32(k, "iterations", &kdf->iterations) < 0)
+			return -EINVAL;
+		strcpy(kdf->hash, hash);
+		return 0;
+	}
+	if (ju32(k, "time", &kdf->iterations) < 0 || ju32(k, "memory", &kdf->memory) < 0 ||
+	    ju32(k, "cpus", &kdf->cpus) < 0)
+		return -EINVAL;
+	return 0;
+}
+
+static int luks2_parse_keyslot(struct luks_hdr *h, int id, json_object *ks)
+{
+	struct luks_keyslot *s = &h->slots[id];
+	json_object *af = jget(ks, "af"), *area = jget(ks, "area");
+	const char *type = jstr(ks, "type"), *t;
+	uint64_t end;
+
+	memset(s, 0, sizeof(*s));
+	s->digest = -1;
+	s->priority = 1;
+	if (!type || strcmp(type, "luks2") != 0)
+		return err_set(-ENOTSUP, "key slot %d has unsupported type '%s'", id,
+		               type ? type : "?");
+	if (ju32(ks, "key_size", &s->key_size) < 0 || !af || !area || !(t = jstr(af, "type")) ||
+	    strcmp(t, "luks1") != 0 || ju32(af, "stripes", &s->stripes) < 0 ||
+	    !(t = jstr(af, "hash")) || strlen(t) >= sizeof(s->af_hash))
+		return err_set(-EINVAL, "key slot %d: bad af or key_size", id);
+	strcpy(s->af_hash, t);
+	if (!(t = jstr(area, "type")) || strcmp(t, "raw") != 0 ||
+	    ju64(area, "offset", &s->area_offset) < 0 || ju64(area, "size", &s->area_size) < 0 ||
+	    !(t = jstr(area, "encryption")) || strlen(t) >= sizeof(s->area_cipher) ||
+	    ju32(area, "key_size", &s->area_key_size) < 0)
+		return err_set(-EINVAL, "key slot %d: bad area", id);
+	strcpy(s->area_cipher, t);
+	if (luks2_parse_kdf(jget(ks, "kdf"), &s->kdf) < 0)
+		return err_set(-EINVAL, "key slot %d: bad kdf", id);
+	if (jget(ks, "priority"))
+		s->priority = json_object_get_int(jget(ks, "priority"));
+	if (s->key_size == 0 || s->key_size > LUKS_KEY_MAX || s->stripes == 0 ||
+	    s->stripes > 100000 || s->area_key_size == 0 || s->area_key_size > LUKS_KEY_MAX)
+		return err_set(-EINVAL, "key slot %d: bad sizes", id);
+	end = s->area_offset + s->area_size;
+	if (s->area_offset < 2 * h->hdr_size || end < s->area_offset ||
+	    end > 2 * h->hdr_size + h->keyslots_size ||
+	    (uint64_t)s->key_size * s->stripes > s->area_size)
+		return err_set(-EINVAL, "key slot %d: area outside the key-slot space", id);
+	s->active = true;
+	return 0;
+}
+
+static int luks2_parse_digest(struct luks_hdr *h, int id, json_object *d)
+{
+	struct luks_digest *g = &h->digests[id];
+	const char *type = jstr(d, "type"), *hash = jstr(d, "hash");
+	json_object *ks = jget(d, "keyslots");
+
+	memset(g, 0, sizeof(*g));
+	if (!type || strcmp(type, "pbkdf2") != 0)
+		return err_set(-ENOTSUP, "digest %d has unsupported type '%s'", id,
+		               type ? type : "?");
+	if (!hash || strlen(hash) >= sizeof(g->hash) || ju32(d, "iterations", &g->iterations) < 0 ||
+	    !jstr(d, "salt") || !jstr(d, "digest") ||
+	    b64_decode(jstr(d, "salt"), g->salt, sizeof(g->salt), &g->salt_len) < 0 ||
+	    b64_decode(jstr(d, "digest"), g->digest, sizeof(g->digest), &g->digest_len) < 0 ||
+	    !ks || !json_object_is_type(ks, json_type_array))
+		return err_set(-EINVAL, "digest %d is malformed", id);
+	strcpy(g->hash, hash);
+	for (size_t i = 0; i < json_object_array_length(ks); i++) {
+		const char *k = json_object_get_string(json_object_array_get_idx(ks, i));
+		int n = k ? atoi(k) : -1;
+		if (n >= 0 && n < LUKS_SLOTS_MAX)
+			g->keyslots |= 1u << n;
+	}
+	g->used = true;
+	return 0;
+}
+
+static int luks2_id(const char *key)
+{
+	char *end;
+	long v = strtol(key, &end, 10);
+
+	return *key && !*end && v >= 0 && v < LUKS_SLOTS_MAX ? (int)v : -1;
+}
+
+/* Fill h from h->l2->json.  Binary-header fields are already set. */
+static int luks2_parse(struct luks_hdr *h)
+{
+	json_object *j = h->l2->json, *ks = jget(j, "keyslots"), *dg = jget(j, "digests"),
+	            *sg = jget(j, "segments"), *cfg = jget(j, "config"), *seg = NULL, *req;
+	uint64_t json_size;
+	int seg_id = -1, r;
+
+	memset(h->slots, 0, sizeof(h->slots));
+	memset(h->digests, 0, sizeof(h->digests));
+	memset(&h->seg, 0, sizeof(h->seg));
+	h->nslots = LUKS_SLOTS_MAX;
+	if (!ks || !dg || !sg || !cfg || !jget(j, "tokens"))
+		return err_set(-EINVAL, "LUKS2 metadata lacks keyslots, digests, "
+		                        "segments, tokens or config");
+	if (ju64(cfg, "json_size", &json_size) < 0 || json_size != h->hdr_size - LUKS2_BIN_SIZE ||
+	    ju64(cfg, "keyslots_size", &h->keyslots_size) < 0 ||
+	    h->keyslots_size % LUKS2_AREA_ALIGN)
+		return err_set(-EINVAL, "LUKS2 config: bad json_size or keyslots_size");
+	req = jget(jget(cfg, "requirements"), "mandatory");
+	if (req && json_object_is_type(req, json_type_array) && json_object_array_length(req) > 0)
+		return err_set(-ENOTSUP,
+		               "LUKS2 header needs '%s' (e.g. an "
+		               "unfinished reencryption), which uraid does not support",
+		               json_object_get_string(json_object_array_get_idx(req, 0)));
+	json_object_object_foreach(ks, key, val)
+	{
+		int id = luks2_id(key);
+		if (id < 0)
+			return err_set(-EINVAL, "bad key slot id '%s'", key);
+		r = luks2_parse_keyslot(h, id, val);
+		if (r < 0)
+			return r;
+	}
+	json_object_object_foreach(dg, dkey, dval)
+	{
+		int id = luks2_id(dkey);
+		if (id < 0)
+			return err_set(-EINVAL, "bad digest id '%s'", dkey);
+		r = luks2_parse_digest(h, id, dval);
+		if (r < 0)
+			return r;
+		for (int i = 0; i < LUKS_SLOTS_MAX; i++)
+			if (h->digests[id].keyslots & (1u << i) && h->slots[i].active)
+				h->slots[i].digest = id;
+	}
+	json_object_object_foreach(sg, skey, sval)
+	{
+		int id = luks2_id(skey);
+		if (id < 0)
+			return err_set(-EINVAL, "bad segment id '%s'", skey);
+		if (seg_id >= 0)
+			return err_set(-ENOTSUP, "LUKS2 header has several segments "
+			                         "(reencryption?): not supported");
+		seg_id = id;
+		seg = sval;
+	}
+	if (!seg) {
+		h->data_offset = 2 * h->hdr_size + h->keyslots_size;
+		return 0; /* cryptsetup allows a header with no data segment */
+	}
+	{
+		struct luks_segment *s = &h->seg;
+		const char *type = jstr(seg, "type"), *enc = jstr(seg, "encryption"),
+		           *size = jstr(seg, "size");
+		if (!type || strcmp(type, "crypt") != 0)
+			return err_set(-ENOTSUP, "segment type '%s' is not supported",
+			               type ? type : "?");
+		if (ju64(seg, "offset", &s->offset) < 0 || !size ||
+		    ju64(seg, "iv_tweak", &s->iv_tweak) < 0 || !enc ||
+		    strlen(enc) >= sizeof(s->cipher) ||
+		    ju32(seg, "sector_size", &s->sector_size) < 0)
+			return err_set(-EINVAL, "segment %d is malformed", seg_id);
+		if (strcmp(size, "dynamic") == 0)
+			s->size = 0;
+		else if (ju64(seg, "size", &s->size) < 0)
+			return err_set(-EINVAL, "segment %d: bad size", seg_id);
+		if (s->sector_size != 512 && s->sector_size != 1024 && s->sector_size != 2048 &&
+		    s->sector_size != 4096)
+			return err_set(-EINVAL, "segment %d: bad sector size %u", seg_id,
+			               s->sector_size);
+		if (s->offset % 512 || s->offset < 2 * h->hdr_size)
+			return err_set(-EINVAL, "segment %d: bad offset", seg_id);
+		strcpy(s->cipher, enc);
+		h->data_offset = s->offset;
+		/* The volume key size is that of the key slots bound to the
+		 * digest that lists this segment. */
+		json_object_object_foreach(dg, gkey, gval)
+		{
+			json_object *segs = jget(gval, "segments");
+			int gid = luks2_id(gkey);
+			for (size_t i = 0; segs && i < json_object_array_length(segs); i++) {
+				const char *sk =
+				    json_object_get_string(json_object_array_get_idx(segs, i));
+				if (!sk || luks2_id(sk) != seg_id)
+					continue;
+				for (int k = 0; k < LUKS_SLOTS_MAX; k++)
+					if (h->slots[k].active && h->slots[k].digest == gid)
+						s->key_size = h->slots[k].key_size;
+			}
+		}
+	}
+	return 0;
+}
+
+/* ---- reading the binary headers ---- */
+
+struct luks2_copy {
+	bool ok;
+	uint64_t seqid, hdr_size;
+	struct luks2_bin bin;
+	json_object *json;
+	char why[96];
+};
+
+static int luks2_csum(const unsigned char *area, size_t len, unsigned char out[32])
+{
+	static const unsigned char zero[64];
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	size_t co = offsetof(struct luks2_bin, csum);
+	int ok;
+
+	if (!ctx)
+		return -ENOMEM;
+	ok = EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) && EVP_DigestUpdate(ctx, area, co) &&
+	     EVP_DigestUpdate(ctx, zero, 64) &&
+	     EVP_DigestUpdate(ctx, area + co + 64, len - co - 64) &&
+	     EVP_DigestFinal_ex(ctx, out, NULL);
+	EVP_MD_CTX_free(ctx);
+	return ok ? 0 : -EIO;
+}
+
+/* Read and check one copy at off.  I/O errors are returned; a bad copy is
+ * reported through c->ok / c->why. */
+static int luks2_read_copy(struct vol *dev, uint64_t off, bool primary, struct luks2_copy *c)
+{
+	const char *magic = primary ? LUKS_MAGIC : LUKS2_MAGIC_2ND;
+	unsigned char *area = NULL, sum[32];
+	const struct luks2_bin *b = &c->bin;
+	size_t json_len;
+	int r;
+
+	memset(c, 0, sizeof(*c));
+	if (off + LUKS2_BIN_SIZE > dev->size) {
+		snprintf(c->why, sizeof(c->why), "beyond the end of the device");
+		return 0;
+	}
+	r = vol_read(dev, &c->bin, LUKS2_BIN_SIZE, off);
+	if (r < 0)
+		return err_set(r, "reading LUKS2 header at %" PRIu64 ": %s", off, strerror(-r));
+	c->hdr_size = be64_get(b->hdr_size);
+	c->seqid = be64_get(b->seqid);
+	if (memcmp(b->magic, magic, LUKS_MAGIC_LEN) != 0) {
+		snprintf(c->why, sizeof(c->why), "no magic");
+		return 0;
+	}
+	if (b->version[0] != 0 || b->version[1] != 2 || !luks2_hdr_size_ok(c->hdr_size) ||
+	    be64_get(b->hdr_offset) != off ||
+	    strncmp(b->checksum_alg, "sha256", sizeof(b->checksum_alg)) != 0 ||
+	    off + c->hdr_size > dev->size) {
+		snprintf(c->why, sizeof(c->why), "bad version, size, offset or checksum algorithm");
+		return 0;
+	}
+	area = malloc(c->hdr_size);
+	if (!area)
+		return -ENOMEM;
+	r = vol_read(dev, area, c->hdr_size, off);
+	if (r < 0) {
+		r = err_set(r, "reading LUKS2 metadata at %" PRIu64 ": %s", off, strerror(-r));
+		goto out;
+	}
+	r = luks2_csum(area, c->hdr_size, sum);
+	if (r < 0)
+		goto out;
+	if (memcmp(sum, b->csum, sizeof(sum)) != 0 ||
+	    memcmp(area, b, offsetof(struct luks2_bin, csum)) != 0) {
+		snprintf(c->why, sizeof(c->why), "checksum mismatch");
+		goto out;
+	}
+	json_len = strnlen((char *)area + LUKS2_BIN_SIZE, c->hdr_size - LUKS2_BIN_SIZE);
+	if (json_len == c->hdr_size - LUKS2_BIN_SIZE) {
+		snprintf(c->why, sizeof(c->why), "JSON area is not terminated");
+		goto out;
+	}
+	c->json = json_tokener_parse((char *)area + LUKS2_BIN_SIZE);
+	if (!c->json || !json_object_is_type(c->json, json_type_object)) {
+		json_object_put(c->json);
+		c->json = NULL;
+		snprintf(c->why, sizeof(c->why), "JSON metadata does not parse");
+		goto out;
+	}
+	c->ok = true;
+out:
+	free(area);
+	return r;
+}
+
+static void luks2_copy_fields(struct luks_hdr *h, const struct luks2_copy *c)
+{
+	const struct luks2_bin *b = &c->bin;
+
+	snprintf(h->uuid, sizeof(h->uuid), "%.*s", (int)sizeof(b->uuid) - 1, b->uuid);
+	snprintf(h->label, sizeof(h->label), "%.*s", (int)sizeof(b->label) - 1, b->label);
+	snprintf(h->subsystem, sizeof(h->subsystem), "%.*s", (int)sizeof(b->subsystem) - 1,
+	         b->subsystem);
+	h->seqid = c->seqid;
+	h->hdr_size = c->hdr_size;
+}
+
+int luks2_load(struct vol *dev, struct luks_hdr *h)
+{
+	struct luks2_copy *c = calloc(2, sizeof(*c));
+	struct luks2_copy *use;
+	int r;
+
+	if (!c)
+		return -ENOMEM;
+	h->version = 2;
+	r = luks2_read_copy(dev, 0, true, &c[0]);
+	if (r < 0)
+		goto out;
+	/* The secondary sits at the primary's hdr_size; without a valid
+	 * primary, look at every size the format allows. */
+	if (c[0].ok) {
+		r = luks2_read_copy(dev, c[0].hdr_size, false, &c[1]);
+	} else {
+		for (uint64_t s = 16384; s <= (4u << 20) && !c[1].ok; s *= 2) {
+			r = luks2_read_copy(dev, s, false, &c[1]);
+			if (r < 0)
+				goto out;
+		}
+	}
+	if (r < 0)
+		goto out;
+	if (!c[0].ok && !c[1].ok) {
+		r = err_set(-EINVAL,
+		            "%s: both LUKS2 headers are damaged (primary: %s; "
+		            "secondary: %s)",
+		            dev->name, c[0].why, c[1].why[0] ? c[1].why : "not found");
+		goto out;
+	}
+	h->primary_ok = c[0].ok;
+	h->secondary_ok = c[1].ok && (!c[0].ok || c[1].hdr_size == c[0].hdr_size);
+	use = !c[1].ok || (c[0].ok && c[0].seqid >= c[1].seqid) ? &c[0] : &c[1];
+	if (!c[0].ok)
+		log_warn("%s: primary LUKS2 header is damaged (%s); using the "
+		         "secondary copy (seqid %" PRIu64 ")",
+		         dev->name, c[0].why, c[1].seqid);
+	else if (!h->secondary_ok)
+		log_warn("%s: secondary LUKS2 header is damaged (%s); using the "
+		         "primary copy",
+		         dev->name, c[1].why[0] ? c[1].why : "missing");
+	else if (c[0].seqid != c[1].seqid)
+		log_warn("%s: LUKS2 header copies differ (seqid %" PRIu64 " and %" PRIu64
+		         "); using the newer one",
+		         dev->name, c[0].seqid, c[1].seqid);
+	h->needs_repair = !h->primary_ok || !h->secondary_ok || c[0].seqid != c[1].seqid;
+	luks2_copy_fields(h, use);
+	h->l2 = calloc(1, sizeof(*h->l2));
+	if (!h->l2) {
+		r = -ENOMEM;
+		goto out;
+	}
+	memcpy(h->l2->salt[0], c[0].ok ? c[0].bin.salt : use->bin.salt, 64);
+	memcpy(h->l2->salt[1], c[1].ok ? c[1].bin.salt : use->bin.salt, 64);
+	h->l2->json = json_object_get(use->json);
+	r = luks2_parse(h);
+	if (r < 0)
+		err_set(r, "%s: %s", dev->name, err_detail(r));
+out:
+	json_object_put(c[0].json);
+	json_object_put(c[1].json);
+	free(c);
+	return r;
+}
+
+/* ---- writing ---- */
+
+static int luks2_write_copy(struct luks_hdr *h, struct vol *dev, int which, const char *json,
+                            size_t json_len)
+{
+	uint64_t off = which ? h->hdr_size : 0;
+	unsigned char *area = calloc(1, h->hdr_size), sum[32];
+	struct luks2_bin *b = (struct luks2_bin *)area;
+	int r;
+
+	if (!area)
+		return -ENOMEM;
+	memcpy(b->magic, which ? LUKS2_MAGIC_2ND : LUKS_MAGIC, LUKS_MAGIC_LEN);
+	b->version[1] = 2;
+	be64_put(b->hdr_size, h->hdr_size);
+	be64_put(b->seqid, h->seqid);
+	strncpy(b->label, h->label, sizeof(b->label) - 1);
+	strcpy(b->checksum_alg, "sha256");
+	memcpy(b->salt, h->l2->salt[which], sizeof(b->salt));
+	strncpy(b->uuid, h->uuid, sizeof(b->uuid) - 1);
+	strncpy(b->subsystem, h->subsystem, sizeof(b->subsystem) - 1);
+	be64_put(b->hdr_offset, off);
+	memcpy(area + LUKS2_BIN_SIZE, json, json_len);
+	r = luks2_csum(area, h->hdr_size, sum);
+	if (r == 0) {
+		memcpy(b->csum, sum, sizeof(sum));
+		r = vol_write(dev, area, h->hdr_size, off, 0);
+		if (r < 0)
+			err_set(r, "%s: writing the %s LUKS2 header: %s", dev->name,
+			        which ? "secondary" : "primary", strerror(-r));
+	}
+	free(area);
+	return r;
+}
+
+int luks2_write(struct luks_hdr *h, struct vol *dev)
+{
+	const char *json;
+	size_t len;
+	int r;
+
+	if (h->version != 2 || !h->l2)
+		return err_set(-ENOTSUP, "%s: only LUKS2 headers can be changed", dev->name);
+	json = json_object_to_json_string_ext(h->l2->json, JSON_C_TO_STRING_PLAIN |
+	                                                       JSON_C_TO_STRING_NOSLASHESCAPE);
+	len = strlen(json);
+	if (len + 1 > h->hdr_size - LUKS2_BIN_SIZE)
+		return err_set(-ENOSPC,
+		               "LUKS2 metadata (%zu bytes) does not fit its "
+		               "%" PRIu64 "-byte area",
+		               len, h->hdr_size - LUKS2_BIN_SIZE);
+	h->seqid++;
+	/* Primary, flush, secondary, flush: a crash leaves one copy valid, and
+	 * the loader takes the valid one with the highest seqid. */
+	r = luks2_write_copy(h, dev, 0, json, len);
+	if (r == 0)
+		r = vol_flush(dev);
+	if (r == 0)
+		r = luks2_write_copy(h, dev, 1, json, len);
+	if (r == 0)
+		r = vol_flush(dev);
+	if (r == 0)
+		h->primary_ok = h->secondary_ok = true, h->needs_repair = false;
+	return r;
+}
+
+/* ---- key slots ---- */
+
+static uint64_t align_up(uint64_t v, uint64_t a)
+{
+	return (v + a - 1) / a * a;
+}
+
+/* The lowest offset where size bytes fit between the active slots' areas.
+ * A slot being replaced still counts: its old area must survive until the
+ * new header is on disk. */
+static int luks2_area_find(const struct luks_hdr *h, uint64_t size, uint64_t *off)
+{
+	uint64_t start = 2 * h->hdr_size, end = start + h->keyslots_size;
+	uint64_t cand = start;
+	bool moved = true;
+
+	while (moved) {
+		moved = false;
+		for (int i = 0; i < h->nslots; i++) {
+			const struct luks_keyslot *s = &h->slots[i];
+			if (!s->active)
+				continue;
+			if (cand < s->area_offset + s->area_size && s->area_offset < cand + size) {
+				cand = align_up(s->area_offset + s->area_size, LUKS2_AREA_ALIGN);
+				moved = true;
+			}
+		}
+	}
+	if (cand + size > end)
+		return err_set(-ENOSPC, "no room left in the LUKS2 key-slot area");
+	*off = cand;
+	return 0;
+}
+
+static json_object *luks2_kdf_json(const struct luks_kdf *k)
+{
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "type", json_object_new_string(luks_kdf_name(k->type)));
+	if (k->type == LUKS_KDF_PBKDF2) {
+		json_object_object_add(o, "hash", json_object_new_string(k->hash));
+		json_object_object_add(o, "iterations", json_object_new_int64(k->iterations));
+	} else {
+		json_object_object_add(o, "time", json_object_new_int64(k->iterations));
+		json_object_object_add(o, "memory", json_object_new_int64(k->memory));
+		json_object_object_add(o, "cpus", json_object_new_int64(k->cpus));
+	}
+	json_object_object_add(o, "salt", b64_new(k->salt, k->salt_len));
+	return o;
+}
+
+/* Overwrite a key-slot area with random bytes, so the old material (and
+ * with it the key it held) is gone. */
+static int luks2_area_wipe(struct vol *dev, uint64_t off, uint64_t size)
+{
+	unsigned char *buf = malloc(size);
+	int r;
+
+	if (!buf)
+		return -ENOMEM;
+	r = luks_random(buf, size);
+	if (r == 0)
+		r = vol_write(dev, buf, size, off, 0);
+	if (r == 0)
+		r = vol_flush(dev);
+	free(buf);
+	if (r < 0)
+		return err_set(r, "%s: wiping key-slot area at %" PRIu64 ": %s", dev->name, off,
+		               err_detail(r));
+	return 0;
+}
+
+static void luks2_digest_link(json_object *digest, int slot, bool add)
+{
+	json_object *ks = jget(digest, "keyslots"), *keep;
+	char id[12];
+
+	if (!ks)
+		return;
+	snprintf(id, sizeof(id), "%d", slot);
+	keep = json_object_new_array();
+	for (size_t i = 0; i < json_object_array_length(ks); i++) {
+		const char *s = json_object_get_string(json_object_array_get_idx(ks, i));
+		if (s && strcmp(s, id) != 0)
+			json_object_array_add(keep, json_object_new_string(s));
+	}
+	if (add)
+		json_object_array_add(keep, json_object_new_string(id));
+	json_object_object_add(digest, "keyslots", keep);
+}
+
+/* The digest that checks the volume key of segment 0 (or the only one). */
+static int luks2_segment_digest(const struct luks_hdr *h, json_object **d)
+{
+	json_object *dg = jget(h->l2->json, "digests");
+
+	json_object_object_foreach(dg, key, val)
+	{
+		(void)key;
+		*d = val;
+		return luks2_id(key);
+	}
+	return err_set(-EINVAL, "LUKS2 header has no digest");
+}
+
+int luks2_keyslot_store(struct luks_hdr *h, struct vol *dev, int slot, const struct luks_secret *vk,
+                        const struct luks_secret *pass, const struct luks_pbkdf_opts *o)
+{
+	struct luks_secret *dk = NULL;
+	struct luks_kdf kdf;
+	json_object *digest, *ks, *af, *area;
+	unsigned char *mat = NULL;
+	uint64_t mat_len, area_size, area_off, old_off = 0, old_size = 0;
+	const char *cipher = h->seg.cipher[0] ? h->seg.cipher : "aes-xts-plain64";
+	char id[12];
+	int r;
+
+	if (h->version != 2)
+		return err_set(-ENOTSUP,
+		               "%s: key slots can only be changed on LUKS2 "
+		               "(this is LUKS1)",
+		               dev->name);
+	if (slot < 0) {
+		for (slot = 0; slot < LUKS_SLOTS_MAX && h->slots[slot].active; slot++)
+			;
+		if (slot == LUKS_SLOTS_MAX)
+			return err_set(-ENOSPC, "all %d key slots are in use", LUKS_SLOTS_MAX);
+	}
+	if (slot >= LUKS_SLOTS_MAX)
+		return err_set(-EINVAL, "key slot %d does not exist", slot);
+	if (h->slots[slot].active) {
+		old_off = h->slots[slot].area_offset;
+		old_size = h->slots[slot].area_size;
+	}
+	r = luks2_segment_digest(h, &digest);
+	if (r < 0)
+		return r;
+	r = luks_area_cipher_ok(cipher, vk->len);
+	if (r < 0)
+		return r;
+	mat_len = align_up((uint64_t)vk->len * LUKS2_STRIPES, 512);
+	area_size = align_up(mat_len, LUKS2_AREA_ALIGN);
+	r = luks2_area_find(h, area_size, &area_off);
+	if (r < 0)
+		return r;
+	r = luks_kdf_choose(o, vk->len, &kdf);
+	if (r < 0)
+		return r;
+	dk = luks_secret_alloc(vk->len);
+	mat = calloc(1, area_size);
+	if (!dk || !mat) {
+		r = -ENOMEM;
+		goto out;
+	}
+	r = luks_kdf_derive(&kdf, pass->data, pass->len, dk->data, dk->len);
+	if (r < 0)
+		goto out;
+	r = luks_af_split(vk->data, vk->len, LUKS2_STRIPES, "sha256", mat);
+	if (r < 0)
+		goto out;
+	r = luks_area_crypt(cipher, dk->data, dk->len, mat, mat_len, true);
+	if (r < 0)
+		goto out;
+	r = vol_write(dev, mat, area_size, area_off, 0);
+	if (r == 0)
+		r = vol_flush(dev);
+	if (r < 0) {
+		r = err_set(r, "%s: writing key slot %d: %s", dev->name, slot, strerror(-r));
+		goto out;
+	}
+
+	ks = json_object_new_object();
+	json_object_object_add(ks, "type", json_object_new_string("luks2"));
+	json_object_object_add(ks, "key_size", json_object_new_int64((int64_t)vk->len));
+	af = json_object_new_object();
+	json_object_object_add(af, "type", json_object_new_string("luks1"));
+	json_object_object_add(af, "stripes", json_object_new_int64(LUKS2_STRIPES));
+	json_object_object_add(af, "hash", json_object_new_string("sha256"));
+	json_object_object_add(ks, "af", af);
+	area = json_object_new_object();
+	json_object_object_add(area, "type", json_object_new_string("raw"));
+	json_object_object_add(area, "offset", jstr_new_u64(area_off));
+	json_object_object_add(area, "size", jstr_new_u64(area_size));
+	json_object_object_add(area, "encryption", json_object_new_string(cipher));
+	json_object_object_add(area, "key_size", json_object_new_int64((int64_t)vk->len));
+	json_object_object_add(ks, "area", area);
+	json_object_object_add(ks, "kdf", luks2_kdf_json(&kdf));
+	snprintf(id, sizeof(id), "%d", slot);
+	json_object_object_add(jget(h->l2->json, "keyslots"), id, ks);
+	luks2_digest_link(digest, slot, true);
+
+	r = luks2_write(h, dev);
+	if (r == 0)
+		r = luks2_parse(h);
+	if (r == 0 && old_size)
+		r = luks2_area_wipe(dev, old_off, old_size);
+	if (r == 0)
+		r = slot;
+out:
+	explicit_bzero(&kdf, sizeof(kdf));
+	luks_secret_free(dk);
+	if (mat) {
+		/* Before encryption the material is the key, split. */
+		explicit_bzero(mat, area_size);
+		free(mat);
+	}
+	return r;
+}
+
+int luks2_keyslot_remove(struct luks_hdr *h, struct vol *dev, int slot)
+{
+	json_object *dg;
+	uint64_t off, size;
+	char id[12];
+	int r;
+
+	if (h->version != 2)
+		return err_set(-ENOTSUP,
+		               "%s: key slots can only be changed on LUKS2 "
+		               "(this is LUKS1)",
+		               dev->name);
+	if (slot < 0 || slot >= LUKS_SLOTS_MAX || !h->slots[slot].active)
+		return err_set(-ENOENT, "key slot %d is not active", slot);
+	off = h->slots[slot].area_offset;
+	size = h->slots[slot].area_size;
+	snprintf(id, sizeof(id), "%d", slot);
+	json_object_object_del(jget(h->l2->json, "keyslots"), id);
+	dg = jget(h->l2->json, "digests");
+	json_object_object_foreach(dg, key, val)
+	{
+		(void)key;
+		luks2_digest_link(val, slot, false);
+	}
+	r = luks2_write(h, dev);
+	if (r == 0)
+		r = luks2_parse(h);
+	if (r == 0)
+		r = luks2_area_wipe(dev, off, size);
+	return r;
+}
+
+/* ---- format ---- */
+
+static void luks2_uuid(char out[40], const unsigned char r[16])
+{
+	unsigned char u[16];
+
+	memcpy(u, r, 16);
+	u[6] = (u[6] & 0x0f) | 0x40; /* version 4 */
+	u[8] = (u[8] & 0x3f) | 0x80; /* RFC 4122 variant */
+	snprintf(out, 40, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+	         u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
+	         u[13], u[14], u[15]);
+}
+
+static int luks2_zero(struct vol *dev, uint64_t len)
+{
+	const uint64_t chunk = 1u << 20;
+	void *z = calloc(1, chunk);
+	int r = 0;
+
+	if (!z)
+		return -ENOMEM;
+	for (uint64_t off = 0; off < len && r == 0; off += chunk)
+		r = vol_write(dev, z, len - off < chunk ? len - off : chunk, off, 0);
+	free(z);
+	return r;
+}
+
+int luks2_format(struct vol *dev, const struct luks2_format_opts *o, const struct luks_secret *pass)
+{
+	const char *cipher = o->cipher ? o->cipher : "aes-xts-plain64";
+	uint32_t key_bytes = o->key_bytes ? o->key_bytes : 64;
+	uint32_t sector = o->sector_size ? o->sector_size : 512;
+	uint64_t data_off = LUKS2_DEFAULT_DATA_OFFSET;
+	struct luks_secret *vk = NULL;
+	struct luks_hdr *h = NULL;
+	struct luks_digest g;
+	json_object *j, *seg, *segs, *dig, *digs, *cfg, *arr;
+	unsigned char rnd[16];
+	int r;
+
+	if (sector != 512 && sector != 4096)
+		return err_set(-EINVAL, "sector size must be 512 or 4096");
+	if (key_bytes != 32 && key_bytes != 64)
+		return err_set(-EINVAL, "key size must be 256 or 512 bits");
+	if (o->label && strlen(o->label) >= 48)
+		return err_set(-EINVAL, "label is longer than 47 bytes");
+	r = luks_area_cipher_ok(cipher, key_bytes);
+	if (r < 0)
+		return r;
+	if (dev->size <= data_off || (dev->size - data_off) % sector)
+		return err_set(-EINVAL,
+		               "%s: %" PRIu64 " bytes is too small for LUKS2 "
+		               "(the header takes 16 MiB) or not a multiple of the "
+		               "%u-byte sector",
+		               dev->name, dev->size, sector);
+	if (data_off % dev->block_min)
+		return err_set(-EINVAL,
+		               "%s: block size %u does not divide the data "
+		               "offset",
+		               dev->name, dev->block_min);
+
+	h = calloc(1, sizeof(*h));
+	vk = luks_secret_alloc(key_bytes);
+	if (!h || !vk || !(h->l2 = calloc(1, sizeof(*h->l2)))) {
+		r = -ENOMEM;
+		goto out;
+	}
+	h->version = 2;
+	h->hdr_size = LUKS2_DEFAULT_HDR_SIZE;
+	h->keyslots_size = data_off - 2 * h->hdr_size;
+	h->nslots = LUKS_SLOTS_MAX;
+	h->seqid = 0;
+	if (o->label)
+		strcpy(h->label, o->label);
+	if ((r = luks_random(vk->data, vk->len)) < 0 || (r = luks_random(rnd, sizeof(rnd))) < 0 ||
+	    (r = luks_random(h->l2->salt, sizeof(h->l2->salt))) < 0)
+		goto out;
+	r = luks_check_data_ivs(cipher, sector, vk);
+	if (r < 0)
+		goto out;
+	luks2_uuid(h->uuid, rnd);
+
+	/* The digest: PBKDF2-SHA256 of the volume key. */
+	memset(&g, 0, sizeof(g));
+	g.salt_len = LUKS_SALT_LEN;
+	g.digest_len = 32;
+	g.iterations =
+	    o->pbkdf.force_iter
+	        ? 1000
+	        : luks_pbkdf2_iterations_for("sha256", o->pbkdf.iter_ms && o->pbkdf.iter_ms <
+	                                                                       LUKS2_DIGEST_MAX_MS
+	                                                   ? o->pbkdf.iter_ms
+	                                                   : LUKS2_DIGEST_MAX_MS);
+	if ((r = luks_random(g.salt, g.salt_len)) < 0 ||
+	    (r = luks_pbkdf2("sha256", vk->data, vk->len, g.salt, g.salt_len, g.iterations,
+	                     g.digest, g.digest_len)) < 0)
+		goto out;
+
+	j = json_object_new_object();
+	h->l2->json = j;
+	json_object_object_add(j, "keyslots", json_object_new_object());
+	json_object_object_add(j, "tokens", json_object_new_object());
+	segs = json_object_new_object();
+	seg = json_object_new_object();
+	json_object_object_add(seg, "type", json_object_new_string("crypt"));
+	json_object_object_add(seg, "offset", jstr_new_u64(data_off));
+	json_object_object_add(seg, "size", json_object_new_string("dynamic"));
+	json_object_object_add(seg, "iv_tweak", json_object_new_string("0"));
+	json_object_object_add(seg, "encryption", json_object_new_string(cipher));
+	json_object_object_add(seg, "sector_size", json_object_new_int64(sector));
+	json_object_object_add(segs, "0", seg);
+	json_object_object_add(j, "segments", segs);
+	digs = json_object_new_object();
+	dig = json_object_new_object();
+	json_object_object_add(dig, "type", json_object_new_string("pbkdf2"));
+	json_object_object_add(dig, "keyslots", json_object_new_array());
+	arr = json_object_new_array();
+	json_object_array_add(arr, json_object_new_string("0"));
+	json_object_object_add(dig, "segments", arr);
+	json_object_object_add(dig, "hash", json_object_new_string("sha256"));
+	json_object_object_add(dig, "iterations", json_object_new_int64(g.iterations));
+	json_object_object_add(dig, "salt", b64_new(g.salt, g.salt_len));
+	json_object_object_add(dig, "digest", b64_new(g.digest, g.digest_len));
+	json_object_object_add(digs, "0", dig);
+	json_object_object_add(j, "digests", digs);
+	cfg = json_object_new_object();
+	json_object_object_add(cfg, "json_size", jstr_new_u64(h->hdr_size - LUKS2_BIN_SIZE));
+	json_object_object_add(cfg, "keyslots_size", jstr_new_u64(h->keyslots_size));
+	json_object_object_add(j, "config", cfg);
+	r = luks2_parse(h);
+	if (r < 0)
+		goto out;
+
+	/* Old headers and key material go first, so nothing of a previous
+	 * LUKS header (or its secondary copy) survives. */
+	r = luks2_zero(dev, data_off);
+	if (r < 0) {
+		r = err_set(r, "%s: wiping the header area: %s", dev->name, strerror(-r));
+		goto out;
+	}
+	r = luks2_keyslot_store(h, dev, 0, vk, pass, &o->pbkdf);
+	if (r > 0)
+		r = 0;
+out:
+	luks_secret_free(vk);
+	luks_hdr_free(h);
+	return r;
+}

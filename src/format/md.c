@@ -1,0 +1,351 @@
+/* md.c — reading, checking and writing md v1.2 superblocks (see md.h).
+ *
+ * Nothing here trusts a field before the magic, version, max_dev bound and
+ * checksum have been verified; md_super_check() then applies the kernel's
+ * own sanity rules (super_1_load) plus ours for the geometry, so that a
+ * superblock we accept is one the kernel would accept too. */
+#include "md.h"
+
+#include "core/log.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static const struct md_sb1 *sb_const(const void *buf)
+{
+	return (const struct md_sb1 *)buf;
+}
+
+uint32_t md_sb_csum(const void *buf)
+{
+	const uint8_t *p = buf;
+	uint32_t max_dev = md_le32(sb_const(buf)->max_dev);
+	size_t size, i;
+	uint64_t sum = 0;
+
+	if (max_dev > MD_SB_MAX_DEV)
+		max_dev = MD_SB_MAX_DEV;
+	size = 256 + 2 * (size_t)max_dev;
+	for (i = 0; i + 4 <= size; i += 4) {
+		uint32_t w;
+		if (i == offsetof(struct md_sb1, sb_csum))
+			continue; /* counted as zero */
+		memcpy(&w, p + i, 4);
+		sum += md_le32(w);
+	}
+	if (size - i == 2) {
+		uint16_t h;
+		memcpy(&h, p + i, 2);
+		sum += md_le16(h);
+	}
+	return (uint32_t)((sum & 0xffffffffu) + (sum >> 32));
+}
+
+int md_super_decode(const void *buf, struct md_super *s)
+{
+	const struct md_sb1 *sb = sb_const(buf);
+	uint32_t n;
+
+	memset(s, 0, sizeof(*s));
+	memcpy(s->raw, buf, MD_SB_BLOCK);
+	if (md_le32(sb->magic) != MD_SB_MAGIC)
+		return -ENOENT;
+	s->feature_map = md_le32(sb->feature_map);
+	memcpy(s->set_uuid, sb->set_uuid, 16);
+	memcpy(s->set_name, sb->set_name, 32);
+	s->set_name[32] = '\0';
+	s->ctime = md_le64(sb->ctime);
+	s->utime = md_le64(sb->utime);
+	s->level = (int32_t)md_le32(sb->level);
+	s->layout = md_le32(sb->layout);
+	s->size = md_le64(sb->size);
+	s->chunk = md_le32(sb->chunksize);
+	s->raid_disks = md_le32(sb->raid_disks);
+	s->data_offset = md_le64(sb->data_offset);
+	s->data_size = md_le64(sb->data_size);
+	s->super_offset = md_le64(sb->super_offset);
+	s->recovery_offset = md_le64(sb->recovery_offset);
+	s->dev_number = md_le32(sb->dev_number);
+	memcpy(s->device_uuid, sb->device_uuid, 16);
+	s->events = md_le64(sb->events);
+	s->resync_offset = md_le64(sb->resync_offset);
+	s->sb_csum = md_le32(sb->sb_csum);
+	s->max_dev = md_le32(sb->max_dev);
+	n = s->max_dev < MD_SB_MAX_DEV ? s->max_dev : MD_SB_MAX_DEV;
+	for (uint32_t i = 0; i < n; i++) {
+		uint16_t r;
+		memcpy(&r, s->raw + 256 + 2 * i, 2);
+		s->roles[i] = md_le16(r);
+	}
+	for (uint32_t i = n; i < MD_SB_MAX_DEV; i++)
+		s->roles[i] = MD_ROLE_SPARE;
+	return 0;
+}
+
+static bool is_pow2(uint64_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+int md_super_check(const struct md_super *s, uint64_t member_bytes, const char *name)
+{
+	const struct md_sb1 *sb = sb_const(s->raw);
+	uint64_t sectors = member_bytes / 512;
+	uint64_t sb_sectors;
+	uint32_t want;
+
+	if (md_le32(sb->magic) != MD_SB_MAGIC)
+		return err_set(-ENOENT, "%s: no md superblock", name);
+	if (md_le32(sb->major_version) != 1)
+		return err_set(-EINVAL, "%s: md superblock major version %u, expected 1", name,
+		               md_le32(sb->major_version));
+	if (s->max_dev > MD_SB_MAX_DEV)
+		return err_set(-EUCLEAN, "%s: md superblock max_dev %u exceeds %u", name,
+		               s->max_dev, MD_SB_MAX_DEV);
+	want = md_sb_csum(s->raw);
+	if (want != s->sb_csum)
+		return err_set(-EUCLEAN,
+		               "%s: md superblock checksum mismatch (stored %08x, computed %08x)",
+		               name, s->sb_csum, want);
+	if (s->super_offset != MD_SB_SECTOR)
+		return err_set(-EINVAL,
+		               "%s: md superblock says it lives at sector %llu, not %u (only v1.2 "
+		               "is supported)",
+		               name, (unsigned long long)s->super_offset, MD_SB_SECTOR);
+	if (s->feature_map & ~MD_FEATURE_ALL)
+		return err_set(-EINVAL, "%s: md superblock has unknown features 0x%x", name,
+		               s->feature_map & ~MD_FEATURE_ALL);
+	if (sb->pad0 || memcmp(sb->pad3, (const uint8_t[32]){0}, 32) != 0)
+		return err_set(-EINVAL, "%s: md superblock padding is not zero", name);
+	sb_sectors = (256 + 2 * (uint64_t)s->max_dev + 511) / 512;
+	if (s->data_offset < MD_SB_SECTOR + sb_sectors)
+		return err_set(-EUCLEAN, "%s: md data offset %llu overlaps the superblock", name,
+		               (unsigned long long)s->data_offset);
+	if (s->data_size < 10)
+		return err_set(-EUCLEAN, "%s: md data size %llu sectors is too small", name,
+		               (unsigned long long)s->data_size);
+	if (s->data_offset > sectors || s->data_size > sectors - s->data_offset)
+		return err_set(-EUCLEAN,
+		               "%s: md data area (offset %llu + size %llu sectors) lies beyond the "
+		               "member's %llu sectors (truncated?)",
+		               name, (unsigned long long)s->data_offset,
+		               (unsigned long long)s->data_size, (unsigned long long)sectors);
+	if (!md_level_name(s->level))
+		return err_set(-EINVAL, "%s: md level %d is unknown", name, s->level);
+	if (s->raid_disks < 1 || s->raid_disks >= MD_ROLE_MAX)
+		return err_set(-EUCLEAN, "%s: md raid_disks %u is out of range", name,
+		               s->raid_disks);
+	if ((s->feature_map & MD_FEATURE_RAID0_LAYOUT) && s->level != 0)
+		return err_set(-EINVAL, "%s: RAID0 layout flag on a level %d array", name,
+		               s->level);
+	if (s->level == 0 || s->level == 10 || s->level >= 4) {
+		if (s->chunk == 0 || (s->level == 10 && !is_pow2(s->chunk)))
+			return err_set(-EUCLEAN, "%s: md chunk size %u sectors is invalid", name,
+			               s->chunk);
+	}
+	if (s->level == 1 || s->level == 10 || s->level >= 4) {
+		if (s->size > s->data_size)
+			return err_set(-EUCLEAN, "%s: md used size %llu exceeds the data size %llu",
+			               name, (unsigned long long)s->size,
+			               (unsigned long long)s->data_size);
+	}
+	if (s->level == 10) {
+		uint32_t near = MD_RAID10_NEAR(s->layout), far = MD_RAID10_FAR(s->layout);
+		if (near < 1 || far < 1 || (s->layout >> 17) || near * far > s->raid_disks)
+			return err_set(-EUCLEAN, "%s: raid10 layout 0x%x does not fit %u devices",
+			               name, s->layout, s->raid_disks);
+	}
+	return 0;
+}
+
+int md_super_read(struct vol *member, struct md_super *s)
+{
+	void *buf;
+	int r;
+
+	if (member->size < MD_SB_OFFSET + MD_SB_BLOCK)
+		return err_set(-ENOENT, "%s: too small to hold an md superblock", member->name);
+	if (posix_memalign(&buf, 4096, MD_SB_BLOCK))
+		return -ENOMEM;
+	r = vol_read(member, buf, MD_SB_BLOCK, MD_SB_OFFSET);
+	if (r < 0) {
+		r = err_set(r, "%s: reading the md superblock: %s", member->name, strerror(-r));
+		goto out;
+	}
+	r = md_super_decode(buf, s);
+	if (r < 0) {
+		r = err_set(r, "%s: no md superblock", member->name);
+		goto out;
+	}
+	r = md_super_check(s, member->size, member->name);
+out:
+	free(buf);
+	return r;
+}
+
+void md_super_encode(struct md_super *s)
+{
+	struct md_sb1 *sb = (struct md_sb1 *)s->raw;
+	uint32_t n = s->max_dev < MD_SB_MAX_DEV ? s->max_dev : MD_SB_MAX_DEV;
+
+	sb->magic = htole32(MD_SB_MAGIC);
+	sb->major_version = htole32(1);
+	sb->feature_map = htole32(s->feature_map);
+	sb->pad0 = 0;
+	memcpy(sb->set_uuid, s->set_uuid, 16);
+	memset(sb->set_name, 0, 32);
+	memcpy(sb->set_name, s->set_name, strnlen(s->set_name, 32));
+	sb->ctime = htole64(s->ctime);
+	sb->level = htole32((uint32_t)s->level);
+	sb->layout = htole32(s->layout);
+	sb->size = htole64(s->size);
+	sb->chunksize = htole32(s->chunk);
+	sb->raid_disks = htole32(s->raid_disks);
+	sb->data_offset = htole64(s->data_offset);
+	sb->data_size = htole64(s->data_size);
+	sb->super_offset = htole64(s->super_offset);
+	sb->recovery_offset = htole64(s->recovery_offset);
+	sb->dev_number = htole32(s->dev_number);
+	memcpy(sb->device_uuid, s->device_uuid, 16);
+	sb->utime = htole64(s->utime);
+	sb->events = htole64(s->events);
+	sb->resync_offset = htole64(s->resync_offset);
+	sb->max_dev = htole32(n);
+	memset(sb->pad3, 0, sizeof(sb->pad3));
+	for (uint32_t i = 0; i < n; i++) {
+		uint16_t r = htole16(s->roles[i]);
+		memcpy(s->raw + 256 + 2 * i, &r, 2);
+	}
+	s->max_dev = n;
+	s->sb_csum = md_sb_csum(s->raw);
+	sb->sb_csum = htole32(s->sb_csum);
+}
+
+int md_super_write(struct vol *member, struct md_super *s)
+{
+	void *buf;
+	int r;
+
+	md_super_encode(s);
+	if (posix_memalign(&buf, 4096, MD_SB_BLOCK))
+		return -ENOMEM;
+	memcpy(buf, s->raw, MD_SB_BLOCK);
+	r = vol_write(member, buf, MD_SB_BLOCK, MD_SB_OFFSET, 0);
+	if (r == 0)
+		r = vol_flush(member);
+	if (r < 0)
+		r = err_set(r, "%s: writing the md superblock: %s", member->name, strerror(-r));
+	free(buf);
+	return r;
+}
+
+unsigned md_super_role(const struct md_super *s)
+{
+	if (s->dev_number < s->max_dev && s->dev_number < MD_SB_MAX_DEV)
+		return s->roles[s->dev_number];
+	return MD_ROLE_SPARE;
+}
+
+static const struct {
+	int level;
+	const char *name;
+} md_levels[] = {
+    {MD_LEVEL_LINEAR, "linear"},
+    {0, "raid0"},
+    {1, "raid1"},
+    {4, "raid4"},
+    {5, "raid5"},
+    {6, "raid6"},
+    {10, "raid10"},
+};
+
+const char *md_level_name(int level)
+{
+	for (size_t i = 0; i < sizeof(md_levels) / sizeof(md_levels[0]); i++)
+		if (md_levels[i].level == level)
+			return md_levels[i].name;
+	return NULL;
+}
+
+int md_level_parse(const char *s, int *level)
+{
+	char *end;
+	long v;
+
+	for (size_t i = 0; i < sizeof(md_levels) / sizeof(md_levels[0]); i++)
+		if (strcasecmp(s, md_levels[i].name) == 0) {
+			*level = md_levels[i].level;
+			return 0;
+		}
+	v = strtol(s, &end, 10);
+	if (*s && !*end && md_level_name((int)v) && v >= 0) {
+		*level = (int)v;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int md_raid10_layout_parse(const char *s, uint32_t *layout)
+{
+	char *end;
+	unsigned long copies;
+
+	if (!s[0] || !strchr("nfo", s[0]))
+		return -EINVAL;
+	copies = strtoul(s + 1, &end, 10);
+	if (s[1] < '1' || s[1] > '9' || *end || copies < 1 || copies > 255)
+		return -EINVAL;
+	switch (s[0]) {
+	case 'n':
+		*layout = (1u << 8) | (uint32_t)copies;
+		break;
+	case 'f':
+		*layout = ((uint32_t)copies << 8) | 1;
+		break;
+	default:
+		*layout = MD_RAID10_OFFSET | ((uint32_t)copies << 8) | 1;
+		break;
+	}
+	return 0;
+}
+
+/* mdadm's choose_bm_space(): room it keeps for a write-intent bitmap. */
+static uint64_t md_bitmap_space(uint64_t sectors)
+{
+	if (sectors < 64 * 2)
+		return 0;
+	if (sectors - 64 * 2 >= 200ull * 1024 * 1024 * 2)
+		return 128 * 2;
+	if (sectors - 4 * 2 > 8ull * 1024 * 1024 * 2)
+		return 64 * 2;
+	return 4 * 2;
+}
+
+/* As mdadm's validate_geometry1() for v1.2: superblock and bitmap room,
+ * plus reshape headroom of about 0.1% (at most 128 MiB, and shrinking no
+ * further than four chunks), rounded up to 1 MiB. */
+uint64_t md_default_data_offset(uint64_t member_sectors, uint32_t chunk_kib)
+{
+	uint64_t headroom = 128 * 1024 * 2;
+	uint64_t off;
+
+	while ((headroom << 10) > member_sectors &&
+	       (chunk_kib == 0 || headroom / 2 >= (uint64_t)chunk_kib * 4))
+		headroom >>= 1;
+	off = 12 * 2 + md_bitmap_space(member_sectors) + headroom;
+	return (off + 2047) / 2048 * 2048;
+}
+
+void md_uuid_format(const uint8_t uuid[16], char out[36])
+{
+	char *p = out;
+
+	for (int i = 0; i < 16; i++) {
+		if (i && !(i & 3))
+			*p++ = ':';
+		p += sprintf(p, "%02x", uuid[i]);
+	}
+}

@@ -1,0 +1,222 @@
+/* md.h — the Linux md v1.2 superblock: on-disk layout, reading, checking,
+ * writing.
+ *
+ * A v1.2 member holds a 256-byte superblock (plus 2 bytes per device slot)
+ * 4 KiB from its start; the data area begins data_offset sectors in.  All
+ * numbers are little-endian.  The layout follows linux
+ * include/uapi/linux/raid/md_p.h (struct mdp_superblock_1) so that mdadm
+ * and the kernel read what we write and we read what they write.
+ *
+ * The decoded struct md_super keeps the raw 4 KiB block it came from:
+ * md_super_encode() writes the fields we manage into that block and leaves
+ * every other byte (bitmap and bad-block fields, reshape fields, reserved
+ * words) as mdadm or the kernel left them. */
+#ifndef URAID_MD_H
+#define URAID_MD_H
+
+#include "core/vol.h"
+
+#include <endian.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define MD_SB_MAGIC 0xa92b4efcu
+#define MD_SB_OFFSET 4096u    /* bytes from the member start (v1.2) */
+#define MD_SB_SECTOR 8u       /* the same, in 512-byte sectors */
+#define MD_SB_BLOCK 4096u     /* bytes read and written */
+#define MD_SB_MAX_DEV 1920u   /* (4096 - 256) / 2: roles that fit */
+#define MD_MAX_SECTOR (~0ull) /* resync_offset of a clean array */
+
+/* dev_roles[] values besides 0..MD_ROLE_MAX-1 (an active slot). */
+#define MD_ROLE_SPARE 0xffffu
+#define MD_ROLE_FAULTY 0xfffeu
+#define MD_ROLE_JOURNAL 0xfffdu
+#define MD_ROLE_MAX 0xff00u
+
+/* feature_map bits (md_p.h). */
+#define MD_FEATURE_BITMAP_OFFSET 0x1u
+#define MD_FEATURE_RECOVERY_OFFSET 0x2u
+#define MD_FEATURE_RESHAPE_ACTIVE 0x4u
+#define MD_FEATURE_BAD_BLOCKS 0x8u
+#define MD_FEATURE_REPLACEMENT 0x10u
+#define MD_FEATURE_RESHAPE_BACKWARDS 0x20u
+#define MD_FEATURE_NEW_OFFSET 0x40u
+#define MD_FEATURE_RECOVERY_BITMAP 0x80u
+#define MD_FEATURE_CLUSTERED 0x100u
+#define MD_FEATURE_JOURNAL 0x200u
+#define MD_FEATURE_PPL 0x400u
+#define MD_FEATURE_MULTIPLE_PPLS 0x800u
+#define MD_FEATURE_RAID0_LAYOUT 0x1000u
+#define MD_FEATURE_ALL 0x1fffu
+
+/* Levels as md numbers them. */
+#define MD_LEVEL_LINEAR (-1)
+
+/* RAID0 layouts (with MD_FEATURE_RAID0_LAYOUT) and the raid10 layout word:
+ * near copies in bits 0-7, far copies in bits 8-15, bit 16 = offset. */
+#define MD_RAID0_ORIG_LAYOUT 1u
+#define MD_RAID0_ALT_LAYOUT 2u
+#define MD_RAID10_NEAR(l) ((l)&0xffu)
+#define MD_RAID10_FAR(l) (((l) >> 8) & 0xffu)
+#define MD_RAID10_OFFSET 0x10000u
+
+/* The on-disk superblock (struct mdp_superblock_1).  Multi-byte fields
+ * hold little-endian values: read them with le32/le64 below. */
+struct md_sb1 {
+	/* constant array information, 128 bytes */
+	uint32_t magic;
+	uint32_t major_version;
+	uint32_t feature_map;
+	uint32_t pad0;
+	uint8_t set_uuid[16];
+	char set_name[32];
+	uint64_t ctime; /* low 40 bits seconds, high 24 microseconds */
+	uint32_t level;
+	uint32_t layout;
+	uint64_t size;      /* sectors of each member used (raid1/10) */
+	uint32_t chunksize; /* sectors */
+	uint32_t raid_disks;
+	uint32_t bitmap_offset; /* signed, sectors from the superblock */
+	uint32_t new_level;
+	uint64_t reshape_position;
+	uint32_t delta_disks;
+	uint32_t new_layout;
+	uint32_t new_chunk;
+	uint32_t new_offset;
+	/* constant this-device information, 64 bytes */
+	uint64_t data_offset; /* sectors */
+	uint64_t data_size;   /* sectors */
+	uint64_t super_offset;
+	uint64_t recovery_offset;
+	uint32_t dev_number;
+	uint32_t cnt_corrected_read;
+	uint8_t device_uuid[16];
+	uint8_t devflags;
+	uint8_t bblog_shift;
+	uint16_t bblog_size;   /* sectors */
+	uint32_t bblog_offset; /* signed, sectors from the superblock */
+	/* array state information, 64 bytes */
+	uint64_t utime;
+	uint64_t events;
+	uint64_t resync_offset;
+	uint32_t sb_csum;
+	uint32_t max_dev;
+	uint8_t pad3[32];
+	uint16_t dev_roles[]; /* max_dev entries, indexed by dev_number */
+} __attribute__((packed));
+
+_Static_assert(sizeof(struct md_sb1) == 256, "md v1 superblock is 256 bytes");
+
+/* A superblock in host order.  raw holds the 4 KiB block read or last
+ * encoded; fields not listed here live only there. */
+struct md_super {
+	uint32_t feature_map;
+	uint8_t set_uuid[16];
+	char set_name[33];     /* NUL-terminated copy */
+	uint64_t ctime, utime; /* as stored: see MD_TIME_SECS */
+	int32_t level;
+	uint32_t layout;
+	uint64_t size;  /* sectors */
+	uint32_t chunk; /* sectors */
+	uint32_t raid_disks;
+	uint64_t data_offset, data_size, super_offset, recovery_offset;
+	uint32_t dev_number;
+	uint8_t device_uuid[16];
+	uint64_t events;
+	uint64_t resync_offset;
+	uint32_t sb_csum; /* as stored */
+	uint32_t max_dev;
+	uint16_t roles[MD_SB_MAX_DEV];
+	uint8_t raw[MD_SB_BLOCK];
+};
+
+/* ctime and utime keep seconds in their low 40 bits. */
+#define MD_TIME_SECS(t) ((t)&0xffffffffffull)
+
+static inline uint16_t md_le16(uint16_t v)
+{
+	return le16toh(v);
+}
+static inline uint32_t md_le32(uint32_t v)
+{
+	return le32toh(v);
+}
+static inline uint64_t md_le64(uint64_t v)
+{
+	return le64toh(v);
+}
+
+/* The checksum md expects for the superblock in buf (sb_csum treated as
+ * zero): the 32-bit little-endian word sum over 256 + 2 * max_dev bytes,
+ * carry folded in once.  max_dev is clamped to MD_SB_MAX_DEV. */
+uint32_t md_sb_csum(const void *buf);
+
+/* Decode the 4 KiB block buf into s without judging it (examine shows even
+ * a damaged superblock).  Returns -ENOENT when the magic is not there. */
+int md_super_decode(const void *buf, struct md_super *s);
+
+/* Check a decoded superblock as the kernel would before trusting it:
+ * version, checksum, max_dev, offsets and sizes inside a member of
+ * member_bytes, a known level and geometry.  Returns 0 or -EUCLEAN /
+ * -EINVAL with err_set() detail prefixed by name. */
+int md_super_check(const struct md_super *s, uint64_t member_bytes, const char *name);
+
+/* Read and check the superblock of member.  -ENOENT (with detail) when
+ * there is no md superblock at all. */
+int md_super_read(struct vol *member, struct md_super *s);
+
+/* Write s's managed fields into s->raw and set the checksum. */
+void md_super_encode(struct md_super *s);
+
+/* Encode s and write its block to member, then flush it. */
+int md_super_write(struct vol *member, struct md_super *s);
+
+/* This member's role: its dev_roles slot, or MD_ROLE_SPARE. */
+unsigned md_super_role(const struct md_super *s);
+
+/* Whether the array was shut down cleanly (resync_offset == MaxSector). */
+static inline bool md_super_clean(const struct md_super *s)
+{
+	return s->resync_offset == MD_MAX_SECTOR;
+}
+
+/* "raid1", "linear", ... or NULL for a level we do not know. */
+const char *md_level_name(int level);
+
+/* Parse "0", "raid0", "linear", "10", ... into an md level. */
+int md_level_parse(const char *s, int *level);
+
+/* Parse a raid10 layout "n2", "f2", "o2", "n3" into md's layout word. */
+int md_raid10_layout_parse(const char *s, uint32_t *layout);
+
+/* The default data_offset, in sectors, that mdadm 4.x chooses for a v1.2
+ * member of member_sectors with chunk_kib (0 for raid1/linear). */
+uint64_t md_default_data_offset(uint64_t member_sectors, uint32_t chunk_kib);
+
+/* Format a 16-byte uuid as mdadm does: 8:8:8:8 hex digits. */
+void md_uuid_format(const uint8_t uuid[16], char out[36]);
+
+/* ---- assembly (md_assemble.c) ---- */
+
+struct md_assemble_opts {
+	bool readonly;     /* never write a byte, not even events or utime */
+	bool run_degraded; /* start redundant arrays with members missing */
+};
+
+/* Find the md arrays on vols[0..n) and assemble them, repeatedly, so that
+ * an array whose data holds a superblock becomes a member of the next one
+ * (RAID0 over RAID1s).  Takes ownership of every vol in vols.  On success
+ * *out holds the resulting top-level vols (*nout of them, in the order
+ * their first member was given): assembled arrays and the vols that hold
+ * no superblock.  On error everything is closed and nothing was written
+ * (beyond a resync that failed part-way, which leaves the array unclean).
+ *
+ * An assembled array writes to its members' superblocks only when it is
+ * written to (marked active first, as md does), when a member fails (the
+ * member is marked faulty in the survivors, events + 1) and when it is
+ * closed (marked clean again).  A redundant array found unclean is
+ * resynced (copies made to agree) before a writable start returns. */
+int md_assemble_all(struct vol **vols, int n, const struct md_assemble_opts *o, struct vol ***out,
+                    int *nout);
+
+#endif

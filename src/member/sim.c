@@ -1,0 +1,357 @@
+/* sim.c — sim:RATE[,opt=val...]:INNER, a model of a rotating disk wrapped
+ * around another member, so that RAID scaling can be shown on one machine.
+ *
+ * The model: the disk serves one request at a time, in arrival order.  A
+ * request costs len/RATE, plus a positioning cost when it does not start
+ * where the previous one ended: a forward gap of G bytes costs
+ * min(G/RATE, one rotation) (the platter keeps turning under the head), and
+ * any other jump costs an average seek plus half a rotation.  Idle time does
+ * not move the head.  The data really moves to and from the inner member;
+ * the model only decides how long the caller waits.
+ *
+ * Queueing is a ticket lock (FIFO) held for the whole service time, and the
+ * wait is a sleep on CLOCK_MONOTONIC until the request's virtual completion
+ * time (busy_until), never a spin. */
+#include "member.h"
+
+#include "core/log.h"
+#include "core/units.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+
+struct sim_vol {
+	struct vol vol;
+	struct vol *inner;
+	struct sim_params p;
+
+	pthread_mutex_t lock; /* guards everything below */
+	pthread_cond_t turn;
+	uint64_t next_ticket, serving;
+	uint64_t head;       /* where the last request ended */
+	uint64_t busy_until; /* CLOCK_MONOTONIC ns when the disk goes idle */
+	uint64_t busy_ns;    /* total modelled service time */
+};
+
+static const struct {
+	const char *name;
+	struct sim_params p;
+} sim_presets[] = {
+	/* A 7200 rpm SATA disk streaming 80 MB/s. */
+	{ "sata80", { 80000000, 8333333, 8500000, 0, true } },
+	/* A 15000 rpm Ultra320 SCSI disk (seed 000's): ~76 MB/s, 3.5 ms. */
+	{ "u320-15k", { 76000000, 4000000, 3500000, 0, true } },
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t bytes_ns(const struct sim_params *p, uint64_t bytes)
+{
+	return (uint64_t)((double)bytes * 1e9 / (double)p->rate);
+}
+
+uint64_t sim_cost_ns(const struct sim_params *p, uint64_t head, uint64_t off,
+		     uint64_t len)
+{
+	uint64_t cost = bytes_ns(p, len);
+
+	if (off > head) {
+		uint64_t gap = bytes_ns(p, off - head);
+		cost += gap < p->rotation_ns ? gap : p->rotation_ns;
+	} else if (off < head) {
+		cost += p->seek_ns + p->rotation_ns / 2;
+	}
+	return cost;
+}
+
+static struct sim_vol *to_sim(struct vol *v)
+{
+	return container_of(v, struct sim_vol, vol);
+}
+
+/* Wait for our turn at the disk; returns with s->lock held. */
+static void sim_enter(struct sim_vol *s)
+{
+	pthread_mutex_lock(&s->lock);
+	uint64_t me = s->next_ticket++;
+	while (s->serving != me)
+		pthread_cond_wait(&s->turn, &s->lock);
+}
+
+static void sim_leave(struct sim_vol *s)
+{
+	s->serving++;
+	pthread_cond_broadcast(&s->turn);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* Book a request of the given cost on the disk's clock: it starts when
+ * the disk goes idle or now, whichever is later.  Called before the real
+ * transfer so that the transfer overlaps the modelled time. */
+static void sim_book(struct sim_vol *s, uint64_t cost)
+{
+	uint64_t now = now_ns();
+	uint64_t start = s->busy_until > now ? s->busy_until : now;
+
+	s->busy_until = start + cost;
+	s->busy_ns += cost;
+}
+
+/* Sleep until the booked request is done.  The lock is dropped while
+ * sleeping; the ticket keeps the others queued. */
+static void sim_wait(struct sim_vol *s)
+{
+	static __thread bool slack_set;
+
+	if (!s->p.sleep)
+		return;
+	if (!slack_set) {
+		/* The default 50 us timer slack would be charged to every
+		 * request of a model that wakes up hundreds of times a second. */
+		prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+		slack_set = true;
+	}
+	struct timespec ts = { (time_t)(s->busy_until / 1000000000u),
+			       (long)(s->busy_until % 1000000000u) };
+	pthread_mutex_unlock(&s->lock);
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+	pthread_mutex_lock(&s->lock);
+}
+
+/* Book one positioned transfer of len bytes at off. */
+static void sim_position(struct sim_vol *s, uint64_t len, uint64_t off)
+{
+	uint64_t cost = sim_cost_ns(&s->p, s->head, off, len);
+	s->head = off + len;
+	sim_book(s, cost);
+}
+
+static int sim_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
+{
+	struct sim_vol *s = to_sim(v);
+	int r;
+
+	sim_enter(s);
+	sim_position(s, len, off);
+	r = s->inner->ops->read(s->inner, buf, len, off);
+	sim_wait(s);
+	sim_leave(s);
+	return r;
+}
+
+static int sim_write(struct vol *v, const void *buf, uint64_t len,
+		     uint64_t off, unsigned flags)
+{
+	struct sim_vol *s = to_sim(v);
+	int r;
+
+	sim_enter(s);
+	sim_position(s, len, off);
+	r = s->inner->ops->write(s->inner, buf, len, off, flags);
+	sim_wait(s);
+	sim_leave(s);
+	return r;
+}
+
+/* Trim and write_zeroes: the inner member does the work; the model charges
+ * a positioning cost only (a disk's zeroing is assumed to be metadata). */
+static int sim_trim(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
+{
+	struct sim_vol *s = to_sim(v);
+	int r;
+
+	sim_enter(s);
+	sim_position(s, 0, off);
+	s->head = off + len;
+	r = vol_trim(s->inner, len, off, flags);
+	sim_wait(s);
+	sim_leave(s);
+	return r;
+}
+
+static int sim_write_zeroes(struct vol *v, uint64_t len, uint64_t off,
+			    unsigned flags)
+{
+	struct sim_vol *s = to_sim(v);
+	int r;
+
+	/* Without a cheap inner zeroing, model it as the write it becomes. */
+	if (!(s->inner->caps & VOL_CAP_ZEROES)) {
+		if (flags & VOL_FAST_ZERO)
+			return -ENOTSUP;
+		return vol_write_zeroes_by_writing(v, len, off, flags);
+	}
+	sim_enter(s);
+	sim_position(s, 0, off);
+	s->head = off + len;
+	r = vol_write_zeroes(s->inner, len, off, flags);
+	sim_wait(s);
+	sim_leave(s);
+	return r;
+}
+
+static int sim_flush(struct vol *v)
+{
+	struct sim_vol *s = to_sim(v);
+	int r;
+
+	sim_enter(s);
+	sim_book(s, s->p.flush_ns);
+	r = vol_flush(s->inner);
+	if (s->p.flush_ns)
+		sim_wait(s);
+	sim_leave(s);
+	return r;
+}
+
+static void sim_close(struct vol *v)
+{
+	struct sim_vol *s = to_sim(v);
+	vol_close(s->inner);
+	pthread_cond_destroy(&s->turn);
+	pthread_mutex_destroy(&s->lock);
+	vol_fini(v);
+	free(s);
+}
+
+static const struct vol_ops sim_ops = {
+	.kind = "sim",
+	.read = sim_read,
+	.write = sim_write,
+	.flush = sim_flush,
+	.trim = sim_trim,
+	.write_zeroes = sim_write_zeroes,
+	.close = sim_close,
+};
+
+uint64_t sim_member_busy_ns(struct vol *v)
+{
+	if (!v || v->ops != &sim_ops)
+		return 0;
+	struct sim_vol *s = to_sim(v);
+	pthread_mutex_lock(&s->lock);
+	uint64_t ns = s->busy_ns;
+	pthread_mutex_unlock(&s->lock);
+	return ns;
+}
+
+/* Parse "RATE|PRESET[,opt=val...]" into p. */
+static int sim_parse(char *params, const char *spec, struct sim_params *p)
+{
+	char *save = NULL;
+	char *tok = strtok_r(params, ",", &save);
+	uint64_t v;
+	bool found = false;
+
+	if (!tok)
+		return err_set(-EINVAL, "sim:%s: missing rate", spec);
+	for (size_t i = 0; i < sizeof(sim_presets) / sizeof(sim_presets[0]); i++) {
+		if (strcmp(tok, sim_presets[i].name) == 0) {
+			*p = sim_presets[i].p;
+			found = true;
+		}
+	}
+	if (!found) {
+		*p = sim_presets[0].p;
+		if (parse_size(tok, &v) < 0 || v == 0)
+			return err_set(-EINVAL, "sim:%s: bad rate or preset '%s'", spec, tok);
+		p->rate = v;
+	}
+	while ((tok = strtok_r(NULL, ",", &save))) {
+		char *eq = strchr(tok, '=');
+		if (!eq)
+			return err_set(-EINVAL, "sim:%s: option '%s' needs a value", spec, tok);
+		*eq++ = '\0';
+		int r = 0;
+		if (strcmp(tok, "rate") == 0) {
+			r = parse_size(eq, &v);
+			if (r == 0 && v == 0)
+				r = -EINVAL;
+			p->rate = v;
+		} else if (strcmp(tok, "seek") == 0) {
+			r = parse_duration_ns(eq, 1000000, &p->seek_ns);
+		} else if (strcmp(tok, "rot") == 0) {
+			r = parse_duration_ns(eq, 1000000, &p->rotation_ns);
+		} else if (strcmp(tok, "rpm") == 0) {
+			r = parse_size(eq, &v);
+			if (r == 0 && v == 0)
+				r = -EINVAL;
+			if (r == 0)
+				p->rotation_ns = 60000000000u / v;
+		} else if (strcmp(tok, "flush") == 0) {
+			r = parse_duration_ns(eq, 1000000, &p->flush_ns);
+		} else if (strcmp(tok, "sleep") == 0) {
+			if (strcmp(eq, "0") && strcmp(eq, "1"))
+				r = -EINVAL;
+			p->sleep = eq[0] == '1';
+		} else {
+			return err_set(-EINVAL, "sim:%s: unknown option '%s'", spec, tok);
+		}
+		if (r < 0)
+			return err_set(-EINVAL, "sim:%s: bad value for %s: '%s'", spec, tok, eq);
+	}
+	return 0;
+}
+
+int sim_member_wrap(struct vol *inner, const struct sim_params *p,
+		    struct vol **out)
+{
+	struct sim_vol *s = calloc(1, sizeof(*s));
+	char name[256];
+	int r;
+
+	if (!s)
+		return -ENOMEM;
+	snprintf(name, sizeof(name), "sim:%s", inner->name);
+	r = vol_init(&s->vol, &sim_ops, name, inner->size, inner->block_min,
+		     inner->caps | VOL_CAP_FLUSH);
+	if (r < 0) {
+		free(s);
+		return r;
+	}
+	s->vol.block_pref = inner->block_pref;
+	s->vol.block_max = inner->block_max;
+	s->inner = inner;
+	s->p = *p;
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->turn, NULL);
+	*out = &s->vol;
+	return 0;
+}
+
+int sim_member_open(const char *rest, unsigned flags, struct vol **out)
+{
+	const char *colon = strchr(rest, ':');
+	struct sim_params p;
+	struct vol *inner = NULL;
+	char *params;
+	int r;
+
+	if (!colon)
+		return err_set(-EINVAL, "sim:%s: expected sim:RATE[,opt=val...]:MEMBER", rest);
+	params = strndup(rest, (size_t)(colon - rest));
+	if (!params)
+		return -ENOMEM;
+	r = sim_parse(params, rest, &p);
+	free(params);
+	if (r < 0)
+		return r;
+	r = member_open(colon + 1, flags, &inner);
+	if (r < 0)
+		return r;
+	r = sim_member_wrap(inner, &p, out);
+	if (r < 0)
+		vol_close(inner);
+	return r;
+}

@@ -1,0 +1,275 @@
+/* handshake.c — the fixed-newstyle negotiation: greeting, client flags,
+ * then options until the client picks the export (NBD_OPT_GO or
+ * NBD_OPT_EXPORT_NAME) or gives up (NBD_OPT_ABORT).  Every option's
+ * declared length is consumed, whatever the option, so the stream stays in
+ * step; option data larger than NBD_MAX_OPTION is discarded in pieces and
+ * never buffered. */
+#include "internal.h"
+
+#include "core/log.h"
+#include "proto.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int send_opt_reply(struct nbd_conn *c, uint32_t opt, uint32_t type,
+			  const void *data, uint32_t len)
+{
+	struct nbd_option_reply h = {
+		.magic = htobe64(NBD_REP_MAGIC),
+		.option = htobe32(opt),
+		.type = htobe32(type),
+		.len = htobe32(len),
+	};
+	struct iovec iov[2] = {
+		{ .iov_base = &h, .iov_len = sizeof(h) },
+		{ .iov_base = (void *)data, .iov_len = len },
+	};
+	return nbd_conn_send(c, iov, len ? 2 : 1);
+}
+
+/* Name + something else in one reply (NBD_REP_SERVER, NBD_INFO_NAME ...). */
+static int send_opt_reply2(struct nbd_conn *c, uint32_t opt, uint32_t type,
+			   const void *a, uint32_t alen, const void *b,
+			   uint32_t blen)
+{
+	struct nbd_option_reply h = {
+		.magic = htobe64(NBD_REP_MAGIC),
+		.option = htobe32(opt),
+		.type = htobe32(type),
+		.len = htobe32(alen + blen),
+	};
+	struct iovec iov[3] = {
+		{ .iov_base = &h, .iov_len = sizeof(h) },
+		{ .iov_base = (void *)a, .iov_len = alen },
+		{ .iov_base = (void *)b, .iov_len = blen },
+	};
+	return nbd_conn_send(c, iov, 3);
+}
+
+static bool export_name_ok(const struct nbd_server *s, const char *name,
+			   size_t len)
+{
+	return len == 0 || (strlen(s->export_name) == len &&
+			    memcmp(s->export_name, name, len) == 0);
+}
+
+/* The block sizes to advertise; the protocol wants min a power of two up
+ * to 64 KiB, pref a power of two >= min, max a multiple of min. */
+static void block_sizes(const struct vol *v, uint32_t *min, uint32_t *pref,
+			uint32_t *max)
+{
+	*min = v->block_min ? v->block_min : 1;
+	*pref = v->block_pref > *min ? v->block_pref : *min;
+	if (*pref < 512)
+		*pref = 512;
+	*max = v->block_max - v->block_max % *min;
+}
+
+static int send_info_replies(struct nbd_conn *c, uint32_t opt,
+			     const unsigned char *reqs, uint16_t nreq)
+{
+	struct nbd_server *s = c->srv;
+	const struct vol *v = s->vol;
+	bool want_name = false, want_desc = false;
+	uint32_t bmin, bpref, bmax;
+	int r;
+
+	for (uint16_t i = 0; i < nreq; i++) {
+		uint16_t t = (uint16_t)(reqs[2 * i] << 8 | reqs[2 * i + 1]);
+		if (t == NBD_INFO_NAME)
+			want_name = true;
+		else if (t == NBD_INFO_DESCRIPTION)
+			want_desc = true;
+	}
+	struct nbd_info_export ie = {
+		.type = htobe16(NBD_INFO_EXPORT),
+		.size = htobe64(v->size),
+		.tflags = htobe16(nbd_export_tflags(v)),
+	};
+	r = send_opt_reply(c, opt, NBD_REP_INFO, &ie, sizeof(ie));
+	if (r < 0)
+		return r;
+	/* Sent unasked too: the protocol allows it, and a client that did not
+	 * ask may still honour the minimum. */
+	block_sizes(v, &bmin, &bpref, &bmax);
+	struct nbd_info_block_size ib = {
+		.type = htobe16(NBD_INFO_BLOCK_SIZE),
+		.min = htobe32(bmin),
+		.pref = htobe32(bpref),
+		.max = htobe32(bmax),
+	};
+	r = send_opt_reply(c, opt, NBD_REP_INFO, &ib, sizeof(ib));
+	if (r < 0)
+		return r;
+	if (want_name) {
+		uint16_t t = htobe16(NBD_INFO_NAME);
+		r = send_opt_reply2(c, opt, NBD_REP_INFO, &t, 2, s->export_name,
+				    (uint32_t)strlen(s->export_name));
+		if (r < 0)
+			return r;
+	}
+	if (want_desc && s->description) {
+		uint16_t t = htobe16(NBD_INFO_DESCRIPTION);
+		r = send_opt_reply2(c, opt, NBD_REP_INFO, &t, 2, s->description,
+				    (uint32_t)strlen(s->description));
+		if (r < 0)
+			return r;
+	}
+	return send_opt_reply(c, opt, NBD_REP_ACK, NULL, 0);
+}
+
+/* NBD_OPT_INFO and NBD_OPT_GO: data is u32 name length, name, u16 count,
+ * count u16 info types.  Returns 1 when GO succeeded, 0 to continue. */
+static int opt_info_go(struct nbd_conn *c, uint32_t opt,
+		       const unsigned char *d, uint32_t len)
+{
+	uint32_t nlen;
+	uint16_t nreq;
+
+	if (len < 6)
+		return send_opt_reply(c, opt, NBD_REP_ERR_INVALID, NULL, 0);
+	memcpy(&nlen, d, 4);
+	nlen = be32toh(nlen);
+	if (nlen > NBD_MAX_NAME || (uint64_t)nlen + 6 > len)
+		return send_opt_reply(c, opt, NBD_REP_ERR_INVALID, NULL, 0);
+	memcpy(&nreq, d + 4 + nlen, 2);
+	nreq = be16toh(nreq);
+	if ((uint64_t)4 + nlen + 2 + 2ull * nreq != len)
+		return send_opt_reply(c, opt, NBD_REP_ERR_INVALID, NULL, 0);
+	if (!export_name_ok(c->srv, (const char *)d + 4, nlen))
+		return send_opt_reply(c, opt, NBD_REP_ERR_UNKNOWN, NULL, 0);
+	int r = send_info_replies(c, opt, d + 4 + nlen + 2, nreq);
+	if (r < 0)
+		return r;
+	return opt == NBD_OPT_GO ? 1 : 0;
+}
+
+static int opt_export_name(struct nbd_conn *c, const unsigned char *name,
+			   uint32_t len, bool no_zeroes)
+{
+	static const unsigned char zeroes[124];
+	const struct vol *v = c->srv->vol;
+
+	/* No way to report an error here: the protocol says close. */
+	if (!export_name_ok(c->srv, (const char *)name, len))
+		return -ENOENT;
+	struct nbd_export_name_reply rep = {
+		.size = htobe64(v->size),
+		.tflags = htobe16(nbd_export_tflags(v)),
+	};
+	struct iovec iov[2] = {
+		{ .iov_base = &rep, .iov_len = sizeof(rep) },
+		{ .iov_base = (void *)zeroes, .iov_len = sizeof(zeroes) },
+	};
+	int r = nbd_conn_send(c, iov, no_zeroes ? 1 : 2);
+	return r < 0 ? r : 1;
+}
+
+static int opt_list(struct nbd_conn *c)
+{
+	const char *name = c->srv->export_name;
+	uint32_t nlen = (uint32_t)strlen(name);
+	uint32_t be = htobe32(nlen);
+	int r = send_opt_reply2(c, NBD_OPT_LIST, NBD_REP_SERVER, &be, 4, name, nlen);
+	if (r < 0)
+		return r;
+	return send_opt_reply(c, NBD_OPT_LIST, NBD_REP_ACK, NULL, 0);
+}
+
+int nbd_handshake(struct nbd_conn *c)
+{
+	struct nbd_greeting g = {
+		.magic = htobe64(NBD_MAGIC),
+		.ihaveopt = htobe64(NBD_IHAVEOPT),
+		.flags = htobe16(NBD_FLAG_FIXED_NEWSTYLE | NBD_FLAG_NO_ZEROES),
+	};
+	struct iovec iov = { .iov_base = &g, .iov_len = sizeof(g) };
+	unsigned char *data = NULL;
+	uint32_t cflags;
+	bool no_zeroes;
+	int r;
+
+	r = nbd_conn_send(c, &iov, 1);
+	if (r < 0)
+		return r;
+	r = nbd_conn_recv(c, &cflags, 4);
+	if (r < 0)
+		return r;
+	cflags = be32toh(cflags);
+	/* Unknown client flags: the protocol says close. */
+	if (cflags & ~(NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES))
+		return -EPROTO;
+	no_zeroes = cflags & NBD_FLAG_C_NO_ZEROES;
+	data = malloc(NBD_MAX_OPTION);
+	if (!data)
+		return -ENOMEM;
+
+	for (;;) {
+		struct nbd_option o;
+		r = nbd_conn_recv(c, &o, sizeof(o));
+		if (r < 0)
+			goto out;
+		if (be64toh(o.magic) != NBD_IHAVEOPT) {
+			r = -EPROTO;
+			goto out;
+		}
+		uint32_t opt = be32toh(o.option), len = be32toh(o.len);
+		bool known = opt == NBD_OPT_EXPORT_NAME || opt == NBD_OPT_ABORT ||
+			     opt == NBD_OPT_LIST || opt == NBD_OPT_INFO ||
+			     opt == NBD_OPT_GO || opt == NBD_OPT_STRUCTURED_REPLY;
+		log_debug("nbd: option %u, %u bytes", opt, len);
+		if (!known || len > NBD_MAX_OPTION) {
+			r = nbd_conn_discard(c, len);
+			if (r < 0)
+				goto out;
+			if (opt == NBD_OPT_EXPORT_NAME) {
+				r = -ENAMETOOLONG; /* cannot reply: close */
+				goto out;
+			}
+			r = send_opt_reply(c, opt, known ? NBD_REP_ERR_TOO_BIG : NBD_REP_ERR_UNSUP,
+					   NULL, 0);
+			if (r < 0)
+				goto out;
+			continue;
+		}
+		r = nbd_conn_recv(c, data, len);
+		if (r < 0)
+			goto out;
+		switch (opt) {
+		case NBD_OPT_EXPORT_NAME:
+			r = opt_export_name(c, data, len, no_zeroes);
+			break;
+		case NBD_OPT_ABORT:
+			/* Best effort: the client may already have gone. */
+			send_opt_reply(c, opt, NBD_REP_ACK, NULL, 0);
+			c->clean = true;
+			r = -ECONNRESET;
+			break;
+		case NBD_OPT_LIST:
+			r = len ? send_opt_reply(c, opt, NBD_REP_ERR_INVALID, NULL, 0)
+				: opt_list(c);
+			break;
+		case NBD_OPT_STRUCTURED_REPLY:
+			if (len) {
+				r = send_opt_reply(c, opt, NBD_REP_ERR_INVALID, NULL, 0);
+				break;
+			}
+			c->structured = true;
+			r = send_opt_reply(c, opt, NBD_REP_ACK, NULL, 0);
+			break;
+		default: /* INFO, GO */
+			r = opt_info_go(c, opt, data, len);
+			break;
+		}
+		if (r != 0)
+			goto out;
+	}
+out:
+	free(data);
+	if (r == -ECONNRESET && c->clean)
+		return 1;
+	return r == 1 ? 0 : r;
+}

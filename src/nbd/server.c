@@ -1,0 +1,365 @@
+/* server.c — listening sockets, the accept loop, the connection cap, and
+ * an orderly stop: stop accepting, shut the read side of every connection
+ * so its workers finish the requests already read and send their replies,
+ * then wait for every connection to end.  See server.h. */
+#include "internal.h"
+
+#include "core/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CONN_RBUF (64u << 10)
+#define STOP_GRACE_MS 10000u
+
+int nbd_server_new(struct vol *vol, const struct nbd_server_opts *o,
+		   struct nbd_server **out)
+{
+	struct nbd_server *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	s->vol = vol;
+	s->threads = o && o->threads ? o->threads : 16;
+	s->max_conns = o && o->max_connections ? o->max_connections : 16;
+	s->hs_timeout_ms = o && o->handshake_timeout_ms ? o->handshake_timeout_ms : 10000;
+	s->export_name = strdup(o && o->export_name ? o->export_name : "");
+	s->description = o && o->description ? strdup(o->description) : NULL;
+	s->slots = calloc(s->max_conns, sizeof(*s->slots));
+	s->stop_pipe[0] = s->stop_pipe[1] = -1;
+	pthread_mutex_init(&s->lock, NULL);
+	if (!s->export_name || !s->slots || (o && o->description && !s->description) ||
+	    pipe2(s->stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+		nbd_server_free(s);
+		return -ENOMEM;
+	}
+	*out = s;
+	return 0;
+}
+
+static int add_listener(struct nbd_server *s, int fd, const char *path)
+{
+	if (s->n_listen == NBD_MAX_LISTEN) {
+		close(fd);
+		return err_set(-EMFILE, "too many listening sockets");
+	}
+	if (listen(fd, SOMAXCONN) != 0) {
+		int r = -errno;
+		close(fd);
+		return err_set(r, "listen: %s", strerror(-r));
+	}
+	s->lfd[s->n_listen] = fd;
+	s->unix_path[s->n_listen] = path ? strdup(path) : NULL;
+	s->n_listen++;
+	return 0;
+}
+
+int nbd_server_listen_unix(struct nbd_server *s, const char *path)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int fd, r;
+
+	if (strlen(path) >= sizeof(a.sun_path))
+		return err_set(-ENAMETOOLONG, "%s: socket path too long", path);
+	strcpy(a.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return err_set(-errno, "socket: %s", strerror(errno));
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+		r = -errno;
+		close(fd);
+		return err_set(r, "%s: %s", path, strerror(-r));
+	}
+	r = add_listener(s, fd, path);
+	if (r < 0)
+		unlink(path);
+	return r;
+}
+
+int nbd_server_listen_tcp(struct nbd_server *s, const char *addr, int port,
+			  int *bound_port)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
+	struct addrinfo *ai;
+	char pstr[16];
+	int fd, r, one = 1;
+
+	snprintf(pstr, sizeof(pstr), "%d", port);
+	r = getaddrinfo(addr, pstr, &hints, &ai);
+	if (r != 0)
+		return err_set(-EINVAL, "%s: %s", addr, gai_strerror(r));
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		r = err_set(-errno, "socket: %s", strerror(errno));
+		goto out;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+		r = err_set(-errno, "%s:%d: %s", addr, port, strerror(errno));
+		close(fd);
+		goto out;
+	}
+	if (bound_port) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		getsockname(fd, (struct sockaddr *)&ss, &sl);
+		*bound_port = ss.ss_family == AF_INET6
+				      ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+				      : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	}
+	r = add_listener(s, fd, NULL);
+out:
+	freeaddrinfo(ai);
+	return r;
+}
+
+int nbd_server_listen_fd(struct nbd_server *s, int fd)
+{
+	return add_listener(s, fd, NULL);
+}
+
+static uint64_t deadline_after_ms(unsigned ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec +
+	       (uint64_t)ms * 1000000ull;
+}
+
+int nbd_serve_connection(struct nbd_server *s, int rfd, int wfd)
+{
+	struct nbd_conn *c = calloc(1, sizeof(*c));
+	int type, r;
+	socklen_t tl = sizeof(type);
+
+	if (!c)
+		return -ENOMEM;
+	c->srv = s;
+	c->rfd = rfd;
+	c->wfd = wfd;
+	c->wfd_is_socket = getsockopt(wfd, SOL_SOCKET, SO_TYPE, &type, &tl) == 0;
+	c->rcap = CONN_RBUF;
+	c->rbuf = malloc(c->rcap);
+	pthread_mutex_init(&c->rlock, NULL);
+	pthread_mutex_init(&c->wlock, NULL);
+	if (!c->rbuf) {
+		r = -ENOMEM;
+		goto out_free;
+	}
+
+	pthread_mutex_lock(&s->lock);
+	if (s->stopping) {
+		pthread_mutex_unlock(&s->lock);
+		r = -ESHUTDOWN;
+		goto out_free;
+	}
+	c->next = s->conns;
+	if (s->conns)
+		s->conns->prev = c;
+	s->conns = c;
+	pthread_mutex_unlock(&s->lock);
+
+	/* The handshake has a deadline both ways: reads poll against it, and
+	 * a client that stops reading our replies makes a send time out. */
+	struct timeval tv = { .tv_sec = s->hs_timeout_ms / 1000,
+			      .tv_usec = (s->hs_timeout_ms % 1000) * 1000 };
+	if (c->wfd_is_socket)
+		setsockopt(wfd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	c->deadline_ns = deadline_after_ms(s->hs_timeout_ms);
+	r = nbd_handshake(c);
+	c->deadline_ns = 0;
+	if (c->wfd_is_socket) {
+		tv = (struct timeval){ 0 };
+		setsockopt(wfd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	}
+	if (r == 0) {
+		log_debug("nbd: client entered transmission (structured replies %s)",
+			  c->structured ? "on" : "off");
+		r = nbd_transmit(c);
+	} else if (r == 1) {
+		r = 0;
+	} else {
+		log_debug("nbd: handshake ended: %s", strerror(-r));
+	}
+
+	pthread_mutex_lock(&s->lock);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		s->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	pthread_mutex_unlock(&s->lock);
+out_free:
+	pthread_mutex_destroy(&c->rlock);
+	pthread_mutex_destroy(&c->wlock);
+	free(c->rbuf);
+	free(c);
+	return r;
+}
+
+static void *slot_main(void *arg)
+{
+	struct nbd_slot *slot = arg;
+
+	/* Once nbd_serve_connection() returns, the connection is off the
+	 * server's list, so nothing else touches the descriptor. */
+	nbd_serve_connection(slot->srv, slot->fd, slot->fd);
+	close(slot->fd);
+	slot->done = true;
+	return NULL;
+}
+
+/* Join the threads of connections that have ended. */
+static unsigned reap_slots(struct nbd_server *s, bool all)
+{
+	unsigned busy = 0;
+
+	for (unsigned i = 0; i < s->max_conns; i++) {
+		struct nbd_slot *sl = &s->slots[i];
+		if (!sl->used)
+			continue;
+		if (!all && !sl->done) {
+			busy++;
+			continue;
+		}
+		pthread_join(sl->thread, NULL);
+		sl->used = false;
+	}
+	return busy;
+}
+
+static void start_connection(struct nbd_server *s, int fd)
+{
+	struct nbd_slot *slot = NULL;
+	sigset_t all, old;
+	int one = 1;
+
+	pthread_mutex_lock(&s->lock);
+	reap_slots(s, false);
+	for (unsigned i = 0; i < s->max_conns && !slot; i++)
+		if (!s->slots[i].used)
+			slot = &s->slots[i];
+	if (!slot) {
+		pthread_mutex_unlock(&s->lock);
+		log_warn("nbd: connection limit (%u) reached, refusing a client",
+			 s->max_conns);
+		close(fd);
+		return;
+	}
+	/* Only a TCP socket takes it; on a Unix socket this fails harmlessly. */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	slot->used = true;
+	slot->done = false;
+	slot->fd = fd;
+	slot->srv = s;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	if (pthread_create(&slot->thread, NULL, slot_main, slot) != 0) {
+		slot->used = false;
+		close(fd);
+		log_warn("nbd: cannot start a connection thread");
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_mutex_unlock(&s->lock);
+}
+
+int nbd_server_run(struct nbd_server *s)
+{
+	struct pollfd p[NBD_MAX_LISTEN + 1];
+	int n = s->n_listen;
+
+	for (int i = 0; i < n; i++)
+		p[i] = (struct pollfd){ .fd = s->lfd[i], .events = POLLIN };
+	p[n] = (struct pollfd){ .fd = s->stop_pipe[0], .events = POLLIN };
+	while (!s->stopping) {
+		int r = poll(p, (nfds_t)n + 1, -1);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		for (int i = 0; i < n; i++) {
+			if (!(p[i].revents & POLLIN))
+				continue;
+			int fd = accept4(s->lfd[i], NULL, NULL, SOCK_CLOEXEC);
+			if (fd >= 0)
+				start_connection(s, fd);
+			else if (errno != EINTR && errno != EAGAIN && errno != ECONNABORTED)
+				log_warn("nbd: accept: %s", strerror(errno));
+		}
+	}
+
+	/* Stop: no new connections; each one's reader sees end of input, its
+	 * workers finish what was read and reply, and the connection ends. */
+	pthread_mutex_lock(&s->lock);
+	for (struct nbd_conn *c = s->conns; c; c = c->next) {
+		c->quit = true;
+		shutdown(c->rfd, SHUT_RD);
+	}
+	pthread_mutex_unlock(&s->lock);
+	/* A client that stopped reading replies would hold its workers in
+	 * send() forever: after a grace period, cut the write side too. */
+	for (unsigned waited_ms = 0;; waited_ms += 10) {
+		pthread_mutex_lock(&s->lock);
+		bool empty = s->conns == NULL;
+		if (waited_ms == STOP_GRACE_MS)
+			for (struct nbd_conn *c = s->conns; c; c = c->next)
+				shutdown(c->wfd, SHUT_RDWR);
+		pthread_mutex_unlock(&s->lock);
+		if (empty)
+			break;
+		usleep(10000);
+	}
+	pthread_mutex_lock(&s->lock);
+	reap_slots(s, true);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+void nbd_server_stop(struct nbd_server *s)
+{
+	int saved = errno;
+	char b = 1;
+
+	s->stopping = true;
+	if (write(s->stop_pipe[1], &b, 1) < 0) {
+		/* Full pipe: a stop is already pending. */
+	}
+	errno = saved;
+}
+
+void nbd_server_free(struct nbd_server *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < s->n_listen; i++) {
+		close(s->lfd[i]);
+		if (s->unix_path[i])
+			unlink(s->unix_path[i]);
+		free(s->unix_path[i]);
+	}
+	if (s->stop_pipe[0] >= 0)
+		close(s->stop_pipe[0]);
+	if (s->stop_pipe[1] >= 0)
+		close(s->stop_pipe[1]);
+	pthread_mutex_destroy(&s->lock);
+	free(s->slots);
+	free(s->export_name);
+	free(s->description);
+	free(s);
+}

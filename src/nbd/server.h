@@ -1,0 +1,60 @@
+/* server.h — the NBD server: exports one vol (the top of a stack) over
+ * Unix sockets, TCP, or an already-connected pair of file descriptors.
+ *
+ * Per connection a small pool of worker threads takes turns reading one
+ * request (header and write payload) under the connection's read lock,
+ * validates it (request.h), calls the vol synchronously, and sends the
+ * reply under the connection's write lock, so many requests are in flight
+ * and replies go out in completion order.  A client that misbehaves loses
+ * its own connection, never the server or another connection. */
+#ifndef URAID_NBD_SERVER_H
+#define URAID_NBD_SERVER_H
+
+#include "core/vol.h"
+
+struct nbd_server_opts {
+	const char *export_name;      /* accepted besides ""; NULL means "" */
+	const char *description;      /* NBD_INFO_DESCRIPTION, or NULL */
+	unsigned threads;             /* workers per connection (default 16) */
+	unsigned max_connections;     /* concurrent connections (default 16) */
+	unsigned handshake_timeout_ms; /* default 10000; the whole handshake */
+};
+
+struct nbd_server;
+
+/* Create a server for vol (not owned: the caller flushes and closes it
+ * after nbd_server_free()).  Returns 0 or -errno. */
+int nbd_server_new(struct vol *vol, const struct nbd_server_opts *o,
+		   struct nbd_server **out);
+
+/* Listen on a Unix socket at path (removed again by nbd_server_free()), or
+ * on TCP addr:port (port 0 picks a free port; *bound_port tells which).
+ * Return 0 or -errno with err_set() detail. */
+int nbd_server_listen_unix(struct nbd_server *s, const char *path);
+int nbd_server_listen_tcp(struct nbd_server *s, const char *addr, int port,
+			  int *bound_port);
+
+/* Serve on a socket that is already bound (systemd socket activation). */
+int nbd_server_listen_fd(struct nbd_server *s, int fd);
+
+/* Accept and serve connections until nbd_server_stop(); then stop
+ * accepting, let every connection finish the requests it has read, and
+ * return once all connections have ended.  Returns 0 or -errno. */
+int nbd_server_run(struct nbd_server *s);
+
+/* Ask nbd_server_run() to return.  Async-signal-safe. */
+void nbd_server_stop(struct nbd_server *s);
+
+/* Serve one already-connected client synchronously: handshake, then
+ * transmission until the client disconnects (or the server stops).  rfd
+ * and wfd may be one socket, or two descriptors (stdin/stdout, a pipe and
+ * /dev/null for a fuzzer: writes to non-sockets use write()).  The
+ * descriptors are not closed.  Returns 0 when the client ended cleanly
+ * (NBD_CMD_DISC or NBD_OPT_ABORT), -errno otherwise. */
+int nbd_serve_connection(struct nbd_server *s, int rfd, int wfd);
+
+/* Free the server (after nbd_server_run() returned, or if it never ran):
+ * close the listening sockets and remove the Unix socket files. */
+void nbd_server_free(struct nbd_server *s);
+
+#endif

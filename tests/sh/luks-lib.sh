@@ -1,0 +1,64 @@
+# luks-lib.sh — helpers the luks-*.sh tests source: a scratch dir removed on
+# exit, `requires TOOL...` (exit 77 when one is missing), fast KDF settings,
+# and small tools to look at and damage LUKS images.
+set -euo pipefail
+: "${URAID:?URAID must point at the uraid binary}"
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
+
+tmp=$(mktemp -d /tmp/uraid-lukstest.XXXXXX)
+cleanup_hooks=()
+cleanup() {
+    for h in "${cleanup_hooks[@]}"; do eval "$h" || true; done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+requires() {
+    for t in "$@"; do
+        command -v "$t" >/dev/null || { echo "SKIP: $t not installed"; exit 77; }
+    done
+}
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# userve ARGS... — `uraid serve ARGS` with a deadline, so that a server
+# that hangs fails the test instead of outliving it.
+userve() { timeout -k 5 "${USERVE_TIMEOUT:-60}" "$URAID" serve "$@"; }
+
+# Cheap key slots: the tests check formats, not KDF strength.
+FAST_ARGON=(--pbkdf argon2id --pbkdf-memory 32768 --pbkdf-force-iterations 4)
+FAST_PBKDF2=(--pbkdf pbkdf2 --pbkdf-force-iterations 1000)
+
+sha() { sha256sum "$@" | cut -d' ' -f1 | paste -sd' '; }
+
+# vk_from < dump — the hex volume key from a "MK dump:" section (both
+# cryptsetup luksDump --dump-volume-key and uraid luks-dump print it last).
+vk_from() { sed -n '/^MK dump:/,$p' | sed 's/^MK dump://' | tr -cd '0-9a-f'; }
+
+# luks2_edit IMG PYTHON — run PYTHON on the parsed JSON `j` of both LUKS2
+# header copies and write them back with fresh checksums (to make headers
+# uraid must refuse, e.g. an unknown cipher).
+luks2_edit() {
+    python3 - "$1" "$2" <<'PY'
+import hashlib, json, struct, sys
+path, code = sys.argv[1], sys.argv[2]
+with open(path, 'r+b') as f:
+    hdr_size = struct.unpack('>Q', f.read(16)[8:16])[0]
+    for off in (0, hdr_size):
+        f.seek(off)
+        area = bytearray(f.read(hdr_size))
+        j = json.loads(area[4096:].split(b'\0', 1)[0])
+        exec(code)
+        text = json.dumps(j, separators=(',', ':')).encode()
+        area[4096:] = text + bytes(hdr_size - 4096 - len(text))
+        area[448:512] = bytes(64)
+        area[448:480] = hashlib.sha256(area).digest()
+        f.seek(off)
+        f.write(area)
+PY
+}
+
+# damage IMG OFFSET — flip bytes of the uuid field of the header at OFFSET
+damage() {
+    printf 'XXXXXXXX' | dd of="$1" bs=1 seek=$(( $2 + 170 )) conv=notrunc status=none
+}

@@ -1,0 +1,123 @@
+#!/bin/bash
+# md-kernel.sh — the Linux kernel's md and uraid read each other's arrays.
+# One linux-peer VM boot (../shared/linux-peer) does both directions:
+#   ours:   `uraid create` on the host, a known pattern written through
+#           `uraid serve`; the kernel assembles each array (raid0, raid1,
+#           raid10 n2/f2/o2, linear) and must read the same sha256;
+#           afterwards uraid reads the members again, superblocks now
+#           rewritten by the kernel.
+#           The kernel's check of every mirror finds no mismatch.
+#   theirs: mdadm --create in the guest (raid0, raid1 with an internal
+#           bitmap, raid10, linear),
+#           the pattern written with dd; uraid examines and serves them
+#           read-only and must read the same sha256.
+# Skips (77) when QEMU, a kernel image or linux-peer is not available.
+set -euo pipefail
+
+PEER=${LINUX_PEER:-$SRCDIR/../shared/linux-peer}
+[ -x "$PEER/run.sh" ] || { echo "skip: no linux-peer at $PEER"; exit 77; }
+command -v qemu-system-x86_64 >/dev/null || { echo "skip: no qemu-system-x86_64"; exit 77; }
+ls /boot/vmlinuz-* >/dev/null 2>&1 || { echo "skip: no kernel image in /boot"; exit 77; }
+for t in nbdcopy cpio busybox; do
+    command -v $t >/dev/null || { echo "skip: $t missing"; exit 77; }
+done
+
+D=$(mktemp -d)
+trap 'rm -rf "$D"' EXIT
+MB=4
+pattern() { awk -v n=$((MB * 65536)) 'BEGIN { for (i = 0; i < n; i++) printf "%015d\n", i }'; }
+pattern > "$D/pat"
+want=$(sha256sum < "$D/pat" | cut -d' ' -f1)
+
+# name level-options disks: arrays uraid creates, then the kernel's.
+ours=("o0 --level=0 --chunk=64 2" "o1 --level=1 2" "on2 --level=10 --chunk=64 3"
+      "of2 --level=10 --layout=f2 2" "oo2 --level=10 --layout=o2 3" "olin --level=linear 2")
+theirs=("k0 --level=0 --chunk=64 2" "k1 --level=1 --assume-clean --bitmap=internal 2"
+        "k10 --level=10 --layout=n2 --assume-clean --bitmap=none 3" "klin --level=linear 2")
+
+imgs=()
+letter() { # vda, vdb, ... for image index $1
+    local i=$1 s=""
+    while :; do s=$(printf "\\$(printf %o $((97 + i % 26)))")$s; i=$((i / 26 - 1)); [ $i -ge 0 ] || break; done
+    echo "vd$s"
+}
+declare -A devs files
+for spec in "${ours[@]}" "${theirs[@]}"; do
+    set -- $spec
+    name=$1 n=${!#}
+    for ((j = 0; j < n; j++)); do
+        f="$D/$name.$j.img"
+        truncate -s 24M "$f"
+        devs[$name]+="/dev/$(letter ${#imgs[@]}) "
+        files[$name]+="$f "
+        imgs+=("$f")
+    done
+done
+
+for spec in "${ours[@]}"; do
+    set -- $spec
+    name=$1; shift
+    opts=("${@:1:$#-1}")
+    $URAID create "${opts[@]}" --name="$name" ${files[$name]} >/dev/null
+    $URAID serve --run "nbdcopy '$D/pat' \"\$uri\"" ${files[$name]} 2>/dev/null
+done
+
+# The guest job: assemble ours, create and fill theirs.
+{
+    echo '#!/bin/sh'
+    echo "MB=$MB"
+    echo 'pattern() { awk -v n=$((MB * 65536)) '"'"'BEGIN { for (i = 0; i < n; i++) printf "%015d\n", i }'"'"'; }'
+    i=0
+    for spec in "${ours[@]}"; do
+        set -- $spec
+        echo "mdadm --assemble /dev/md$i ${devs[$1]} >/dev/null 2>&1 || { echo 'ours $1 assemble-failed'; mdadm --examine ${devs[$1]}; }"
+        echo "echo \"ours $1 \$(dd if=/dev/md$i bs=1M count=\$MB 2>/dev/null | sha256sum | cut -d' ' -f1) \$(cat /sys/block/md$i/md/level 2>/dev/null)\""
+        # mirrors must agree: what create zeroed and what we wrote
+        case "$spec" in *--level=1*) echo "echo check > /sys/block/md$i/md/sync_action
+while [ \"\$(cat /sys/block/md$i/md/sync_action)\" != idle ]; do sleep 0.2; done
+echo \"mismatch $1 \$(cat /sys/block/md$i/md/mismatch_cnt)\"" ;; esac
+        echo "mdadm --stop /dev/md$i >/dev/null 2>&1"
+        i=$((i + 1))
+    done
+    for spec in "${theirs[@]}"; do
+        set -- $spec
+        name=$1; shift
+        n=${!#}
+        echo "mdadm --create /dev/md$i --run --metadata=1.2 --name=$name ${*:1:$#-1} --raid-devices=$n ${devs[$name]} >/tmp/c.log 2>&1 || { echo 'theirs $name create-failed'; cat /tmp/c.log; }"
+        echo "pattern | dd of=/dev/md$i bs=1M iflag=fullblock oflag=direct 2>/dev/null; sync"
+        echo "mdadm --stop /dev/md$i >/dev/null 2>&1 && echo 'theirs $name written'"
+        i=$((i + 1))
+    done
+    echo 'exit 0'
+} > "$D/job.sh"
+
+out=$(LINUX_PEER_TIMEOUT=${LINUX_PEER_TIMEOUT:-300} "$PEER/run.sh" "$D/job.sh" "${imgs[@]}" 2>&1) || {
+    echo "$out"; echo "FAIL: the linux-peer job did not finish"; exit 1; }
+fail=0
+for spec in "${ours[@]}"; do
+    set -- $spec
+    line=$(grep "^ours $1 " <<< "$out" || true)
+    if [ "$(cut -d' ' -f3 <<< "$line")" != "$want" ]; then
+        echo "FAIL: kernel md read of our $1 array: '$line' (want $want)"; fail=1
+    else
+        echo "ok: kernel md reads our $* ($(cut -d' ' -f4 <<< "$line"))"
+    fi
+    case "$*" in *--level=1*)
+        grep -q "^mismatch $1 0$" <<< "$out" ||
+            { echo "FAIL: kernel check of our $1: $(grep "^mismatch $1" <<< "$out")"; fail=1; } ;;
+    esac
+    # and back: superblocks the kernel rewrote
+    got=$($URAID serve --readonly --run 'nbdcopy "$uri" - | head -c '$((MB << 20))' | sha256sum' ${files[$1]} 2>/dev/null | cut -d' ' -f1)
+    [ "$got" = "$want" ] || { echo "FAIL: uraid re-read of $1 after the kernel: $got"; fail=1; }
+done
+for spec in "${theirs[@]}"; do
+    set -- $spec
+    name=$1
+    grep -q "^theirs $name written" <<< "$out" || { echo "FAIL: guest could not make $name"; echo "$out" | tail -20; fail=1; continue; }
+    first=${files[$name]%% *}
+    $URAID examine "$first" | grep -q 'Checksum : .* - correct' || { echo "FAIL: uraid examine $name"; fail=1; }
+    got=$($URAID serve --readonly --run 'nbdcopy "$uri" - | head -c '$((MB << 20))' | sha256sum' ${files[$name]} 2>/dev/null | cut -d' ' -f1)
+    if [ "$got" = "$want" ]; then echo "ok: uraid reads the kernel's $*"; else
+        echo "FAIL: uraid read of kernel-made $name: $got (want $want)"; fail=1; fi
+done
+exit $fail

@@ -1,0 +1,46 @@
+# nbd-lib.sh — helpers the nbd-*.sh tests source: a scratch dir cleaned up
+# on exit, `requires TOOL...` (exit 77 when one is missing), and
+# `start_server SOCK ARGS...` that runs `uraid serve -f --socket SOCK ARGS`
+# in the background and waits for the socket.
+set -euo pipefail
+: "${URAID:?URAID must point at the uraid binary}"
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
+
+tmp=$(mktemp -d /tmp/uraid-nbdtest.XXXXXX)
+server_pids=()
+cleanup() {
+    for p in "${server_pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    for p in "${server_pids[@]}"; do wait "$p" 2>/dev/null || true; done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+requires() {
+    for t in "$@"; do
+        command -v "$t" >/dev/null || { echo "SKIP: $t not installed"; exit 77; }
+    done
+}
+
+wait_socket() {
+    for _ in $(seq 200); do [ -S "$1" ] && return 0; sleep 0.05; done
+    echo "FAIL: socket $1 never appeared" >&2; return 1
+}
+
+# start_server SOCK ARGS... — sets $server_pid
+start_server() {
+    local sock=$1; shift
+    "$URAID" serve -f --socket "$sock" "$@" &
+    server_pid=$!
+    server_pids+=("$server_pid")
+    wait_socket "$sock"
+}
+
+# stop_server PID — SIGTERM, and the exit status must be 0
+stop_server() {
+    kill -TERM "$1"
+    local rc=0
+    wait "$1" || rc=$?
+    [ "$rc" = 0 ] || { echo "FAIL: server exited with $rc after SIGTERM" >&2; return 1; }
+}
+
+fail() { echo "FAIL: $*" >&2; exit 1; }

@@ -1,0 +1,134 @@
+/* test_bench.c — the bench's verdict and ideal-throughput logic: pure
+ * functions of numbers, so every case is exact. */
+#include "bench/bench.h"
+
+#include "check.h"
+
+#include <math.h>
+#include <string.h>
+
+#define MB 1e6
+
+static bool near(double a, double b)
+{
+	return fabs(a - b) <= 1e-9 * (fabs(a) + fabs(b) + 1);
+}
+
+static void test_verdict_bounds(void)
+{
+	struct bench_verdict v;
+	struct bench_ceilings c = {.disks = 80 * MB, .cpu_cap_pct = 200};
+
+	/* At the disks' speed: the disks bind. */
+	bench_verdict(78 * MB, &c, &v);
+	CHECK(strcmp(v.bound, "disks") == 0);
+	CHECK(near(v.ideal, 80 * MB));
+	CHECK(near(v.efficiency, 78.0 / 80.0));
+
+	/* The cipher is slower than the disks and the figure reaches it. */
+	c.cipher = 30 * MB;
+	bench_verdict(29 * MB, &c, &v);
+	CHECK(strcmp(v.bound, "cipher") == 0);
+	CHECK(near(v.ideal, 30 * MB));
+
+	/* The transport is the lowest ceiling. */
+	c = (struct bench_ceilings){
+	    .disks = 2000 * MB, .cipher = 3000 * MB, .transport = 900 * MB, .cpu_cap_pct = 200};
+	bench_verdict(850 * MB, &c, &v);
+	CHECK(strcmp(v.bound, "transport") == 0);
+
+	/* Far below every ceiling with CPU to spare: uraid's own loss. */
+	c = (struct bench_ceilings){.disks = 160 * MB, .cpu_pct = 20, .cpu_cap_pct = 200};
+	bench_verdict(80 * MB, &c, &v);
+	CHECK(strcmp(v.bound, "uraid itself") == 0);
+	CHECK(near(v.efficiency, 0.5));
+
+	/* Far below, with the server using every core: the CPU. */
+	c.cpu_pct = 195;
+	bench_verdict(80 * MB, &c, &v);
+	CHECK(strcmp(v.bound, "cpu") == 0);
+
+	/* Exactly at the threshold counts as explained. */
+	c = (struct bench_ceilings){.disks = 100 * MB, .cpu_cap_pct = 200};
+	bench_verdict(BENCH_EXPLAINED * 100 * MB, &c, &v);
+	CHECK(strcmp(v.bound, "disks") == 0);
+
+	/* No ceiling measured. */
+	c = (struct bench_ceilings){.cpu_cap_pct = 200};
+	bench_verdict(10 * MB, &c, &v);
+	CHECK(strcmp(v.bound, "unknown") == 0);
+	CHECK(v.ideal == 0 && v.efficiency == 0);
+}
+
+static void test_disk_ideal(void)
+{
+	const double one = 80 * MB;
+	const uint32_t chunk = 64 << 10, big = 1 << 20, small = 4096;
+
+	/* A single disk is one disk, whatever the request. */
+	CHECK(near(bench_disk_ideal(BENCH_SINGLE, 1, BENCH_READ, big, 1, chunk, one, one), one));
+	/* RAID1 (seed 000): large reads from both copies, writes at one. */
+	CHECK(near(bench_disk_ideal(1, 2, BENCH_READ, big, 1, chunk, one, 2 * one), 2 * one));
+	CHECK(near(bench_disk_ideal(1, 2, BENCH_WRITE, big, 1, chunk, one, 2 * one), one));
+	/* Small reads at QD1 keep one copy busy; at QD32 both. */
+	CHECK(near(bench_disk_ideal(1, 2, BENCH_READ, small, 1, chunk, one, 2 * one), one));
+	CHECK(near(bench_disk_ideal(1, 2, BENCH_READ, small, 32, chunk, one, 2 * one), 2 * one));
+	/* RAID0 x8 (seed 003): a 1 MiB request spans all 8 64K-chunk members. */
+	CHECK(near(bench_disk_ideal(0, 8, BENCH_WRITE, big, 1, chunk, one, 8 * one), 8 * one));
+	/* ... with a 512K chunk only two at a time. */
+	CHECK(near(bench_disk_ideal(0, 8, BENCH_WRITE, big, 1, 512 << 10, one, 8 * one), 2 * one));
+	/* When all members at once give less than the sum (a shared bus),
+	 * the ideal follows what they give together. */
+	CHECK(near(bench_disk_ideal(0, 8, BENCH_READ, big, 1, chunk, one, 4 * one), 4 * one));
+	/* RAID10 over 4: writes at 2 members' speed, reads at 4. */
+	CHECK(near(bench_disk_ideal(10, 4, BENCH_WRITE, big, 1, chunk, one, 4 * one), 2 * one));
+	CHECK(near(bench_disk_ideal(10, 4, BENCH_READ, big, 1, chunk, one, 4 * one), 4 * one));
+	/* RAID0+1 over 8: writes at 4, reads at 8. */
+	CHECK(near(bench_disk_ideal(BENCH_RAID01, 8, BENCH_WRITE, big, 1, chunk, one, 8 * one),
+	           4 * one));
+	CHECK(near(bench_disk_ideal(BENCH_RAID01, 8, BENCH_READ, big, 1, chunk, one, 8 * one),
+	           8 * one));
+}
+
+/* The whole decision for seed 000's rows, from its own figures. */
+static void test_seed_000(void)
+{
+	struct bench_verdict v;
+	double one = 80 * MB;
+	struct bench_ceilings c = {.cpu_pct = 10, .cpu_cap_pct = 200};
+
+	/* softraid RAID1 read at 78 MB/s against an ideal of 160: its own loss. */
+	c.disks = bench_disk_ideal(1, 2, BENCH_READ, 1 << 20, 1, 64 << 10, one, 2 * one);
+	bench_verdict(78 * MB, &c, &v);
+	CHECK(strcmp(v.bound, "uraid itself") == 0);
+	CHECK(v.efficiency < 0.5);
+	/* softraid crypto at 30 MB/s, with a cipher that does 31 on one core. */
+	c.disks = one;
+	c.cipher = 31 * MB;
+	bench_verdict(30 * MB, &c, &v);
+	CHECK(strcmp(v.bound, "cipher") == 0);
+}
+
+static void test_tables(void)
+{
+	struct bench_model custom;
+	const struct bench_layout *l = bench_layout_find("raid1+luks");
+
+	CHECK(l && l->level == 1 && l->n == 2 && l->luks);
+	CHECK(bench_layout_find("raid7") == NULL);
+	CHECK(bench_model_find("sata80", &custom) != NULL);
+	CHECK(bench_model_find("floppy", &custom) == NULL);
+	const struct bench_model *m = bench_model_find("sim:50M,seek=1ms", &custom);
+	CHECK(m && strcmp(m->sim, "50M,seek=1ms") == 0);
+	CHECK(bench_study_find("000") && bench_study_find("003"));
+	CHECK(bench_study_find("001") == NULL);
+}
+
+int main(void)
+{
+	test_verdict_bounds();
+	test_disk_ideal();
+	test_seed_000();
+	test_tables();
+	return check_done();
+}
