@@ -48,7 +48,15 @@ static ssize_t conn_read_once(struct nbd_conn *c, void *dst, size_t n)
 			return got;
 		if (got == 0)
 			return -ECONNRESET;
-		if (errno != EINTR && errno != EAGAIN)
+		if (errno == EAGAIN || errno == EWOULDBLOCK) {
+			/* A non-blocking descriptor (an inherited stdin, say):
+			 * wait for data rather than spin. */
+			struct pollfd p = { .fd = c->rfd, .events = POLLIN };
+			if (poll(&p, 1, -1) < 0 && errno != EINTR)
+				return -errno;
+			continue;
+		}
+		if (errno != EINTR)
 			return -errno;
 	}
 }
@@ -121,7 +129,15 @@ int nbd_conn_send(struct nbd_conn *c, struct iovec *iov, int iovcnt)
 				r = -ETIMEDOUT;
 				break;
 			}
-			if (errno == EINTR || errno == EAGAIN)
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				struct pollfd p = { .fd = c->wfd, .events = POLLOUT };
+				if (poll(&p, 1, -1) < 0 && errno != EINTR) {
+					r = -errno;
+					break;
+				}
+				continue;
+			}
+			if (errno == EINTR)
 				continue;
 			r = -errno;
 			break;

@@ -62,6 +62,15 @@ struct nbd_conn {
 	size_t rpos, rlen, rcap;
 
 	pthread_mutex_t wlock; /* one reply on the wire at a time */
+
+	/* Payload bytes held by requests between reading and their reply.
+	 * The reader waits while a new request would exceed the budget, so a
+	 * client that stops reading replies stalls itself, not the server's
+	 * memory (without it, threads x block_max bytes per connection). */
+	pthread_mutex_t budget_lock;
+	pthread_cond_t budget_freed;
+	uint64_t payload_in_flight;
+
 	atomic_bool quit;      /* stop reading new requests */
 	atomic_bool clean;     /* the client ended with DISC or ABORT */
 

@@ -156,6 +156,8 @@ int nbd_serve_connection(struct nbd_server *s, int rfd, int wfd)
 	c->rbuf = malloc(c->rcap);
 	pthread_mutex_init(&c->rlock, NULL);
 	pthread_mutex_init(&c->wlock, NULL);
+	pthread_mutex_init(&c->budget_lock, NULL);
+	pthread_cond_init(&c->budget_freed, NULL);
 	if (!c->rbuf) {
 		r = -ENOMEM;
 		goto out_free;
@@ -207,6 +209,8 @@ int nbd_serve_connection(struct nbd_server *s, int rfd, int wfd)
 out_free:
 	pthread_mutex_destroy(&c->rlock);
 	pthread_mutex_destroy(&c->wlock);
+	pthread_cond_destroy(&c->budget_freed);
+	pthread_mutex_destroy(&c->budget_lock);
 	free(c->rbuf);
 	free(c);
 	return r;

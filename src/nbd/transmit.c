@@ -20,6 +20,10 @@
  * larger requests get a buffer of their own for their duration. */
 #define WORKER_KEEP_BUF (4u << 20)
 
+/* Payload bytes one connection may hold in flight (see internal.h).  Twice
+ * the largest request, so two maximal requests still overlap. */
+#define CONN_PAYLOAD_BUDGET (64u << 20)
+
 struct worker {
 	struct nbd_conn *c;
 	pthread_t thread;
@@ -49,6 +53,30 @@ static void *worker_buf(struct worker *w, size_t n, void **tmp)
 	w->buf = p;
 	w->cap = want;
 	return p;
+}
+
+/* Take n bytes of the connection's payload budget, waiting for replies to
+ * free some.  A request alone always fits, so this cannot wait forever on
+ * its own account; replies are sent without the read lock, so the workers
+ * that free budget never wait for the reader holding it. */
+static void budget_take(struct nbd_conn *c, uint64_t n)
+{
+	pthread_mutex_lock(&c->budget_lock);
+	while (c->payload_in_flight > 0 &&
+	       c->payload_in_flight + n > CONN_PAYLOAD_BUDGET)
+		pthread_cond_wait(&c->budget_freed, &c->budget_lock);
+	c->payload_in_flight += n;
+	pthread_mutex_unlock(&c->budget_lock);
+}
+
+static void budget_give(struct nbd_conn *c, uint64_t n)
+{
+	if (n == 0)
+		return;
+	pthread_mutex_lock(&c->budget_lock);
+	c->payload_in_flight -= n;
+	pthread_cond_broadcast(&c->budget_freed);
+	pthread_mutex_unlock(&c->budget_lock);
 }
 
 /* Stop reading: the client left, broke the protocol, or the server stops. */
@@ -187,11 +215,12 @@ static int dispatch(struct vol *v, const struct nbd_req *req, void *buf)
 }
 
 /* Read and validate one request under the read lock.  Returns 1 with *req,
- * *error and (for a valid WRITE) the payload in *data; 0 when the
+ * *error, the payload budget taken in *held (to give back after the
+ * reply) and (for a valid WRITE) the payload in *data; 0 when the
  * connection is over (EOF, DISC, protocol error, quit). */
 static int read_request(struct worker *w, struct nbd_req *req,
 			uint64_t *wire_cookie, uint32_t *error, void **data,
-			void **tmp)
+			void **tmp, uint64_t *held)
 {
 	struct nbd_conn *c = w->c;
 	struct nbd_request h;
@@ -199,6 +228,7 @@ static int read_request(struct worker *w, struct nbd_req *req,
 
 	*data = NULL;
 	*tmp = NULL;
+	*held = 0;
 	if (c->quit)
 		return 0;
 	r = nbd_conn_recv(c, &h, sizeof(h));
@@ -223,6 +253,10 @@ static int read_request(struct worker *w, struct nbd_req *req,
 		c->clean = true;
 		return 0;
 	}
+	if ((req->type == NBD_CMD_READ || req->type == NBD_CMD_WRITE) && !*error) {
+		budget_take(c, req->len);
+		*held = req->len;
+	}
 	if (req->type == NBD_CMD_READ && !*error) {
 		*data = worker_buf(w, req->len, tmp);
 		if (!*data)
@@ -240,6 +274,8 @@ static int read_request(struct worker *w, struct nbd_req *req,
 		  : nbd_conn_discard(c, req->len);
 	if (r < 0) {
 		/* The client left mid-write: no reply, the connection ends. */
+		budget_give(c, *held);
+		*held = 0;
 		free(*tmp);
 		*tmp = NULL;
 		return 0;
@@ -257,10 +293,11 @@ static void *worker_main(void *arg)
 		uint64_t wire_cookie;
 		uint32_t error;
 		void *data, *tmp;
+		uint64_t held;
 		int r;
 
 		pthread_mutex_lock(&c->rlock);
-		int more = read_request(w, &req, &wire_cookie, &error, &data, &tmp);
+		int more = read_request(w, &req, &wire_cookie, &error, &data, &tmp, &held);
 		if (!more)
 			conn_quit(c);
 		pthread_mutex_unlock(&c->rlock);
@@ -285,6 +322,7 @@ static void *worker_main(void *arg)
 		else
 			r = send_simple(c, wire_cookie, error);
 		free(tmp);
+		budget_give(c, held);
 		if (r < 0) {
 			/* The client cannot hear us: wake the reader and end. */
 			conn_quit(c);

@@ -83,12 +83,10 @@ kill "$stuck" 2>/dev/null || true
 wait "$stuck" 2>/dev/null || true
 [ "$rc" = 0 ] || fail "server exited with $rc after SIGTERM (stuck client)"
 
-# Known open finding (see /work/notes/nbd-bugs.md): a client that pipelines
-# maximum-size reads and reads no reply pins threads x block_max of server
-# memory per connection.  Opt-in until the server bounds it.
-if [ "${URAID_TEST_KNOWN_BUGS:-0}" = 1 ]; then
-    python3 "$adv/stuck_reader.py" "$a" pin "$pid_a" || fail "memory pinned by unread replies"
-fi
+# A client that pipelines maximum-size reads and reads no reply must not pin
+# threads x block_max of server memory: the per-connection payload budget
+# (src/nbd/transmit.c) bounds it.
+python3 "$adv/stuck_reader.py" "$a" pin "$pid_a" || fail "memory pinned by unread replies"
 
 # After all that, server A still serves what was written before.
 alive "$pid_a" "before the final read-back"
