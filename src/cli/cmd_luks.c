@@ -62,7 +62,7 @@ static void luks_usage(const struct luks_args *a, FILE *f)
 		           "      --type luks2          the only type uraid writes\n"
 		           "      --cipher SPEC         aes-xts-plain64 (default)\n"
 		           "      --key-size BITS       256 or 512 (default 512)\n"
-		           "      --sector-size BYTES   512 (default) or 4096\n"
+		           "      --sector-size BYTES   512 or 4096 (default where the target allows)\n"
 		           "      --label LABEL\n");
 		break;
 	case LC_DUMP:

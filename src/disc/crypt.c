@@ -5,7 +5,7 @@
  * Cipher specs: aes-{xts,cbc}-{plain64,plain,essiv:sha256}.  The IV of a
  * sector is derived from its number n = (byte offset / 512 + iv_offset) >>
  * log2(sector_size / 512): dm-crypt counts iv_offset in 512-byte sectors
- * and, with large sectors (LUKS2 sets iv_large_sectors), the IV counts
+ * and, only with iv_large_sectors (plain mappings; never LUKS), the IV counts
  * sector_size units.  plain64 is n as a little-endian 64-bit number, zero
  * padded to the block size; plain its low 32 bits; essiv:sha256 encrypts
  * the plain64 block with AES-256 under SHA-256(volume key).
@@ -622,7 +622,7 @@ int crypt_open(struct vol *child, const struct crypt_params *p, bool owns_child,
 		}
 	}
 	c->sector_size = p->sector_size;
-	c->iv_shift = p->sector_size == 4096 ? 3 : 0;
+	c->iv_shift = p->iv_large_sectors && p->sector_size == 4096 ? 3 : 0;
 	c->iv_offset = p->iv_offset;
 
 	/* Key one context per direction now, so a key OpenSSL rejects fails

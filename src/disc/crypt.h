@@ -14,10 +14,14 @@ struct crypt_params {
 	const char *cipher;    /* dm-crypt spec as in LUKS: "aes-xts-plain64" */
 	const unsigned char *key;
 	size_t key_len;        /* bytes: 32 or 64 for xts */
-	uint32_t sector_size;  /* 512 or 4096; IVs count in these units */
+	uint32_t sector_size;  /* 512 or 4096 */
 	uint64_t iv_offset;    /* in 512-byte sectors, as dm-crypt's table and
 				* LUKS2's iv_tweak: IV number = (byte offset /
 				* 512 + iv_offset) / (sector_size / 512) */
+	bool iv_large_sectors;  /* true: IVs count sector_size units (dm-crypt's
+				* iv_large_sectors, plain mappings).  false
+				* (LUKS1/LUKS2): IVs count 512-byte sectors, so
+				* 4096-byte sector k has IV 8k + iv_offset */
 };
 
 /* The crypt vol copies the key into locked memory; the caller wipes its

@@ -150,61 +150,28 @@ int raid_fail_member(struct vol *array, unsigned role)
 	return 0;
 }
 
-/* Members slower than this (measured) are disks: there a transfer costs
- * far more than a copy, and one long transfer beats several short ones. */
+/* Members slower than this (measured) are disks: worth reading ahead. */
 #define RAID_SLOW_NS_PER_MIB 1000000u /* under ~1 GiB/s */
 
-/* Read or write subs[i] of a group; or, when gathering, the run
- * subs[i..j] contiguous on the member as one transfer through a bounce
- * buffer (chunks of a stripe that lie apart in the request but together on
- * the disk).  Gathering is for members measured slow.
- * Times the transfer to estimate the member's speed.  Returns j. */
-static unsigned raid_group_xfer(struct raid_req *q, struct raid_member *m,
-				unsigned i, unsigned end)
+/* Read or write subs[i] of a group, timing it to estimate the member's
+ * speed.  (Gathering chunks that lie together on the disk into one
+ * transfer through a bounce was measured slower here on the disk model:
+ * the copy delays the transfer more than the extra requests cost.) */
+static void raid_group_xfer(struct raid_req *q, struct raid_member *m,
+			    struct raid_sub *s)
 {
 	struct vol *v = m->vol;
-	struct raid_sub *s = &q->subs[i];
-	bool gather = atomic_load(&m->ns_per_mib) >= RAID_SLOW_NS_PER_MIB;
-	unsigned j = i;
-	uint64_t len = s->len, at;
-	char *bounce = NULL;
-	int err;
+	uint64_t t0 = s->len >= (64u << 10) ? raid_now_ns() : 0;
 
-	while (gather && j + 1 < end && s[j - i].off + s[j - i].len == s[j + 1 - i].off &&
-	       len + s[j + 1 - i].len <= v->block_max) {
-		j++;
-		len += s[j - i].len;
-	}
-	if (j > i)
-		bounce = malloc(len);
-	if (!bounce)
-		j = i, len = s->len;
-	if (bounce && q->op == RAID_WRITE) {
-		at = 0;
-		for (unsigned k = i; k <= j; k++) {
-			memcpy(bounce + at, q->subs[k].buf, q->subs[k].len);
-			at += q->subs[k].len;
-		}
-	}
-	uint64_t t0 = len >= (64u << 10) ? raid_now_ns() : 0;
 	if (q->op == RAID_READ)
-		err = v->ops->read(v, bounce ? bounce : s->buf, len, s->off);
+		s->err = v->ops->read(v, s->buf, s->len, s->off);
 	else
-		err = v->ops->write(v, bounce ? bounce : s->buf, len, s->off, q->flags);
-	if (t0 && err == 0) {
-		uint64_t ns = (raid_now_ns() - t0) * (1u << 20) / len;
+		s->err = v->ops->write(v, s->buf, s->len, s->off, q->flags);
+	if (t0 && s->err == 0) {
+		uint64_t ns = (raid_now_ns() - t0) * (1u << 20) / s->len;
 		uint64_t old = atomic_load(&m->ns_per_mib);
 		atomic_store(&m->ns_per_mib, old ? (old * 3 + ns) / 4 : ns);
 	}
-	at = 0;
-	for (unsigned k = i; k <= j; k++) {
-		q->subs[k].err = err;
-		if (bounce && !err && q->op == RAID_READ)
-			memcpy(q->subs[k].buf, bounce + at, q->subs[k].len);
-		at += q->subs[k].len;
-	}
-	free(bounce);
-	return j;
 }
 
 /* Run one member's group of sub-requests in order.  After an error on a
@@ -226,7 +193,7 @@ static int raid_group_run(void *arg, unsigned gi)
 		switch (q->op) {
 		case RAID_READ:
 		case RAID_WRITE:
-			i = raid_group_xfer(q, m, i, q->group[gi + 1]);
+			raid_group_xfer(q, m, s);
 			break;
 		case RAID_TRIM:
 			s->err = vol_trim(v, s->len, s->off, q->flags);
@@ -235,8 +202,8 @@ static int raid_group_run(void *arg, unsigned gi)
 			s->err = vol_write_zeroes(v, s->len, s->off, q->flags);
 			break;
 		}
-		atomic_store(&m->last_end, q->subs[i].off + q->subs[i].len);
-		err = q->subs[i].err;
+		atomic_store(&m->last_end, s->off + s->len);
+		err = s->err;
 	}
 	atomic_fetch_sub(&m->inflight, 1);
 	return 0;
@@ -1051,11 +1018,11 @@ static int raid_ra_init(struct raid_array *a)
 	ra->stretch = a->copies > 1 ? (stretch * width + ra->piece - 1) / ra->piece : 1;
 	if (ra->stretch == 0)
 		ra->stretch = 1;
-	/* Room for the other copies' stretches ahead of the reader, and four
-	 * pieces per copy of slack so a lane that fell behind (a late wake-up)
-	 * can catch up; shorter stretches if that exceeds the cap. */
+	/* Room for a whole stretch of every copy ahead of the reader, and two
+	 * pieces per copy of slack, so that no lane waits for the reader in
+	 * a steady stream; shorter stretches if that exceeds the cap. */
 	for (;;) {
-		ra->nslots = (unsigned)((a->copies - 1) * ra->stretch + 4 * a->copies);
+		ra->nslots = (unsigned)(a->copies * ra->stretch + 2 * a->copies);
 		if (a->copies == 1)
 			ra->nslots = 4;
 		if (ra->stretch == 1 || ra->nslots * ra->piece <= cap)

@@ -249,53 +249,6 @@ int luks_unlock(struct luks_hdr *h, struct vol *dev, int slot, const struct luks
 	return r;
 }
 
-int luks_check_data_ivs(const char *cipher, uint32_t sector_size, const struct luks_secret *vk)
-{
-	struct crypt_params p = {
-	    .cipher = cipher, .key = vk->data, .key_len = vk->len, .sector_size = sector_size};
-	unsigned char *want = NULL, *got = NULL;
-	struct vol *mem = NULL, *cv = NULL;
-	char spec[32];
-	int r;
-
-	if (sector_size == 512)
-		return 0;
-	snprintf(spec, sizeof(spec), "%u", 2 * sector_size);
-	want = calloc(2, sector_size);
-	got = calloc(2, sector_size);
-	if (!want || !got) {
-		r = -ENOMEM;
-		goto out;
-	}
-	r = mem_member_open(spec, 0, &mem);
-	if (r == 0)
-		r = crypt_open(mem, &p, false, "iv-check", &cv);
-	if (r == 0)
-		r = vol_write(cv, want, 2 * sector_size, 0, 0);
-	if (r == 0)
-		r = vol_read(mem, got, 2 * sector_size, 0);
-	/* Sector 1 must carry IV number sector_size / 512, as dm-crypt
-	 * gives it for LUKS2. */
-	if (r == 0)
-		r = luks_sector_crypt(cipher, vk->data, vk->len, want + sector_size, sector_size,
-		                      sector_size, sector_size / 512, 1, true);
-	if (r == 0 && memcmp(want + sector_size, got + sector_size, sector_size) != 0)
-		r = err_set(-ENOTSUP,
-		            "LUKS2 with %u-byte sectors: the crypt layer "
-		            "does not count IVs in 512-byte units as dm-crypt does for "
-		            "LUKS2; refusing rather than writing data that cryptsetup "
-		            "could not read (use --sector-size 512)",
-		            sector_size);
-out:
-	if (cv)
-		vol_close(cv);
-	if (mem)
-		vol_close(mem);
-	free(want);
-	free(got);
-	return r;
-}
-
 int luks_open_payload(struct luks_hdr *h, struct vol *dev, bool owns_dev,
                       const struct luks_secret *vk, struct vol **out)
 {
@@ -328,9 +281,6 @@ int luks_open_payload(struct luks_hdr *h, struct vol *dev, bool owns_dev,
 		            vk->len, s->key_size);
 		goto fail;
 	}
-	r = luks_check_data_ivs(s->cipher, s->sector_size, vk);
-	if (r < 0)
-		goto fail;
 	if (asprintf(&name, "luks%d(%s)", h->version, dev->name) < 0) {
 		name = NULL;
 		r = -ENOMEM;

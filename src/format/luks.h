@@ -148,7 +148,7 @@ struct luks_segment {
 	char cipher[64];   /* "aes-xts-plain64" */
 	uint64_t offset;   /* bytes */
 	uint64_t size;     /* bytes; 0 = to the end of the device */
-	uint64_t iv_tweak; /* in sectors of sector_size */
+	uint64_t iv_tweak; /* added to IV numbers, in 512-byte sectors (dm-crypt's iv_offset) */
 	uint32_t sector_size;
 	uint32_t key_size; /* bytes of volume key */
 };
@@ -198,13 +198,6 @@ int luks_verify_key(const struct luks_hdr *h, const struct luks_secret *vk);
 int luks_open_payload(struct luks_hdr *h, struct vol *dev, bool owns_dev,
                       const struct luks_secret *vk, struct vol **out);
 
-/* LUKS2 counts the IVs of large sectors in 512-byte units (dm-crypt
- * without iv_large_sectors: cryptsetup sets that flag only for plain and
- * BitLocker mappings), so the 4096-byte sector k has IV 8k + iv_tweak.
- * Checks, with one sector encrypted both ways, that the crypt layer does
- * the same; -ENOTSUP with detail if not, so that no data is written that
- * dm-crypt would read differently.  0 for 512-byte sectors. */
-int luks_check_data_ivs(const char *cipher, uint32_t sector_size, const struct luks_secret *vk);
 
 /* Rewrite both LUKS2 header copies if loading found one damaged or stale.
  * No-op for a clean header; -ENOTSUP for LUKS1. */

@@ -30,21 +30,24 @@ struct image {
 	size_t key_len;
 	uint32_t ss;
 	uint64_t iv_offset;
+	bool large; /* dm-crypt's iv_large_sectors (LUKS never sets it) */
 	unsigned char key[64];
 };
 
 static struct image images[] = {
-	{ "a", "aes-xts-plain64", 64, 512, 0 },
-	{ "b", "aes-xts-plain64", 32, 4096, 16 },
-	{ "c", "aes-cbc-essiv:sha256", 32, 512, 0 },
-	{ "d", "aes-xts-plain64", 64, 512, 8 },
+	{ "a", "aes-xts-plain64", 64, 512, 0, false },
+	{ "b", "aes-xts-plain64", 32, 4096, 16, true },
+	{ "c", "aes-cbc-essiv:sha256", 32, 512, 0, false },
+	{ "d", "aes-xts-plain64", 64, 512, 8, false },
+	{ "e", "aes-xts-plain64", 64, 4096, 24, false },
 };
 
 static int open_image(const char *dir, struct image *im, struct vol **m, struct vol **c)
 {
 	char path[512];
 	struct crypt_params p = { .cipher = im->cipher, .key = im->key, .key_len = im->key_len,
-				  .sector_size = im->ss, .iv_offset = im->iv_offset };
+				  .sector_size = im->ss, .iv_offset = im->iv_offset,
+				  .iv_large_sectors = im->large };
 	int r;
 
 	snprintf(path, sizeof(path), "%s/%s.img", dir, im->name);
@@ -122,19 +125,21 @@ int main(void)
 		fprintf(job,
 			"dmsetup create u%s --table \"0 %u crypt %s %s %llu /dev/vd%c 0%s\"\n",
 			im->name, IMG_SIZE / 512, im->cipher, key, (unsigned long long)im->iv_offset,
-			(char)('a' + i), im->ss == 4096 ? " 2 sector_size:4096 iv_large_sectors" : "");
+			(char)('a' + i),
+			im->ss != 4096 ? "" : im->large ? " 2 sector_size:4096 iv_large_sectors"
+							: " 1 sector_size:4096");
 	}
-	fprintf(job, "for n in a b c; do echo \"SUM $n $(dd if=/dev/mapper/u$n bs=64k 2>/dev/null | "
+	fprintf(job, "for n in a b c e; do echo \"SUM $n $(dd if=/dev/mapper/u$n bs=64k 2>/dev/null | "
 		     "sha256sum | cut -d' ' -f1)\"; done\n"
 		     "dd if=/dev/mapper/ua of=/dev/mapper/ud bs=64k oflag=direct 2>/dev/null\n"
-		     "sync\nfor n in a b c d; do dmsetup remove u$n; done\necho JOB-DONE\n");
+		     "sync\nfor n in a b c d e; do dmsetup remove u$n; done\necho JOB-DONE\n");
 	fclose(job);
 	chmod(path, 0755);
 
 	snprintf(cmd, sizeof(cmd),
 		 "LINUX_PEER_TIMEOUT=100 %s %s/job.sh %s/a.img %s/b.img %s/c.img %s/d.img "
-		 "> %s/guest.out 2>&1",
-		 runsh, dir, dir, dir, dir, dir, dir);
+		 "%s/e.img > %s/guest.out 2>&1",
+		 runsh, dir, dir, dir, dir, dir, dir, dir);
 	rc = system(cmd);
 	rc = WIFEXITED(rc) ? WEXITSTATUS(rc) : 125;
 	snprintf(path, sizeof(path), "%s/guest.out", dir);
@@ -155,7 +160,7 @@ int main(void)
 	if (f)
 		fclose(f);
 	CHECK_EQ(rc, 0);
-	CHECK_EQ(matched, 3);
+	CHECK_EQ(matched, 4);
 
 	/* kernel -> uraid */
 	{

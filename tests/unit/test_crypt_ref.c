@@ -13,6 +13,7 @@
 #include "member/member.h"
 
 #include <openssl/evp.h>
+#include <stdbool.h>
 #include <string.h>
 
 /* A bare AES block encryption under one key. */
@@ -104,12 +105,13 @@ static void ref_iv(enum ivgen g, const unsigned char *key, int klen, uint64_t n,
 }
 
 static void check_spec(const char *cipher, int xts, enum ivgen g, int klen, uint32_t ss,
-		       uint64_t iv_offset, unsigned long long seed)
+		       bool large, uint64_t iv_offset, unsigned long long seed)
 {
 	unsigned char key[64], *pt = malloc(1u << 20), *got = malloc(1u << 20);
 	unsigned char want[4096], iv[16];
 	struct crypt_params p = { .cipher = cipher, .key = key, .key_len = (size_t)klen,
-				  .sector_size = ss, .iv_offset = iv_offset };
+				  .sector_size = ss, .iv_offset = iv_offset,
+				  .iv_large_sectors = large };
 	struct vol *m = NULL, *c = NULL;
 
 	for (int i = 0; i < 64; i++)
@@ -125,7 +127,9 @@ static void check_spec(const char *cipher, int xts, enum ivgen g, int klen, uint
 	CHECK_EQ(vol_write(c, pt, 1u << 20, off, 0), 0);
 	CHECK_EQ(vol_read(m, got, 1u << 20, off), 0);
 	for (uint64_t s = 0; s < (1u << 20) / ss; s++) {
-		uint64_t n = ((off + s * ss) / 512 + iv_offset) / (ss / 512);
+		uint64_t n = (off + s * ss) / 512 + iv_offset;
+		if (large)
+			n /= ss / 512;
 		ref_iv(g, key, klen, n, iv); /* ESSIV hashes the whole volume key */
 		if (xts)
 			ref_xts(key, klen / 2, iv, pt + s * ss, want, ss);
@@ -147,15 +151,19 @@ out:
 
 int main(void)
 {
-	for (uint32_t ss = 512; ss <= 4096; ss *= 8) {
+	/* 512-byte sectors, then 4096-byte sectors with LUKS's 512-byte IV
+	 * units and with dm-crypt's iv_large_sectors. */
+	for (int variant = 0; variant < 3; variant++) {
+		uint32_t ss = variant == 0 ? 512 : 4096;
+		bool large = variant == 2;
 		uint64_t step = ss / 512;
-		check_spec("aes-xts-plain64", 1, PLAIN64, 64, ss, 0, 1);
-		check_spec("aes-xts-plain64", 1, PLAIN64, 32, ss, 7 * step, 2);
-		check_spec("aes-xts-plain64", 1, PLAIN64, 64, ss, (1ull << 40) * step, 3);
-		check_spec("aes-xts-plain", 1, PLAIN, 64, ss, ((1ull << 32) - 5) * step, 4);
-		check_spec("aes-cbc-essiv:sha256", 0, ESSIV, 32, ss, 0, 5);
-		check_spec("aes-cbc-essiv:sha256", 0, ESSIV, 16, ss, 3 * step, 6);
-		check_spec("aes-cbc-plain64", 0, PLAIN64, 24, ss, 0, 7);
+		check_spec("aes-xts-plain64", 1, PLAIN64, 64, ss, large, 0, 1);
+		check_spec("aes-xts-plain64", 1, PLAIN64, 32, ss, large, 7 * step, 2);
+		check_spec("aes-xts-plain64", 1, PLAIN64, 64, ss, large, (1ull << 40) * step, 3);
+		check_spec("aes-xts-plain", 1, PLAIN, 64, ss, large, ((1ull << 32) - 5) * step, 4);
+		check_spec("aes-cbc-essiv:sha256", 0, ESSIV, 32, ss, large, 0, 5);
+		check_spec("aes-cbc-essiv:sha256", 0, ESSIV, 16, ss, large, 3 * step, 6);
+		check_spec("aes-cbc-plain64", 0, PLAIN64, 24, ss, large, 0, 7);
 	}
 	return check_done();
 }

@@ -289,6 +289,21 @@ static void test_bad_members(void)
 	CHECK(strstr(err_detail(-EUCLEAN), "truncated") != NULL);
 	CHECK(h[0] == file_hash(0) && h[1] == file_hash(1));
 
+	/* the freshest superblock is a spare's: it decides, then is left out */
+	make_members(2);
+	CHECK_EQ(create("--level=1", "--assume-clean", path(0), path(1), NULL), 0);
+	{
+		struct vol *m;
+		struct md_super s;
+		CHECK_EQ(member_open(path(1), 0, &m), 0);
+		CHECK_EQ(md_super_read(m, &s), 0);
+		s.roles[1] = MD_ROLE_SPARE;
+		s.events = 5;
+		CHECK_EQ(md_super_write(m, &s), 0);
+		vol_close(m);
+	}
+	CHECK_EQ(assemble(r0, 2, true, true, &v), -ENODEV);
+
 	/* members of two arrays given for one export */
 	make_members(4);
 	CHECK_EQ(create("--level=1", "--assume-clean", path(0), path(1), NULL), 0);

@@ -182,13 +182,17 @@ static struct vol *open_mem(const char *spec)
 	return m;
 }
 
+/* Whether 4096-byte sectors count their IVs in 4096-byte units (dm-crypt's
+ * iv_large_sectors, plain mappings) or in 512-byte units (LUKS). */
+static bool large_ivs;
+
 /* Open aes-xts-plain64 over m with the vector's key. */
 static struct vol *open_xts(struct vol *m, const struct xts_vector *tv, uint32_t ss,
 			    uint64_t iv_offset, int *err)
 {
 	unsigned char key[64];
 	struct crypt_params p = { .cipher = "aes-xts-plain64", .key = key, .sector_size = ss,
-				  .iv_offset = iv_offset };
+				  .iv_offset = iv_offset, .iv_large_sectors = large_ivs };
 	struct vol *c = NULL;
 
 	p.key_len = unhex(tv->key, key);
@@ -252,6 +256,7 @@ int main(void)
 			continue;
 		}
 		/* At the sector numbered DUSN when it fits in 4 MiB. */
+		large_ivs = true;
 		if (tv->dusn < (4u << 20) / 512)
 			check_at(tv, 512, tv->dusn * 512, 0);
 		if (tv->dusn < (4u << 20) / 4096)
@@ -264,6 +269,14 @@ int main(void)
 			check_at(tv, 512, 3 * 512, tv->dusn - 3);
 			check_at(tv, 4096, 3 * 4096, (tv->dusn - 3) * 8);
 		}
+		/* LUKS's rule: a 4096-byte sector at byte offset o has IV
+		 * o / 512 + iv_offset, so sector k is numbered 8k. */
+		large_ivs = false;
+		check_at(tv, 4096, 0, tv->dusn);
+		if (tv->dusn % 8 == 0 && tv->dusn < (4u << 20) / 512)
+			check_at(tv, 4096, tv->dusn * 512, 0);
+		if (tv->dusn >= 24)
+			check_at(tv, 4096, 3 * 4096, tv->dusn - 24);
 	}
 	return check_done();
 }
