@@ -571,11 +571,11 @@ static int luks2_write_copy(struct luks_hdr *h, struct vol *dev, int which, cons
 	b->version[1] = 2;
 	be64_put(b->hdr_size, h->hdr_size);
 	be64_put(b->seqid, h->seqid);
-	strncpy(b->label, h->label, sizeof(b->label) - 1);
+	memcpy(b->label, h->label, strnlen(h->label, sizeof(b->label) - 1));
 	strcpy(b->checksum_alg, "sha256");
 	memcpy(b->salt, h->l2->salt[which], sizeof(b->salt));
-	strncpy(b->uuid, h->uuid, sizeof(b->uuid) - 1);
-	strncpy(b->subsystem, h->subsystem, sizeof(b->subsystem) - 1);
+	memcpy(b->uuid, h->uuid, strnlen(h->uuid, sizeof(b->uuid) - 1));
+	memcpy(b->subsystem, h->subsystem, strnlen(h->subsystem, sizeof(b->subsystem) - 1));
 	be64_put(b->hdr_offset, off);
 	memcpy(area + LUKS2_BIN_SIZE, json, json_len);
 	r = luks2_csum(area, h->hdr_size, sum);
@@ -731,9 +731,9 @@ int luks2_keyslot_store(struct luks_hdr *h, struct vol *dev, int slot, const str
 {
 	struct luks_secret *dk = NULL;
 	struct luks_kdf kdf;
-	json_object *digest, *ks, *af, *area;
+	json_object *digest = NULL, *ks, *af, *area;
 	unsigned char *mat = NULL;
-	uint64_t mat_len, area_size, area_off, old_off = 0, old_size = 0;
+	uint64_t mat_len, area_size, area_off = 0, old_off = 0, old_size = 0;
 	const char *cipher = h->seg.cipher[0] ? h->seg.cipher : "aes-xts-plain64";
 	char id[12];
 	int r;

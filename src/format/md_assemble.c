@@ -584,7 +584,7 @@ int md_assemble_all(struct vol **vols, int n, const struct md_assemble_opts *o, 
 		nc = w;
 	}
 
-	res = calloc((size_t)nc, sizeof(*res));
+	res = calloc(nc > 0 ? (size_t)nc : 1, sizeof(*res));
 	if (!res) {
 		r = -ENOMEM;
 		goto fail;
