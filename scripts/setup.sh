@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 want_tests=0
 [ "${1:-}" = --test ] && want_tests=1
 
-pkgs=(gcc pkg-config meson ninja-build liburing-dev libssl-dev libargon2-dev
+pkgs=(gcc pkg-config meson ninja-build libssl-dev libargon2-dev
       libjson-c-dev libnbd-dev python3 fio nbdkit libnbd-bin nbdfuse qemu-utils
       fuse3 e2fsprogs)
 if [ $want_tests = 1 ]; then

@@ -1,0 +1,88 @@
+#!/bin/bash
+# raid-scaling.sh — issue 3's and 4's single-stream goals, through NBD with
+# fio (one job, 1 MiB requests, one in flight), ROUNDS times, medians.
+#
+#   bench/raid-scaling.sh [ROUNDS] [RUNTIME]       (defaults 3 and 5 s)
+#
+# Part 1, disk models: members are sim:RATE:FILE wrappers (files on tmpfs)
+# of rate B; rows give MB/s and the ratio to one sim member alone.
+# Part 2, RAM: arrays on tmpfs files without models, against one tmpfs
+# file; LUKS2 on one file and on a RAID1, against the same unencrypted.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${1:-3} runtime=${2:-5}
+rate=${RATE:-80M}
+uraid=$PWD/build/src/uraid
+dir=$(mktemp -d /dev/shm/raid-scaling.XXXXXX)
+pid=""
+trap '[ -n "$pid" ] && kill $pid 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"' EXIT
+printf bench > "$dir/key"
+
+# fio one job; prints MB/s
+fio1() { # URI rw
+    local out
+    out=$(fio --name=s --ioengine=nbd --uri="$1" --rw="$2" --bs=1M --iodepth=1 --size=100% \
+              --runtime="$runtime" --time_based --output-format=terse --terse-version=3 2>/dev/null | grep '^3;')
+    if [ "$2" = read ]; then echo $(( $(cut -d';' -f7 <<<"$out") / 1024 ))
+    else echo $(( $(cut -d';' -f48 <<<"$out") / 1024 )); fi
+}
+serve_run() { # LABEL RW MEMBERS... ; appends "LABEL RW MBps" to rows
+    local label=$1 rw=$2; shift 2
+    "$uraid" serve --foreground --socket "$dir/s.sock" "$@" 2>>"$dir/serve.log" & pid=$!
+    for _ in $(seq 100); do [ -S "$dir/s.sock" ] && break; sleep 0.1; done
+    echo "$label $rw $(fio1 "nbd+unix:///?socket=$dir/s.sock" "$rw")" >> "$dir/rows"
+    kill $pid; wait $pid 2>/dev/null || true; pid=""
+}
+mk() { # NAME N SIZE create-args...
+    local name=$1 n=$2 size=$3; shift 3
+    local files=()
+    for i in $(seq "$n"); do files+=("$dir/$name.$i"); truncate -s "$size" "$dir/$name.$i"; done
+    [ "$n" = 1 ] || "$uraid" create --name="$name" "$@" "${files[@]}" >/dev/null 2>&1
+    echo "${files[@]}"
+}
+sim() { local out=(); for f in "$@"; do out+=("sim:$rate:$f"); done; echo "${out[@]}"; }
+
+single=$(mk single 1 1G)
+r1x2=$(mk r1x2 2 1G --level=1)
+r1x3=$(mk r1x3 3 1G --level=1)
+r0x8=$(mk r0x8 8 512M --level=0 --chunk=128)
+r10x4=$(mk r10x4 4 1G --level=10 --layout=n2 --chunk=128)
+r0x2=$(mk r0x2 2 1G --level=0 --chunk=128)
+lr1=$(mk lr1 2 1G --level=1)
+"$uraid" luks-format --batch --key-file "$dir/key" --pbkdf-memory=65536 --iter-time=100 $lr1 >/dev/null 2>&1
+lsingle=$(mk lsingle 1 1G)
+"$uraid" luks-format --batch --key-file "$dir/key" --pbkdf-memory=65536 --iter-time=100 $lsingle >/dev/null 2>&1
+
+for r in $(seq "$rounds"); do
+    echo "== round $r" >&2
+    for rw in read write; do
+        serve_run "sim-single" $rw $(sim $single)
+        serve_run "sim-raid1x2" $rw $(sim $r1x2)
+        serve_run "sim-raid1x3" $rw $(sim $r1x3)
+        serve_run "sim-raid0x8" $rw $(sim $r0x8)
+        serve_run "sim-raid10x4" $rw $(sim $r10x4)
+    done
+    # Writes first, so that the reads are of data, not of tmpfs holes.
+    for rw in write read; do
+        serve_run "ram-single" $rw $single
+        serve_run "ram-raid0x2" $rw $r0x2
+        serve_run "ram-raid1x2" $rw $r1x2
+        serve_run "ram-luks-single" $rw --key-file "$dir/key" $lsingle
+        serve_run "ram-luks-raid1x2" $rw --key-file "$dir/key" $lr1
+    done
+done
+
+python3 - "$dir/rows" "$rate" <<'PY'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    label, rw, mb = line.split()
+    rows.setdefault((label, rw), []).append(int(mb))
+med = {k: statistics.median(v) for k, v in rows.items()}
+print(f"{'layout':20} {'op':6} {'MB/s':>7}  {'x single':>8}  min-max (n)")
+for (label, rw), m in med.items():
+    base = med.get(("sim-single" if label.startswith("sim") else "ram-single", rw))
+    ratio = f"{m / base:8.2f}" if base else "       -"
+    v = rows[(label, rw)]
+    print(f"{label:20} {rw:6} {m:7.0f}  {ratio}  {min(v)}-{max(v)} ({len(v)})")
+PY
