@@ -1129,6 +1129,19 @@ static bool raid_ra_start(struct raid_array *a)
 	return true;
 }
 
+/* Forget every piece read ahead; pieces being read are read again when
+ * next needed.  Caller holds the lock. */
+static void raid_ra_drop(struct raid_ra *ra)
+{
+	for (unsigned i = 0; i < ra->nslots; i++) {
+		struct raid_ra_slot *s = &ra->slot[i];
+		if (s->loading)
+			s->stale = true;
+		else if (s->state != RA_EMPTY)
+			s->state = RA_EMPTY;
+	}
+}
+
 /* Serve a read from read-ahead when it continues a stream.  Returns
  * -EAGAIN when the caller should read directly. */
 static int raid_ra_read(struct raid_array *a, char *buf, uint64_t len, uint64_t off)
@@ -1150,7 +1163,10 @@ static int raid_ra_read(struct raid_array *a, char *buf, uint64_t len, uint64_t 
 	if (ra->reading || !raid_ra_start(a))
 		goto out;
 	ra->reading = true;
-	ra->front = off / ra->piece;
+	uint64_t front = off / ra->piece;
+	if (front < ra->front || front >= ra->front + ra->nslots)
+		raid_ra_drop(ra); /* a new stream: what the old one left is not ours */
+	ra->front = front;
 	pthread_cond_broadcast(&ra->work);
 	while (len > 0) {
 		uint64_t p = off / ra->piece;
@@ -1169,7 +1185,9 @@ static int raid_ra_read(struct raid_array *a, char *buf, uint64_t len, uint64_t 
 		off += n;
 		len -= n;
 		if (n == ra->piece - in) {
-			/* Piece consumed: move the window on. */
+			/* Piece consumed: drop it (read-ahead, not a cache: a
+			 * second pass reads the disks again) and move on. */
+			s->state = RA_EMPTY;
 			ra->front = p + 1;
 			pthread_cond_broadcast(&ra->work);
 		}
