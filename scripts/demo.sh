@@ -4,7 +4,7 @@
 # (nbdinfo, nbdcopy, fio), then `uraid bench`'s default run: a short table
 # of layouts over disk models, each with the ceiling that binds it.
 #
-#   scripts/demo.sh            everything (about three minutes)
+#   scripts/demo.sh            everything (about two minutes here)
 #   DEMO_BENCH=0 scripts/demo.sh   skip the bench table
 set -euo pipefail
 cd "$(dirname "$0")/.."
