@@ -788,6 +788,7 @@ struct raid_ra {
 	unsigned started; /* lane threads running (0 until the first stream) */
 	bool stop;
 	uint64_t front;   /* F: the piece the reader needs next */
+	uint64_t origin;  /* the piece the current stream started at */
 	bool reading;     /* a reader is being served (one at a time) */
 	int mode;         /* raid_set_readahead() */
 	uint64_t next;    /* where the last read ended */
@@ -803,12 +804,29 @@ struct raid_ra_lane {
 	uint64_t bounce_len;
 };
 
+/* The stretch piece p belongs to.  Stretches start at one piece where the
+ * stream began and double up to ra->stretch, so every copy is busy from the
+ * stream's first request (a short stream reads at N disks' speed too),
+ * while a long one still skips at most one rotation per full stretch. */
+static uint64_t raid_ra_stretch_of(const struct raid_ra *ra, uint64_t p)
+{
+	uint64_t rel = p >= ra->origin ? p - ra->origin : p;
+	uint64_t t = 0;
+
+	for (uint64_t len = 1; len < ra->stretch; len *= 2, t++) {
+		if (rel < len)
+			return t;
+		rel -= len;
+	}
+	return t + rel / ra->stretch;
+}
+
 /* The copy of [off, off+len) that piece p reads: its stretch's copy if
  * live, else the first live one.  Returns the loc index or -1. */
 static int raid_ra_copy(struct raid_array *a, const struct raid_loc *loc,
 			unsigned nc, uint64_t p)
 {
-	unsigned want = (unsigned)((p / a->ra->stretch) % nc);
+	unsigned want = (unsigned)(raid_ra_stretch_of(a->ra, p) % nc);
 
 	if (!atomic_load(&a->m[loc[want].role].failed))
 		return (int)want;
@@ -1164,8 +1182,10 @@ static int raid_ra_read(struct raid_array *a, char *buf, uint64_t len, uint64_t 
 		goto out;
 	ra->reading = true;
 	uint64_t front = off / ra->piece;
-	if (front < ra->front || front >= ra->front + ra->nslots)
+	if (front < ra->front || front >= ra->front + ra->nslots) {
 		raid_ra_drop(ra); /* a new stream: what the old one left is not ours */
+		ra->origin = front;
+	}
 	ra->front = front;
 	pthread_cond_broadcast(&ra->work);
 	while (len > 0) {
