@@ -9,8 +9,9 @@ fio --enghelp=nbd >/dev/null 2>&1 || { echo "SKIP: fio lacks ioengine=nbd"; exit
 
 run_fio() { # URI NAME ARGS...
     local uri=$1 name=$2; shift 2
-    fio --name="$name" --ioengine=nbd --uri="$uri" --size=16M --offset_increment=16M \
-        --verify=crc32c --verify_fatal=1 --do_verify=1 --output="$tmp/$name.out" "$@" \
+    # fio leaves verify state files in its working directory: keep them in $tmp.
+    (cd "$tmp" && fio --name="$name" --ioengine=nbd --uri="$uri" --size=16M --offset_increment=16M \
+        --verify=crc32c --verify_fatal=1 --do_verify=1 --output="$tmp/$name.out" "$@") \
         || { cat "$tmp/$name.out" >&2; fail "fio $name"; }
     grep -q "err= 0" "$tmp/$name.out" || { cat "$tmp/$name.out" >&2; fail "fio $name errors"; }
 }
