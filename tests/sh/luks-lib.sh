@@ -1,25 +1,8 @@
-# luks-lib.sh — helpers the luks-*.sh tests source: a scratch dir removed on
-# exit, `requires TOOL...` (exit 77 when one is missing), fast KDF settings,
-# and small tools to look at and damage LUKS images.
-set -euo pipefail
-: "${URAID:?URAID must point at the uraid binary}"
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
-
-tmp=$(mktemp -d /tmp/uraid-lukstest.XXXXXX)
-cleanup_hooks=()
-cleanup() {
-    for h in "${cleanup_hooks[@]}"; do eval "$h" || true; done
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-requires() {
-    for t in "$@"; do
-        command -v "$t" >/dev/null || { echo "SKIP: $t not installed"; exit 77; }
-    done
-}
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
+# luks-lib.sh — helpers the luks-*.sh tests source: lib.sh's scratch dir,
+# `requires` and `fail`, fast KDF settings, and small tools to look at and
+# damage LUKS images.
+lib_scratch_name=lukstest
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # userve ARGS... — `uraid serve ARGS` with a deadline, so that a server
 # that hangs fails the test instead of outliving it.

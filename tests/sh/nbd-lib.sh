@@ -1,25 +1,16 @@
-# nbd-lib.sh — helpers the nbd-*.sh tests source: a scratch dir cleaned up
-# on exit, `requires TOOL...` (exit 77 when one is missing), and
-# `start_server SOCK ARGS...` that runs `uraid serve -f --socket SOCK ARGS`
-# in the background and waits for the socket.
-set -euo pipefail
-: "${URAID:?URAID must point at the uraid binary}"
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
+# nbd-lib.sh — helpers the nbd-*.sh tests source: lib.sh's scratch dir,
+# `requires` and `fail`, and `start_server SOCK ARGS...` that runs
+# `uraid serve -f --socket SOCK ARGS` in the background and waits for the
+# socket; every server started is stopped on exit.
+lib_scratch_name=nbdtest
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-tmp=$(mktemp -d /tmp/uraid-nbdtest.XXXXXX)
 server_pids=()
-cleanup() {
+stop_all_servers() {
     for p in "${server_pids[@]}"; do kill "$p" 2>/dev/null || true; done
     for p in "${server_pids[@]}"; do wait "$p" 2>/dev/null || true; done
-    rm -rf "$tmp"
 }
-trap cleanup EXIT
-
-requires() {
-    for t in "$@"; do
-        command -v "$t" >/dev/null || { echo "SKIP: $t not installed"; exit 77; }
-    done
-}
+cleanup_hooks+=(stop_all_servers)
 
 wait_socket() {
     for _ in $(seq 200); do [ -S "$1" ] && return 0; sleep 0.05; done
@@ -43,4 +34,3 @@ stop_server() {
     [ "$rc" = 0 ] || { echo "FAIL: server exited with $rc after SIGTERM" >&2; return 1; }
 }
 
-fail() { echo "FAIL: $*" >&2; exit 1; }

@@ -52,7 +52,10 @@ static int sleep_piece(void *arg, unsigned i)
 	int seen = atomic_load(&most_running);
 	while (now > seen && !atomic_compare_exchange_weak(&most_running, &seen, now))
 		;
-	usleep(50000);
+	/* Block until all four run at once (a barrier), giving up after 10 s:
+	 * an executor that ran them one after another never gets there. */
+	for (int waited = 0; atomic_load(&most_running) < 4 && waited < 10000; waited++)
+		usleep(1000);
 	atomic_fetch_sub(&running, 1);
 	return 0;
 }
@@ -76,7 +79,7 @@ int main(void)
 	CHECK_EQ(atomic_load(&sum), 50 * 45);
 
 	/* Pieces that block overlap: with 3 workers and the caller, all four
-	 * sleepers of a batch of four run at once. */
+	 * pieces of a batch of four run at once. */
 	CHECK_EQ(exec_parallel(4, sleep_piece, NULL), 0);
 	CHECK_EQ(atomic_load(&most_running), 4);
 	return check_done();
