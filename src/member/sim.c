@@ -166,25 +166,32 @@ static int sim_write(struct vol *v, const void *buf, uint64_t len,
 
 /* Trim and write_zeroes: the inner member does the work; the model charges
  * a positioning cost only (a disk's zeroing is assumed to be metadata). */
-static int sim_trim(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
+/* Position the head at off, let the inner member trim or zero the range,
+ * and leave the head at its end. */
+static int sim_unmap(struct sim_vol *s, uint64_t len, uint64_t off,
+		     unsigned flags, bool zero)
 {
-	struct sim_vol *s = to_sim(v);
 	int r;
 
 	sim_enter(s);
 	sim_position(s, 0, off);
 	s->head = off + len;
-	r = vol_trim(s->inner, len, off, flags);
+	r = zero ? vol_write_zeroes(s->inner, len, off, flags)
+		 : vol_trim(s->inner, len, off, flags);
 	sim_wait(s);
 	sim_leave(s);
 	return r;
+}
+
+static int sim_trim(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
+{
+	return sim_unmap(to_sim(v), len, off, flags, false);
 }
 
 static int sim_write_zeroes(struct vol *v, uint64_t len, uint64_t off,
 			    unsigned flags)
 {
 	struct sim_vol *s = to_sim(v);
-	int r;
 
 	/* Without a cheap inner zeroing, model it as the write it becomes. */
 	if (!(s->inner->caps & VOL_CAP_ZEROES)) {
@@ -192,13 +199,7 @@ static int sim_write_zeroes(struct vol *v, uint64_t len, uint64_t off,
 			return -ENOTSUP;
 		return vol_write_zeroes_by_writing(v, len, off, flags);
 	}
-	sim_enter(s);
-	sim_position(s, 0, off);
-	s->head = off + len;
-	r = vol_write_zeroes(s->inner, len, off, flags);
-	sim_wait(s);
-	sim_leave(s);
-	return r;
+	return sim_unmap(s, len, off, flags, true);
 }
 
 static int sim_flush(struct vol *v)

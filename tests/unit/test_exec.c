@@ -45,7 +45,7 @@ static int outer_piece(void *arg, unsigned i)
 
 static atomic_int running, most_running;
 
-static int sleep_piece(void *arg, unsigned i)
+static int overlap_piece(void *arg, unsigned i)
 {
 	(void)arg, (void)i;
 	int now = atomic_fetch_add(&running, 1) + 1;
@@ -80,7 +80,7 @@ int main(void)
 
 	/* Pieces that block overlap: with 3 workers and the caller, all four
 	 * pieces of a batch of four run at once. */
-	CHECK_EQ(exec_parallel(4, sleep_piece, NULL), 0);
+	CHECK_EQ(exec_parallel(4, overlap_piece, NULL), 0);
 	CHECK_EQ(atomic_load(&most_running), 4);
 	return check_done();
 }
