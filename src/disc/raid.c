@@ -15,7 +15,7 @@
  * RAID0 and linear the error goes back to the client for that request.
  *
  * Sequential streams on slow members are read ahead by per-member lanes
- * (the last part of this file), so that one reader with one request in
+ * (raid_ra.c), so that one reader with one request in
  * flight gets the bandwidth of every disk. */
 #include "raid_internal.h"
 
@@ -37,14 +37,6 @@ struct raid_ext {
 	unsigned chosen;   /* read: copy index in use */
 };
 
-struct raid_sub {
-	unsigned role;
-	unsigned e_first, e_last; /* extents this sub covers */
-	uint64_t off, len;        /* on the member */
-	char *buf;                /* NULL for trim and zeroes */
-	int err;
-};
-
 struct raid_req {
 	struct raid_array *a;
 	enum raid_op op;
@@ -55,27 +47,26 @@ struct raid_req {
 	unsigned ngroups;
 };
 
-/* Read-ahead for sequential streams on mirrors (below). */
-static int raid_ra_init(struct raid_array *a);
-static void raid_ra_destroy(struct raid_array *a);
-static int raid_ra_read(struct raid_array *a, char *buf, uint64_t len, uint64_t off);
-static void raid_ra_invalidate(struct raid_array *a, uint64_t len, uint64_t off);
-static void raid_ra_member_failed(struct raid_array *a, unsigned role);
-
 static struct raid_array *to_raid(struct vol *v)
 {
 	return container_of(v, struct raid_array, vol);
 }
 
-static uint64_t raid_now_ns(void)
+uint64_t raid_now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Errors that say something about the request, not about the member. */
-static bool raid_err_is_request(int err)
+void raid_note_speed(struct raid_member *m, uint64_t ns, uint64_t len)
+{
+	uint64_t per_mib = ns * (1u << 20) / len;
+	uint64_t old = atomic_load(&m->ns_per_mib);
+	atomic_store(&m->ns_per_mib, old ? (old * 3 + per_mib) / 4 : per_mib);
+}
+
+bool raid_err_is_request(int err)
 {
 	return err == -ENOTSUP || err == -EOPNOTSUPP || err == -EINVAL ||
 	       err == -EROFS || err == -ENOMEM || err == -ENOSPC;
@@ -103,9 +94,7 @@ static bool raid_survives_without(struct raid_array *a, unsigned role)
 	return true;
 }
 
-/* The one transition live -> failed.  Returns 0 if role is (now) failed,
- * -EIO if the level has no redundancy left to lose it. */
-static int raid_member_fail(struct raid_array *a, unsigned role, int err,
+int raid_member_fail(struct raid_array *a, unsigned role, int err,
 			    bool by_user)
 {
 	int r = 0;
@@ -136,6 +125,11 @@ static int raid_member_fail(struct raid_array *a, unsigned role, int err,
 
 static const struct vol_ops raid_ops;
 
+struct raid_array *raid_array_of(struct vol *v)
+{
+	return v->ops == &raid_ops ? to_raid(v) : NULL;
+}
+
 int raid_fail_member(struct vol *array, unsigned role)
 {
 	struct raid_array *a = to_raid(array);
@@ -149,9 +143,6 @@ int raid_fail_member(struct vol *array, unsigned role)
 		return err_set(r, "%s: failing member %u would lose data", array->name, role);
 	return 0;
 }
-
-/* Members slower than this (measured) are disks: worth reading ahead. */
-#define RAID_SLOW_NS_PER_MIB 1000000u /* under ~1 GiB/s */
 
 /* Read or write subs[i] of a group, timing it to estimate the member's
  * speed.  (Gathering chunks that lie together on the disk into one
@@ -167,11 +158,8 @@ static void raid_group_xfer(struct raid_req *q, struct raid_member *m,
 		s->err = v->ops->read(v, s->buf, s->len, s->off);
 	else
 		s->err = v->ops->write(v, s->buf, s->len, s->off, q->flags);
-	if (t0 && s->err == 0) {
-		uint64_t ns = (raid_now_ns() - t0) * (1u << 20) / s->len;
-		uint64_t old = atomic_load(&m->ns_per_mib);
-		atomic_store(&m->ns_per_mib, old ? (old * 3 + ns) / 4 : ns);
-	}
+	if (t0 && s->err == 0)
+		raid_note_speed(m, raid_now_ns() - t0, s->len);
 }
 
 /* Run one member's group of sub-requests in order.  After an error on a
@@ -730,554 +718,4 @@ out:
 	free(sizes);
 	free(a);
 	return r;
-}
-
-/* ---- read-ahead for sequential streams ----
- *
- * A single reader with one request in flight keeps only one disk busy at a
- * time, however each request is split: on a mirror every disk would skip
- * what the others read, and on the disk model (as on a disk) the platter
- * keeps turning under the head.  So once a stream is seen (three
- * back-to-back reads of >= 64 KiB) on slow members (under 1 GiB/s,
- * measured), the array is read ahead in pieces of whole stripes.  The
- * pieces are dealt to the copies in stretches: stretch t is read from copy
- * t % copies of every extent, so on a mirror each disk streams a long
- * stretch of its own and then skips the others' at the cost of at most one
- * rotation (docs/raid.md works the numbers).
- *
- * Every member has a lane thread that reads its parts of the pieces in
- * piece order, each part one transfer (through a bounce buffer when it is
- * not contiguous in the piece), and goes on to its next part without
- * waiting for the other disks: no disk waits for the slowest one.
- *
- * Pieces live in a ring of K slots covering the window [F, F+K) of pieces
- * from the reader's position F; piece p goes to slot p % K.  Lanes only
- * read inside the window, so memory is K pieces (plus a bounce per lane)
- * whatever the stream does; K leaves room for the other copies' stretches
- * ahead of the reader.  Writes, trims and zeroes drop the pieces they
- * overlap before and after they run, so a piece read while one ran is read
- * again, never served. */
-
-#define RAID_RA_STRETCH (32u << 20)       /* per mirror disk */
-#define RAID_RA_PIECE (2u << 20)          /* per data disk */
-
-enum raid_ra_state { RA_EMPTY, RA_FILLING, RA_READY, RA_FAILED };
-enum raid_ra_part { PART_NONE, PART_NEED, PART_BUSY, PART_DONE };
-
-struct raid_ra_slot {
-	uint64_t piece; /* piece held or being read */
-	uint64_t gen;   /* bumped when the slot's content is invalidated */
-	enum raid_ra_state state;
-	unsigned loading; /* parts being read now */
-	unsigned left;    /* parts still to read */
-	bool stale;       /* invalidated while parts were being read */
-	unsigned char *part; /* per member: enum raid_ra_part */
-	char *buf;
-};
-
-struct raid_ra {
-	pthread_mutex_t lock;
-	pthread_cond_t work; /* lanes wait for parts to read */
-	pthread_cond_t done; /* readers wait for pieces read */
-	uint64_t piece;   /* bytes */
-	uint64_t stretch; /* pieces read from the same copy in a row */
-	unsigned nslots;  /* K */
-	uint64_t npieces; /* in the array */
-	struct raid_ra_slot *slot;
-	pthread_t *thread;
-	unsigned started; /* lane threads running (0 until the first stream) */
-	bool stop;
-	uint64_t front;   /* F: the piece the reader needs next */
-	uint64_t origin;  /* the piece the current stream started at */
-	bool reading;     /* a reader is being served (one at a time) */
-	int mode;         /* raid_set_readahead() */
-	uint64_t next;    /* where the last read ended */
-	unsigned seq;     /* back-to-back reads so far */
-};
-
-struct raid_ra_lane {
-	struct raid_array *a;
-	unsigned role;
-	struct raid_sub *subs; /* this member's part of a piece */
-	unsigned cap;
-	char *bounce;
-	uint64_t bounce_len;
-};
-
-/* The stretch piece p belongs to.  Stretches start at one piece where the
- * stream began and double up to ra->stretch, so every copy is busy from the
- * stream's first request (a short stream reads at N disks' speed too),
- * while a long one still skips at most one rotation per full stretch. */
-static uint64_t raid_ra_stretch_of(const struct raid_ra *ra, uint64_t p)
-{
-	uint64_t rel = p >= ra->origin ? p - ra->origin : p;
-	uint64_t t = 0;
-
-	for (uint64_t len = 1; len < ra->stretch; len *= 2, t++) {
-		if (rel < len)
-			return t;
-		rel -= len;
-	}
-	return t + rel / ra->stretch;
-}
-
-/* The copy of [off, off+len) that piece p reads: its stretch's copy if
- * live, else the first live one.  Returns the loc index or -1. */
-static int raid_ra_copy(struct raid_array *a, const struct raid_loc *loc,
-			unsigned nc, uint64_t p)
-{
-	unsigned want = (unsigned)(raid_ra_stretch_of(a->ra, p) % nc);
-
-	if (!atomic_load(&a->m[loc[want].role].failed))
-		return (int)want;
-	for (unsigned c = 0; c < nc; c++)
-		if (!atomic_load(&a->m[loc[c].role].failed))
-			return (int)c;
-	return -1;
-}
-
-/* Walk piece p's extents.  With l == NULL, mark in s->part which members
- * have a part and count them; else collect l->role's part into l->subs.
- * Returns the number of parts (or subs), or -1 if a block has no live
- * copy or memory ran out. */
-static int raid_ra_walk(struct raid_array *a, struct raid_ra_slot *s,
-			uint64_t p, struct raid_ra_lane *l)
-{
-	struct raid_loc loc[RAID_MAX_COPIES];
-	uint64_t start = p * a->ra->piece, off = start;
-	uint64_t end = a->vol.size - start < a->ra->piece ? a->vol.size : start + a->ra->piece;
-	unsigned nc, count = 0;
-
-	while (off < end) {
-		uint64_t n = a->lvl->map(a->priv, &a->g, off, end - off, loc, &nc);
-		int c = raid_ra_copy(a, loc, nc, p);
-		if (c < 0)
-			return -1;
-		unsigned role = loc[c].role;
-		if (!l) {
-			if (s->part[role] == PART_NONE) {
-				s->part[role] = PART_NEED;
-				count++;
-			}
-		} else if (role == l->role) {
-			struct raid_sub *prev = count ? &l->subs[count - 1] : NULL;
-			if (prev && prev->off + prev->len == loc[c].off &&
-			    prev->buf + prev->len == s->buf + (off - start)) {
-				prev->len += n;
-			} else {
-				if (count == l->cap) {
-					unsigned cap = l->cap ? 2 * l->cap : 16;
-					struct raid_sub *ns = realloc(l->subs, cap * sizeof(*ns));
-					if (!ns)
-						return -1;
-					l->subs = ns;
-					l->cap = cap;
-				}
-				l->subs[count++] = (struct raid_sub){
-					.role = role, .off = loc[c].off, .len = n,
-					.buf = s->buf + (off - start) };
-			}
-		}
-		off += n;
-	}
-	return (int)count;
-}
-
-/* Read this lane's part of piece p: each run contiguous on the member is
- * one transfer, through the bounce when it spans several subs. */
-static int raid_ra_read_part(struct raid_array *a, struct raid_ra_lane *l,
-			     unsigned nsubs)
-{
-	struct raid_member *m = &a->m[l->role];
-	struct vol *v = m->vol;
-
-	atomic_fetch_add(&m->inflight, 1);
-	for (unsigned i = 0; i < nsubs;) {
-		unsigned j = i;
-		uint64_t len = l->subs[i].len;
-		while (j + 1 < nsubs && l->subs[j].off + l->subs[j].len == l->subs[j + 1].off &&
-		       len + l->subs[j + 1].len <= v->block_max)
-			len += l->subs[++j].len;
-		char *dst = l->subs[i].buf;
-		if (j > i) {
-			if (l->bounce_len < len) {
-				free(l->bounce);
-				l->bounce = malloc(len);
-				l->bounce_len = l->bounce ? len : 0;
-			}
-			if (!l->bounce) {
-				atomic_fetch_sub(&m->inflight, 1);
-				return -ENOMEM;
-			}
-			dst = l->bounce;
-		}
-		uint64_t t0 = raid_now_ns();
-		int r = v->ops->read(v, dst, len, l->subs[i].off);
-		if (r) {
-			atomic_fetch_sub(&m->inflight, 1);
-			return r;
-		}
-		uint64_t ns = (raid_now_ns() - t0) * (1u << 20) / len;
-		uint64_t old = atomic_load(&m->ns_per_mib);
-		atomic_store(&m->ns_per_mib, old ? (old * 3 + ns) / 4 : ns);
-		atomic_store(&m->last_end, l->subs[j].off + l->subs[j].len);
-		if (j > i) {
-			uint64_t at = 0;
-			for (unsigned k = i; k <= j; k++) {
-				memcpy(l->subs[k].buf, l->bounce + at, l->subs[k].len);
-				at += l->subs[k].len;
-			}
-		}
-		i = j + 1;
-	}
-	atomic_fetch_sub(&m->inflight, 1);
-	return 0;
-}
-
-/* The next piece this lane has a part of, in the window and in order.
- * Sets up slots for pieces nobody has started.  Caller holds the lock.
- * Returns UINT64_MAX if there is nothing to do yet. */
-static uint64_t raid_ra_next_part(struct raid_array *a, unsigned role)
-{
-	struct raid_ra *ra = a->ra;
-	uint64_t end = ra->front + ra->nslots;
-
-	if (end > ra->npieces)
-		end = ra->npieces;
-	for (uint64_t p = ra->front; p < end; p++) {
-		struct raid_ra_slot *s = &ra->slot[p % ra->nslots];
-		if (s->piece != p || s->state == RA_EMPTY) {
-			if (s->loading)
-				return UINT64_MAX; /* busy with an older piece */
-			memset(s->part, PART_NONE, a->n);
-			s->piece = p;
-			s->gen++;
-			s->stale = false;
-			s->state = RA_FILLING;
-			int n = raid_ra_walk(a, s, p, NULL);
-			if (n < 0) {
-				s->state = RA_FAILED;
-				continue;
-			}
-			s->left = (unsigned)n;
-		}
-		if (s->state == RA_FILLING && !s->stale && s->part[role] == PART_NEED)
-			return p;
-	}
-	return UINT64_MAX;
-}
-
-static void *raid_ra_lane_run(void *arg)
-{
-	struct raid_ra_lane *l = arg;
-	struct raid_array *a = l->a;
-	struct raid_ra *ra = a->ra;
-
-	pthread_mutex_lock(&ra->lock);
-	while (!ra->stop) {
-		uint64_t p = atomic_load(&a->m[l->role].failed) ? UINT64_MAX
-								: raid_ra_next_part(a, l->role);
-		if (p == UINT64_MAX) {
-			pthread_cond_wait(&ra->work, &ra->lock);
-			continue;
-		}
-		struct raid_ra_slot *s = &ra->slot[p % ra->nslots];
-		uint64_t gen = s->gen;
-		int r = raid_ra_walk(a, s, p, l);
-		s->part[l->role] = PART_BUSY;
-		s->loading++;
-		pthread_mutex_unlock(&ra->lock);
-		r = r < 0 ? -ENOMEM : raid_ra_read_part(a, l, (unsigned)r);
-		pthread_mutex_lock(&ra->lock);
-		s->loading--;
-		if (s->gen != gen || s->stale) {
-			if (s->loading == 0)
-				s->state = RA_EMPTY; /* invalidated meanwhile: read again */
-		} else if (r) {
-			s->state = RA_FAILED; /* the direct path reports or recovers */
-		} else {
-			s->part[l->role] = PART_DONE;
-			if (--s->left == 0)
-				s->state = RA_READY;
-		}
-		pthread_cond_broadcast(&ra->done);
-		pthread_cond_broadcast(&ra->work);
-	}
-	pthread_mutex_unlock(&ra->lock);
-	free(l->subs);
-	free(l->bounce);
-	free(l);
-	return NULL;
-}
-
-static int raid_ra_init(struct raid_array *a)
-{
-	struct raid_ra *ra = calloc(1, sizeof(*ra));
-	uint64_t cap = 128u << 20, unit, stretch = RAID_RA_STRETCH;
-	const char *env = getenv("URAID_RA_MAX");
-
-	if (!ra)
-		return -ENOMEM;
-	if (env)
-		cap = strtoull(env, NULL, 0);
-	env = getenv("URAID_RA_STRETCH");
-	if (env && strtoull(env, NULL, 0) >= 4096)
-		stretch = strtoull(env, NULL, 0);
-	/* A piece gives each data disk RAID_RA_PIECE (1 MiB on RAID0), in
-	 * whole stripes. */
-	unsigned width = a->n / a->copies ? a->n / a->copies : 1;
-	unit = a->g.chunk ? (uint64_t)a->g.chunk * a->n : 4096;
-	uint64_t per_disk = a->copies > 1 ? RAID_RA_PIECE : 1u << 20;
-	env = getenv("URAID_RA_PIECE");
-	if (env && strtoull(env, NULL, 0) >= 4096)
-		per_disk = strtoull(env, NULL, 0);
-	ra->piece = (uint64_t)width * per_disk;
-	ra->piece = (ra->piece + unit - 1) / unit * unit;
-	ra->stretch = a->copies > 1 ? (stretch * width + ra->piece - 1) / ra->piece : 1;
-	if (ra->stretch == 0)
-		ra->stretch = 1;
-	/* Room for a whole stretch of every copy ahead of the reader, and two
-	 * pieces per copy of slack, so that no lane waits for the reader in
-	 * a steady stream; shorter stretches if that exceeds the cap. */
-	for (;;) {
-		ra->nslots = (unsigned)(a->copies * ra->stretch + 2 * a->copies);
-		if (a->copies == 1)
-			ra->nslots = 4;
-		if (ra->stretch == 1 || ra->nslots * ra->piece <= cap)
-			break;
-		ra->stretch /= 2;
-	}
-	ra->npieces = (a->vol.size + ra->piece - 1) / ra->piece;
-	if (cap == 0 || ra->piece > (256u << 20) || ra->nslots * ra->piece > 2 * cap) {
-		free(ra); /* read-ahead off */
-		return 0;
-	}
-	ra->slot = calloc(ra->nslots, sizeof(*ra->slot));
-	ra->thread = calloc(a->n, sizeof(*ra->thread));
-	if (!ra->slot || !ra->thread)
-		goto nomem;
-	for (unsigned i = 0; i < ra->nslots; i++) {
-		ra->slot[i].part = calloc(a->n, 1);
-		if (!ra->slot[i].part)
-			goto nomem;
-	}
-	pthread_mutex_init(&ra->lock, NULL);
-	pthread_cond_init(&ra->work, NULL);
-	pthread_cond_init(&ra->done, NULL);
-	a->ra = ra;
-	return 0;
-nomem:
-	for (unsigned i = 0; ra->slot && i < ra->nslots; i++)
-		free(ra->slot[i].part);
-	free(ra->slot);
-	free(ra->thread);
-	free(ra);
-	return -ENOMEM;
-}
-
-static void raid_ra_destroy(struct raid_array *a)
-{
-	struct raid_ra *ra = a->ra;
-
-	if (!ra)
-		return;
-	pthread_mutex_lock(&ra->lock);
-	ra->stop = true;
-	pthread_cond_broadcast(&ra->work);
-	pthread_mutex_unlock(&ra->lock);
-	for (unsigned i = 0; i < ra->started; i++)
-		pthread_join(ra->thread[i], NULL);
-	for (unsigned i = 0; i < ra->nslots; i++) {
-		free(ra->slot[i].buf);
-		free(ra->slot[i].part);
-	}
-	pthread_cond_destroy(&ra->done);
-	pthread_cond_destroy(&ra->work);
-	pthread_mutex_destroy(&ra->lock);
-	free(ra->slot);
-	free(ra->thread);
-	free(ra);
-	a->ra = NULL;
-}
-
-/* Are the live members slow enough for read-ahead to pay?  At least one
- * must have been measured slow and none fast; members not read yet (the
- * other mirrors) do not count. */
-static bool raid_ra_members_slow(struct raid_array *a)
-{
-	bool slow = false;
-
-	for (unsigned i = 0; i < a->n; i++) {
-		if (atomic_load(&a->m[i].failed))
-			continue;
-		uint64_t ns = atomic_load(&a->m[i].ns_per_mib);
-		if (ns && ns < RAID_SLOW_NS_PER_MIB)
-			return false;
-		slow |= ns != 0;
-	}
-	return slow;
-}
-
-/* Start the lanes and allocate the slots on the first stream.  Caller
- * holds ra->lock.  Returns false if that failed (read-ahead stays off). */
-static bool raid_ra_start(struct raid_array *a)
-{
-	struct raid_ra *ra = a->ra;
-
-	if (ra->started == a->n)
-		return true;
-	for (unsigned i = 0; i < ra->nslots; i++) {
-		if (!ra->slot[i].buf)
-			ra->slot[i].buf = malloc(ra->piece);
-		if (!ra->slot[i].buf)
-			return false;
-	}
-	while (ra->started < a->n) {
-		struct raid_ra_lane *l = calloc(1, sizeof(*l));
-		if (!l)
-			return false;
-		l->a = a;
-		l->role = ra->started;
-		if (pthread_create(&ra->thread[ra->started], NULL, raid_ra_lane_run, l) != 0) {
-			free(l);
-			return false;
-		}
-		ra->started++;
-	}
-	return true;
-}
-
-/* Forget every piece read ahead; pieces being read are read again when
- * next needed.  Caller holds the lock. */
-static void raid_ra_drop(struct raid_ra *ra)
-{
-	for (unsigned i = 0; i < ra->nslots; i++) {
-		struct raid_ra_slot *s = &ra->slot[i];
-		if (s->loading)
-			s->stale = true;
-		else if (s->state != RA_EMPTY)
-			s->state = RA_EMPTY;
-	}
-}
-
-/* Serve a read from read-ahead when it continues a stream.  Returns
- * -EAGAIN when the caller should read directly. */
-static int raid_ra_read(struct raid_array *a, char *buf, uint64_t len, uint64_t off)
-{
-	struct raid_ra *ra = a->ra;
-	int r = -EAGAIN;
-
-	if (!ra)
-		return -EAGAIN;
-	pthread_mutex_lock(&ra->lock);
-	ra->seq = off == ra->next ? ra->seq + 1 : 0;
-	ra->next = off + len;
-	if (ra->mode < 0 ||
-	    (ra->mode == 0 && (ra->seq < 2 || len < (64u << 10) || !raid_ra_members_slow(a))))
-		goto out;
-	/* One stream at a time: the window follows one reader, and a second
-	 * reader moving it could leave the first waiting for a piece no lane
-	 * will read.  Concurrent readers go direct. */
-	if (ra->reading || !raid_ra_start(a))
-		goto out;
-	ra->reading = true;
-	uint64_t front = off / ra->piece;
-	if (front < ra->front || front >= ra->front + ra->nslots) {
-		raid_ra_drop(ra); /* a new stream: what the old one left is not ours */
-		ra->origin = front;
-	}
-	ra->front = front;
-	pthread_cond_broadcast(&ra->work);
-	while (len > 0) {
-		uint64_t p = off / ra->piece;
-		struct raid_ra_slot *s = &ra->slot[p % ra->nslots];
-		uint64_t in = off - p * ra->piece;
-		uint64_t n = ra->piece - in < len ? ra->piece - in : len;
-		while (!(s->piece == p && (s->state == RA_READY || s->state == RA_FAILED)))
-			pthread_cond_wait(&ra->done, &ra->lock);
-		if (s->state == RA_FAILED) {
-			s->state = s->loading ? RA_FAILED : RA_EMPTY; /* try again later */
-			r = -EAGAIN; /* the direct path reports or recovers */
-			break;
-		}
-		memcpy(buf, s->buf + in, n);
-		buf += n;
-		off += n;
-		len -= n;
-		if (n == ra->piece - in) {
-			/* Piece consumed: drop it (read-ahead, not a cache: a
-			 * second pass reads the disks again) and move on. */
-			s->state = RA_EMPTY;
-			ra->front = p + 1;
-			pthread_cond_broadcast(&ra->work);
-		}
-		r = 0;
-	}
-	ra->reading = false;
-out:
-	pthread_mutex_unlock(&ra->lock);
-	return r;
-}
-
-static void raid_ra_invalidate(struct raid_array *a, uint64_t len, uint64_t off)
-{
-	struct raid_ra *ra = a->ra;
-	bool dropped = false;
-
-	if (!ra || len == 0)
-		return;
-	pthread_mutex_lock(&ra->lock);
-	for (unsigned i = 0; i < ra->nslots; i++) {
-		struct raid_ra_slot *s = &ra->slot[i];
-		uint64_t start = s->piece * ra->piece;
-		if (s->state == RA_EMPTY || off >= start + ra->piece || start >= off + len)
-			continue;
-		s->gen++;
-		if (s->loading)
-			s->stale = true;
-		else
-			s->state = RA_EMPTY;
-		dropped = true;
-	}
-	if (dropped)
-		pthread_cond_broadcast(&ra->work);
-	pthread_mutex_unlock(&ra->lock);
-}
-
-/* A member failed: pieces waiting for a part from it are set up again
- * from the live copies (its lane reads no more). */
-static void raid_ra_member_failed(struct raid_array *a, unsigned role)
-{
-	struct raid_ra *ra = a->ra;
-
-	if (!ra)
-		return;
-	pthread_mutex_lock(&ra->lock);
-	for (unsigned i = 0; i < ra->nslots; i++) {
-		struct raid_ra_slot *s = &ra->slot[i];
-		if (s->state != RA_FILLING || s->part[role] != PART_NEED)
-			continue;
-		s->gen++;
-		if (s->loading)
-			s->stale = true;
-		else
-			s->state = RA_EMPTY;
-	}
-	pthread_cond_broadcast(&ra->work);
-	pthread_cond_broadcast(&ra->done);
-	pthread_mutex_unlock(&ra->lock);
-}
-
-int raid_set_readahead(struct vol *array, int mode)
-{
-	struct raid_array *a = to_raid(array);
-
-	if (array->ops != &raid_ops)
-		return -EINVAL;
-	if (!a->ra)
-		return mode > 0 ? -ENOTSUP : 0;
-	pthread_mutex_lock(&a->ra->lock);
-	a->ra->mode = mode < 0 ? -1 : mode > 0 ? 1 : 0;
-	pthread_mutex_unlock(&a->ra->lock);
-	return 0;
 }

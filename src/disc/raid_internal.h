@@ -4,7 +4,7 @@
  * A level is a mapping: it turns a range of the array into extents, each
  * with the member locations ("copies") that hold it.  Everything else —
  * fanning sub-requests out to members in parallel, degraded operation,
- * read balancing and read-ahead — lives once in raid.c. */
+ * read balancing and read-ahead — lives once in raid.c (and its stages, raid_ra.c). */
 #ifndef URAID_RAID_INTERNAL_H
 #define URAID_RAID_INTERNAL_H
 
@@ -54,7 +54,16 @@ struct raid_member {
 	atomic_uint_fast64_t ns_per_mib;
 };
 
-struct raid_ra; /* read-ahead state (raid.c) */
+/* One transfer to or from a member. */
+struct raid_sub {
+	unsigned role;
+	unsigned e_first, e_last; /* extents this sub covers */
+	uint64_t off, len;        /* on the member */
+	char *buf;                /* NULL for trim and zeroes */
+	int err;
+};
+
+struct raid_ra; /* read-ahead state (raid_ra.c) */
 
 struct raid_array {
 	struct vol vol;
@@ -68,5 +77,35 @@ struct raid_array {
 	pthread_mutex_t fail_lock; /* serialises failure transitions */
 	struct raid_ra *ra;        /* NULL unless copies > 1 */
 };
+
+/* ---- the engine (raid.c), for the stages below ---- */
+
+/* Members slower than this (measured) are disks: worth staging streams
+ * for. */
+#define RAID_SLOW_NS_PER_MIB 1000000u /* under ~1 GiB/s */
+
+uint64_t raid_now_ns(void);
+/* Fold a transfer of len bytes that took ns into m's speed estimate. */
+void raid_note_speed(struct raid_member *m, uint64_t ns, uint64_t len);
+/* Errors that say something about the request, not about the member. */
+bool raid_err_is_request(int err);
+/* The one transition live -> failed.  Returns 0 if role is (now) failed,
+ * -EIO (-EBUSY when by_user) if the level has no redundancy left to lose
+ * it. */
+int raid_member_fail(struct raid_array *a, unsigned role, int err, bool by_user);
+/* The array behind v, or NULL if v is not one. */
+struct raid_array *raid_array_of(struct vol *v);
+
+/* ---- read-ahead for sequential streams (raid_ra.c) ---- */
+
+int raid_ra_init(struct raid_array *a);
+void raid_ra_destroy(struct raid_array *a);
+/* Serve a read from read-ahead; -EAGAIN when the caller should read the
+ * members directly. */
+int raid_ra_read(struct raid_array *a, char *buf, uint64_t len, uint64_t off);
+/* Drop what was read ahead of [off, off+len): called before and after
+ * every change of that range. */
+void raid_ra_invalidate(struct raid_array *a, uint64_t len, uint64_t off);
+void raid_ra_member_failed(struct raid_array *a, unsigned role);
 
 #endif
