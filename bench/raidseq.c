@@ -52,6 +52,13 @@ static double stream(struct vol *v, bool wr, uint64_t bs, uint64_t total)
 		off += bs;
 		done += bs;
 	}
+	/* A write is done when it is on the members: the array may hold
+	 * a stream's last pieces in memory (write-behind) until a flush. */
+	if (wr && vol_flush(v) < 0) {
+		fprintf(stderr, "raidseq: flush failed\n");
+		free(buf);
+		return -1;
+	}
 	double t = now_s() - t0;
 	last_seconds = t;
 	free(buf);

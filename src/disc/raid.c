@@ -144,6 +144,24 @@ int raid_fail_member(struct vol *array, unsigned role)
 	return 0;
 }
 
+/* Are the live members slow enough for staging streams to pay?  At least one
+ * must have been measured slow and none fast; members not read yet (the
+ * other mirrors) do not count. */
+bool raid_members_slow(struct raid_array *a)
+{
+	bool slow = false;
+
+	for (unsigned i = 0; i < a->n; i++) {
+		if (atomic_load(&a->m[i].failed))
+			continue;
+		uint64_t ns = atomic_load(&a->m[i].ns_per_mib);
+		if (ns && ns < RAID_SLOW_NS_PER_MIB)
+			return false;
+		slow |= ns != 0;
+	}
+	return slow;
+}
+
 /* Read or write subs[i] of a group, timing it to estimate the member's
  * speed.  (Gathering chunks that lie together on the disk into one
  * transfer through a bounce was measured slower here on the disk model:
@@ -484,6 +502,8 @@ out:
 static int raid_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
 {
 	struct raid_array *a = to_raid(v);
+
+	raid_wb_wait_range(a, len, off);
 	int r = raid_ra_read(a, buf, len, off);
 
 	if (r != -EAGAIN)
@@ -494,18 +514,29 @@ static int raid_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
 static int raid_write(struct vol *v, const void *buf, uint64_t len,
 		      uint64_t off, unsigned flags)
 {
-	return raid_modify(to_raid(v), RAID_WRITE, buf, len, off, flags);
+	struct raid_array *a = to_raid(v);
+	int r = raid_wb_write(a, buf, len, off, flags);
+
+	if (r != -EAGAIN)
+		return r;
+	return raid_modify(a, RAID_WRITE, buf, len, off, flags);
 }
 
 static int raid_trim(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
 {
-	return raid_modify(to_raid(v), RAID_TRIM, NULL, len, off, flags);
+	struct raid_array *a = to_raid(v);
+	int r = raid_wb_barrier(a);
+
+	return r ? r : raid_modify(a, RAID_TRIM, NULL, len, off, flags);
 }
 
 static int raid_write_zeroes(struct vol *v, uint64_t len, uint64_t off,
 			     unsigned flags)
 {
-	return raid_modify(to_raid(v), RAID_ZERO, NULL, len, off, flags);
+	struct raid_array *a = to_raid(v);
+	int r = raid_wb_barrier(a);
+
+	return r ? r : raid_modify(a, RAID_ZERO, NULL, len, off, flags);
 }
 
 struct raid_flush {
@@ -527,8 +558,11 @@ static int raid_flush(struct vol *v)
 	struct raid_array *a = to_raid(v);
 	struct raid_flush f = { .a = a };
 	unsigned n = 0;
-	int r = -ENOMEM;
+	int r = raid_wb_barrier(a);
 
+	if (r)
+		return r;
+	r = -ENOMEM;
 	f.roles = malloc(a->n * sizeof(*f.roles));
 	f.err = calloc(a->n, sizeof(*f.err));
 	if (!f.roles || !f.err)
@@ -555,6 +589,7 @@ static void raid_close(struct vol *v)
 {
 	struct raid_array *a = to_raid(v);
 
+	raid_wb_destroy(a);
 	raid_ra_destroy(a);
 	for (unsigned i = 0; i < a->n; i++)
 		vol_close(a->m[i].vol);
@@ -701,12 +736,21 @@ int raid_open(const struct raid_geom *g, struct vol **members,
 		if (r < 0)
 			goto out_vol;
 	}
+	if (a->n > 1) {
+		r = raid_wb_init(a);
+		if (r < 0)
+			goto out_ra;
+		if (a->wb)
+			a->vol.caps |= VOL_CAP_FLUSH; /* a volatile cache now */
+	}
 	if (missing)
 		log_warn("%s: running degraded, %u of %u members missing", name,
 			 missing, g->raid_disks);
 	*out = &a->vol;
 	free(sizes);
 	return 0;
+out_ra:
+	raid_ra_destroy(a);
 out_vol:
 	vol_fini(&a->vol);
 out_lock:

@@ -46,6 +46,14 @@ int raid_fail_member(struct vol *array, unsigned role);
  * array has none (linear, one member, URAID_RA_MAX=0). */
 int raid_set_readahead(struct vol *array, int mode);
 
+/* Write-behind for sequential streams (a volatile write cache of at most
+ * 64 MiB that FLUSH and FUA wait for): mode 0 (the default) engages it for
+ * a single writer's stream on members slower than ~1 GiB/s, 1 for every
+ * write that is not FUA and has no other change beside it (tests), -1
+ * turns it off (after writing out what it holds).  -ENOTSUP if the array
+ * has none (one member, stripes too wide to stage). */
+int raid_set_writebehind(struct vol *array, int mode);
+
 /* How many bytes of array each level makes of the given geometry and member
  * sizes (for create and for validating superblocks). */
 uint64_t raid_array_size(const struct raid_geom *g, const uint64_t *member_sizes);

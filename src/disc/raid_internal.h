@@ -4,7 +4,9 @@
  * A level is a mapping: it turns a range of the array into extents, each
  * with the member locations ("copies") that hold it.  Everything else —
  * fanning sub-requests out to members in parallel, degraded operation,
- * read balancing and read-ahead — lives once in raid.c (and its stages, raid_ra.c). */
+ * read balancing — lives once in raid.c, and its stages for sequential
+ * streams in raid_ra.c (read-ahead) and raid_wb.c (write-behind), which
+ * stage pieces laid out by raid_piece.c. */
 #ifndef URAID_RAID_INTERNAL_H
 #define URAID_RAID_INTERNAL_H
 
@@ -64,6 +66,7 @@ struct raid_sub {
 };
 
 struct raid_ra; /* read-ahead state (raid_ra.c) */
+struct raid_wb; /* write-behind state (raid_wb.c) */
 
 struct raid_array {
 	struct vol vol;
@@ -75,7 +78,8 @@ struct raid_array {
 	unsigned copies;
 	struct raid_member *m;
 	pthread_mutex_t fail_lock; /* serialises failure transitions */
-	struct raid_ra *ra;        /* NULL unless copies > 1 */
+	struct raid_ra *ra;        /* NULL without read-ahead */
+	struct raid_wb *wb;        /* NULL without write-behind */
 };
 
 /* ---- the engine (raid.c), for the stages below ---- */
@@ -85,6 +89,9 @@ struct raid_array {
 #define RAID_SLOW_NS_PER_MIB 1000000u /* under ~1 GiB/s */
 
 uint64_t raid_now_ns(void);
+/* At least one live member measured slower than RAID_SLOW_NS_PER_MIB and
+ * none faster (members not measured yet do not count). */
+bool raid_members_slow(struct raid_array *a);
 /* Fold a transfer of len bytes that took ns into m's speed estimate. */
 void raid_note_speed(struct raid_member *m, uint64_t ns, uint64_t len);
 /* Errors that say something about the request, not about the member. */
@@ -95,6 +102,55 @@ bool raid_err_is_request(int err);
 int raid_member_fail(struct raid_array *a, unsigned role, int err, bool by_user);
 /* The array behind v, or NULL if v is not one. */
 struct raid_array *raid_array_of(struct vol *v);
+
+/* ---- pieces staged in memory (raid_piece.c) ---- */
+
+/* A stretch contiguous on a member, and where a piece's buffer holds it. */
+struct raid_run {
+	unsigned role;
+	uint64_t moff, len; /* on the member */
+	uint64_t pos;       /* in the piece's buffer */
+};
+
+/* Runs sorted by role and member offset: role r's are run[first[r] ..
+ * first[r+1]). */
+struct raid_runs {
+	struct raid_run *run, *tmp;
+	unsigned n, cap;
+	unsigned *first; /* members + 1 entries */
+};
+
+/* A piece [off, off+len) of the array laid out member-major: stage says
+ * where every member's part lies in the buffer (bytes long), out what to
+ * write of it (raid_piece_segments). */
+struct raid_piece_map {
+	uint64_t off, len;
+	struct raid_runs stage, out;
+	uint64_t bytes;
+};
+
+#define RAID_PICK_ALL (-1)  /* every live copy (writes) */
+#define RAID_PICK_NONE (-2) /* no live copy: the piece cannot be staged */
+/* Which copy of an extent a piece stages: a loc index, or one of the two
+ * above. */
+typedef int (*raid_piece_pick_fn)(struct raid_array *a, const struct raid_loc *loc,
+				  unsigned nc, void *ctx);
+
+/* Lay out [off, off+len); pick NULL stages every live copy.  0, -EIO if an
+ * extent has no copy to stage, or -ENOMEM.  m is reused between calls. */
+int raid_piece_map_build(struct raid_array *a, uint64_t off, uint64_t len,
+			 raid_piece_pick_fn pick, void *ctx, struct raid_piece_map *m);
+void raid_piece_map_free(struct raid_piece_map *m);
+/* Copy [off, off+len) of the array between buf and the piece's buffer:
+ * in (buf -> piece) to every staged copy, out from the first one.  -EIO if
+ * some of the range is not staged. */
+int raid_piece_copy(struct raid_array *a, const struct raid_piece_map *m,
+		    char *piece, char *buf, uint64_t len, uint64_t off, bool in);
+/* Set m->out to the member writes that put [off, off+len) of the array
+ * (inside the piece) on every staged copy, each contiguous on the member
+ * and in the buffer.  0 or -ENOMEM. */
+int raid_piece_segments(struct raid_array *a, struct raid_piece_map *m,
+			uint64_t len, uint64_t off);
 
 /* ---- read-ahead for sequential streams (raid_ra.c) ---- */
 
@@ -107,5 +163,20 @@ int raid_ra_read(struct raid_array *a, char *buf, uint64_t len, uint64_t off);
  * every change of that range. */
 void raid_ra_invalidate(struct raid_array *a, uint64_t len, uint64_t off);
 void raid_ra_member_failed(struct raid_array *a, unsigned role);
+
+/* ---- write-behind for sequential streams (raid_wb.c) ---- */
+
+int raid_wb_init(struct raid_array *a);
+/* Write everything out and stop. */
+void raid_wb_destroy(struct raid_array *a);
+/* Take a write of the stream: 0 once it is staged, the sticky error, or
+ * -EAGAIN (after every staged piece is written) when the caller should
+ * write directly. */
+int raid_wb_write(struct raid_array *a, const char *buf, uint64_t len,
+		  uint64_t off, unsigned flags);
+/* Wait until every staged piece is written; 0 or the sticky error. */
+int raid_wb_barrier(struct raid_array *a);
+/* Wait until no staged piece holds any of [off, off+len). */
+void raid_wb_wait_range(struct raid_array *a, uint64_t len, uint64_t off);
 
 #endif

@@ -376,24 +376,6 @@ void raid_ra_destroy(struct raid_array *a)
 	a->ra = NULL;
 }
 
-/* Are the live members slow enough for read-ahead to pay?  At least one
- * must have been measured slow and none fast; members not read yet (the
- * other mirrors) do not count. */
-static bool raid_ra_members_slow(struct raid_array *a)
-{
-	bool slow = false;
-
-	for (unsigned i = 0; i < a->n; i++) {
-		if (atomic_load(&a->m[i].failed))
-			continue;
-		uint64_t ns = atomic_load(&a->m[i].ns_per_mib);
-		if (ns && ns < RAID_SLOW_NS_PER_MIB)
-			return false;
-		slow |= ns != 0;
-	}
-	return slow;
-}
-
 /* Start the lanes and allocate the slots on the first stream.  Caller
  * holds ra->lock.  Returns false if that failed (read-ahead stays off). */
 static bool raid_ra_start(struct raid_array *a)
@@ -449,7 +431,7 @@ int raid_ra_read(struct raid_array *a, char *buf, uint64_t len, uint64_t off)
 	ra->seq = off == ra->next ? ra->seq + 1 : 0;
 	ra->next = off + len;
 	if (ra->mode < 0 ||
-	    (ra->mode == 0 && (ra->seq < 2 || len < (64u << 10) || !raid_ra_members_slow(a))))
+	    (ra->mode == 0 && (ra->seq < 2 || len < (64u << 10) || !raid_members_slow(a))))
 		goto out;
 	/* One stream at a time: the window follows one reader, and a second
 	 * reader moving it could leave the first waiting for a piece no lane

@@ -7,7 +7,10 @@
  * levels: the answers must not change, and member_failed must be reported
  * once for the killed member.  Then again with read-ahead forced on for
  * every read, in small pieces, so that streams, pieces invalidated by
- * writes and lanes meeting a dead member are all exercised. */
+ * writes and lanes meeting a dead member are all exercised; and with
+ * write-behind forced on for every write (with read-ahead beside it), so
+ * that reads of pieces not yet written, trims and flushes behind them, and
+ * lanes writing to a dying member are too. */
 #include "check.h"
 
 #include "core/log.h"
@@ -66,7 +69,7 @@ static void fill(unsigned char *p, uint64_t len, unsigned long long *seed)
 	}
 }
 
-static void run(const struct cfg *c, enum degrade d, bool ra,
+static void run(const struct cfg *c, enum degrade d, bool ra, bool wb,
 		unsigned long long seed)
 {
 	struct raid_geom g = { .level = c->level, .layout = c->layout,
@@ -75,7 +78,7 @@ static void run(const struct cfg *c, enum degrade d, bool ra,
 	struct events ev = { 0 };
 	struct raid_events rev = { on_failed, &ev };
 	unsigned char *ref = NULL, *buf = NULL;
-	const unsigned nops = ra ? 300 : 120;
+	const unsigned nops = ra || wb ? 300 : 120;
 	int r;
 
 	for (unsigned i = 0; i < c->disks; i++) {
@@ -107,11 +110,15 @@ static void run(const struct cfg *c, enum degrade d, bool ra,
 				c->level, c->layout, c->disks, c->chunk, r);
 		CHECK(r == 0 || (r == -ENOTSUP && c->chunk >= (1u << 20)));
 	}
+	if (wb) {
+		CHECK_EQ(raid_set_writebehind(a, 1), 0);
+		CHECK(a->caps & VOL_CAP_FLUSH);
+	}
 	uint64_t size = a->size;
 	ref = calloc(1, size);
 	buf = malloc(1u << 21);
 	uint64_t blocks = size / c->bs;
-	uint64_t last_end = 0;
+	uint64_t last_end = 0, wlast_end = 0;
 
 	for (unsigned op = 0; op < nops; op++) {
 		if (d == KILL && op == nops / 2)
@@ -126,8 +133,13 @@ static void run(const struct cfg *c, enum degrade d, bool ra,
 		if (kind < 8) {
 			/* Under read-ahead, often write just ahead of the stream,
 			 * where pieces have been read ahead. */
-			if (ra && kind < 4 && last_end + len <= size)
+			if (ra && kind < 4 && last_end + c->bs + len <= size)
 				off = last_end + (kind % 2) * c->bs;
+			/* Under write-behind, often continue the writes'
+			 * stream, filling pieces across their ends. */
+			if (wb && kind >= 4 && wlast_end + len <= size)
+				off = wlast_end;
+			wlast_end = off + len;
 			fill(buf, len, &seed);
 			r = vol_write(a, buf, len, off, kind == 0 ? VOL_FUA : 0);
 			CHECK_EQ(r, 0);
@@ -141,8 +153,8 @@ static void run(const struct cfg *c, enum degrade d, bool ra,
 			last_end = off + len;
 			CHECK_EQ(r, 0);
 			if (memcmp(ref + off, buf, len) != 0) {
-				fprintf(stderr, "mismatch level %d layout 0x%x disks %u chunk %u bs %u degrade %d ra %d op %u off %llu len %llu\n",
-					c->level, c->layout, c->disks, c->chunk, c->bs, d, ra, op,
+				fprintf(stderr, "mismatch level %d layout 0x%x disks %u chunk %u bs %u degrade %d ra %d wb %d op %u off %llu len %llu\n",
+					c->level, c->layout, c->disks, c->chunk, c->bs, d, ra, wb, op,
 					(unsigned long long)off, (unsigned long long)len);
 				CHECK(0);
 			}
@@ -246,6 +258,35 @@ static void test_edges(void)
 	CHECK_EQ(vol_write(a, buf, 8192, 128 << 10, 0), 0);   /* chunk 2: member 0 */
 	CHECK_EQ(vol_flush(a), -EIO);
 	CHECK_EQ(atomic_load(&ev.failed[1]), 0);
+	vol_close(a);
+
+	/* RAID0 under write-behind: a write acknowledged, then lost on its
+	 * way to a dead member, is reported by the next flush and every
+	 * write after it; reads of the other member still work. */
+	memset(&ev, 0, sizeof(ev));
+	CHECK_EQ(open_array(0, 0, 2, 64 << 10, 1 << 20, 0, &ev, m, &a), 0);
+	CHECK_EQ(raid_set_writebehind(a, 1), 0);
+	fault_member_kill(m[1], true);
+	CHECK_EQ(vol_write(a, buf, 8192, 64 << 10, 0), 0); /* behind: not yet written */
+	CHECK_EQ(vol_flush(a), -EIO);
+	CHECK_EQ(vol_flush(a), -EIO);
+	CHECK_EQ(vol_write(a, buf, 8192, 0, 0), -EIO);
+	CHECK_EQ(vol_read(a, buf, 8192, 0), 0);
+	vol_close(a);
+	/* A mirror under write-behind loses a member: no error at all. */
+	memset(&ev, 0, sizeof(ev));
+	CHECK_EQ(open_array(1, 0, 2, 0, 1 << 20, 0, &ev, m, &a), 0);
+	CHECK_EQ(raid_set_writebehind(a, 1), 0);
+	fault_member_kill(m[0], true);
+	CHECK_EQ(vol_write(a, buf, 8192, 0, 0), 0);
+	CHECK_EQ(vol_flush(a), 0);
+	CHECK_EQ(atomic_load(&ev.failed[0]), 1);
+	CHECK_EQ(vol_read(a, buf, 8192, 0), 0);
+	vol_close(a);
+	/* Off, and absent on one member. */
+	CHECK_EQ(open_array(1, 0, 1, 0, 1 << 20, 0, &ev, m, &a), 0);
+	CHECK_EQ(raid_set_writebehind(a, 1), -ENOTSUP);
+	CHECK_EQ(raid_set_writebehind(a, -1), 0);
 	vol_close(a);
 
 	/* Capabilities: the intersection, the largest block size. */
@@ -352,17 +393,24 @@ int main(void)
 	setenv("URAID_RA_PIECE", "16384", 1);
 	setenv("URAID_RA_STRETCH", "65536", 1);
 	setenv("URAID_RA_MAX", "4194304", 1);
+	setenv("URAID_WB_PART", "8192", 1);
 	for (size_t i = 0; i < sizeof(cfgs) / sizeof(cfgs[0]); i++) {
 		const struct cfg *c = &cfgs[i];
-		run(c, NONE, false, seed + i);
+		run(c, NONE, false, false, seed + i);
 		if (c->level == 1 || c->level == 10) {
-			run(c, KILL, false, seed + 100 + i);
-			run(c, MISSING, false, seed + 200 + i);
+			run(c, KILL, false, false, seed + 100 + i);
+			run(c, MISSING, false, false, seed + 200 + i);
 		}
 		/* Read-ahead forced on, in small pieces, with a member dying
 		 * under it where the level allows. */
 		if (c->level != RAID_LEVEL_LINEAR && c->disks > 1)
-			run(c, c->level == 0 ? NONE : KILL, true, seed + 300 + i);
+			run(c, c->level == 0 ? NONE : KILL, true, false, seed + 300 + i);
+		/* Write-behind forced on, in small pieces, with read-ahead
+		 * beside it and a member dying under it where the level
+		 * allows. */
+		if (c->disks > 1)
+			run(c, c->level == 1 || c->level == 10 ? KILL : NONE,
+			    c->level != RAID_LEVEL_LINEAR, true, seed + 400 + i);
 	}
 	test_edges();
 	test_ra_concurrent();

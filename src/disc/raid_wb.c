@@ -1,0 +1,495 @@
+/* raid_wb.c — write-behind for sequential streams: one writer with one
+ * request in flight keeps every disk busy.
+ *
+ * Written through, such a writer leaves every disk idle while its next
+ * request travels (the NBD round trip and the payload), and the more disks
+ * share a request, the shorter each one's transfer and the larger that idle
+ * share: RAID0 of 8 disk models wrote at 5.5 disks' speed.  So once a
+ * stream is seen (three back-to-back writes of >= 64 KiB, no other change
+ * in flight, slow members), its writes are copied into pieces in memory
+ * and acknowledged, and per-member lanes write the pieces out in order,
+ * each member its part of a piece in one transfer (raid_piece.c lays the
+ * piece out member-major).
+ *
+ * That is a volatile write cache, bounded (RAID_WB_MAX bytes) and
+ * advertised as one (VOL_CAP_FLUSH): a flush returns once every piece
+ * before it is on the members and they have flushed; FUA writes, trims,
+ * zeroes and writes that are not the stream's wait until the pieces are
+ * written, then go straight through; a read of a range still in a piece
+ * waits for it to be written.  Closing the array writes everything out.
+ *
+ * A piece is open while the stream fills it, then sealed: when full, when
+ * the stream breaks, before anything waits for it, or as soon as no
+ * sealed piece is left to write (so data never waits in memory while the
+ * disks idle).  Sealed pieces form a ring [tail, head), in order; lane r
+ * writes role r's parts of them one after the other.  A member's write
+ * error fails the member as on the direct path; a part that then reaches
+ * no copy makes the error sticky: every later write, trim, zeroing and
+ * flush returns it, so the client learns of the loss at its next flush at
+ * the latest. */
+#include "raid_internal.h"
+
+#include "core/log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RAID_WB_PART (2u << 20)  /* what a piece gives each data disk */
+#define RAID_WB_SLOTS 4u
+#define RAID_WB_MAX (64u << 20)  /* all pieces' buffers together */
+#define RAID_WB_MIN_LEN (64u << 10)
+
+enum raid_wb_state { WB_FREE, WB_OPEN, WB_SEALED };
+
+struct raid_wb_slot {
+	enum raid_wb_state state;
+	uint64_t end;     /* the piece is [map.off, end) of the array */
+	uint64_t fill;    /* ... and holds data in [map.off, fill) */
+	unsigned copying; /* writers copying into it now */
+	unsigned left;    /* sealed: lanes yet to pass it (every lane does,
+			   * so that no lane meets the slot reused) */
+	bool listed;      /* sealed: map.out lists the writes */
+	struct raid_piece_map map;
+	char *buf;
+	uint64_t cap;
+};
+
+struct raid_wb {
+	pthread_mutex_t lock;
+	pthread_cond_t work; /* lanes wait for a sealed piece */
+	pthread_cond_t done; /* others wait for pieces written, copies done */
+	uint64_t piece;      /* array bytes a piece covers at most */
+	unsigned nslots;
+	struct raid_wb_slot *slot;
+	uint64_t tail, head; /* sealed: ring indices [tail, head) */
+	atomic_uint pending; /* slots open or sealed: lets reads skip the lock */
+	uint64_t *lane_at;   /* per role: the ring index its lane is at */
+	pthread_t *thread;
+	unsigned started;
+	bool stop;
+	int err;      /* sticky: a piece that reached no copy */
+	int mode;     /* raid_set_writebehind() */
+	uint64_t next; /* where the last write ended */
+	unsigned seq;  /* back-to-back writes so far */
+	unsigned writers; /* changes in flight */
+};
+
+struct raid_wb_lane {
+	struct raid_array *a;
+	unsigned role;
+};
+
+static struct raid_wb_slot *raid_wb_at(struct raid_wb *wb, uint64_t i)
+{
+	return &wb->slot[i % wb->nslots];
+}
+
+static struct raid_wb_slot *raid_wb_open_slot(struct raid_wb *wb)
+{
+	struct raid_wb_slot *s = raid_wb_at(wb, wb->head);
+	return s->state == WB_OPEN ? s : NULL;
+}
+
+/* Make the error sticky (the first one is kept).  Lock held. */
+static void raid_wb_fail(struct raid_array *a, unsigned role, int err)
+{
+	struct raid_wb *wb = a->wb;
+
+	if (wb->err)
+		return;
+	wb->err = err;
+	log_error("%s: data written behind could not reach member %u (%s): %s; "
+		  "every later write and flush fails", a->vol.name, role,
+		  a->m[role].vol->name, strerror(-err));
+}
+
+/* Does role write anything of sealed piece s? */
+static bool raid_wb_has_part(const struct raid_wb_slot *s, unsigned role)
+{
+	const struct raid_runs *out = &s->map.out;
+	return s->listed && out->first[role] < out->first[role + 1];
+}
+
+/* Piece s is written: free its slot, and the ring's tail with it when it
+ * is the oldest.  Lock held. */
+static void raid_wb_complete(struct raid_array *a, struct raid_wb_slot *s)
+{
+	struct raid_wb *wb = a->wb;
+
+	/* Read-ahead may have read the range before it was written: drop
+	 * that before the piece counts as written. */
+	raid_ra_invalidate(a, s->fill - s->map.off, s->map.off);
+	s->state = WB_FREE;
+	while (wb->tail < wb->head && raid_wb_at(wb, wb->tail)->state == WB_FREE) {
+		wb->tail++;
+		atomic_fetch_sub(&wb->pending, 1);
+	}
+	pthread_cond_broadcast(&wb->done);
+}
+
+/* Seal the open piece (no copy into it in progress): work out what each
+ * member writes of it, and hand it to the lanes.  Lock held. */
+static void raid_wb_seal(struct raid_array *a, struct raid_wb_slot *s)
+{
+	struct raid_wb *wb = a->wb;
+	int r = raid_piece_segments(a, &s->map, s->fill - s->map.off, s->map.off);
+
+	s->listed = r == 0;
+	if (r < 0)
+		raid_wb_fail(a, 0, r); /* no memory to list the writes */
+	s->left = a->n;
+	s->state = WB_SEALED;
+	wb->head++;
+	pthread_cond_broadcast(&wb->work);
+}
+
+/* Seal the open piece if nothing is copying into it (one left empty by
+ * a failed write is closed instead).  Lock held. */
+static void raid_wb_seal_now(struct raid_array *a)
+{
+	struct raid_wb_slot *s = raid_wb_open_slot(a->wb);
+
+	if (!s || s->copying)
+		return;
+	if (s->fill > s->map.off) {
+		raid_wb_seal(a, s);
+	} else {
+		s->state = WB_FREE;
+		atomic_fetch_sub(&a->wb->pending, 1);
+	}
+}
+
+/* Wait until every piece is written.  Lock held. */
+static void raid_wb_drain_locked(struct raid_array *a)
+{
+	struct raid_wb *wb = a->wb;
+
+	for (;;) {
+		raid_wb_seal_now(a);
+		if (!raid_wb_open_slot(wb) && wb->tail == wb->head)
+			return;
+		pthread_cond_wait(&wb->done, &wb->lock);
+	}
+}
+
+/* Write role's part of piece s.  A failed member's part is skipped: its
+ * copies live on the others (it could not fail otherwise). */
+static int raid_wb_write_part(struct raid_array *a, struct raid_wb_slot *s,
+			      unsigned role)
+{
+	struct raid_member *m = &a->m[role];
+	struct vol *v = m->vol;
+	int r = 0;
+
+	if (atomic_load(&m->failed))
+		return 0;
+	atomic_fetch_add(&m->inflight, 1);
+	const struct raid_runs *out = &s->map.out;
+	for (unsigned i = out->first[role]; i < out->first[role + 1] && !r; i++) {
+		const struct raid_run *run = &out->run[i];
+		for (uint64_t at = run->moff; at < run->moff + run->len && !r;) {
+			uint64_t n = run->moff + run->len - at;
+			if (n > v->block_max)
+				n = v->block_max;
+			uint64_t t0 = raid_now_ns();
+			r = v->ops->write(v, s->buf + run->pos + (at - run->moff), n, at, 0);
+			if (!r)
+				raid_note_speed(m, raid_now_ns() - t0, n);
+			at += n;
+			atomic_store(&m->last_end, at);
+		}
+	}
+	atomic_fetch_sub(&m->inflight, 1);
+	return r;
+}
+
+/* A part could not be written: fail the member if the others hold its
+ * copies, else the data is lost and the error sticks. */
+static void raid_wb_part_failed(struct raid_array *a, unsigned role, int err)
+{
+	if (!raid_err_is_request(err) && raid_member_fail(a, role, err, false) == 0)
+		return;
+	pthread_mutex_lock(&a->wb->lock);
+	raid_wb_fail(a, role, err);
+	pthread_mutex_unlock(&a->wb->lock);
+}
+
+static void *raid_wb_lane_run(void *arg)
+{
+	struct raid_wb_lane *l = arg;
+	struct raid_array *a = l->a;
+	struct raid_wb *wb = a->wb;
+	unsigned role = l->role;
+
+	free(l);
+	pthread_mutex_lock(&wb->lock);
+	for (;;) {
+		if (wb->lane_at[role] == wb->head) {
+			if (wb->stop)
+				break;
+			if (wb->tail == wb->head)
+				raid_wb_seal_now(a); /* the disks would idle */
+			if (wb->lane_at[role] == wb->head)
+				pthread_cond_wait(&wb->work, &wb->lock);
+			continue;
+		}
+		uint64_t i = wb->lane_at[role];
+		struct raid_wb_slot *s = raid_wb_at(wb, i);
+		bool part = raid_wb_has_part(s, role);
+		if (part) {
+			pthread_mutex_unlock(&wb->lock);
+			int r = raid_wb_write_part(a, s, role);
+			if (r)
+				raid_wb_part_failed(a, role, r);
+			pthread_mutex_lock(&wb->lock);
+		}
+		wb->lane_at[role]++;
+		if (--s->left == 0)
+			raid_wb_complete(a, s);
+	}
+	pthread_mutex_unlock(&wb->lock);
+	return NULL;
+}
+
+static int raid_wb_start(struct raid_array *a)
+{
+	struct raid_wb *wb = a->wb;
+
+	while (wb->started < a->n) {
+		struct raid_wb_lane *l = malloc(sizeof(*l));
+		if (!l)
+			return -ENOMEM;
+		*l = (struct raid_wb_lane){ a, wb->started };
+		wb->lane_at[wb->started] = wb->head;
+		if (pthread_create(&wb->thread[wb->started], NULL, raid_wb_lane_run, l) != 0) {
+			free(l);
+			return -EAGAIN;
+		}
+		wb->started++;
+	}
+	return 0;
+}
+
+/* Open a piece at off, from there to the next piece boundary.  Lock held;
+ * the slot at head is free. */
+static int raid_wb_open(struct raid_array *a, struct raid_wb_slot *s, uint64_t off)
+{
+	struct raid_wb *wb = a->wb;
+	uint64_t end = (off / wb->piece + 1) * wb->piece;
+	int r;
+
+	if (end > a->vol.size)
+		end = a->vol.size;
+	r = raid_piece_map_build(a, off, end - off, NULL, NULL, &s->map);
+	if (r < 0)
+		return r;
+	if (s->cap < s->map.bytes) {
+		free(s->buf);
+		s->cap = 0;
+		s->buf = aligned_alloc(4096, (s->map.bytes + 4095) / 4096 * 4096);
+		if (!s->buf)
+			return -ENOMEM;
+		s->cap = s->map.bytes;
+	}
+	s->end = end;
+	s->fill = off;
+	s->state = WB_OPEN;
+	atomic_fetch_add(&wb->pending, 1);
+	return 0;
+}
+
+/* Is this write the stream's, to be written behind?  Lock held. */
+static bool raid_wb_takes(struct raid_array *a, uint64_t len, uint64_t off,
+			  unsigned flags)
+{
+	struct raid_wb *wb = a->wb;
+
+	wb->seq = off == wb->next ? wb->seq + 1 : 0;
+	wb->next = off + len;
+	if (wb->mode < 0 || (flags & VOL_FUA) || wb->writers > 1)
+		return false;
+	if (wb->mode == 0 && (wb->seq < 2 || len < RAID_WB_MIN_LEN || !raid_members_slow(a)))
+		return false;
+	return raid_wb_start(a) == 0;
+}
+
+int raid_wb_write(struct raid_array *a, const char *buf, uint64_t len,
+		  uint64_t off, unsigned flags)
+{
+	struct raid_wb *wb = a->wb;
+	int r;
+
+	if (!wb)
+		return -EAGAIN;
+	pthread_mutex_lock(&wb->lock);
+	wb->writers++;
+	if (!raid_wb_takes(a, len, off, flags)) {
+		raid_wb_drain_locked(a);
+		r = wb->err ? wb->err : -EAGAIN;
+		goto out;
+	}
+	while (len > 0) {
+		struct raid_wb_slot *s = raid_wb_open_slot(wb);
+		if (s && (off != s->fill || off >= s->end)) {
+			raid_wb_seal(a, s);
+			s = NULL;
+		}
+		if (!s) {
+			while (wb->head - wb->tail >= wb->nslots)
+				pthread_cond_wait(&wb->done, &wb->lock);
+			s = raid_wb_at(wb, wb->head);
+			r = raid_wb_open(a, s, off);
+			if (r < 0) {
+				/* No memory or no live copy: the direct path
+				 * writes the whole request (again) or reports. */
+				raid_wb_drain_locked(a);
+				r = -EAGAIN;
+				goto out;
+			}
+		}
+		r = wb->err;
+		if (r)
+			goto out;
+		uint64_t n = s->end - off < len ? s->end - off : len;
+		s->fill = off + n;
+		s->copying++;
+		pthread_mutex_unlock(&wb->lock);
+		raid_ra_invalidate(a, n, off);
+		r = raid_piece_copy(a, &s->map, s->buf, (char *)buf, n, off, true);
+		pthread_mutex_lock(&wb->lock);
+		s->copying--;
+		pthread_cond_broadcast(&wb->done);
+		if (r < 0)
+			goto out; /* cannot happen: the piece was laid out for it */
+		if (s->fill == s->end || wb->tail == wb->head)
+			raid_wb_seal(a, s);
+		buf += n;
+		off += n;
+		len -= n;
+	}
+	r = 0;
+out:
+	wb->writers--;
+	pthread_mutex_unlock(&wb->lock);
+	return r;
+}
+
+int raid_wb_barrier(struct raid_array *a)
+{
+	struct raid_wb *wb = a->wb;
+	int r;
+
+	if (!wb || atomic_load(&wb->pending) == 0)
+		return wb ? wb->err : 0;
+	pthread_mutex_lock(&wb->lock);
+	raid_wb_drain_locked(a);
+	r = wb->err;
+	pthread_mutex_unlock(&wb->lock);
+	return r;
+}
+
+void raid_wb_wait_range(struct raid_array *a, uint64_t len, uint64_t off)
+{
+	struct raid_wb *wb = a->wb;
+
+	if (!wb || atomic_load(&wb->pending) == 0)
+		return;
+	pthread_mutex_lock(&wb->lock);
+	for (;;) {
+		bool held = false;
+		for (uint64_t i = wb->tail; i <= wb->head && !held; i++) {
+			struct raid_wb_slot *s = raid_wb_at(wb, i);
+			if (s->state == WB_FREE || (i == wb->head && s->state != WB_OPEN))
+				continue; /* written, or the ring is full and i is tail */
+			held = off < s->fill && s->map.off < off + len;
+		}
+		if (!held)
+			break;
+		raid_wb_seal_now(a);
+		pthread_cond_wait(&wb->done, &wb->lock);
+	}
+	pthread_mutex_unlock(&wb->lock);
+}
+
+int raid_wb_init(struct raid_array *a)
+{
+	struct raid_wb *wb = calloc(1, sizeof(*wb));
+	unsigned width = a->n / a->copies ? a->n / a->copies : 1;
+	uint64_t unit = a->g.chunk ? (uint64_t)a->g.chunk * a->n : 4096;
+	uint64_t part = RAID_WB_PART;
+	const char *env = getenv("URAID_WB_PART");
+
+	if (!wb)
+		return -ENOMEM;
+	if (env && strtoull(env, NULL, 0) >= 512)
+		part = strtoull(env, NULL, 0);
+	/* Pieces of whole stripes, RAID_WB_PART per data disk, as many as
+	 * RAID_WB_MAX holds for every copy, down to one stripe. */
+	wb->nslots = RAID_WB_SLOTS;
+	while (part > unit / width && (uint64_t)wb->nslots * width * part * a->copies > RAID_WB_MAX)
+		part /= 2;
+	wb->piece = (width * part + unit - 1) / unit * unit;
+	if ((uint64_t)wb->nslots * wb->piece * a->copies > 2 * (uint64_t)RAID_WB_MAX) {
+		free(wb); /* stripes too wide to stage: write-behind off */
+		return 0;
+	}
+	wb->slot = calloc(wb->nslots, sizeof(*wb->slot));
+	wb->lane_at = calloc(a->n, sizeof(*wb->lane_at));
+	wb->thread = calloc(a->n, sizeof(*wb->thread));
+	if (!wb->slot || !wb->lane_at || !wb->thread) {
+		free(wb->slot);
+		free(wb->lane_at);
+		free(wb->thread);
+		free(wb);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&wb->lock, NULL);
+	pthread_cond_init(&wb->work, NULL);
+	pthread_cond_init(&wb->done, NULL);
+	a->wb = wb;
+	return 0;
+}
+
+void raid_wb_destroy(struct raid_array *a)
+{
+	struct raid_wb *wb = a->wb;
+
+	if (!wb)
+		return;
+	pthread_mutex_lock(&wb->lock);
+	raid_wb_drain_locked(a);
+	wb->stop = true;
+	pthread_cond_broadcast(&wb->work);
+	pthread_mutex_unlock(&wb->lock);
+	for (unsigned i = 0; i < wb->started; i++)
+		pthread_join(wb->thread[i], NULL);
+	for (unsigned i = 0; i < wb->nslots; i++) {
+		raid_piece_map_free(&wb->slot[i].map);
+		free(wb->slot[i].buf);
+	}
+	pthread_cond_destroy(&wb->done);
+	pthread_cond_destroy(&wb->work);
+	pthread_mutex_destroy(&wb->lock);
+	free(wb->slot);
+	free(wb->lane_at);
+	free(wb->thread);
+	free(wb);
+	a->wb = NULL;
+}
+
+int raid_set_writebehind(struct vol *array, int mode)
+{
+	struct raid_array *a = raid_array_of(array);
+
+	if (!a)
+		return -EINVAL;
+	if (!a->wb)
+		return mode > 0 ? -ENOTSUP : 0;
+	pthread_mutex_lock(&a->wb->lock);
+	a->wb->mode = mode < 0 ? -1 : mode > 0 ? 1 : 0;
+	if (a->wb->mode < 0)
+		raid_wb_drain_locked(a);
+	pthread_mutex_unlock(&a->wb->lock);
+	return 0;
+}
