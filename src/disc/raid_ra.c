@@ -24,14 +24,14 @@
  * rotation (docs/raid.md works the numbers).
  *
  * Every member has a lane thread that reads its parts of the pieces in
- * piece order, each part one transfer (through a bounce buffer when it is
- * not contiguous in the piece), and goes on to its next part without
- * waiting for the other disks: no disk waits for the slowest one.
+ * piece order, each part one transfer straight into its place in the
+ * piece's buffer (laid out member-major by raid_piece.c; the reader's copy
+ * out does the gather), and goes on to its next part without waiting for
+ * the other disks: no disk waits for the slowest one.
  *
  * Pieces live in a ring of K slots covering the window [F, F+K) of pieces
  * from the reader's position F; piece p goes to slot p % K.  Lanes only
- * read inside the window, so memory is K pieces (plus a bounce per lane)
- * whatever the stream does; K leaves room for the other copies' stretches
+ * read inside the window, so memory is K pieces whatever the stream does; K leaves room for the other copies' stretches
  * ahead of the reader.  Writes, trims and zeroes drop the pieces they
  * overlap before and after they run, so a piece read while one ran is read
  * again, never served. */
@@ -50,6 +50,7 @@ struct raid_ra_slot {
 	unsigned left;    /* parts still to read */
 	bool stale;       /* invalidated while parts were being read */
 	unsigned char *part; /* per member: enum raid_ra_part */
+	struct raid_piece_map map; /* where each member's part goes in buf */
 	char *buf;
 };
 
@@ -76,10 +77,6 @@ struct raid_ra {
 struct raid_ra_lane {
 	struct raid_array *a;
 	unsigned role;
-	struct raid_sub *subs; /* this member's part of a piece */
-	unsigned cap;
-	char *bounce;
-	uint64_t bounce_len;
 };
 
 /* The stretch piece p belongs to.  Stretches start at one piece where the
@@ -114,100 +111,60 @@ static int raid_ra_copy(struct raid_array *a, const struct raid_loc *loc,
 	return -1;
 }
 
-/* Walk piece p's extents.  With l == NULL, mark in s->part which members
- * have a part and count them; else collect l->role's part into l->subs.
- * Returns the number of parts (or subs), or -1 if a block has no live
- * copy or memory ran out. */
-static int raid_ra_walk(struct raid_array *a, struct raid_ra_slot *s,
-			uint64_t p, struct raid_ra_lane *l)
+static int raid_ra_pick(struct raid_array *a, const struct raid_loc *loc,
+			unsigned nc, void *ctx)
 {
-	struct raid_loc loc[RAID_MAX_COPIES];
-	uint64_t start = p * a->ra->piece, off = start;
-	uint64_t end = a->vol.size - start < a->ra->piece ? a->vol.size : start + a->ra->piece;
-	unsigned nc, count = 0;
-
-	while (off < end) {
-		uint64_t n = a->lvl->map(a->priv, &a->g, off, end - off, loc, &nc);
-		int c = raid_ra_copy(a, loc, nc, p);
-		if (c < 0)
-			return -1;
-		unsigned role = loc[c].role;
-		if (!l) {
-			if (s->part[role] == PART_NONE) {
-				s->part[role] = PART_NEED;
-				count++;
-			}
-		} else if (role == l->role) {
-			struct raid_sub *prev = count ? &l->subs[count - 1] : NULL;
-			if (prev && prev->off + prev->len == loc[c].off &&
-			    prev->buf + prev->len == s->buf + (off - start)) {
-				prev->len += n;
-			} else {
-				if (count == l->cap) {
-					unsigned cap = l->cap ? 2 * l->cap : 16;
-					struct raid_sub *ns = realloc(l->subs, cap * sizeof(*ns));
-					if (!ns)
-						return -1;
-					l->subs = ns;
-					l->cap = cap;
-				}
-				l->subs[count++] = (struct raid_sub){
-					.role = role, .off = loc[c].off, .len = n,
-					.buf = s->buf + (off - start) };
-			}
-		}
-		off += n;
-	}
-	return (int)count;
+	int c = raid_ra_copy(a, loc, nc, *(const uint64_t *)ctx);
+	return c < 0 ? RAID_PICK_NONE : c;
 }
 
-/* Read this lane's part of piece p: each run contiguous on the member is
- * one transfer, through the bounce when it spans several subs. */
-static int raid_ra_read_part(struct raid_array *a, struct raid_ra_lane *l,
-			     unsigned nsubs)
+/* Lay piece p out in slot s and mark which members have a part of it.
+ * Returns the number of parts, or -1 if a block has no live copy or
+ * memory ran out. */
+static int raid_ra_layout(struct raid_array *a, struct raid_ra_slot *s, uint64_t p)
 {
-	struct raid_member *m = &a->m[l->role];
+	uint64_t start = p * a->ra->piece;
+	uint64_t len = a->vol.size - start < a->ra->piece ? a->vol.size - start : a->ra->piece;
+	const struct raid_runs *rs = &s->map.stage;
+	int count = 0;
+
+	if (raid_piece_map_build(a, start, len, raid_ra_pick, &p, &s->map) < 0)
+		return -1;
+	for (unsigned r = 0; r < a->n; r++) {
+		bool has = rs->first[r] < rs->first[r + 1];
+		s->part[r] = has ? PART_NEED : PART_NONE;
+		count += has;
+	}
+	return count;
+}
+
+/* Read role's part of the piece in s straight into its place in the
+ * buffer: one transfer per run (runs are contiguous on the member). */
+static int raid_ra_read_part(struct raid_array *a, struct raid_ra_slot *s,
+			     unsigned role)
+{
+	struct raid_member *m = &a->m[role];
 	struct vol *v = m->vol;
+	const struct raid_runs *rs = &s->map.stage;
+	int r = 0;
 
 	atomic_fetch_add(&m->inflight, 1);
-	for (unsigned i = 0; i < nsubs;) {
-		unsigned j = i;
-		uint64_t len = l->subs[i].len;
-		while (j + 1 < nsubs && l->subs[j].off + l->subs[j].len == l->subs[j + 1].off &&
-		       len + l->subs[j + 1].len <= v->block_max)
-			len += l->subs[++j].len;
-		char *dst = l->subs[i].buf;
-		if (j > i) {
-			if (l->bounce_len < len) {
-				free(l->bounce);
-				l->bounce = malloc(len);
-				l->bounce_len = l->bounce ? len : 0;
-			}
-			if (!l->bounce) {
-				atomic_fetch_sub(&m->inflight, 1);
-				return -ENOMEM;
-			}
-			dst = l->bounce;
+	for (unsigned i = rs->first[role]; i < rs->first[role + 1] && !r; i++) {
+		const struct raid_run *run = &rs->run[i];
+		for (uint64_t at = run->moff; at < run->moff + run->len && !r;) {
+			uint64_t n = run->moff + run->len - at;
+			if (n > v->block_max)
+				n = v->block_max;
+			uint64_t t0 = raid_now_ns();
+			r = v->ops->read(v, s->buf + run->pos + (at - run->moff), n, at);
+			if (!r)
+				raid_note_speed(m, raid_now_ns() - t0, n);
+			at += n;
+			atomic_store(&m->last_end, at);
 		}
-		uint64_t t0 = raid_now_ns();
-		int r = v->ops->read(v, dst, len, l->subs[i].off);
-		if (r) {
-			atomic_fetch_sub(&m->inflight, 1);
-			return r;
-		}
-		raid_note_speed(m, raid_now_ns() - t0, len);
-		atomic_store(&m->last_end, l->subs[j].off + l->subs[j].len);
-		if (j > i) {
-			uint64_t at = 0;
-			for (unsigned k = i; k <= j; k++) {
-				memcpy(l->subs[k].buf, l->bounce + at, l->subs[k].len);
-				at += l->subs[k].len;
-			}
-		}
-		i = j + 1;
 	}
 	atomic_fetch_sub(&m->inflight, 1);
-	return 0;
+	return r;
 }
 
 /* The next piece this lane has a part of, in the window and in order.
@@ -225,12 +182,11 @@ static uint64_t raid_ra_next_part(struct raid_array *a, unsigned role)
 		if (s->piece != p || s->state == RA_EMPTY) {
 			if (s->loading)
 				return UINT64_MAX; /* busy with an older piece */
-			memset(s->part, PART_NONE, a->n);
 			s->piece = p;
 			s->gen++;
 			s->stale = false;
 			s->state = RA_FILLING;
-			int n = raid_ra_walk(a, s, p, NULL);
+			int n = raid_ra_layout(a, s, p);
 			if (n < 0) {
 				s->state = RA_FAILED;
 				continue;
@@ -259,11 +215,10 @@ static void *raid_ra_lane_run(void *arg)
 		}
 		struct raid_ra_slot *s = &ra->slot[p % ra->nslots];
 		uint64_t gen = s->gen;
-		int r = raid_ra_walk(a, s, p, l);
 		s->part[l->role] = PART_BUSY;
 		s->loading++;
 		pthread_mutex_unlock(&ra->lock);
-		r = r < 0 ? -ENOMEM : raid_ra_read_part(a, l, (unsigned)r);
+		int r = raid_ra_read_part(a, s, l->role);
 		pthread_mutex_lock(&ra->lock);
 		s->loading--;
 		if (s->gen != gen || s->stale) {
@@ -280,8 +235,6 @@ static void *raid_ra_lane_run(void *arg)
 		pthread_cond_broadcast(&ra->work);
 	}
 	pthread_mutex_unlock(&ra->lock);
-	free(l->subs);
-	free(l->bounce);
 	free(l);
 	return NULL;
 }
@@ -366,6 +319,7 @@ void raid_ra_destroy(struct raid_array *a)
 	for (unsigned i = 0; i < ra->nslots; i++) {
 		free(ra->slot[i].buf);
 		free(ra->slot[i].part);
+		raid_piece_map_free(&ra->slot[i].map);
 	}
 	pthread_cond_destroy(&ra->done);
 	pthread_cond_destroy(&ra->work);
@@ -458,7 +412,10 @@ int raid_ra_read(struct raid_array *a, char *buf, uint64_t len, uint64_t off)
 			r = -EAGAIN; /* the direct path reports or recovers */
 			break;
 		}
-		memcpy(buf, s->buf + in, n);
+		if (raid_piece_copy(a, &s->map, s->buf, buf, n, off, false) < 0) {
+			r = -EAGAIN; /* cannot happen: the piece was laid out whole */
+			break;
+		}
 		buf += n;
 		off += n;
 		len -= n;
