@@ -5,24 +5,29 @@
 #   bench/raid-scaling.sh [ROUNDS] [RUNTIME]       (defaults 3 and 5 s)
 #
 # Part 1, disk models: members are sim:RATE:FILE wrappers (files on tmpfs)
-# of rate B; rows give MB/s and the ratio to one sim member alone.
+# of rate B; rows give MiB/s, the ratio to one sim member alone and to
+# the models' nominal rate (80M = 80 MiB/s).
 # Part 2, RAM: arrays on tmpfs files without models, against one tmpfs
 # file; LUKS2 on one file and on a RAID1, against the same unencrypted.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3} runtime=${2:-5}
 rate=${RATE:-80M}
-uraid=$PWD/build/src/uraid
+uraid=${URAID:-$PWD/build/src/uraid}
 dir=$(mktemp -d /dev/shm/raid-scaling.XXXXXX)
 pid=""
 trap '[ -n "$pid" ] && kill $pid 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"' EXIT
 printf bench > "$dir/key"
 
-# fio one job; prints MB/s
+# fio one job; prints MiB/s (fio's KiB/s over 1024).  Writes end with a flush that counts in their
+# time (fio includes end_fsync in the runtime), so data an array holds in
+# memory (write-behind) is not counted as written until it is on the disks.
 fio1() { # URI rw
-    local out
+    local out sync=0
+    [ "$2" = write ] && sync=1
     out=$(fio --name=s --ioengine=nbd --uri="$1" --rw="$2" --bs=1M --iodepth=1 --size=100% \
-              --runtime="$runtime" --time_based --output-format=terse --terse-version=3 2>/dev/null | grep '^3;')
+              --runtime="$runtime" --time_based --end_fsync=$sync \
+              --output-format=terse --terse-version=3 2>/dev/null | grep '^3;')
     if [ "$2" = read ]; then echo $(( $(cut -d';' -f7 <<<"$out") / 1024 ))
     else echo $(( $(cut -d';' -f48 <<<"$out") / 1024 )); fi
 }
@@ -73,16 +78,20 @@ for r in $(seq "$rounds"); do
 done
 
 python3 - "$dir/rows" "$rate" <<'PY'
-import statistics, sys
+import re, statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
     label, rw, mb = line.split()
     rows.setdefault((label, rw), []).append(int(mb))
+# The models' nominal rate in MiB/s (sim's sizes are binary: 80M = 80 MiB/s).
+m = re.fullmatch(r'(\d+)([KMG]?)', sys.argv[2])
+nominal = int(m[1]) * {'K': 1 / 1024, 'M': 1, 'G': 1024, '': 1 / 1048576}[m[2]]
 med = {k: statistics.median(v) for k, v in rows.items()}
-print(f"{'layout':20} {'op':6} {'MB/s':>7}  {'x single':>8}  min-max (n)")
+print(f"{'layout':20} {'op':6} {'MiB/s':>7}  {'x single':>8}  {'x rate':>6}  min-max (n)")
 for (label, rw), m in med.items():
     base = med.get(("sim-single" if label.startswith("sim") else "ram-single", rw))
     ratio = f"{m / base:8.2f}" if base else "       -"
+    xrate = f"{m / nominal:6.2f}" if label.startswith("sim") else "     -"
     v = rows[(label, rw)]
-    print(f"{label:20} {rw:6} {m:7.0f}  {ratio}  {min(v)}-{max(v)} ({len(v)})")
+    print(f"{label:20} {rw:6} {m:7.0f}  {ratio}  {xrate}  {min(v)}-{max(v)} ({len(v)})")
 PY

@@ -91,7 +91,8 @@ static struct raid_wb_slot *raid_wb_open_slot(struct raid_wb *wb)
 	return s->state == WB_OPEN ? s : NULL;
 }
 
-/* Make the error sticky (the first one is kept).  Lock held. */
+/* Data written behind is lost (on role's way, or on every member's when
+ * role is a->n): make the error sticky, keeping the first.  Lock held. */
 static void raid_wb_fail(struct raid_array *a, unsigned role, int err)
 {
 	struct raid_wb *wb = a->wb;
@@ -99,9 +100,9 @@ static void raid_wb_fail(struct raid_array *a, unsigned role, int err)
 	if (wb->err)
 		return;
 	wb->err = err;
-	log_error("%s: data written behind could not reach member %u (%s): %s; "
-		  "every later write and flush fails", a->vol.name, role,
-		  a->m[role].vol->name, strerror(-err));
+	log_error("%s: data written behind could not reach %s%s: %s; every later "
+		  "write and flush fails", a->vol.name, role < a->n ? "member " : "the members",
+		  role < a->n ? a->m[role].vol->name : "", strerror(-err));
 }
 
 /* Does role write anything of sealed piece s? */
@@ -137,7 +138,7 @@ static void raid_wb_seal(struct raid_array *a, struct raid_wb_slot *s)
 
 	s->listed = r == 0;
 	if (r < 0)
-		raid_wb_fail(a, 0, r); /* no memory to list the writes */
+		raid_wb_fail(a, a->n, r); /* no memory to list the writes */
 	s->left = a->n;
 	s->state = WB_SEALED;
 	wb->head++;
