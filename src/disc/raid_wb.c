@@ -70,6 +70,7 @@ struct raid_wb {
 	bool stop;
 	int err;      /* sticky: a piece that reached no copy */
 	int mode;     /* raid_set_writebehind() */
+	bool told;    /* the log has said that write-behind engaged */
 	uint64_t next; /* where the last write ended */
 	unsigned seq;  /* back-to-back writes so far */
 	unsigned writers; /* changes in flight */
@@ -312,7 +313,14 @@ static bool raid_wb_takes(struct raid_array *a, uint64_t len, uint64_t off,
 		return false;
 	if (wb->mode == 0 && (wb->seq < 2 || len < RAID_WB_MIN_LEN || !raid_members_slow(a)))
 		return false;
-	return raid_wb_start(a) == 0;
+	if (raid_wb_start(a) < 0)
+		return false;
+	if (!wb->told) {
+		log_info("%s: writing a stream behind, in pieces of %llu KiB", a->vol.name,
+			 (unsigned long long)(wb->piece >> 10));
+		wb->told = true;
+	}
+	return true;
 }
 
 int raid_wb_write(struct raid_array *a, const char *buf, uint64_t len,
