@@ -36,8 +36,9 @@
  * overlap before and after they run, so a piece read while one ran is read
  * again, never served. */
 
-#define RAID_RA_STRETCH (32u << 20)       /* per mirror disk */
+#define RAID_RA_STRETCH (64u << 20)       /* per mirror disk */
 #define RAID_RA_PIECE (2u << 20)          /* per data disk */
+#define RAID_RA_MAX (256u << 20)          /* all slots' buffers together */
 
 enum raid_ra_state { RA_EMPTY, RA_FILLING, RA_READY, RA_FAILED };
 enum raid_ra_part { PART_NONE, PART_NEED, PART_BUSY, PART_DONE };
@@ -242,7 +243,7 @@ static void *raid_ra_lane_run(void *arg)
 int raid_ra_init(struct raid_array *a)
 {
 	struct raid_ra *ra = calloc(1, sizeof(*ra));
-	uint64_t cap = 128u << 20, unit, stretch = RAID_RA_STRETCH;
+	uint64_t cap = RAID_RA_MAX, unit, stretch = RAID_RA_STRETCH;
 	const char *env = getenv("URAID_RA_MAX");
 
 	if (!ra)
