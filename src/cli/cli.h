@@ -18,6 +18,7 @@ int cmd_serve(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_create(int argc, char **argv);
 int cmd_examine(int argc, char **argv);
+int cmd_check(int argc, char **argv);
 int cmd_luks_format(int argc, char **argv);
 int cmd_luks_dump(int argc, char **argv);
 int cmd_luks_add_key(int argc, char **argv);

@@ -17,6 +17,7 @@ static const struct cli_command commands[] = {
 	{ "serve", cmd_serve, "assemble members and export the volume over NBD" },
 	{ "create", cmd_create, "write md superblocks making a new array (mdadm --create)" },
 	{ "examine", cmd_examine, "print members' md superblocks (mdadm --examine)" },
+	{ "check", cmd_check, "compare (or --repair) the copies of a RAID1/10 (md check)" },
 	{ "luks-format", cmd_luks_format, "write a new LUKS2 header (cryptsetup luksFormat)" },
 	{ "luks-dump", cmd_luks_dump, "show a LUKS header (cryptsetup luksDump)" },
 	{ "luks-add-key", cmd_luks_add_key, "add a LUKS passphrase (cryptsetup luksAddKey)" },

@@ -54,6 +54,23 @@ int raid_set_readahead(struct vol *array, int mode);
  * has none (one member, stripes too wide to stage). */
 int raid_set_writebehind(struct vol *array, int mode);
 
+/* What raid_check() found. */
+struct raid_check_report {
+	uint64_t checked;     /* array bytes compared */
+	uint64_t mismatched;  /* array bytes (whole blocks) where copies differ */
+	uint64_t ranges;      /* runs of such blocks */
+	uint64_t repaired;    /* member bytes rewritten */
+	uint64_t read_errors; /* extents a member could not read */
+};
+
+/* Scrub a redundant array nobody else is using: read every copy of every
+ * block and compare (md's "check"); with repair, write the first copy that
+ * read over those that differ (md's "repair").  on_mismatch, if set, gets
+ * each run of differing blocks (array offsets).  0 (whatever was found) or
+ * -errno with err_set() detail; -EINVAL for a level without copies. */
+int raid_check(struct vol *array, bool repair, struct raid_check_report *rep,
+	       void (*on_mismatch)(void *ctx, uint64_t off, uint64_t len), void *ctx);
+
 /* How many bytes of array each level makes of the given geometry and member
  * sizes (for create and for validating superblocks). */
 uint64_t raid_array_size(const struct raid_geom *g, const uint64_t *member_sizes);

@@ -219,4 +219,7 @@ struct md_assemble_opts {
 int md_assemble_all(struct vol **vols, int n, const struct md_assemble_opts *o, struct vol ***out,
                     int *nout);
 
+/* The RAID array inside an assembled md array, or NULL if v is not one. */
+struct vol *md_array_raid(struct vol *v);
+
 #endif

@@ -199,6 +199,11 @@ static const struct vol_ops md_ops = {
     .close = md_close,
 };
 
+struct vol *md_array_raid(struct vol *v)
+{
+	return v->ops == &md_ops ? to_md(v)->raid : NULL;
+}
+
 /* Make the copies of an array found unclean agree before anyone uses
  * it: read every block (from one copy) and write it back (to all).
  * The array is marked active by the first write and, once this is
