@@ -13,6 +13,8 @@
  * the request is served from the other copies; the client sees no error as
  * long as every block was read from, or written to, at least one copy.  On
  * RAID0 and linear the error goes back to the client for that request.
+ * On a parity level (RAID5, read-only for now) a block whose member is gone
+ * is rebuilt from the stripe's other chunks and its parity.
  *
  * Sequential streams on slow members are read ahead by per-member lanes
  * (raid_ra.c), so that one reader with one request in
@@ -78,6 +80,13 @@ static bool raid_survives_without(struct raid_array *a, unsigned role)
 {
 	struct raid_loc loc[RAID_MAX_COPIES];
 	unsigned probes = a->g.level == 10 ? a->g.raid_disks : 1;
+
+	if (a->lvl->parity) {
+		unsigned gone = 1;
+		for (unsigned i = 0; i < a->n; i++)
+			gone += i != role && atomic_load(&a->m[i].failed);
+		return gone <= a->lvl->parity;
+	}
 
 	for (unsigned k = 0; k < probes; k++) {
 		uint64_t off = (uint64_t)k * a->g.chunk;
@@ -354,8 +363,74 @@ static int raid_pick_copy(struct raid_array *a, const struct raid_loc *loc,
 	return best;
 }
 
+struct raid_rebuild {
+	struct raid_array *a;
+	const struct raid_loc *loc;
+	uint64_t len;
+	char *bufs;
+	int *err;
+};
+
+static int raid_rebuild_read(void *arg, unsigned i)
+{
+	struct raid_rebuild *x = arg;
+	struct vol *v = x->a->m[x->loc[i].role].vol;
+
+	x->err[i] = v->ops->read(v, x->bufs + i * x->len, x->len, x->loc[i].off);
+	return 0;
+}
+
+/* Rebuild [off, off+len) (inside one chunk) of a parity level whose member
+ * is gone: the XOR of the stripe's other chunks and its parity, read at
+ * once.  -EIO when one of those is gone too. */
+static int raid_rebuild_extent(struct raid_array *a, char *buf, uint64_t len,
+			       uint64_t off)
+{
+	struct raid_loc *loc = malloc(a->n * sizeof(*loc));
+	int *err = calloc(a->n, sizeof(*err));
+	char *bufs = NULL;
+	unsigned k = 0;
+	int r = -ENOMEM;
+
+	if (!loc || !err)
+		goto out;
+	k = a->lvl->peers(a->priv, &a->g, off, loc);
+	r = -EIO;
+	for (unsigned i = 0; i < k; i++)
+		if (atomic_load(&a->m[loc[i].role].failed))
+			goto out;
+	r = -ENOMEM;
+	if (posix_memalign((void **)&bufs, 4096, k * len))
+		goto out;
+	struct raid_rebuild x = { a, loc, len, bufs, err };
+	r = exec_parallel(k, raid_rebuild_read, &x);
+	for (unsigned i = 0; i < k && r == 0; i++)
+		r = err[i];
+	if (r)
+		goto out;
+	memcpy(buf, bufs, len);
+	for (unsigned i = 1; i < k; i++) {
+		const char *src = bufs + i * len;
+		uint64_t j = 0;
+		for (; j + 8 <= len; j += 8) {
+			uint64_t d, s8;
+			memcpy(&d, buf + j, 8);
+			memcpy(&s8, src + j, 8);
+			d ^= s8;
+			memcpy(buf + j, &d, 8);
+		}
+		for (; j < len; j++)
+			buf[j] ^= src[j];
+	}
+out:
+	free(bufs);
+	free(err);
+	free(loc);
+	return r;
+}
+
 /* Read [off, off+len) into buf straight from the members, failing over to
- * other copies extent by extent. */
+ * other copies extent by extent, or rebuilding from parity. */
 static int raid_read_direct(struct raid_array *a, char *buf, uint64_t len,
 			    uint64_t off)
 {
@@ -378,6 +453,10 @@ static int raid_read_direct(struct raid_array *a, char *buf, uint64_t len,
 	for (int i = 0; i < ne; i++) {
 		a->lvl->map(a->priv, &a->g, ext[i].aoff, ext[i].len, loc, &nc);
 		int c = raid_pick_copy(a, loc, nc, 0);
+		if (c < 0 && a->lvl->parity) {
+			ext[i].chosen = UINT32_MAX; /* rebuilt below */
+			continue;
+		}
 		r = -EIO;
 		if (c < 0)
 			goto out;
@@ -406,8 +485,12 @@ static int raid_read_direct(struct raid_array *a, char *buf, uint64_t len,
 			a->lvl->map(a->priv, &a->g, x->aoff, x->len, loc, &nc);
 			for (;;) {
 				int c = raid_pick_copy(a, loc, nc, x->tried);
-				if (c < 0)
+				if (c < 0) {
+					if (a->lvl->parity)
+						err = raid_rebuild_extent(a, buf + (x->aoff - off),
+									  x->len, x->aoff);
 					break;
+				}
 				x->tried |= 1u << c;
 				struct vol *v = a->m[loc[c].role].vol;
 				err = v->ops->read(v, buf + (x->aoff - off), x->len, loc[c].off);
@@ -420,6 +503,14 @@ static int raid_read_direct(struct raid_array *a, char *buf, uint64_t len,
 				goto out;
 			}
 		}
+	}
+	/* Extents whose member was gone from the start. */
+	for (int i = 0; i < ne; i++) {
+		if (ext[i].chosen != UINT32_MAX)
+			continue;
+		r = raid_rebuild_extent(a, buf + (ext[i].aoff - off), ext[i].len, ext[i].aoff);
+		if (r)
+			goto out;
 	}
 	r = 0;
 out:
@@ -441,6 +532,8 @@ static int raid_modify(struct raid_array *a, enum raid_op op, const char *buf,
 	unsigned nc;
 	int ne, r;
 
+	if (a->lvl->parity)
+		return -EROFS; /* parity updates are not built yet */
 	raid_ra_invalidate(a, len, off);
 	ne = raid_extents(a, len, off, &ext);
 	if (ne < 0)
@@ -621,6 +714,8 @@ static const struct raid_level *raid_level_of(int level)
 		return &raid1_level;
 	case 10:
 		return &raid10_level;
+	case 5:
+		return &raid5_level;
 	default:
 		return NULL;
 	}
@@ -714,8 +809,11 @@ int raid_open(const struct raid_geom *g, struct vol **members,
 	if (!a->m)
 		goto out_priv;
 	pthread_mutex_init(&a->fail_lock, NULL);
-	r = vol_init(&a->vol, &raid_ops, name, size / block_min * block_min,
-		     block_min, raid_caps(members, a->n));
+	/* Parity levels are read-only until parity updates are built. */
+	unsigned caps = raid_caps(members, a->n);
+	if (lvl->parity)
+		caps = (caps | VOL_CAP_READONLY) & ~(VOL_CAP_TRIM | VOL_CAP_ZEROES | VOL_CAP_FAST_ZERO);
+	r = vol_init(&a->vol, &raid_ops, name, size / block_min * block_min, block_min, caps);
 	if (r < 0)
 		goto out_lock;
 	a->vol.block_max = block_max;
@@ -736,7 +834,7 @@ int raid_open(const struct raid_geom *g, struct vol **members,
 		if (r < 0)
 			goto out_vol;
 	}
-	if (a->n > 1) {
+	if (a->n > 1 && !lvl->parity) {
 		r = raid_wb_init(a);
 		if (r < 0)
 			goto out_ra;
@@ -746,6 +844,9 @@ int raid_open(const struct raid_geom *g, struct vol **members,
 	if (missing)
 		log_warn("%s: running degraded, %u of %u members missing", name,
 			 missing, g->raid_disks);
+	if (lvl->parity && !(raid_caps(members, a->n) & VOL_CAP_READONLY))
+		log_warn("%s: %s is served read-only (writing parity is not built yet)", name,
+			 lvl->kind);
 	*out = &a->vol;
 	free(sizes);
 	return 0;

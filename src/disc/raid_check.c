@@ -52,6 +52,9 @@ int raid_check(struct vol *array, bool repair, struct raid_check_report *rep,
 	*rep = (struct raid_check_report){ 0 };
 	if (!a)
 		return err_set(-EINVAL, "%s is not a RAID array", array->name);
+	if (a->lvl->parity)
+		return err_set(-ENOTSUP, "%s: checking %s parity is not built yet", array->name,
+			       a->lvl->kind);
 	if (!a->lvl->redundant || a->copies < 2)
 		return err_set(-EINVAL, "%s: %s keeps one copy of each block: nothing to compare",
 			       array->name, a->lvl->kind);

@@ -26,6 +26,7 @@ struct raid_loc {
 struct raid_level {
 	const char *kind;
 	bool redundant;
+	unsigned parity; /* members a parity level can lose (0: copies only) */
 	/* Check g against the member sizes (bytes; 0 for a missing member),
 	 * build the level's private state, and say how big the array is and
 	 * how many copies each block has.  0 or -errno with err_set(). */
@@ -38,12 +39,18 @@ struct raid_level {
 	uint64_t (*map)(const void *priv, const struct raid_geom *g,
 			uint64_t off, uint64_t len, struct raid_loc *loc,
 			unsigned *ncopies);
+	/* Parity levels: fill loc[] (raid_disks entries) with what rebuilds
+	 * the extent at off when its member is gone: the stripe's other
+	 * chunks and its parity, whose XOR it is; returns their count. */
+	unsigned (*peers)(const void *priv, const struct raid_geom *g, uint64_t off,
+			  struct raid_loc *loc);
 	void (*free)(void *priv);
 };
 
 extern const struct raid_level raid0_level;
 extern const struct raid_level raid1_level;
 extern const struct raid_level raid10_level;
+extern const struct raid_level raid5_level;
 extern const struct raid_level linear_level;
 
 /* Per-member state of an open array. */

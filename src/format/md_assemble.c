@@ -421,7 +421,7 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 	geom.raid_disks = a->n;
 	geom.chunk = fresh->chunk * 512;
 	geom.layout = fresh->layout;
-	if (fresh->level == 1 || fresh->level == 10)
+	if (fresh->level == 1 || fresh->level == 10 || fresh->level == 5)
 		geom.dev_size = fresh->size * 512;
 	if (fresh->level == 0 && !(fresh->feature_map & MD_FEATURE_RAID0_LAYOUT)) {
 		/* Without a layout only single-zone RAID0 is unambiguous; the
@@ -474,10 +474,15 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 	         o->readonly ? ", read-only" : "");
 	free(slices);
 	bool clean = md_super_clean(fresh);
+	int fresh_level = fresh->level;
 	free(fresh);
 	if (redundant && !clean) {
 		a->unclean = true;
-		if (o->readonly) {
+		if (fresh_level >= 4) {
+			log_warn("%s: array was not shut down cleanly; its parity may be stale "
+			         "where writes were cut short (served read-only)",
+			         name);
+		} else if (o->readonly) {
 			log_warn("%s: array was not shut down cleanly; copies may differ until "
 			         "it is resynced (a writable start does that)",
 			         name);
