@@ -13,8 +13,9 @@
  * the request is served from the other copies; the client sees no error as
  * long as every block was read from, or written to, at least one copy.  On
  * RAID0 and linear the error goes back to the client for that request.
- * On a parity level (RAID5, read-only for now) a block whose member is gone
- * is rebuilt from the stripe's other chunks and its parity.
+ * On a parity level (RAID5/6, read-only for now) a block whose member is
+ * gone is rebuilt from the stripe's other chunks and its parity
+ * (raid_parity.c).
  *
  * Sequential streams on slow members are read ahead by per-member lanes
  * (raid_ra.c), so that one reader with one request in
@@ -363,72 +364,6 @@ static int raid_pick_copy(struct raid_array *a, const struct raid_loc *loc,
 	return best;
 }
 
-struct raid_rebuild {
-	struct raid_array *a;
-	const struct raid_loc *loc;
-	uint64_t len;
-	char *bufs;
-	int *err;
-};
-
-static int raid_rebuild_read(void *arg, unsigned i)
-{
-	struct raid_rebuild *x = arg;
-	struct vol *v = x->a->m[x->loc[i].role].vol;
-
-	x->err[i] = v->ops->read(v, x->bufs + i * x->len, x->len, x->loc[i].off);
-	return 0;
-}
-
-/* Rebuild [off, off+len) (inside one chunk) of a parity level whose member
- * is gone: the XOR of the stripe's other chunks and its parity, read at
- * once.  -EIO when one of those is gone too. */
-static int raid_rebuild_extent(struct raid_array *a, char *buf, uint64_t len,
-			       uint64_t off)
-{
-	struct raid_loc *loc = malloc(a->n * sizeof(*loc));
-	int *err = calloc(a->n, sizeof(*err));
-	char *bufs = NULL;
-	unsigned k = 0;
-	int r = -ENOMEM;
-
-	if (!loc || !err)
-		goto out;
-	k = a->lvl->peers(a->priv, &a->g, off, loc);
-	r = -EIO;
-	for (unsigned i = 0; i < k; i++)
-		if (atomic_load(&a->m[loc[i].role].failed))
-			goto out;
-	r = -ENOMEM;
-	if (posix_memalign((void **)&bufs, 4096, k * len))
-		goto out;
-	struct raid_rebuild x = { a, loc, len, bufs, err };
-	r = exec_parallel(k, raid_rebuild_read, &x);
-	for (unsigned i = 0; i < k && r == 0; i++)
-		r = err[i];
-	if (r)
-		goto out;
-	memcpy(buf, bufs, len);
-	for (unsigned i = 1; i < k; i++) {
-		const char *src = bufs + i * len;
-		uint64_t j = 0;
-		for (; j + 8 <= len; j += 8) {
-			uint64_t d, s8;
-			memcpy(&d, buf + j, 8);
-			memcpy(&s8, src + j, 8);
-			d ^= s8;
-			memcpy(buf + j, &d, 8);
-		}
-		for (; j < len; j++)
-			buf[j] ^= src[j];
-	}
-out:
-	free(bufs);
-	free(err);
-	free(loc);
-	return r;
-}
-
 /* Read [off, off+len) into buf straight from the members, failing over to
  * other copies extent by extent, or rebuilding from parity. */
 static int raid_read_direct(struct raid_array *a, char *buf, uint64_t len,
@@ -468,8 +403,10 @@ static int raid_read_direct(struct raid_array *a, char *buf, uint64_t len,
 	r = raid_req_run(&q);
 	if (r < 0)
 		goto out;
-	/* Mark the failed members, then retry each affected extent from the
-	 * copies not tried yet, one at a time: the rare path. */
+	/* Mark the failed members (all of them first: a parity rebuild must
+	 * not count on one that failed in the same request), then retry each
+	 * affected extent from the copies not tried yet, one at a time: the
+	 * rare path. */
 	for (unsigned i = 0; i < q.nsubs; i++) {
 		struct raid_sub *s = &q.subs[i];
 		if (!s->err)
@@ -479,6 +416,11 @@ static int raid_read_direct(struct raid_array *a, char *buf, uint64_t len,
 			goto out;
 		}
 		raid_member_fail(a, s->role, s->err, false);
+	}
+	for (unsigned i = 0; i < q.nsubs; i++) {
+		struct raid_sub *s = &q.subs[i];
+		if (!s->err)
+			continue;
 		for (unsigned e = s->e_first; e <= s->e_last; e++) {
 			struct raid_ext *x = &ext[e];
 			int err = -EIO;
@@ -487,7 +429,7 @@ static int raid_read_direct(struct raid_array *a, char *buf, uint64_t len,
 				int c = raid_pick_copy(a, loc, nc, x->tried);
 				if (c < 0) {
 					if (a->lvl->parity)
-						err = raid_rebuild_extent(a, buf + (x->aoff - off),
+						err = raid_parity_rebuild(a, buf + (x->aoff - off),
 									  x->len, x->aoff);
 					break;
 				}
@@ -508,7 +450,7 @@ static int raid_read_direct(struct raid_array *a, char *buf, uint64_t len,
 	for (int i = 0; i < ne; i++) {
 		if (ext[i].chosen != UINT32_MAX)
 			continue;
-		r = raid_rebuild_extent(a, buf + (ext[i].aoff - off), ext[i].len, ext[i].aoff);
+		r = raid_parity_rebuild(a, buf + (ext[i].aoff - off), ext[i].len, ext[i].aoff);
 		if (r)
 			goto out;
 	}
@@ -716,6 +658,8 @@ static const struct raid_level *raid_level_of(int level)
 		return &raid10_level;
 	case 5:
 		return &raid5_level;
+	case 6:
+		return &raid6_level;
 	default:
 		return NULL;
 	}

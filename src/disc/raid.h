@@ -3,7 +3,7 @@
  * The geometry uses md's own numbers (level, layout, chunk) so that the md
  * metadata code (src/format/md.c) hands over what the superblock says, and
  * the RAID code never reads a superblock.  Each level lives in its own file
- * (raid0.c, raid1.c, raid10.c, raid5.c, linear.c) behind raid_open().
+ * (raid0.c, raid1.c, raid10.c, raid5.c for 5 and 6, linear.c) behind raid_open().
  *
  * members[] holds the data areas (superblock and offsets already cut away,
  * see slice.h), indexed by role (md's dev_roles slot).  A NULL entry is a
@@ -16,11 +16,11 @@
 #define RAID_LEVEL_LINEAR (-1)
 
 struct raid_geom {
-	int level;           /* -1 linear, 0, 1, 10, 5 (read-only) */
+	int level;           /* -1 linear, 0, 1, 10, 5 and 6 (read-only) */
 	unsigned layout;     /* md's layout word (raid10: near/far/offset copies) */
 	uint32_t chunk;      /* bytes; 0 for raid1 */
 	unsigned raid_disks; /* number of roles */
-	uint64_t dev_size;   /* bytes used on each member (raid1/10/5); for raid0
+	uint64_t dev_size;   /* bytes used on each member (raid1/10/5/6); for raid0
 			      * and linear each member's own vol size is used */
 };
 

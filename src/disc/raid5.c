@@ -1,21 +1,31 @@
-/* raid5.c — md RAID5, read-only: every layout md writes (left/right,
- * symmetric/asymmetric, parity first/last), whole or with one member
- * missing, whose blocks are then rebuilt from the stripe's other chunks
- * and its parity.  Writing needs parity updates that are not built yet, so
- * the array is offered read-only (raid.c refuses changes): enough to read
- * the disks of a dead NAS.
+/* raid5.c — md RAID5 and RAID6, read-only: every layout md writes for
+ * them (left/right, symmetric/asymmetric, parity first/last, and RAID6's
+ * "_6" variants with Q on the last disk), whole or with members missing
+ * (one for RAID5, two for RAID6), whose blocks are then rebuilt from the
+ * stripe's other chunks and its parity (raid_parity.c).  Writing needs
+ * parity updates that are not built yet, so the array is offered
+ * read-only (raid.c refuses changes): enough to read the disks of a dead
+ * NAS.
  *
- * The geometry, as Linux's raid5_compute_sector(): array chunk c lies in
- * stripe s = c / (n-1) at data index d = c % (n-1); stripe s sits at member
- * offset s * chunk; its parity disk p and the data disk of d depend on the
- * algorithm (md's layout word):
- *   0 left-asymmetric   p = n-1 - s%n, data skips p
- *   1 right-asymmetric  p = s%n, data skips p
- *   2 left-symmetric    p = n-1 - s%n, data from p+1 on, wrapping
- *   3 right-symmetric   p = s%n, data from p+1 on, wrapping
- *   4 parity-first      p = 0, data on 1..n-1
- *   5 parity-last       p = n-1, data on 0..n-2
- * The parity is the XOR of the stripe's data chunks. */
+ * The geometry, as Linux's raid5_compute_sector(): with m parity chunks
+ * per stripe (1 or 2) and n members, array chunk c lies in stripe
+ * s = c / (n-m) at data index d = c % (n-m); stripe s sits at member offset
+ * s * chunk.  RAID5 (layout word):
+ *   0 left-asymmetric   P = n-1 - s%n, data skips P
+ *   1 right-asymmetric  P = s%n, data skips P
+ *   2 left-symmetric    P = n-1 - s%n, data from P+1 on, wrapping
+ *   3 right-symmetric   P = s%n, data from P+1 on, wrapping
+ *   4 parity-first      P = 0, data on 1..n-1
+ *   5 parity-last       P = n-1, data on 0..n-2
+ * RAID6 puts Q right after P (wrapping) and data after both (symmetric) or
+ * around both (asymmetric; when P is last, Q is disk 0); parity-first is
+ * P 0, Q 1; parity-last P n-2, Q n-1; layouts 16..20 are RAID5's 0..4 over
+ * the first n-1 disks with Q always on the last.  md's DDF layouts (8..10)
+ * are refused.
+ *
+ * P is the XOR of the stripe's data chunks; Q weighs them by powers of 2
+ * in GF(2^8), in "syndrome order": from the disk after Q (disk 0 when Q is
+ * last), wrapping. */
 #include "raid_internal.h"
 
 #include "core/log.h"
@@ -23,113 +33,191 @@
 #include <errno.h>
 #include <stdlib.h>
 
-enum { R5_LEFT_ASYM, R5_RIGHT_ASYM, R5_LEFT_SYM, R5_RIGHT_SYM, R5_PARITY_0, R5_PARITY_N };
+enum {
+	L_LEFT_ASYM, L_RIGHT_ASYM, L_LEFT_SYM, L_RIGHT_SYM, L_PARITY_0, L_PARITY_N,
+	L6_LEFT_ASYM = 16, L6_RIGHT_ASYM, L6_LEFT_SYM, L6_RIGHT_SYM, L6_PARITY_0,
+};
 
-struct raid5 {
+struct raid56 {
+	unsigned m;        /* parity chunks per stripe: 1 or 2 */
 	uint64_t dev_size; /* bytes used on each member, whole chunks */
 };
 
-static int raid5_setup(const struct raid_geom *g, const uint64_t *sizes,
-		       void **priv, uint64_t *array_size, unsigned *copies)
+static bool raid56_layout_known(int level, unsigned layout)
 {
-	uint64_t size = UINT64_MAX;
-	struct raid5 *t;
+	if (layout <= L_PARITY_N)
+		return true;
+	return level == 6 && layout >= L6_LEFT_ASYM && layout <= L6_PARITY_0;
+}
 
-	if (g->raid_disks < 2)
-		return err_set(-EINVAL, "raid5: needs at least 2 members, not %u", g->raid_disks);
-	if (g->layout > R5_PARITY_N)
-		return err_set(-EINVAL, "raid5: layout %u is not one md writes", g->layout);
+static int raid56_setup(const struct raid_geom *g, const uint64_t *sizes,
+			void **priv, uint64_t *array_size, unsigned *copies)
+{
+	unsigned m = g->level == 6 ? 2 : 1;
+	uint64_t size = UINT64_MAX;
+	struct raid56 *t;
+
+	if (g->raid_disks < (m == 2 ? 4u : 2u))
+		return err_set(-EINVAL, "raid%d: needs at least %u members, not %u", g->level,
+			       m == 2 ? 4 : 2, g->raid_disks);
+	if (!raid56_layout_known(g->level, g->layout))
+		return err_set(-EINVAL, "raid%d: layout %u is not one uraid reads (DDF layouts are not)",
+			       g->level, g->layout);
 	if (g->chunk == 0 || g->chunk % 512)
-		return err_set(-EINVAL, "raid5: chunk of %u bytes", g->chunk);
+		return err_set(-EINVAL, "raid%d: chunk of %u bytes", g->level, g->chunk);
 	for (unsigned i = 0; i < g->raid_disks; i++)
 		if (sizes[i] && sizes[i] < size)
 			size = sizes[i];
 	if (size == UINT64_MAX)
-		return err_set(-ENODEV, "raid5: no member present");
+		return err_set(-ENODEV, "raid%d: no member present", g->level);
 	if (g->dev_size) {
 		if (g->dev_size > size)
-			return err_set(-EINVAL, "raid5: members are smaller than the array");
+			return err_set(-EINVAL, "raid%d: members are smaller than the array", g->level);
 		size = g->dev_size;
 	}
 	size -= size % g->chunk;
 	t = malloc(sizeof(*t));
 	if (!t)
 		return -ENOMEM;
+	t->m = m;
 	t->dev_size = size;
 	*priv = t;
-	*array_size = size * (g->raid_disks - 1);
+	*array_size = size * (g->raid_disks - m);
 	*copies = 1;
 	return 0;
 }
 
-/* The parity disk of stripe s, and the member holding data index d. */
-static void raid5_place(const struct raid_geom *g, uint64_t s, unsigned d,
-			unsigned *pd, unsigned *dd)
+/* Stripe s: the P and Q disks (q = -1 on RAID5) and the disk of data
+ * index d. */
+static void raid56_place(const struct raid_geom *g, unsigned m, uint64_t s, unsigned d,
+			 unsigned *p, int *q, unsigned *dd)
 {
 	unsigned n = g->raid_disks;
 
+	*q = -1;
+	if (m == 1) {
+		switch (g->layout) {
+		case L_LEFT_ASYM:
+			*p = n - 1 - (unsigned)(s % n);
+			*dd = d >= *p ? d + 1 : d;
+			break;
+		case L_RIGHT_ASYM:
+			*p = (unsigned)(s % n);
+			*dd = d >= *p ? d + 1 : d;
+			break;
+		case L_LEFT_SYM:
+			*p = n - 1 - (unsigned)(s % n);
+			*dd = (*p + 1 + d) % n;
+			break;
+		case L_RIGHT_SYM:
+			*p = (unsigned)(s % n);
+			*dd = (*p + 1 + d) % n;
+			break;
+		case L_PARITY_0:
+			*p = 0;
+			*dd = d + 1;
+			break;
+		default: /* L_PARITY_N */
+			*p = n - 1;
+			*dd = d;
+			break;
+		}
+		return;
+	}
 	switch (g->layout) {
-	case R5_LEFT_ASYM:
-		*pd = n - 1 - (unsigned)(s % n);
-		*dd = d >= *pd ? d + 1 : d;
+	case L_LEFT_ASYM:
+	case L_RIGHT_ASYM:
+		*p = g->layout == L_LEFT_ASYM ? n - 1 - (unsigned)(s % n) : (unsigned)(s % n);
+		if (*p == n - 1) {
+			*q = 0;
+			*dd = d + 1;
+		} else {
+			*q = (int)*p + 1;
+			*dd = d >= *p ? d + 2 : d;
+		}
 		break;
-	case R5_RIGHT_ASYM:
-		*pd = (unsigned)(s % n);
-		*dd = d >= *pd ? d + 1 : d;
+	case L_LEFT_SYM:
+	case L_RIGHT_SYM:
+		*p = g->layout == L_LEFT_SYM ? n - 1 - (unsigned)(s % n) : (unsigned)(s % n);
+		*q = (int)((*p + 1) % n);
+		*dd = (*p + 2 + d) % n;
 		break;
-	case R5_LEFT_SYM:
-		*pd = n - 1 - (unsigned)(s % n);
-		*dd = (*pd + 1 + d) % n;
+	case L_PARITY_0:
+		*p = 0;
+		*q = 1;
+		*dd = d + 2;
 		break;
-	case R5_RIGHT_SYM:
-		*pd = (unsigned)(s % n);
-		*dd = (*pd + 1 + d) % n;
-		break;
-	case R5_PARITY_0:
-		*pd = 0;
-		*dd = d + 1;
-		break;
-	default: /* R5_PARITY_N */
-		*pd = n - 1;
+	case L_PARITY_N:
+		*p = n - 2;
+		*q = (int)n - 1;
 		*dd = d;
+		break;
+	case L6_LEFT_ASYM:
+	case L6_RIGHT_ASYM:
+		*p = g->layout == L6_LEFT_ASYM ? n - 2 - (unsigned)(s % (n - 1))
+					       : (unsigned)(s % (n - 1));
+		*dd = d >= *p ? d + 1 : d;
+		*q = (int)n - 1;
+		break;
+	case L6_LEFT_SYM:
+	case L6_RIGHT_SYM:
+		*p = g->layout == L6_LEFT_SYM ? n - 2 - (unsigned)(s % (n - 1))
+					      : (unsigned)(s % (n - 1));
+		*dd = (*p + 1 + d) % (n - 1);
+		*q = (int)n - 1;
+		break;
+	default: /* L6_PARITY_0 */
+		*p = 0;
+		*dd = d + 1;
+		*q = (int)n - 1;
 		break;
 	}
 }
 
-static uint64_t raid5_map(const void *p, const struct raid_geom *g, uint64_t off,
-			  uint64_t len, struct raid_loc *loc, unsigned *ncopies)
+static uint64_t raid56_map(const void *priv, const struct raid_geom *g, uint64_t off,
+			   uint64_t len, struct raid_loc *loc, unsigned *ncopies)
 {
-	uint64_t c = off / g->chunk, in = off % g->chunk;
-	uint64_t s = c / (g->raid_disks - 1);
-	unsigned pd, dd;
+	const struct raid56 *t = priv;
+	unsigned ndata = g->raid_disks - t->m;
+	uint64_t c = off / g->chunk, in = off % g->chunk, s = c / ndata;
+	unsigned p, dd;
+	int q;
 
-	(void)p;
-	raid5_place(g, s, (unsigned)(c % (g->raid_disks - 1)), &pd, &dd);
+	raid56_place(g, t->m, s, (unsigned)(c % ndata), &p, &q, &dd);
 	loc[0].role = dd;
 	loc[0].off = s * g->chunk + in;
 	*ncopies = 1;
 	return g->chunk - in < len ? g->chunk - in : len;
 }
 
-static unsigned raid5_peers(const void *p, const struct raid_geom *g, uint64_t off,
-			    struct raid_loc *loc)
+static void raid56_stripe(const void *priv, const struct raid_geom *g, uint64_t off,
+			  struct raid_stripe *st)
 {
-	uint64_t c = off / g->chunk, in = off % g->chunk;
-	uint64_t s = c / (g->raid_disks - 1);
-	unsigned pd, dd, k = 0;
+	const struct raid56 *t = priv;
+	unsigned n = g->raid_disks, ndata = n - t->m;
+	uint64_t c = off / g->chunk, s = c / ndata;
+	unsigned p, dd;
+	int q;
 
-	(void)p;
-	raid5_place(g, s, (unsigned)(c % (g->raid_disks - 1)), &pd, &dd);
-	for (unsigned r = 0; r < g->raid_disks; r++) {
-		if (r == dd)
+	raid56_place(g, t->m, s, (unsigned)(c % ndata), &p, &q, &dd);
+	st->moff = s * g->chunk + off % g->chunk;
+	st->p = (int)p;
+	st->q = q;
+	st->ndata = 0;
+	/* Syndrome order: from the disk after Q (0 when Q is last or
+	 * absent), wrapping, parity left out. */
+	unsigned d0 = q < 0 || q == (int)n - 1 ? 0 : (unsigned)q + 1;
+	for (unsigned k = 0; k < n; k++) {
+		unsigned r = (d0 + k) % n;
+		if (r == p || (int)r == q)
 			continue;
-		loc[k].role = r;
-		loc[k++].off = s * g->chunk + in;
+		if (r == dd)
+			st->target = st->ndata;
+		st->data[st->ndata++] = r;
 	}
-	return k;
 }
 
-static void raid5_free(void *p)
+static void raid56_free(void *p)
 {
 	free(p);
 }
@@ -138,8 +226,18 @@ const struct raid_level raid5_level = {
 	.kind = "raid5",
 	.redundant = true,
 	.parity = 1,
-	.setup = raid5_setup,
-	.map = raid5_map,
-	.peers = raid5_peers,
-	.free = raid5_free,
+	.setup = raid56_setup,
+	.map = raid56_map,
+	.stripe = raid56_stripe,
+	.free = raid56_free,
+};
+
+const struct raid_level raid6_level = {
+	.kind = "raid6",
+	.redundant = true,
+	.parity = 2,
+	.setup = raid56_setup,
+	.map = raid56_map,
+	.stripe = raid56_stripe,
+	.free = raid56_free,
 };

@@ -23,6 +23,18 @@ struct raid_loc {
 	uint64_t off; /* byte offset in the member's data area */
 };
 
+/* A parity stripe, as the extent at some array offset sees it: every
+ * member holds its part at member offset moff; data[] lists the roles of
+ * the data chunks in syndrome order (the order RAID6's Q weighs them: Q =
+ * sum of g^i * data[i] in GF(2^8)), target is the extent's own index in
+ * it; p and q are the parity roles (q = -1 without Q).  ndata <= 1024. */
+struct raid_stripe {
+	uint64_t moff;
+	unsigned ndata, target;
+	unsigned data[RAID_MAX_DISKS];
+	int p, q;
+};
+
 struct raid_level {
 	const char *kind;
 	bool redundant;
@@ -39,11 +51,10 @@ struct raid_level {
 	uint64_t (*map)(const void *priv, const struct raid_geom *g,
 			uint64_t off, uint64_t len, struct raid_loc *loc,
 			unsigned *ncopies);
-	/* Parity levels: fill loc[] (raid_disks entries) with what rebuilds
-	 * the extent at off when its member is gone: the stripe's other
-	 * chunks and its parity, whose XOR it is; returns their count. */
-	unsigned (*peers)(const void *priv, const struct raid_geom *g, uint64_t off,
-			  struct raid_loc *loc);
+	/* Parity levels: the stripe holding the extent at off (see struct
+	 * raid_stripe), for rebuilding it when its member is gone. */
+	void (*stripe)(const void *priv, const struct raid_geom *g, uint64_t off,
+		       struct raid_stripe *st);
 	void (*free)(void *priv);
 };
 
@@ -51,6 +62,7 @@ extern const struct raid_level raid0_level;
 extern const struct raid_level raid1_level;
 extern const struct raid_level raid10_level;
 extern const struct raid_level raid5_level;
+extern const struct raid_level raid6_level;
 extern const struct raid_level linear_level;
 
 /* Per-member state of an open array. */
@@ -109,6 +121,12 @@ bool raid_err_is_request(int err);
 int raid_member_fail(struct raid_array *a, unsigned role, int err, bool by_user);
 /* The array behind v, or NULL if v is not one. */
 struct raid_array *raid_array_of(struct vol *v);
+
+/* ---- parity levels (raid_parity.c) ---- */
+
+/* Rebuild [off, off+len) (inside one chunk) of a parity level from the
+ * rest of its stripe; -EIO when more is gone than the parity gives back. */
+int raid_parity_rebuild(struct raid_array *a, char *buf, uint64_t len, uint64_t off);
 
 /* ---- pieces staged in memory (raid_piece.c) ---- */
 

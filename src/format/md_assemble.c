@@ -421,7 +421,7 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 	geom.raid_disks = a->n;
 	geom.chunk = fresh->chunk * 512;
 	geom.layout = fresh->layout;
-	if (fresh->level == 1 || fresh->level == 10 || fresh->level == 5)
+	if (fresh->level == 1 || fresh->level == 10 || fresh->level == 5 || fresh->level == 6)
 		geom.dev_size = fresh->size * 512;
 	if (fresh->level == 0 && !(fresh->feature_map & MD_FEATURE_RAID0_LAYOUT)) {
 		/* Without a layout only single-zone RAID0 is unambiguous; the

@@ -356,106 +356,170 @@ static void test_ra_concurrent(void)
 	free(ref);
 }
 
-/* RAID5 members encoded here, by md's rules restated: the parity of stripe
- * s sits on the last disk minus s (mod n) for "left" layouts, on disk s
- * (mod n) for "right" ones, first or last for the parity-0/N ones; data
- * continues after the parity, wrapping ("symmetric"), or fills the other
- * disks from disk 0 ("asymmetric" and parity-0/N).  The array must read
- * back whole, with any one member missing, and with one dying mid-read;
- * it refuses changes. */
-static void r5_encode(unsigned layout, unsigned n, uint32_t chunk, const unsigned char *data,
-		      uint64_t rows, unsigned char **m)
+/* RAID5 and RAID6 members encoded here, by md's rules restated.  The
+ * parity P of stripe s sits on the last disk minus s (mod n) for "left"
+ * layouts, on disk s (mod n) for "right" ones, first or last for the
+ * parity-0/N ones; RAID6's Q follows P (disk 0 when P is last) and the
+ * "_6" layouts (16..20) are RAID5's over the first n-1 disks with Q last.
+ * Data continues after the parity, wrapping ("symmetric"), or fills the
+ * other disks from disk 0 ("asymmetric").  Q weighs data chunk i (counted
+ * from the disk after Q, wrapping) by 2^i in GF(2^8) mod 0x11d, computed
+ * here by shifts.  The arrays must read back whole, with every member and
+ * (RAID6) every pair of members missing, and with members dying
+ * mid-read; they refuse changes. */
+static uint8_t t_gfmul(uint8_t a, uint8_t b)
 {
+	uint8_t r = 0;
+	while (b) {
+		if (b & 1)
+			r ^= a;
+		a = (uint8_t)((a << 1) ^ ((a & 0x80) ? 0x1d : 0));
+		b >>= 1;
+	}
+	return r;
+}
+
+static void r56_layout(int level, unsigned layout, unsigned n, uint64_t s, unsigned *p, int *q,
+		       unsigned *disk /* [n - m] */)
+{
+	unsigned m = level == 6 ? 2 : 1, w = n;
+	bool q_last = level == 6 && layout >= 16;
+
+	if (q_last) {
+		w = n - 1; /* a RAID5 layout over the first n-1 disks */
+		layout -= 16;
+	}
+	unsigned used = q_last ? 1 : m; /* parity chunks among the w disks */
+	if (layout == 0 || layout == 2)
+		*p = w - 1 - (unsigned)(s % w);
+	else if (layout == 1 || layout == 3)
+		*p = (unsigned)(s % w);
+	else
+		*p = layout == 4 ? 0 : w - used;
+	*q = -1;
+	if (q_last)
+		*q = (int)n - 1;
+	else if (level == 6)
+		*q = (int)((*p + 1) % n);
+	bool sym = layout == 2 || layout == 3;
+	unsigned k = 0;
+	for (unsigned j = 0; k < n - m; j++) {
+		unsigned d = sym ? (*p + used + j) % w : j;
+		if (!sym && (d == *p || (int)d == *q || d >= w))
+			continue;
+		disk[k++] = d;
+	}
+}
+
+static void r56_encode(int level, unsigned layout, unsigned n, uint32_t chunk,
+		       const unsigned char *data, uint64_t rows, unsigned char **m)
+{
+	unsigned nd = n - (level == 6 ? 2 : 1), disk[8];
 	for (uint64_t s = 0; s < rows; s++) {
 		unsigned p;
-		if (layout == 0 || layout == 2)
-			p = n - 1 - (unsigned)(s % n);
-		else if (layout == 1 || layout == 3)
-			p = (unsigned)(s % n);
-		else
-			p = layout == 4 ? 0 : n - 1;
-		unsigned char *par = m[p] + s * chunk;
-		memset(par, 0, chunk);
-		for (unsigned d = 0; d < n - 1; d++) {
-			unsigned disk;
-			if (layout == 2 || layout == 3)
-				disk = (p + 1 + d) % n;
-			else
-				disk = d < p ? d : d + 1;
-			const unsigned char *src = data + (s * (n - 1) + d) * chunk;
-			memcpy(m[disk] + s * chunk, src, chunk);
+		int q;
+		r56_layout(level, layout, n, s, &p, &q, disk);
+		memset(m[p] + s * chunk, 0, chunk);
+		if (q >= 0)
+			memset(m[q] + s * chunk, 0, chunk);
+		for (unsigned d = 0; d < nd; d++) {
+			const unsigned char *src = data + (s * nd + d) * chunk;
+			memcpy(m[disk[d]] + s * chunk, src, chunk);
 			for (uint32_t b = 0; b < chunk; b++)
-				par[b] ^= src[b];
+				m[p][s * chunk + b] ^= src[b];
+		}
+		if (q < 0)
+			continue;
+		/* Syndrome order: from the disk after Q (0 if Q is last). */
+		unsigned d0 = q == (int)n - 1 ? 0 : (unsigned)q + 1, place = 0;
+		for (unsigned t = 0; t < n; t++) {
+			unsigned r = (d0 + t) % n;
+			if (r == p || (int)r == q)
+				continue;
+			uint8_t coef = 1;
+			for (unsigned e = 0; e < place; e++)
+				coef = t_gfmul(coef, 2);
+			for (uint32_t b = 0; b < chunk; b++)
+				m[q][s * chunk + b] ^= t_gfmul(m[r][s * chunk + b], coef);
+			place++;
 		}
 	}
 }
 
-static void test_raid5(void)
+static void r56_check(int level, unsigned layout, unsigned n, unsigned gone_mask,
+		      unsigned long long *seed)
 {
-	unsigned long long seed = 5;
+	uint32_t chunk = level == 6 || layout % 2 ? 4096 : 16384;
+	unsigned m = level == 6 ? 2 : 1;
+	uint64_t rows = 2 * n + 1, msize = rows * chunk, asize = msize * (n - m);
+	unsigned char *data = malloc(asize), *got = malloc(asize), *img[8];
+	struct raid_geom g = { .level = level, .layout = layout, .chunk = chunk, .raid_disks = n };
+	struct vol *mem[8] = { 0 }, *a = NULL;
 
-	for (unsigned layout = 0; layout <= 5; layout++) {
-		for (unsigned n = 2; n <= 5; n++) {
-			uint32_t chunk = (layout % 2) ? 4096 : 65536;
-			uint64_t rows = 9, msize = rows * chunk;
-			uint64_t asize = msize * (n - 1);
-			unsigned char *data = malloc(asize), *got = malloc(asize);
-			unsigned char *img[5];
-			fill(data, asize, &seed);
-			for (unsigned i = 0; i < n; i++)
-				img[i] = malloc(msize);
-			r5_encode(layout, n, chunk, data, rows, img);
-			for (int gone = -1; gone < (int)n; gone++) {
-				struct raid_geom g = { .level = 5, .layout = layout, .chunk = chunk,
-						       .raid_disks = n };
-				struct vol *m[5] = { 0 }, *a = NULL;
-				for (unsigned i = 0; i < n; i++) {
-					char spec[64];
-					struct vol *inner;
-					if ((int)i == gone)
-						continue;
-					snprintf(spec, sizeof(spec), "mem:%llu", (unsigned long long)msize);
-					CHECK_EQ(member_open(spec, 0, &inner), 0);
-					CHECK_EQ(vol_write(inner, img[i], msize, 0, 0), 0);
-					CHECK_EQ(fault_member_wrap(inner, "", &m[i]), 0);
-				}
-				CHECK_EQ(raid_open(&g, m, NULL, "r5", &a), 0);
-				if (!a)
-					continue;
-				CHECK_EQ(a->size, asize);
-				CHECK(a->caps & VOL_CAP_READONLY);
-				memset(got, 0, asize);
-				/* Odd-sized reads across chunks and stripes. */
-				for (uint64_t off = 0; off < asize;) {
-					uint64_t len = 512 * (1 + check_rand(&seed) % 300);
-					if (len > asize - off)
-						len = asize - off;
-					CHECK_EQ(vol_read(a, got + off, len, off), 0);
-					off += len;
-				}
-				if (memcmp(got, data, asize) != 0) {
-					fprintf(stderr, "raid5 layout %u n %u missing %d: mismatch\n", layout, n,
-						gone);
-					CHECK(0);
-				}
-				CHECK_EQ(vol_write(a, got, 512, 0, 0), -EROFS);
-				if (gone < 0 && n > 2) {
-					/* A member dies: it fails, and its blocks are rebuilt. */
-					fault_member_kill(m[1], true);
-					CHECK_EQ(vol_read(a, got, asize, 0), 0);
-					CHECK(memcmp(got, data, asize) == 0);
-					/* A second one: data is lost, an error. */
-					fault_member_kill(m[0], true);
-					CHECK_EQ(vol_read(a, got, asize, 0), -EIO);
-				}
-				vol_close(a);
-			}
-			for (unsigned i = 0; i < n; i++)
-				free(img[i]);
-			free(data);
-			free(got);
-		}
+	fill(data, asize, seed);
+	for (unsigned i = 0; i < n; i++)
+		img[i] = malloc(msize);
+	r56_encode(level, layout, n, chunk, data, rows, img);
+	for (unsigned i = 0; i < n; i++) {
+		char spec[64];
+		struct vol *inner;
+		if (gone_mask & (1u << i))
+			continue;
+		snprintf(spec, sizeof(spec), "mem:%llu", (unsigned long long)msize);
+		CHECK_EQ(member_open(spec, 0, &inner), 0);
+		CHECK_EQ(vol_write(inner, img[i], msize, 0, 0), 0);
+		CHECK_EQ(fault_member_wrap(inner, "", &mem[i]), 0);
 	}
+	CHECK_EQ(raid_open(&g, mem, NULL, "r56", &a), 0);
+	if (a) {
+		CHECK_EQ(a->size, asize);
+		CHECK(a->caps & VOL_CAP_READONLY);
+		memset(got, 0, asize);
+		for (uint64_t off = 0; off < asize;) {
+			uint64_t len = 512 * (1 + check_rand(seed) % 100);
+			if (len > asize - off)
+				len = asize - off;
+			CHECK_EQ(vol_read(a, got + off, len, off), 0);
+			off += len;
+		}
+		if (memcmp(got, data, asize) != 0) {
+			fprintf(stderr, "raid%d layout %u n %u missing 0x%x: mismatch\n", level, layout,
+				n, gone_mask);
+			CHECK(0);
+		}
+		CHECK_EQ(vol_write(a, got, 512, 0, 0), -EROFS);
+		if (gone_mask == 0 && n > 3) {
+			/* Members die as far as the level allows: still whole;
+			 * one more is data lost. */
+			for (unsigned k = 0; k < m; k++)
+				fault_member_kill(mem[k + 1], true);
+			CHECK_EQ(vol_read(a, got, asize, 0), 0);
+			CHECK(memcmp(got, data, asize) == 0);
+			fault_member_kill(mem[0], true);
+			CHECK_EQ(vol_read(a, got, asize, 0), -EIO);
+		}
+		vol_close(a);
+	}
+	for (unsigned i = 0; i < n; i++)
+		free(img[i]);
+	free(data);
+	free(got);
+}
+
+static void test_raid56(void)
+{
+	static const unsigned layouts6[] = { 0, 1, 2, 3, 4, 5, 16, 17, 18, 19, 20 };
+	unsigned long long seed = 56;
+
+	for (unsigned layout = 0; layout <= 5; layout++)
+		for (unsigned n = 2; n <= 5; n++)
+			for (int gone = -1; gone < (int)n; gone++)
+				r56_check(5, layout, n, gone < 0 ? 0 : 1u << gone, &seed);
+	for (size_t l = 0; l < sizeof(layouts6) / sizeof(layouts6[0]); l++)
+		for (unsigned n = 4; n <= 5; n++)
+			for (unsigned mask = 0; mask < (1u << n); mask++)
+				if (__builtin_popcount(mask) <= 2)
+					r56_check(6, layouts6[l], n, mask, &seed);
 }
 
 static const struct cfg cfgs[] = {
@@ -516,6 +580,6 @@ int main(void)
 	}
 	test_edges();
 	test_ra_concurrent();
-	test_raid5();
+	test_raid56();
 	return check_done();
 }

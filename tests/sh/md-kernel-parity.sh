@@ -1,0 +1,88 @@
+#!/bin/bash
+# md-kernel-parity.sh — uraid reads the RAID5 and RAID6 arrays the Linux
+# kernel's md writes (in a linux-peer VM, ../shared/linux-peer): mdadm
+# --create in the guest (RAID5 left-symmetric on 3 disks and left-asymmetric
+# on 4, RAID6 left-symmetric on 4 and right-asymmetric on 5), a pattern
+# written with dd; on the host uraid examines and serves each read-only and
+# must read the same sha256, then again with members left out (one for
+# RAID5, two for RAID6), their chunks rebuilt from P (and Q).
+# Skips (77) when QEMU, a kernel image or linux-peer is not available.
+set -euo pipefail
+
+PEER=${LINUX_PEER:-$SRCDIR/../shared/linux-peer}
+[ -x "$PEER/run.sh" ] || { echo "skip: no linux-peer at $PEER"; exit 77; }
+command -v qemu-system-x86_64 >/dev/null || { echo "skip: no qemu-system-x86_64"; exit 77; }
+ls /boot/vmlinuz-* >/dev/null 2>&1 || { echo "skip: no kernel image in /boot"; exit 77; }
+for t in nbdcopy cpio busybox; do
+    command -v $t >/dev/null || { echo "skip: $t missing"; exit 77; }
+done
+
+D=$(mktemp -d)
+trap 'rm -rf "$D"' EXIT
+MB=6
+pattern() { awk -v n=$((MB * 65536)) 'BEGIN { for (i = 0; i < n; i++) printf "%015d\n", i }'; }
+pattern > "$D/pat"
+want=$(sha256sum < "$D/pat" | cut -d' ' -f1)
+
+# name, mdadm options, members, how many to leave out on the degraded read
+arrays=("k5 --level=5 --chunk=64 3 1"
+        "k5la --level=5 --layout=left-asymmetric --chunk=32 4 1"
+        "k6 --level=6 --chunk=64 4 2"
+        "k6ra --level=6 --layout=right-asymmetric --chunk=16 5 2")
+imgs=()
+declare -A devs files
+for spec in "${arrays[@]}"; do
+    set -- $spec
+    name=$1 n=${*: -2:1}
+    for ((j = 0; j < n; j++)); do
+        f="$D/$name.$j.img"
+        truncate -s 16M "$f"
+        devs[$name]+="/dev/vd$(printf "\\$(printf %o $((97 + ${#imgs[@]})))") "
+        files[$name]+="$f "
+        imgs+=("$f")
+    done
+done
+
+{
+    echo '#!/bin/sh'
+    echo "MB=$MB"
+    echo 'pattern() { awk -v n=$((MB * 65536)) '"'"'BEGIN { for (i = 0; i < n; i++) printf "%015d\n", i }'"'"'; }'
+    i=0
+    for spec in "${arrays[@]}"; do
+        set -- $spec
+        name=$1; shift
+        n=${*: -2:1}
+        opts=("${@:1:$#-2}")
+        # --assume-clean on zeroed members: the parity of zeros is zero.
+        echo "mdadm --create /dev/md$i --run --metadata=1.2 --name=$name ${opts[*]} --assume-clean --bitmap=none --raid-devices=$n ${devs[$name]} >/tmp/c.log 2>&1 || { echo 'create-failed $name'; cat /tmp/c.log; }"
+        echo "pattern | dd of=/dev/md$i bs=1M iflag=fullblock oflag=direct 2>/dev/null; sync"
+        echo "echo \"level $name \$(cat /sys/block/md$i/md/level) \$(cat /sys/block/md$i/md/layout)\""
+        echo "mdadm --stop /dev/md$i >/dev/null 2>&1 && echo 'written $name'"
+        i=$((i + 1))
+    done
+    echo 'exit 0'
+} > "$D/job.sh"
+
+out=$(LINUX_PEER_TIMEOUT=${LINUX_PEER_TIMEOUT:-300} "$PEER/run.sh" "$D/job.sh" "${imgs[@]}" 2>&1) || {
+    echo "$out"; echo "FAIL: the linux-peer job did not finish"; exit 1; }
+fail=0
+read_sha() { # serve ARGS... ; prints the sha256 of the first MB MiB
+    $URAID serve --readonly "$@" --run 'nbdcopy "$uri" - | head -c '$((MB << 20))' | sha256sum' \
+        2>/dev/null | cut -d' ' -f1
+}
+for spec in "${arrays[@]}"; do
+    set -- $spec
+    name=$1 gone=${*: -1}
+    grep -q "^written $name" <<< "$out" || { echo "FAIL: the guest could not make $name"; echo "$out" | tail -20; fail=1; continue; }
+    set -- ${files[$name]}
+    $URAID examine "$1" | grep -q 'Checksum : .* - correct' || { echo "FAIL: uraid examine $name"; fail=1; }
+    got=$(read_sha "$@")
+    if [ "$got" = "$want" ]; then echo "ok: uraid reads the kernel's $spec ($(grep "^level $name" <<< "$out"))"; else
+        echo "FAIL: uraid read of kernel-made $name: $got (want $want)"; fail=1; fi
+    # Leave out members 2.. (the first stays, so roles are not just a prefix).
+    left=("$1" "${@:$((gone + 2))}")
+    got=$(read_sha --degraded "${left[@]}")
+    if [ "$got" = "$want" ]; then echo "ok: uraid reads $name with $gone member(s) gone"; else
+        echo "FAIL: uraid read of $name with $gone member(s) gone: $got (want $want)"; fail=1; fi
+done
+exit $fail
