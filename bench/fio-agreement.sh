@@ -1,48 +1,81 @@
 #!/bin/bash
-# fio-agreement.sh — uraid bench's figures against fio's on the same kind of
-# volume: one member, served by `uraid serve`, 1 MiB sequential write and
-# read at qd 1 and 4 KiB random reads at qd 32.  ROUNDS rounds, medians.
+# fio-agreement.sh — uraid bench's figures against fio's on the same volume:
+# one member served by `uraid serve`, 1 MiB sequential write and read at
+# qd 1 and 4 KiB random reads at qd 32.  ROUNDS rounds, medians.
 #
 #   bench/fio-agreement.sh [ROUNDS]      (default 3)
+#   URAID=/path/to/uraid bench/fio-agreement.sh 5
 #
-# Members: sim:sata80 (a disk model: figures do not depend on the load) and
-# mem (RAM: the noisy case).  The bench serves its own 64 MiB member; fio
-# gets a server of the same spec over a 64 MiB tmpfs file or mem:64M.
+# Both tools see the same thing:
+#  - the same server: the bench serves a single member from a file on
+#    tmpfs (the disk model wrapped around it for sim kinds, the bare file
+#    for mem), and fio gets `uraid serve` of exactly that spec over a file
+#    of the same size, allocated the same way;
+#  - the same requests: size, queue depth, 64 MiB span, 2 s per figure
+#    however many passes that takes (both time-based), random offsets
+#    drawn with replacement (fio: norandommap);
+#  - the same data policy: every buffer starts as random bytes and each
+#    write stamps its sectors so that no two writes send the same data
+#    (fio's default scramble_buffers; see docs/bench.md).
+# The two tools take turns figure by figure, in alternating order from
+# round to round, since the machine's load drifts; each figure gets a
+# fresh server over a fresh member (which reads as zeros on both sides).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
-uraid=$PWD/build/src/uraid
+uraid=${URAID:-$PWD/build/src/uraid}
+[ -x "$uraid" ] || { echo "fio-agreement: no uraid at $uraid (set URAID)" >&2; exit 1; }
+command -v fio >/dev/null || { echo "fio-agreement: fio not installed" >&2; exit 1; }
 dir=$(mktemp -d /dev/shm/fio-agreement.XXXXXX)
 pid=""
 trap '[ -n "$pid" ] && kill $pid 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"' EXIT
+runtime=2
+size=64M
 
-fio_run() { # URI rw bs qd -> "MBps IOPS"
-    local out
-    out=$(fio --name=a --ioengine=nbd --uri="$1" --rw="$2" --bs="$3" --iodepth="$4" --size=64M \
-              --runtime=2 --time_based --output-format=terse --terse-version=3 2>/dev/null | grep '^3;')
+fio_run() { # URI rw bs qd -> "bytes/s IOPS"
+    local out sync=0
+    # Writes end with a flush inside the time, as the bench's do.
+    [ "$2" = write ] && sync=1
+    out=$(fio --name=a --ioengine=nbd --uri="$1" --rw="$2" --bs="$3" --iodepth="$4" \
+              --size=$size --runtime=$runtime --time_based --norandommap --end_fsync=$sync \
+              --output-format=terse --terse-version=3 2>/dev/null | grep '^3;')
     if [ "${2#rand}" = read ]; then echo "$(( $(cut -d';' -f7 <<<"$out") * 1024 )) $(cut -d';' -f8 <<<"$out")"
     else echo "$(( $(cut -d';' -f48 <<<"$out") * 1024 )) $(cut -d';' -f49 <<<"$out")"; fi
 }
 
-for r in $(seq "$rounds"); do
-    echo "== round $r" >&2
-    for kind in sata80 mem; do
-        "$uraid" bench --members "$kind" --layout single --workload write,read,randread-qd32 \
-            --reps 1 --runtime 2 --no-ceilings --json "$dir/b.json" >/dev/null 2>&1
-        python3 - "$dir/b.json" "$kind" >> "$dir/rows" <<'PY'
+run_bench() { # kind workload
+    "$uraid" bench --members "$1" --layout single --workload "$2" --size $size --reps 1 \
+        --runtime ${runtime}s --time-based --no-ceilings --json "$dir/b.json" >/dev/null 2>&1
+    python3 - "$dir/b.json" "$1" >> "$dir/rows" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1]))
 for row in j["results"]:
     print("bench", sys.argv[2], row["workload"], row["bw_bytes"], row["iops"])
 PY
-        if [ "$kind" = sata80 ]; then truncate -s 64M "$dir/m.img"; spec="sim:sata80:$dir/m.img"; else spec=mem:64M; fi
-        "$uraid" serve --foreground --socket "$dir/s.sock" "$spec" 2>/dev/null & pid=$!
-        for _ in $(seq 100); do [ -S "$dir/s.sock" ] && break; sleep 0.1; done
-        uri="nbd+unix:///?socket=$dir/s.sock"
-        echo "fio $kind write $(fio_run "$uri" write 1M 1)" >> "$dir/rows"
-        echo "fio $kind read $(fio_run "$uri" read 1M 1)" >> "$dir/rows"
-        echo "fio $kind randread-qd32 $(fio_run "$uri" randread 4k 32)" >> "$dir/rows"
-        kill $pid; wait $pid 2>/dev/null || true; pid=""; rm -f "$dir/m.img"
+}
+
+run_fio() { # kind workload
+    local uri="nbd+unix:///?socket=$dir/s.sock" spec
+    rm -f "$dir/m.img" "$dir/s.sock"
+    fallocate -l $size "$dir/m.img" 2>/dev/null || truncate -s $size "$dir/m.img"
+    if [ "$1" = mem ]; then spec="$dir/m.img"; else spec="sim:$1:$dir/m.img"; fi
+    "$uraid" serve --foreground --socket "$dir/s.sock" "$spec" 2>/dev/null & pid=$!
+    for _ in $(seq 100); do [ -S "$dir/s.sock" ] && break; sleep 0.1; done
+    case $2 in
+    write) echo "fio $1 $2 $(fio_run "$uri" write 1M 1)" ;;
+    read) echo "fio $1 $2 $(fio_run "$uri" read 1M 1)" ;;
+    randread-qd32) echo "fio $1 $2 $(fio_run "$uri" randread 4k 32)" ;;
+    esac >> "$dir/rows"
+    kill $pid; wait $pid 2>/dev/null || true; pid=""; rm -f "$dir/m.img"
+}
+
+for r in $(seq "$rounds"); do
+    echo "== round $r" >&2
+    for kind in sata80 mem; do
+        for w in write read randread-qd32; do
+            if [ $((r % 2)) = 1 ]; then run_bench $kind $w; run_fio $kind $w
+            else run_fio $kind $w; run_bench $kind $w; fi
+        done
     done
 done
 
@@ -52,7 +85,7 @@ v = {}
 for line in open(sys.argv[1]):
     tool, kind, w, bw, iops = line.split()
     v.setdefault((kind, w, tool), []).append((float(bw), float(iops)))
-print(f"{'member':8} {'workload':14} {'bench':>14} {'fio':>14} {'bench/fio':>9}")
+print(f"{'member':8} {'workload':14} {'bench':>14} {'fio':>14} {'bench/fio':>9}  per round")
 for kind in ("sata80", "mem"):
     for w in ("write", "read", "randread-qd32"):
         b, f = v.get((kind, w, "bench")), v.get((kind, w, "fio"))
@@ -62,5 +95,6 @@ for kind in ("sata80", "mem"):
         unit = "IOPS" if i else "MB/s"
         mb = statistics.median(x[i] for x in b) / (1 if i else 1e6)
         mf = statistics.median(x[i] for x in f) / (1 if i else 1e6)
-        print(f"{kind:8} {w:14} {mb:9.0f} {unit:4} {mf:9.0f} {unit:4} {mb / mf:9.2f}")
+        per = " ".join(f"{x[i] / y[i]:.2f}" for x, y in zip(b, f))
+        print(f"{kind:8} {w:14} {mb:9.0f} {unit:4} {mf:9.0f} {unit:4} {mb / mf:9.2f}  {per}")
 PY

@@ -167,6 +167,7 @@ struct bench_opts {
 	unsigned reps;
 	uint64_t seed;
 	bool quick;
+	bool time_based; /* no pass limit: every repetition runs --runtime */
 	bool ceilings;
 	bool cached;
 };
@@ -188,6 +189,8 @@ static void usage(FILE *f)
 	           "  --study ID         rerun a seed's study: 000 or 003\n"
 	           "  --size SIZE        bytes per member (default 64M)\n"
 	           "  --runtime T        cap per repetition (default 0.4s)\n"
+	           "  --time-based       run every repetition for --runtime, however many\n"
+	           "                     passes of the volume that takes (as fio's time_based)\n"
 	           "  --reps N           repetitions per figure, median kept (default 3)\n"
 	           "  --chunk SIZE       RAID chunk (default 64K)\n"
 	           "  --target T         nbd (a `uraid serve` child), vol (in process), auto\n"
@@ -261,8 +264,9 @@ static struct bench_job make_job(const struct wl_def *w, uint64_t size, const st
 	                      .fsync = w->fsync,
 	                      .seed = o->seed};
 	j.region = size - size % w->bs;
-	/* Several passes, unless time runs out first. */
-	j.max_bytes = j.region * 64;
+	/* Several passes, unless time runs out first; or the whole
+	 * --runtime, like fio's time_based. */
+	j.max_bytes = o->time_based ? UINT64_MAX : j.region * 64;
 	j.max_ns = o->runtime_ns;
 	return j;
 }
@@ -517,6 +521,7 @@ static int parse_opts(int argc, char **argv, struct bench_opts *o)
 		O_NOCEIL,
 		O_SEED,
 		O_QUICK,
+		O_TIMEBASED,
 		O_JSON,
 		O_CSV,
 		O_SVG,
@@ -537,6 +542,7 @@ static int parse_opts(int argc, char **argv, struct bench_opts *o)
 	    {"no-ceilings", no_argument, NULL, O_NOCEIL},
 	    {"seed", required_argument, NULL, O_SEED},
 	    {"quick", no_argument, NULL, O_QUICK},
+	    {"time-based", no_argument, NULL, O_TIMEBASED},
 	    {"json", required_argument, NULL, O_JSON},
 	    {"csv", required_argument, NULL, O_CSV},
 	    {"svg", required_argument, NULL, O_SVG},
@@ -576,6 +582,9 @@ static int parse_opts(int argc, char **argv, struct bench_opts *o)
 			break;
 		case O_QUICK:
 			o->quick = true;
+			break;
+		case O_TIMEBASED:
+			o->time_based = true;
 			break;
 		case O_JSON:
 			o->json = optarg;
@@ -645,10 +654,11 @@ static void build_cmdline(const struct bench_opts *o, struct bench_report *rep)
 	snprintf(sz, sizeof(sz), "%lluK", (unsigned long long)(o->size >> 10));
 	snprintf(c, n,
 	         "uraid bench%s%s --layout %s --members %s --workload %s --size %s "
-	         "--runtime %.3fs --reps %u --chunk %uK --target %s --seed %llu%s%s",
+	         "--runtime %.3fs%s --reps %u --chunk %uK --target %s --seed %llu%s%s",
 	         o->study ? " --study " : "", o->study ? o->study : "", o->layouts, o->model_name,
-	         o->workloads, sz, (double)o->runtime_ns / 1e9, o->reps, bench_chunk >> 10,
-	         o->target, (unsigned long long)o->seed, o->cached ? " --cached" : "",
+	         o->workloads, sz, (double)o->runtime_ns / 1e9,
+	         o->time_based ? " --time-based" : "", o->reps, bench_chunk >> 10, o->target,
+	         (unsigned long long)o->seed, o->cached ? " --cached" : "",
 	         o->ceilings ? "" : " --no-ceilings");
 }
 

@@ -65,8 +65,9 @@ struct bench_target {
 	uint64_t size;
 };
 
-/* Random incompressible data shared by every write (each request uses a
- * different slice).  Call once before any job; thread-safe afterwards. */
+/* Random incompressible data behind every write: each request slot's
+ * buffer is filled from its own slice, and each write stamps its sectors
+ * (workload.c).  Call once before any job; thread-safe afterwards. */
 int bench_data_init(uint64_t seed);
 void bench_data_free(void);
 

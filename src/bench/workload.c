@@ -6,10 +6,17 @@
  * with libnbd's asynchronous calls (what fio's nbd engine does); against an
  * in-process vol, qd threads each issue one request at a time.
  *
- * Every write sends different, incompressible bytes: each request takes its
- * own slice of a random pool, so no layer can compress or deduplicate its
- * way to a better figure.  Offsets and slices come from a hash of (seed,
- * request index), so a run is reproduced exactly by its seed. */
+ * Every write sends different, incompressible bytes, at the cost fio pays
+ * for the same guarantee (its default scramble_buffers): each request
+ * slot's buffer is filled once from a random pool, and before each write
+ * the first 16 bytes of every 512-byte sector get a stamp of the
+ * sector's volume offset and the request's number.  No two writes, and no
+ * two sectors, carry the same bytes, so no layer can compress or
+ * deduplicate its way to a better figure; and the load generator neither
+ * generates random bytes per request nor streams its data from a pool
+ * larger than the CPU's caches, which would make its own memory traffic
+ * part of the figure on fast members.  Offsets and data come from a hash
+ * of (seed, request index), so a run is reproduced exactly by its seed. */
 #include "bench.h"
 
 #include "core/log.h"
@@ -114,10 +121,21 @@ static uint64_t job_offset(const struct bench_job *j, uint64_t i)
 	return (i % blocks) * j->bs;
 }
 
-static const unsigned char *job_data(const struct bench_job *j, uint64_t i)
+/* Fill a request slot's buffer from the pool, at a place of its own. */
+static void job_buf_fill(const struct bench_job *j, unsigned char *buf, unsigned slot)
 {
 	uint64_t slots = (POOL_SIZE - j->bs) / 512 + 1;
-	return pool + (mix64(~j->seed ^ i) % slots) * 512;
+	memcpy(buf, pool + (mix64(~j->seed ^ slot) % slots) * 512, j->bs);
+}
+
+/* Make buf the data of write i at off: stamp every sector. */
+static void job_buf_stamp(const struct bench_job *j, unsigned char *buf, uint64_t i, uint64_t off)
+{
+	uint64_t tag = mix64(j->seed ^ i);
+	for (uint32_t s = 0; s < j->bs; s += 512) {
+		uint64_t stamp[2] = {off + s, tag};
+		memcpy(buf + s, stamp, sizeof(stamp));
+	}
 }
 
 /* bonnie's seekers write back one block in ten. */
@@ -173,6 +191,7 @@ struct vol_run {
 	const struct bench_job *job;
 	uint64_t nops, deadline;
 	_Atomic uint64_t next, done;
+	_Atomic unsigned workers; /* hands each worker its buffer's slot */
 	struct lat_log *lat;
 	_Atomic int err;
 };
@@ -188,6 +207,8 @@ static void *vol_worker(void *arg)
 		atomic_store(&r->err, -ENOMEM);
 		return NULL;
 	}
+	if (j->op == BENCH_WRITE)
+		job_buf_fill(j, buf, atomic_fetch_add(&r->workers, 1));
 	for (;;) {
 		uint64_t i = atomic_fetch_add(&r->next, 1);
 		if (i >= r->nops || atomic_load(&r->err))
@@ -197,7 +218,8 @@ static void *vol_worker(void *arg)
 			break;
 		uint64_t off = job_offset(j, i);
 		if (j->op == BENCH_WRITE) {
-			e = vol_write(r->vol, job_data(j, i), j->bs, off, 0);
+			job_buf_stamp(j, buf, i, off);
+			e = vol_write(r->vol, buf, j->bs, off, 0);
 		} else {
 			e = vol_read(r->vol, buf, j->bs, off);
 			if (!e && job_writes_back(j, i)) {
@@ -266,9 +288,10 @@ static int nbd_issue(struct nbd_handle *h, const struct bench_job *j, struct nbd
 
 	s->completed = false;
 	s->error = 0;
+	if (write && j->op == BENCH_WRITE)
+		job_buf_stamp(j, s->buf, s->i, off);
 	if (write)
-		c = nbd_aio_pwrite(h, j->op == BENCH_WRITE ? job_data(j, s->i) : s->buf, j->bs, off,
-		                   cb, 0);
+		c = nbd_aio_pwrite(h, s->buf, j->bs, off, cb, 0);
 	else
 		c = nbd_aio_pread(h, s->buf, j->bs, off, cb, 0);
 	if (c < 0)
@@ -277,11 +300,13 @@ static int nbd_issue(struct nbd_handle *h, const struct bench_job *j, struct nbd
 	return 0;
 }
 
+/* *t_start: when the first request went out (the buffers are ready by
+ * then); the caller's clock runs from there. */
 static int run_nbd(struct nbd_handle *h, const struct bench_job *j, struct lat_log *lat,
-                   uint64_t t_start, uint64_t *done)
+                   uint64_t *t_start, uint64_t *done)
 {
 	unsigned qd = j->qd ? j->qd : 1;
-	uint64_t nops = job_nops(j), next = 0, deadline = t_start + j->max_ns;
+	uint64_t nops = job_nops(j), next = 0, deadline;
 	struct nbd_slot *slots = calloc(qd, sizeof(*slots));
 	unsigned *free_q = calloc(qd, sizeof(*free_q));
 	unsigned n_free = 0, in_flight = 0;
@@ -297,8 +322,12 @@ static int run_nbd(struct nbd_handle *h, const struct bench_job *j, struct lat_l
 			r = -ENOMEM;
 			goto out;
 		}
+		if (j->op == BENCH_WRITE)
+			job_buf_fill(j, slots[k].buf, k);
 		free_q[n_free++] = k;
 	}
+	*t_start = now_ns();
+	deadline = *t_start + j->max_ns;
 	for (;;) {
 		/* Fill the queue while there is work and time. */
 		while (n_free && next < nops && r == 0) {
@@ -386,11 +415,17 @@ int bench_run(struct bench_target *t, const struct bench_job *job, struct bench_
 	bench_cpu_times(t->pid, &u0, &s0);
 	uint64_t t0 = now_ns();
 	if (t->nbd)
-		r = run_nbd(t->nbd, job, &lat, t0, &done);
+		r = run_nbd(t->nbd, job, &lat, &t0, &done);
 	else
 		r = run_vol(t->vol, job, &lat, t0, &done);
 	uint64_t t1 = now_ns();
-	if (r == 0 && job->fsync) {
+	/* A write is done when it is on the volume: a cache in front of the
+	 * disks (an array's write-behind, a file's page cache) would
+	 * otherwise count as their speed in a short run.  So write jobs end
+	 * with a flush inside their window, as fio's end_fsync does; fw keeps
+	 * its two figures, without and with it. */
+	bool end_flush = job->op == BENCH_WRITE && !job->fsync;
+	if (r == 0 && (job->fsync || end_flush)) {
 		if (t->nbd) {
 			/* A volume without a cache to flush (null:) has no flush. */
 			if (nbd_can_flush(t->nbd) > 0 && nbd_flush(t->nbd, 0) < 0)
@@ -404,7 +439,8 @@ int bench_run(struct bench_target *t, const struct bench_job *job, struct bench_
 	if (r == 0) {
 		out->ops = done;
 		out->bytes = done * job->bs;
-		out->ns = t1 - t0 ? t1 - t0 : 1;
+		uint64_t end = end_flush ? t2 : t1;
+		out->ns = end - t0 ? end - t0 : 1;
 		out->ns_fsync = job->fsync ? t2 - t0 : 0;
 		out->usr_cpu = 100.0 * (double)(u1 - u0) / (double)(t2 - t0);
 		out->sys_cpu = 100.0 * (double)(s1 - s0) / (double)(t2 - t0);
