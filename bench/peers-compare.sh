@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3} runtime=${2:-4}
 peers=${PEERS_SH:-../shared/bench/peers.sh}
-uraid=$PWD/build/src/uraid
+uraid=${URAID:-$PWD/build/src/uraid}
 dir=$(mktemp -d /tmp/peers-compare.XXXXXX)
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$dir"' EXIT
