@@ -435,6 +435,17 @@ out:
 	return r;
 }
 
+/* Forget what slot s holds: it is read again when next needed (parts
+ * being read now are thrown away when they land).  Caller holds the lock. */
+static void raid_ra_slot_forget(struct raid_ra_slot *s)
+{
+	s->gen++;
+	if (s->loading)
+		s->stale = true;
+	else
+		s->state = RA_EMPTY;
+}
+
 void raid_ra_invalidate(struct raid_array *a, uint64_t len, uint64_t off)
 {
 	struct raid_ra *ra = a->ra;
@@ -448,11 +459,7 @@ void raid_ra_invalidate(struct raid_array *a, uint64_t len, uint64_t off)
 		uint64_t start = s->piece * ra->piece;
 		if (s->state == RA_EMPTY || off >= start + ra->piece || start >= off + len)
 			continue;
-		s->gen++;
-		if (s->loading)
-			s->stale = true;
-		else
-			s->state = RA_EMPTY;
+		raid_ra_slot_forget(s);
 		dropped = true;
 	}
 	if (dropped)
@@ -473,11 +480,7 @@ void raid_ra_member_failed(struct raid_array *a, unsigned role)
 		struct raid_ra_slot *s = &ra->slot[i];
 		if (s->state != RA_FILLING || s->part[role] != PART_NEED)
 			continue;
-		s->gen++;
-		if (s->loading)
-			s->stale = true;
-		else
-			s->state = RA_EMPTY;
+		raid_ra_slot_forget(s);
 	}
 	pthread_cond_broadcast(&ra->work);
 	pthread_cond_broadcast(&ra->done);
