@@ -5,11 +5,12 @@
  * and layout, sizes, and (unless --force) that no member already holds an
  * md superblock, a LUKS header, a filesystem or a partition table.
  *
- * Consistency: mdadm leaves a new RAID1/10 "active" and the kernel copies
- * one mirror over the others in the background.  We make the mirrors agree
- * before any superblock exists instead, by zeroing every member's data
- * area (a hole punch on files, BLKZEROOUT on devices), and write the
- * superblocks last, marked clean.  --assume-clean skips the zeroing, as
+ * Consistency: mdadm leaves a new RAID1/10/5/6 "active" and the kernel
+ * copies one mirror over the others (or computes parity) in the
+ * background.  We make the copies agree before any superblock exists
+ * instead, by zeroing every member's data area (a hole punch on files,
+ * BLKZEROOUT on devices; zeros are their own parity, P and Q alike), and
+ * write the superblocks last, marked clean.  --assume-clean skips the zeroing, as
  * with mdadm.  A crash during create leaves no superblock at all. */
 #include "cli.h"
 
@@ -133,11 +134,11 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 		switch (c) {
 		case 'l':
 			if (md_level_parse(optarg, &o->level) < 0 ||
-			    (o->level != 0 && o->level != 1 && o->level != 10 &&
-			     o->level != MD_LEVEL_LINEAR)) {
+			    (o->level != 0 && o->level != 1 && o->level != 10 && o->level != 5 &&
+			     o->level != 6 && o->level != MD_LEVEL_LINEAR)) {
 				fprintf(
 				    stderr,
-				    "uraid: create: level '%s' is not one of 0, 1, 10, linear\n",
+				    "uraid: create: level '%s' is not one of 0, 1, 10, 5, 6, linear\n",
 				    optarg);
 				return 2;
 			}
@@ -187,15 +188,16 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 			break;
 		case 'h':
 			printf(
-			    "usage: uraid create --level=0|1|10|linear [--raid-devices=N] "
+			    "usage: uraid create --level=0|1|10|5|6|linear [--raid-devices=N] "
 			    "[--chunk=SIZE]\n"
-			    "                    [--layout=n2|f2|o2|...] [--name=NAME] "
+			    "                    [--layout=n2|f2|o2|left-symmetric|...] [--name=NAME] "
 			    "[--assume-clean]\n"
 			    "                    [--force] MEMBER...\n"
 			    "Write md v1.2 superblocks (as mdadm --create) making a new array.\n"
-			    "MEMBER may be 'missing' for a degraded RAID1/10.  --chunk is in KiB\n"
+			    "MEMBER may be 'missing' for a degraded RAID1/10/5/6.  --chunk is in KiB\n"
 			    "unless a suffix is given (default 512K).  Without --assume-clean the\n"
-			    "data areas of RAID1/10 members are zeroed so that mirrors agree.\n");
+			    "data areas of RAID1/10/5/6 members are zeroed so that mirrors agree\n"
+			    "and parity matches (zeros are their own parity).\n");
 			return 1;
 		default:
 			return 2;
@@ -223,8 +225,15 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 			        o->layout_name);
 			return 2;
 		}
+	} else if (o->level == 5 || o->level == 6) {
+		const char *name = o->layout_name ? o->layout_name : "left-symmetric";
+		if (md_raid56_layout_parse(o->level, name, &o->layout) < 0) {
+			fprintf(stderr, "uraid: create: '%s' is not a raid%d layout mdadm knows\n",
+			        name, o->level);
+			return 2;
+		}
 	} else if (o->layout_name) {
-		fprintf(stderr, "uraid: create: --layout is only supported for raid10\n");
+		fprintf(stderr, "uraid: create: --layout is only supported for raid10, 5 and 6\n");
 		return 2;
 	} else if (o->level == 0)
 		o->layout = MD_RAID0_ORIG_LAYOUT;
@@ -298,9 +307,19 @@ int cmd_create(int argc, char **argv)
 				return 2;
 			}
 	}
-	if (missing && o.level != 1 && o.level != 10) {
+	if (missing && o.level != 1 && o.level != 10 && o.level != 5 && o.level != 6) {
 		fprintf(stderr,
-		        "uraid: create: 'missing' members need a redundant level (1 or 10)\n");
+		        "uraid: create: 'missing' members need a redundant level (1, 10, 5 or 6)\n");
+		return 2;
+	}
+	if ((o.level == 5 || o.level == 6) && n < (o.level == 6 ? 4u : 2u)) {
+		fprintf(stderr, "uraid: create: raid%d needs at least %u members\n", o.level,
+		        o.level == 6 ? 4 : 2);
+		return 2;
+	}
+	if ((o.level == 5 || o.level == 6) && missing > (unsigned)(o.level - 4)) {
+		fprintf(stderr, "uraid: create: raid%d can miss at most %d member%s\n", o.level,
+		        o.level - 4, o.level == 6 ? "s" : "");
 		return 2;
 	}
 	if (missing == n) {
@@ -388,7 +407,7 @@ int cmd_create(int argc, char **argv)
 	 * each member's whole data area. */
 	if (o.level == 1)
 		sb->size = min_avail & ~127ull;
-	else if (o.level == 10)
+	else if (o.level == 10 || o.level == 5 || o.level == 6)
 		sb->size = min_avail / sb->chunk * sb->chunk;
 	sb->data_offset = data_offset;
 	sb->super_offset = MD_SB_SECTOR;
@@ -418,7 +437,8 @@ int cmd_create(int argc, char **argv)
 		err_clear();
 		r = vol_write_zeroes(m[i], data_offset * 512 - MD_SB_OFFSET, MD_SB_OFFSET,
 		                     VOL_MAY_TRIM);
-		if (r == 0 && (o.level == 1 || o.level == 10) && !o.assume_clean)
+		if (r == 0 && (o.level == 1 || o.level == 10 || o.level == 5 || o.level == 6) &&
+		    !o.assume_clean)
 			r = vol_write_zeroes(m[i], m[i]->size - data_offset * 512,
 			                     data_offset * 512, VOL_MAY_TRIM);
 		if (r == 0)

@@ -13,9 +13,9 @@
  * the request is served from the other copies; the client sees no error as
  * long as every block was read from, or written to, at least one copy.  On
  * RAID0 and linear the error goes back to the client for that request.
- * On a parity level (RAID5/6, read-only for now) a block whose member is
- * gone is rebuilt from the stripe's other chunks and its parity
- * (raid_parity.c).
+ * On a parity level (RAID5/6) a block whose member is gone is rebuilt from
+ * the stripe's other chunks and its parity, and writes update the parity
+ * stripe by stripe (raid_parity.c).
  *
  * Sequential streams on slow members are read ahead by per-member lanes
  * (raid_ra.c), so that one reader with one request in
@@ -474,8 +474,6 @@ static int raid_modify(struct raid_array *a, enum raid_op op, const char *buf,
 	unsigned nc;
 	int ne, r;
 
-	if (a->lvl->parity)
-		return -EROFS; /* parity updates are not built yet */
 	raid_ra_invalidate(a, len, off);
 	ne = raid_extents(a, len, off, &ext);
 	if (ne < 0)
@@ -550,6 +548,9 @@ static int raid_write(struct vol *v, const void *buf, uint64_t len,
 		      uint64_t off, unsigned flags)
 {
 	struct raid_array *a = to_raid(v);
+
+	if (a->lvl->parity)
+		return raid_parity_write(a, buf, len, off, flags);
 	int r = raid_wb_write(a, buf, len, off, flags);
 
 	if (r != -EAGAIN)
@@ -562,6 +563,9 @@ static int raid_trim(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
 	struct raid_array *a = to_raid(v);
 	int r = raid_wb_barrier(a);
 
+	if (a->lvl->parity)
+		return -ENOTSUP; /* a trimmed chunk would no longer match its parity */
+
 	return r ? r : raid_modify(a, RAID_TRIM, NULL, len, off, flags);
 }
 
@@ -571,6 +575,9 @@ static int raid_write_zeroes(struct vol *v, uint64_t len, uint64_t off,
 	struct raid_array *a = to_raid(v);
 	int r = raid_wb_barrier(a);
 
+	if (a->lvl->parity) /* zeros, parity and all */
+		return flags & VOL_FAST_ZERO ? -ENOTSUP
+					     : vol_write_zeroes_by_writing(v, len, off, flags);
 	return r ? r : raid_modify(a, RAID_ZERO, NULL, len, off, flags);
 }
 
@@ -620,6 +627,16 @@ out:
 	return r;
 }
 
+static void raid_stripe_locks_free(struct raid_array *a)
+{
+	if (!a->stripe_lock)
+		return;
+	for (unsigned i = 0; i < RAID_STRIPE_LOCKS; i++)
+		pthread_mutex_destroy(&a->stripe_lock[i]);
+	free(a->stripe_lock);
+	a->stripe_lock = NULL;
+}
+
 static void raid_close(struct vol *v)
 {
 	struct raid_array *a = to_raid(v);
@@ -630,6 +647,7 @@ static void raid_close(struct vol *v)
 		vol_close(a->m[i].vol);
 	a->lvl->free(a->priv);
 	pthread_mutex_destroy(&a->fail_lock);
+	raid_stripe_locks_free(a);
 	free(a->m);
 	vol_fini(v);
 	free(a);
@@ -753,10 +771,19 @@ int raid_open(const struct raid_geom *g, struct vol **members,
 	if (!a->m)
 		goto out_priv;
 	pthread_mutex_init(&a->fail_lock, NULL);
-	/* Parity levels are read-only until parity updates are built. */
+	if (lvl->parity) {
+		a->stripe_lock = calloc(RAID_STRIPE_LOCKS, sizeof(*a->stripe_lock));
+		r = -ENOMEM;
+		if (!a->stripe_lock)
+			goto out_lock;
+		for (unsigned i = 0; i < RAID_STRIPE_LOCKS; i++)
+			pthread_mutex_init(&a->stripe_lock[i], NULL);
+	}
+	/* Parity levels neither trim (a trimmed chunk would not match its
+	 * parity) nor zero cheaply (zeros are written, parity and all). */
 	unsigned caps = raid_caps(members, a->n);
 	if (lvl->parity)
-		caps = (caps | VOL_CAP_READONLY) & ~(VOL_CAP_TRIM | VOL_CAP_ZEROES | VOL_CAP_FAST_ZERO);
+		caps &= ~(VOL_CAP_TRIM | VOL_CAP_ZEROES | VOL_CAP_FAST_ZERO);
 	r = vol_init(&a->vol, &raid_ops, name, size / block_min * block_min, block_min, caps);
 	if (r < 0)
 		goto out_lock;
@@ -788,9 +815,6 @@ int raid_open(const struct raid_geom *g, struct vol **members,
 	if (missing)
 		log_warn("%s: running degraded, %u of %u members missing", name,
 			 missing, g->raid_disks);
-	if (lvl->parity && !(raid_caps(members, a->n) & VOL_CAP_READONLY))
-		log_warn("%s: %s is served read-only (writing parity is not built yet)", name,
-			 lvl->kind);
 	*out = &a->vol;
 	free(sizes);
 	return 0;
@@ -799,6 +823,7 @@ out_ra:
 out_vol:
 	vol_fini(&a->vol);
 out_lock:
+	raid_stripe_locks_free(a);
 	pthread_mutex_destroy(&a->fail_lock);
 	free(a->m);
 out_priv:

@@ -97,6 +97,7 @@ struct raid_array {
 	unsigned copies;
 	struct raid_member *m;
 	pthread_mutex_t fail_lock; /* serialises failure transitions */
+	pthread_mutex_t *stripe_lock; /* parity levels: RAID_STRIPE_LOCKS */
 	struct raid_ra *ra;        /* NULL without read-ahead */
 	struct raid_wb *wb;        /* NULL without write-behind */
 };
@@ -127,6 +128,12 @@ struct raid_array *raid_array_of(struct vol *v);
 /* Rebuild [off, off+len) (inside one chunk) of a parity level from the
  * rest of its stripe; -EIO when more is gone than the parity gives back. */
 int raid_parity_rebuild(struct raid_array *a, char *buf, uint64_t len, uint64_t off);
+/* Write [off, off+len) of a parity level, stripe by stripe, parity
+ * included. */
+int raid_parity_write(struct raid_array *a, const char *buf, uint64_t len, uint64_t off,
+		      unsigned flags);
+/* Stripes hash onto this many locks. */
+#define RAID_STRIPE_LOCKS 64
 
 /* ---- pieces staged in memory (raid_piece.c) ---- */
 

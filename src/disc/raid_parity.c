@@ -13,7 +13,18 @@
  *       a = P + sum D_i and b = Q + sum g^i D_i over the surviving i:
  *       D_x = (b + g^y a) / (g^x + g^y)
  * ("+" is XOR).  Everything here reads the surviving chunks at once and
- * works on the one extent asked for. */
+ * works on the one extent asked for.
+ *
+ * Writes (raid_parity_write) go stripe by stripe, each under the stripe's
+ * lock, by reconstruct-write: the part of every data chunk the write does
+ * not cover is read (or, on a gone member, rebuilt from the old parity),
+ * P and Q are computed over the whole stripe, and the new data, P and Q
+ * go to their members at once.  A gone member's share is simply not
+ * written: the new parity covers it.  Rebuilding reads take the same lock,
+ * so they never mix one write's new chunks with another's old parity.  A
+ * crash between the data and the parity leaves the stripe inconsistent
+ * (md's write hole): the array was marked active, so its next writable
+ * start recomputes every stripe's parity (md_assemble's resync). */
 #include "raid_internal.h"
 
 #include "core/exec.h"
@@ -211,7 +222,16 @@ out:
 	return r;
 }
 
-int raid_parity_rebuild(struct raid_array *a, char *buf, uint64_t len, uint64_t off)
+/* The lock of the stripe holding array offset off. */
+static pthread_mutex_t *raid_parity_lock(struct raid_array *a, uint64_t off)
+{
+	uint64_t row = off / ((uint64_t)a->g.chunk * (a->n - a->lvl->parity));
+	return &a->stripe_lock[row % RAID_STRIPE_LOCKS];
+}
+
+/* Rebuild without taking the stripe's lock (its holder calls this). */
+static int raid_parity_rebuild_locked(struct raid_array *a, char *buf, uint64_t len,
+				      uint64_t off)
 {
 	/* A member that fails to read here fails (if the array can lose
 	 * it) and the rebuild is tried again without it. */
@@ -222,4 +242,171 @@ int raid_parity_rebuild(struct raid_array *a, char *buf, uint64_t len, uint64_t 
 		    raid_member_fail(a, bad, r, false) < 0)
 			return r;
 	}
+}
+
+int raid_parity_rebuild(struct raid_array *a, char *buf, uint64_t len, uint64_t off)
+{
+	pthread_mutex_t *l = raid_parity_lock(a, off);
+
+	pthread_mutex_lock(l);
+	int r = raid_parity_rebuild_locked(a, buf, len, off);
+	pthread_mutex_unlock(l);
+	return r;
+}
+
+/* One member transfer of a stripe write. */
+struct parity_io {
+	unsigned role;
+	uint64_t moff, len;
+	const char *buf;
+	int err;
+};
+
+struct parity_ios {
+	struct raid_array *a;
+	struct parity_io *io;
+	unsigned flags;
+	bool write;
+};
+
+static int parity_io_one(void *arg, unsigned i)
+{
+	struct parity_ios *x = arg;
+	struct parity_io *io = &x->io[i];
+	struct vol *v = x->a->m[io->role].vol;
+
+	io->err = x->write ? v->ops->write(v, io->buf, io->len, io->moff, x->flags)
+			   : v->ops->read(v, (char *)io->buf, io->len, io->moff);
+	return 0;
+}
+
+/* Run ios at once; then fail the members that erred.  0, or the first
+ * error that cannot be absorbed (a request error, or a member the array
+ * cannot lose). */
+static int parity_io_run(struct raid_array *a, struct parity_io *io, unsigned n, bool write,
+			 unsigned flags)
+{
+	struct parity_ios x = { a, io, flags, write };
+	int r = exec_parallel(n, parity_io_one, &x);
+
+	for (unsigned i = 0; i < n && r == 0; i++) {
+		if (!io[i].err)
+			continue;
+		if (raid_err_is_request(io[i].err) ||
+		    raid_member_fail(a, io[i].role, io[i].err, false) < 0)
+			r = io[i].err;
+	}
+	return r;
+}
+
+/* Write [off, off+len), all inside stripe row `row`, holding its lock. */
+static int raid_parity_write_row(struct raid_array *a, const char *buf, uint64_t len,
+				 uint64_t off, unsigned flags, struct raid_stripe *st)
+{
+	uint64_t chunk = a->g.chunk;
+	unsigned ndata = a->n - a->lvl->parity;
+	uint64_t row_off = off / (chunk * ndata) * (chunk * ndata);
+	uint64_t first = (off - row_off) / chunk, last = (off + len - 1 - row_off) / chunk;
+	/* The part of every chunk to recompute: the hull of what is written. */
+	uint64_t lo = first == last ? (off - row_off) % chunk : 0;
+	uint64_t hi = first == last ? lo + len : chunk;
+	uint64_t span = hi - lo;
+	unsigned *role = calloc(ndata, sizeof(*role)), *place = calloc(ndata, sizeof(*place));
+	struct parity_io *io = calloc(ndata + 2, sizeof(*io));
+	char *data = NULL, *par = NULL;
+	unsigned nio = 0;
+	int r = -ENOMEM;
+
+	if (!role || !place || !io || posix_memalign((void **)&data, 4096, ndata * span) ||
+	    posix_memalign((void **)&par, 4096, 2 * span))
+		goto out;
+	/* Each data index's member and syndrome place. */
+	for (unsigned d = 0; d < ndata; d++) {
+		a->lvl->stripe(a->priv, &a->g, row_off + d * chunk, st);
+		role[d] = st->data[st->target];
+		place[d] = st->target;
+	}
+	uint64_t moff = st->moff - st->moff % chunk + lo;
+	/* What the write does not cover: read it, or rebuild it. */
+	for (unsigned d = 0; d < ndata; d++) {
+		uint64_t c0 = row_off + d * chunk + lo, c1 = c0 + span;
+		if (off <= c0 && off + len >= c1)
+			continue; /* wholly rewritten */
+		if (atomic_load(&a->m[role[d]].failed))
+			continue; /* rebuilt below, once the others are in */
+		io[nio++] = (struct parity_io){ role[d], moff, span, data + d * span, 0 };
+	}
+	r = parity_io_run(a, io, nio, false, 0);
+	if (r)
+		goto out;
+	for (unsigned d = 0; d < ndata; d++) {
+		uint64_t c0 = row_off + d * chunk + lo, c1 = c0 + span;
+		if ((off <= c0 && off + len >= c1) || !atomic_load(&a->m[role[d]].failed))
+			continue;
+		r = raid_parity_rebuild_locked(a, data + d * span, span, c0);
+		if (r)
+			goto out;
+	}
+	/* The new data over the old. */
+	for (unsigned d = 0; d < ndata; d++) {
+		uint64_t c0 = row_off + d * chunk + lo, c1 = c0 + span;
+		uint64_t w0 = off > c0 ? off : c0, w1 = off + len < c1 ? off + len : c1;
+		if (w0 < w1)
+			memcpy(data + d * span + (w0 - c0), buf + (w0 - off), w1 - w0);
+	}
+	/* P, and Q on RAID6. */
+	char *p = par, *q = par + span;
+	memset(par, 0, 2 * span);
+	for (unsigned d = 0; d < ndata; d++) {
+		xor_into(p, data + d * span, span);
+		if (st->q >= 0)
+			mul_into(q, data + d * span, gf_pow2(place[d]), span);
+	}
+	nio = 0;
+	for (unsigned d = 0; d < ndata; d++) {
+		uint64_t c0 = row_off + d * chunk + lo, c1 = c0 + span;
+		uint64_t w0 = off > c0 ? off : c0, w1 = off + len < c1 ? off + len : c1;
+		if (w0 >= w1 || atomic_load(&a->m[role[d]].failed))
+			continue;
+		io[nio++] = (struct parity_io){ role[d], moff + (w0 - c0), w1 - w0,
+						data + d * span + (w0 - c0), 0 };
+	}
+	if (!atomic_load(&a->m[st->p].failed))
+		io[nio++] = (struct parity_io){ (unsigned)st->p, moff, span, p, 0 };
+	if (st->q >= 0 && !atomic_load(&a->m[st->q].failed))
+		io[nio++] = (struct parity_io){ (unsigned)st->q, moff, span, q, 0 };
+	r = parity_io_run(a, io, nio, true, flags);
+out:
+	free(par);
+	free(data);
+	free(io);
+	free(place);
+	free(role);
+	return r;
+}
+
+int raid_parity_write(struct raid_array *a, const char *buf, uint64_t len, uint64_t off,
+		      unsigned flags)
+{
+	uint64_t row_bytes = (uint64_t)a->g.chunk * (a->n - a->lvl->parity);
+	struct raid_stripe *st = malloc(sizeof(*st));
+	int r = 0;
+
+	if (!st)
+		return -ENOMEM;
+	pthread_once(&gf_once, gf_init);
+	while (len > 0 && r == 0) {
+		uint64_t n = row_bytes - off % row_bytes;
+		if (n > len)
+			n = len;
+		pthread_mutex_t *l = raid_parity_lock(a, off);
+		pthread_mutex_lock(l);
+		r = raid_parity_write_row(a, buf, n, off, flags, st);
+		pthread_mutex_unlock(l);
+		buf += n;
+		off += n;
+		len -= n;
+	}
+	free(st);
+	return r;
 }

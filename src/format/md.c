@@ -288,6 +288,34 @@ int md_level_parse(const char *s, int *level)
 	return -EINVAL;
 }
 
+/* mdadm's names for the raid5/6 layouts (maps.c's r5layout/r6layout). */
+static const struct {
+	const char *name;
+	uint32_t layout;
+	bool raid6_only;
+} md_r56_layouts[] = {
+	{ "left-asymmetric", 0, false }, { "la", 0, false },
+	{ "right-asymmetric", 1, false }, { "ra", 1, false },
+	{ "left-symmetric", 2, false }, { "ls", 2, false },
+	{ "right-symmetric", 3, false }, { "rs", 3, false },
+	{ "parity-first", 4, false }, { "parity-last", 5, false },
+	{ "left-asymmetric-6", 16, true }, { "right-asymmetric-6", 17, true },
+	{ "left-symmetric-6", 18, true }, { "right-symmetric-6", 19, true },
+	{ "parity-first-6", 20, true },
+};
+
+int md_raid56_layout_parse(int level, const char *s, uint32_t *layout)
+{
+	for (size_t i = 0; i < sizeof(md_r56_layouts) / sizeof(md_r56_layouts[0]); i++) {
+		if (strcmp(s, md_r56_layouts[i].name) == 0 &&
+		    (level == 6 || !md_r56_layouts[i].raid6_only)) {
+			*layout = md_r56_layouts[i].layout;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
 int md_raid10_layout_parse(const char *s, uint32_t *layout)
 {
 	char *end;

@@ -186,6 +186,10 @@ const char *md_level_name(int level);
 /* Parse "0", "raid0", "linear", "10", ... into an md level. */
 int md_level_parse(const char *s, int *level);
 
+/* Parse a raid5/6 layout by mdadm's name ("left-symmetric", "ls", ...,
+ * and for raid6 the "-6" variants) into md's layout word. */
+int md_raid56_layout_parse(int level, const char *s, uint32_t *layout);
+
 /* Parse a raid10 layout "n2", "f2", "o2", "n3" into md's layout word. */
 int md_raid10_layout_parse(const char *s, uint32_t *layout);
 

@@ -474,15 +474,10 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 	         o->readonly ? ", read-only" : "");
 	free(slices);
 	bool clean = md_super_clean(fresh);
-	int fresh_level = fresh->level;
 	free(fresh);
 	if (redundant && !clean) {
 		a->unclean = true;
-		if (fresh_level >= 4) {
-			log_warn("%s: array was not shut down cleanly; its parity may be stale "
-			         "where writes were cut short (served read-only)",
-			         name);
-		} else if (o->readonly) {
+		if (o->readonly) {
 			log_warn("%s: array was not shut down cleanly; copies may differ until "
 			         "it is resynced (a writable start does that)",
 			         name);

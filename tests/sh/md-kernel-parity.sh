@@ -1,6 +1,9 @@
 #!/bin/bash
-# md-kernel-parity.sh — uraid reads the RAID5 and RAID6 arrays the Linux
-# kernel's md writes (in a linux-peer VM, ../shared/linux-peer): mdadm
+# md-kernel-parity.sh — the Linux kernel's md and uraid read each other's
+# RAID5 and RAID6 arrays (in a linux-peer VM, ../shared/linux-peer).
+# Ours: `uraid create` and a pattern written through `uraid serve`; the
+# kernel reads the same sha256 and its parity check finds no mismatch.
+# Theirs: mdadm
 # --create in the guest (RAID5 left-symmetric on 3 disks and left-asymmetric
 # on 4, RAID6 left-symmetric on 4 and right-asymmetric on 5), a pattern
 # written with dd; on the host uraid examines and serves each read-only and
@@ -24,13 +27,32 @@ pattern() { awk -v n=$((MB * 65536)) 'BEGIN { for (i = 0; i < n; i++) printf "%0
 pattern > "$D/pat"
 want=$(sha256sum < "$D/pat" | cut -d' ' -f1)
 
-# name, mdadm options, members, how many to leave out on the degraded read
+# Ours: uraid creates the array and writes the pattern through `uraid
+# serve`; the kernel assembles it, reads the same sha256, and its parity
+# check (sync_action=check) finds no stripe whose P or Q disagrees.
+ours=("o5 --level=5 --chunk=64 3" "o6 --level=6 --layout=left-symmetric-6 --chunk=32 5")
+# Theirs: name, mdadm options, members, how many to leave out on the
+# degraded read.
 arrays=("k5 --level=5 --chunk=64 3 1"
         "k5la --level=5 --layout=left-asymmetric --chunk=32 4 1"
         "k6 --level=6 --chunk=64 4 2"
         "k6ra --level=6 --layout=right-asymmetric --chunk=16 5 2")
 imgs=()
 declare -A devs files
+for spec in "${ours[@]}"; do
+    set -- $spec
+    name=$1 n=${*: -1}
+    for ((j = 0; j < n; j++)); do
+        f="$D/$name.$j.img"
+        truncate -s 16M "$f"
+        devs[$name]+="/dev/vd$(printf "\\$(printf %o $((97 + ${#imgs[@]})))") "
+        files[$name]+="$f "
+        imgs+=("$f")
+    done
+    shift
+    $URAID create "${@:1:$#-1}" --name="$name" ${files[$name]} >/dev/null
+    $URAID serve --run "nbdcopy '$D/pat' \"\$uri\"" ${files[$name]} 2>/dev/null
+done
 for spec in "${arrays[@]}"; do
     set -- $spec
     name=$1 n=${*: -2:1}
@@ -48,6 +70,16 @@ done
     echo "MB=$MB"
     echo 'pattern() { awk -v n=$((MB * 65536)) '"'"'BEGIN { for (i = 0; i < n; i++) printf "%015d\n", i }'"'"'; }'
     i=0
+    for spec in "${ours[@]}"; do
+        set -- $spec
+        echo "mdadm --assemble /dev/md$i ${devs[$1]} >/dev/null 2>&1 || { echo 'ours $1 assemble-failed'; mdadm --examine ${devs[$1]}; }"
+        echo "echo \"ours $1 \$(dd if=/dev/md$i bs=1M count=\$MB 2>/dev/null | sha256sum | cut -d' ' -f1) \$(cat /sys/block/md$i/md/level 2>/dev/null)\""
+        echo "echo check > /sys/block/md$i/md/sync_action
+while [ \"\$(cat /sys/block/md$i/md/sync_action)\" != idle ]; do sleep 0.2; done
+echo \"mismatch $1 \$(cat /sys/block/md$i/md/mismatch_cnt)\""
+        echo "mdadm --stop /dev/md$i >/dev/null 2>&1"
+        i=$((i + 1))
+    done
     for spec in "${arrays[@]}"; do
         set -- $spec
         name=$1; shift
@@ -66,6 +98,17 @@ done
 out=$(LINUX_PEER_TIMEOUT=${LINUX_PEER_TIMEOUT:-300} "$PEER/run.sh" "$D/job.sh" "${imgs[@]}" 2>&1) || {
     echo "$out"; echo "FAIL: the linux-peer job did not finish"; exit 1; }
 fail=0
+for spec in "${ours[@]}"; do
+    set -- $spec
+    line=$(grep "^ours $1 " <<< "$out" || true)
+    if [ "$(cut -d' ' -f3 <<< "$line")" != "$want" ]; then
+        echo "FAIL: kernel md read of our $1 array: '$line' (want $want)"; echo "$out" | tail -20; fail=1
+    else
+        echo "ok: kernel md reads our $* ($(cut -d' ' -f4 <<< "$line"))"
+    fi
+    grep -q "^mismatch $1 0$" <<< "$out" ||
+        { echo "FAIL: kernel parity check of our $1: $(grep "^mismatch $1" <<< "$out")"; fail=1; }
+done
 read_sha() { # serve ARGS... ; prints the sha256 of the first MB MiB
     $URAID serve --readonly "$@" --run 'nbdcopy "$uri" - | head -c '$((MB << 20))' | sha256sum' \
         2>/dev/null | cut -d' ' -f1

@@ -159,6 +159,11 @@ static void run(const struct cfg *c, enum degrade d, bool ra, bool wb,
 				CHECK(0);
 			}
 		} else if (kind < 17) {
+			if (c->level == 5 || c->level == 6) {
+				/* Parity levels do not trim. */
+				CHECK_EQ(vol_trim(a, len, off, 0), -ENOTSUP);
+				continue;
+			}
 			CHECK_EQ(vol_trim(a, len, off, 0), 0);
 			memset(ref + off, 0, len); /* mem members zero on trim */
 		} else if (kind < 19) {
@@ -366,7 +371,8 @@ static void test_ra_concurrent(void)
  * from the disk after Q, wrapping) by 2^i in GF(2^8) mod 0x11d, computed
  * here by shifts.  The arrays must read back whole, with every member and
  * (RAID6) every pair of members missing, and with members dying
- * mid-read; they refuse changes. */
+ * mid-read; and writes, whole or degraded, must read back, with members
+ * left holding exactly what the encoder lays out. */
 static uint8_t t_gfmul(uint8_t a, uint8_t b)
 {
 	uint8_t r = 0;
@@ -473,7 +479,6 @@ static void r56_check(int level, unsigned layout, unsigned n, unsigned gone_mask
 	CHECK_EQ(raid_open(&g, mem, NULL, "r56", &a), 0);
 	if (a) {
 		CHECK_EQ(a->size, asize);
-		CHECK(a->caps & VOL_CAP_READONLY);
 		memset(got, 0, asize);
 		for (uint64_t off = 0; off < asize;) {
 			uint64_t len = 512 * (1 + check_rand(seed) % 100);
@@ -487,8 +492,45 @@ static void r56_check(int level, unsigned layout, unsigned n, unsigned gone_mask
 				n, gone_mask);
 			CHECK(0);
 		}
-		CHECK_EQ(vol_write(a, got, 512, 0, 0), -EROFS);
+		CHECK(!(a->caps & VOL_CAP_READONLY));
+		CHECK_EQ(vol_trim(a, 512, 0, 0), -ENOTSUP);
+		/* Writes, degraded or not: partial chunks, chunks across
+		 * stripes, whole stripes; each must read back. */
+		for (unsigned w = 0; w < 12; w++) {
+			uint64_t blocks = asize / 512;
+			uint64_t nb = 1 + check_rand(seed) % (w % 3 == 0 ? 8 : 3 * chunk / 512);
+			if (nb > blocks)
+				nb = blocks;
+			uint64_t off = (check_rand(seed) % (blocks - nb + 1)) * 512;
+			fill(got, nb * 512, seed);
+			CHECK_EQ(vol_write(a, got, nb * 512, off, 0), 0);
+			memcpy(data + off, got, nb * 512);
+		}
+		CHECK_EQ(vol_write_zeroes(a, chunk + 1024, chunk / 2, 0), 0);
+		memset(data + chunk / 2, 0, chunk + 1024);
+		CHECK_EQ(vol_read(a, got, asize, 0), 0);
+		if (memcmp(got, data, asize) != 0) {
+			fprintf(stderr, "raid%d layout %u n %u missing 0x%x: mismatch after writes\n",
+				level, layout, n, gone_mask);
+			CHECK(0);
+		}
+		if (gone_mask == 0) {
+			/* The members hold what md would: data and parity as the
+			 * encoder here lays them out. */
+			r56_encode(level, layout, n, chunk, data, rows, img);
+			unsigned char *raw = malloc(msize);
+			for (unsigned i = 0; i < n; i++) {
+				CHECK_EQ(vol_read(mem[i], raw, msize, 0), 0);
+				if (memcmp(raw, img[i], msize) != 0) {
+					fprintf(stderr, "raid%d layout %u n %u: member %u differs from md's layout\n",
+						level, layout, n, i);
+					CHECK(0);
+				}
+			}
+			free(raw);
+		}
 		if (gone_mask == 0 && n > 3) {
+			/* (read back what was written from here on) */
 			/* Members die as far as the level allows: still whole;
 			 * one more is data lost. */
 			for (unsigned k = 0; k < m; k++)
@@ -549,6 +591,12 @@ static const struct cfg cfgs[] = {
 	{ 10, 0x202, 8, 4 << 10, 512, false },  /* n2 f2 */
 	{ 10, 0x40201, 6, 8 << 10, 512, false }, /* f2, far sets of 2 */
 	{ 10, 0x40201, 5, 8 << 10, 512, false }, /* f2, far sets, odd */
+	{ 5, 2, 3, 64 << 10, 512, false },  /* left-symmetric */
+	{ 5, 0, 4, 16 << 10, 4096, false }, /* left-asymmetric */
+	{ 5, 3, 5, 8 << 10, 512, false },   /* right-symmetric */
+	{ 6, 2, 4, 16 << 10, 512, false },  /* left-symmetric */
+	{ 6, 18, 5, 8 << 10, 4096, false }, /* left-symmetric-6 */
+	{ 6, 1, 6, 4 << 10, 512, false },   /* right-asymmetric */
 };
 
 int main(void)
@@ -563,10 +611,13 @@ int main(void)
 	for (size_t i = 0; i < sizeof(cfgs) / sizeof(cfgs[0]); i++) {
 		const struct cfg *c = &cfgs[i];
 		run(c, NONE, false, false, seed + i);
-		if (c->level == 1 || c->level == 10) {
+		bool parity = c->level == 5 || c->level == 6;
+		if (c->level == 1 || c->level == 10 || parity) {
 			run(c, KILL, false, false, seed + 100 + i);
 			run(c, MISSING, false, false, seed + 200 + i);
 		}
+		if (parity)
+			continue; /* no read-ahead or write-behind on parity */
 		/* Read-ahead forced on, in small pieces, with a member dying
 		 * under it where the level allows. */
 		if (c->level != RAID_LEVEL_LINEAR && c->disks > 1)
