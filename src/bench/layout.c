@@ -46,6 +46,10 @@ static const struct bench_layout layouts[] = {
     {"raid10", "4 disk RAID10", 10, 4, false, false},
     {"raid10x8", "8 disk RAID10 (1+0)", 10, 8, false, false},
     {"raid0+1", "8 disk RAID0+1", BENCH_RAID01, 8, false, false},
+    {"raid5x4", "4 disk RAID5", 5, 4, false, false},
+    {"raid5x4p", "4 disk RAID5, two at once", 5, 4, false, true},
+    {"raid5x8", "8 disk RAID5", 5, 8, false, false},
+    {"raid6x4", "4 disk RAID6", 6, 4, false, false},
 };
 
 static const struct bench_model models[] = {
@@ -91,8 +95,7 @@ const struct bench_model *bench_model_find(const char *name, struct bench_model 
 
 bool bench_layout_available(const struct bench_layout *l, const char **why)
 {
-	/* Every level in the table is built; parity levels will need a
-	 * check here until they land. */
+	/* Every level in the table is built. */
 	(void)l;
 	*why = NULL;
 	return true;
@@ -182,6 +185,8 @@ static int raid_build(int level, struct vol **members, unsigned n, const char *n
 	g.dev_size = smallest - smallest % bench_chunk;
 	if (level == 10)
 		g.layout = 0x102; /* near=2, far=1: md's default */
+	if (level == 5 || level == 6)
+		g.layout = 2; /* left-symmetric: mdadm's default */
 	return raid_open(&g, members, NULL, name, out);
 }
 

@@ -35,6 +35,9 @@ static const struct bench_study_row rows_003[] = {
     {"raid0x8", "Raid0 (8 disk)", KS(247419), KS(226651), false},
     {"raid10x8", "Raid1+0", KS(202497), KS(270509), false},
     {"raid0+1", "Raid0+1", KS(194492), KS(174313), false},
+    {"raid5x4", "Raid5s (4 disk)", KS(82351.5), KS(189187.5), false},
+    {"raid5x4p", "Raid5p (4 disk, two at once)", KS(55209), KS(177020.5), true},
+    {"raid5x8", "Raid5 (8 disk)", KS(153735), KS(207348), false},
 };
 
 static const struct bench_study studies[] = {

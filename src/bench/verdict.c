@@ -76,6 +76,10 @@ double bench_disk_ideal(int level, unsigned n, enum bench_op op, uint32_t bs, un
 	case BENCH_RAID01:
 		busy = busy_members(reads ? n : n / 2, bs, qd, chunk);
 		break;
+	case 5: /* one (two) chunk(s) of every stripe is parity: at best */
+	case 6: /* the data disks' worth, reading or writing whole stripes */
+		busy = busy_members(n - (level == 6 ? 2 : 1), bs, qd, chunk);
+		break;
 	default:
 		busy = 1;
 		break;

@@ -627,16 +627,6 @@ out:
 	return r;
 }
 
-static void raid_stripe_locks_free(struct raid_array *a)
-{
-	if (!a->stripe_lock)
-		return;
-	for (unsigned i = 0; i < RAID_STRIPE_LOCKS; i++)
-		pthread_mutex_destroy(&a->stripe_lock[i]);
-	free(a->stripe_lock);
-	a->stripe_lock = NULL;
-}
-
 static void raid_close(struct vol *v)
 {
 	struct raid_array *a = to_raid(v);
@@ -647,7 +637,7 @@ static void raid_close(struct vol *v)
 		vol_close(a->m[i].vol);
 	a->lvl->free(a->priv);
 	pthread_mutex_destroy(&a->fail_lock);
-	raid_stripe_locks_free(a);
+	raid_parity_destroy(a);
 	free(a->m);
 	vol_fini(v);
 	free(a);
@@ -772,12 +762,9 @@ int raid_open(const struct raid_geom *g, struct vol **members,
 		goto out_priv;
 	pthread_mutex_init(&a->fail_lock, NULL);
 	if (lvl->parity) {
-		a->stripe_lock = calloc(RAID_STRIPE_LOCKS, sizeof(*a->stripe_lock));
-		r = -ENOMEM;
-		if (!a->stripe_lock)
+		r = raid_parity_init(a);
+		if (r < 0)
 			goto out_lock;
-		for (unsigned i = 0; i < RAID_STRIPE_LOCKS; i++)
-			pthread_mutex_init(&a->stripe_lock[i], NULL);
 	}
 	/* Parity levels neither trim (a trimmed chunk would not match its
 	 * parity) nor zero cheaply (zeros are written, parity and all). */
@@ -823,7 +810,7 @@ out_ra:
 out_vol:
 	vol_fini(&a->vol);
 out_lock:
-	raid_stripe_locks_free(a);
+	raid_parity_destroy(a);
 	pthread_mutex_destroy(&a->fail_lock);
 	free(a->m);
 out_priv:

@@ -86,6 +86,7 @@ struct raid_sub {
 
 struct raid_ra; /* read-ahead state (raid_ra.c) */
 struct raid_wb; /* write-behind state (raid_wb.c) */
+struct raid_par; /* parity levels' state (raid_parity.c) */
 
 struct raid_array {
 	struct vol vol;
@@ -97,7 +98,7 @@ struct raid_array {
 	unsigned copies;
 	struct raid_member *m;
 	pthread_mutex_t fail_lock; /* serialises failure transitions */
-	pthread_mutex_t *stripe_lock; /* parity levels: RAID_STRIPE_LOCKS */
+	struct raid_par *par;      /* parity levels: stripe locks, row cache */
 	struct raid_ra *ra;        /* NULL without read-ahead */
 	struct raid_wb *wb;        /* NULL without write-behind */
 };
@@ -132,8 +133,8 @@ int raid_parity_rebuild(struct raid_array *a, char *buf, uint64_t len, uint64_t 
  * included. */
 int raid_parity_write(struct raid_array *a, const char *buf, uint64_t len, uint64_t off,
 		      unsigned flags);
-/* Stripes hash onto this many locks. */
-#define RAID_STRIPE_LOCKS 64
+int raid_parity_init(struct raid_array *a);
+void raid_parity_destroy(struct raid_array *a);
 
 /* ---- pieces staged in memory (raid_piece.c) ---- */
 

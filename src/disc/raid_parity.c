@@ -24,7 +24,12 @@
  * so they never mix one write's new chunks with another's old parity.  A
  * crash between the data and the parity leaves the stripe inconsistent
  * (md's write hole): the array was marked active, so its next writable
- * start recomputes every stripe's parity (md_assemble's resync). */
+ * start recomputes every stripe's parity (md_assemble's resync).
+ *
+ * The last few stripes written are kept in memory (a row cache, md's
+ * stripe cache in miniature): a sequential writer whose requests do not
+ * end on stripe boundaries finishes next time the stripe it began, and
+ * reading back what it just wrote would cost every disk a seek back. */
 #include "raid_internal.h"
 
 #include "core/exec.h"
@@ -222,11 +227,113 @@ out:
 	return r;
 }
 
+#define RAID_STRIPE_LOCKS 64 /* stripes hash onto this many locks */
+#define RAID_ROW_CACHE 4     /* stripes kept whole in memory */
+
+struct raid_par {
+	pthread_mutex_t stripe_lock[RAID_STRIPE_LOCKS];
+	pthread_mutex_t cache_lock; /* the cache's directory and contents */
+	uint64_t row_bytes;         /* data bytes of a stripe */
+	struct {
+		uint64_t row; /* UINT64_MAX: empty */
+		char *buf;    /* the stripe's data chunks, in data-index order */
+	} cache[RAID_ROW_CACHE];
+	unsigned next; /* the slot to reuse next */
+};
+
+int raid_parity_init(struct raid_array *a)
+{
+	struct raid_par *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return -ENOMEM;
+	p->row_bytes = (uint64_t)a->g.chunk * (a->n - a->lvl->parity);
+	for (unsigned i = 0; i < RAID_STRIPE_LOCKS; i++)
+		pthread_mutex_init(&p->stripe_lock[i], NULL);
+	pthread_mutex_init(&p->cache_lock, NULL);
+	for (unsigned i = 0; i < RAID_ROW_CACHE; i++)
+		p->cache[i].row = UINT64_MAX;
+	a->par = p;
+	return 0;
+}
+
+void raid_parity_destroy(struct raid_array *a)
+{
+	struct raid_par *p = a->par;
+
+	if (!p)
+		return;
+	for (unsigned i = 0; i < RAID_STRIPE_LOCKS; i++)
+		pthread_mutex_destroy(&p->stripe_lock[i]);
+	pthread_mutex_destroy(&p->cache_lock);
+	for (unsigned i = 0; i < RAID_ROW_CACHE; i++)
+		free(p->cache[i].buf);
+	free(p);
+	a->par = NULL;
+}
+
 /* The lock of the stripe holding array offset off. */
 static pthread_mutex_t *raid_parity_lock(struct raid_array *a, uint64_t off)
 {
-	uint64_t row = off / ((uint64_t)a->g.chunk * (a->n - a->lvl->parity));
-	return &a->stripe_lock[row % RAID_STRIPE_LOCKS];
+	return &a->par->stripe_lock[off / a->par->row_bytes % RAID_STRIPE_LOCKS];
+}
+
+static int raid_row_find(struct raid_par *p, uint64_t row)
+{
+	for (unsigned i = 0; i < RAID_ROW_CACHE; i++)
+		if (p->cache[i].row == row)
+			return (int)i;
+	return -1;
+}
+
+/* Copy [lo, hi) of every data chunk of stripe row from the cache into
+ * data (span bytes per chunk); false if the row is not cached.  The
+ * caller holds the row's lock. */
+static bool raid_row_get(struct raid_array *a, uint64_t row, uint64_t lo, uint64_t hi,
+			 char *data)
+{
+	struct raid_par *p = a->par;
+	unsigned ndata = a->n - a->lvl->parity;
+	bool hit;
+
+	pthread_mutex_lock(&p->cache_lock);
+	int i = raid_row_find(p, row);
+	hit = i >= 0;
+	for (unsigned d = 0; hit && d < ndata; d++)
+		memcpy(data + d * (hi - lo), p->cache[i].buf + d * a->g.chunk + lo, hi - lo);
+	pthread_mutex_unlock(&p->cache_lock);
+	return hit;
+}
+
+/* Record [lo, hi) of every data chunk of stripe row (as just written),
+ * or with data NULL forget the row.  A row not cached yet is taken in only
+ * when that is all of it. */
+static void raid_row_put(struct raid_array *a, uint64_t row, uint64_t lo, uint64_t hi,
+			 const char *data)
+{
+	struct raid_par *p = a->par;
+	unsigned ndata = a->n - a->lvl->parity;
+
+	pthread_mutex_lock(&p->cache_lock);
+	int i = raid_row_find(p, row);
+	if (!data) {
+		if (i >= 0)
+			p->cache[i].row = UINT64_MAX;
+		pthread_mutex_unlock(&p->cache_lock);
+		return;
+	}
+	if (i < 0 && lo == 0 && hi == a->g.chunk) {
+		i = (int)p->next;
+		p->next = (p->next + 1) % RAID_ROW_CACHE;
+		if (!p->cache[i].buf)
+			p->cache[i].buf = malloc(p->row_bytes);
+		p->cache[i].row = p->cache[i].buf ? row : UINT64_MAX;
+		if (!p->cache[i].buf)
+			i = -1;
+	}
+	for (unsigned d = 0; i >= 0 && d < ndata; d++)
+		memcpy(p->cache[i].buf + d * a->g.chunk + lo, data + d * (hi - lo), hi - lo);
+	pthread_mutex_unlock(&p->cache_lock);
 }
 
 /* Rebuild without taking the stripe's lock (its holder calls this). */
@@ -307,9 +414,13 @@ static int raid_parity_write_row(struct raid_array *a, const char *buf, uint64_t
 	unsigned ndata = a->n - a->lvl->parity;
 	uint64_t row_off = off / (chunk * ndata) * (chunk * ndata);
 	uint64_t first = (off - row_off) / chunk, last = (off + len - 1 - row_off) / chunk;
-	/* The part of every chunk to recompute: the hull of what is written. */
-	uint64_t lo = first == last ? (off - row_off) % chunk : 0;
-	uint64_t hi = first == last ? lo + len : chunk;
+	/* The part of every chunk to recompute: the hull of what is written;
+	 * or the whole stripe for a write that is part of a stream (a chunk
+	 * or more, or one that starts or ends the stripe), so that the
+	 * stripe goes whole into the row cache for the stream's next write. */
+	bool stream = len >= chunk || off == row_off || off + len == row_off + chunk * ndata;
+	uint64_t lo = first == last && !stream ? (off - row_off) % chunk : 0;
+	uint64_t hi = first == last && !stream ? lo + len : chunk;
 	uint64_t span = hi - lo;
 	unsigned *role = calloc(ndata, sizeof(*role)), *place = calloc(ndata, sizeof(*place));
 	struct parity_io *io = calloc(ndata + 2, sizeof(*io));
@@ -327,25 +438,30 @@ static int raid_parity_write_row(struct raid_array *a, const char *buf, uint64_t
 		place[d] = st->target;
 	}
 	uint64_t moff = st->moff - st->moff % chunk + lo;
-	/* What the write does not cover: read it, or rebuild it. */
-	for (unsigned d = 0; d < ndata; d++) {
-		uint64_t c0 = row_off + d * chunk + lo, c1 = c0 + span;
-		if (off <= c0 && off + len >= c1)
-			continue; /* wholly rewritten */
-		if (atomic_load(&a->m[role[d]].failed))
-			continue; /* rebuilt below, once the others are in */
-		io[nio++] = (struct parity_io){ role[d], moff, span, data + d * span, 0 };
-	}
-	r = parity_io_run(a, io, nio, false, 0);
-	if (r)
-		goto out;
-	for (unsigned d = 0; d < ndata; d++) {
-		uint64_t c0 = row_off + d * chunk + lo, c1 = c0 + span;
-		if ((off <= c0 && off + len >= c1) || !atomic_load(&a->m[role[d]].failed))
-			continue;
-		r = raid_parity_rebuild_locked(a, data + d * span, span, c0);
+	uint64_t row = row_off / (chunk * ndata);
+	bool whole = off <= row_off + lo && off + len >= row_off + (ndata - 1) * chunk + hi;
+	/* What the write does not cover: from the row cache, else read it,
+	 * or rebuild it. */
+	if (whole || !raid_row_get(a, row, lo, hi, data)) {
+		for (unsigned d = 0; d < ndata; d++) {
+			uint64_t c0 = row_off + d * chunk + lo, c1 = c0 + span;
+			if (off <= c0 && off + len >= c1)
+				continue; /* wholly rewritten */
+			if (atomic_load(&a->m[role[d]].failed))
+				continue; /* rebuilt below, once the others are in */
+			io[nio++] = (struct parity_io){ role[d], moff, span, data + d * span, 0 };
+		}
+		r = parity_io_run(a, io, nio, false, 0);
 		if (r)
 			goto out;
+		for (unsigned d = 0; d < ndata; d++) {
+			uint64_t c0 = row_off + d * chunk + lo, c1 = c0 + span;
+			if ((off <= c0 && off + len >= c1) || !atomic_load(&a->m[role[d]].failed))
+				continue;
+			r = raid_parity_rebuild_locked(a, data + d * span, span, c0);
+			if (r)
+				goto out;
+		}
 	}
 	/* The new data over the old. */
 	for (unsigned d = 0; d < ndata; d++) {
@@ -376,6 +492,9 @@ static int raid_parity_write_row(struct raid_array *a, const char *buf, uint64_t
 	if (st->q >= 0 && !atomic_load(&a->m[st->q].failed))
 		io[nio++] = (struct parity_io){ (unsigned)st->q, moff, span, q, 0 };
 	r = parity_io_run(a, io, nio, true, flags);
+	/* A write that failed part-way leaves the members unknown: forget
+	 * the row rather than trust the cache. */
+	raid_row_put(a, row, lo, hi, r == 0 ? data : NULL);
 out:
 	free(par);
 	free(data);
