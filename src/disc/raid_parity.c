@@ -305,6 +305,18 @@ static bool raid_row_get(struct raid_array *a, uint64_t row, uint64_t lo, uint64
 	return hit;
 }
 
+/* Forget stripes [row0, row0+k) (rewritten without the cache). */
+static void raid_row_forget(struct raid_array *a, uint64_t row0, uint64_t k)
+{
+	struct raid_par *p = a->par;
+
+	pthread_mutex_lock(&p->cache_lock);
+	for (unsigned i = 0; i < RAID_ROW_CACHE; i++)
+		if (p->cache[i].row != UINT64_MAX && p->cache[i].row - row0 < k)
+			p->cache[i].row = UINT64_MAX;
+	pthread_mutex_unlock(&p->cache_lock);
+}
+
 /* Record [lo, hi) of every data chunk of stripe row (as just written),
  * or with data NULL forget the row.  A row not cached yet is taken in only
  * when that is all of it. */
@@ -504,6 +516,75 @@ out:
 	return r;
 }
 
+/* Write k whole stripes from off (a stripe boundary) at once, holding
+ * their locks: no reads, parity computed per stripe, and each member's
+ * share of all k written in one transfer (its chunks of consecutive
+ * stripes lie together on it). */
+static int raid_parity_write_rows(struct raid_array *a, const char *buf, uint64_t k,
+				  uint64_t off, unsigned flags, struct raid_stripe *st)
+{
+	uint64_t chunk = a->g.chunk, row_bytes = a->par->row_bytes, share = k * chunk;
+	unsigned ndata = a->n - a->lvl->parity;
+	uint64_t row0 = off / row_bytes;
+	struct parity_io *io = calloc(a->n, sizeof(*io));
+	char *mb = NULL;
+	unsigned nio = 0;
+	int r = -ENOMEM;
+
+	if (!io || posix_memalign((void **)&mb, 4096, a->n * share))
+		goto out;
+	for (uint64_t i = 0; i < k; i++) {
+		const char *row = buf + i * row_bytes;
+		char *p = NULL, *q = NULL;
+		for (unsigned d = 0; d < ndata; d++) {
+			a->lvl->stripe(a->priv, &a->g, off + i * row_bytes + d * chunk, st);
+			if (!p) {
+				p = mb + (uint64_t)st->p * share + i * chunk;
+				memset(p, 0, chunk);
+				if (st->q >= 0) {
+					q = mb + (uint64_t)st->q * share + i * chunk;
+					memset(q, 0, chunk);
+				}
+			}
+			const char *src = row + d * chunk;
+			memcpy(mb + (uint64_t)st->data[st->target] * share + i * chunk, src, chunk);
+			xor_into(p, src, chunk);
+			if (q)
+				mul_into(q, src, gf_pow2(st->target), chunk);
+		}
+	}
+	for (unsigned m = 0; m < a->n; m++)
+		if (!atomic_load(&a->m[m].failed))
+			io[nio++] = (struct parity_io){ m, row0 * chunk, share, mb + m * share, 0 };
+	r = parity_io_run(a, io, nio, true, flags);
+	/* What the cache held of these stripes is old now; the last one may
+	 * be where the stream's next write begins. */
+	raid_row_forget(a, row0, k - 1);
+	raid_row_put(a, row0 + k - 1, 0, chunk, r == 0 ? buf + (k - 1) * row_bytes : NULL);
+out:
+	free(mb);
+	free(io);
+	return r;
+}
+
+/* Take (or release) the locks of stripes [row0, row0+k), k at most
+ * RAID_STRIPE_LOCKS, in lock order, so that two writers never wait on
+ * each other crosswise. */
+static void raid_parity_lock_rows(struct raid_array *a, uint64_t row0, uint64_t k, bool take)
+{
+	for (unsigned i = 0; i < RAID_STRIPE_LOCKS; i++) {
+		/* Is lock i one of the rows'?  Rows map to consecutive locks. */
+		uint64_t first = row0 % RAID_STRIPE_LOCKS;
+		uint64_t dist = (i + RAID_STRIPE_LOCKS - first) % RAID_STRIPE_LOCKS;
+		if (dist >= k)
+			continue;
+		if (take)
+			pthread_mutex_lock(&a->par->stripe_lock[i]);
+		else
+			pthread_mutex_unlock(&a->par->stripe_lock[i]);
+	}
+}
+
 int raid_parity_write(struct raid_array *a, const char *buf, uint64_t len, uint64_t off,
 		      unsigned flags)
 {
@@ -516,6 +597,19 @@ int raid_parity_write(struct raid_array *a, const char *buf, uint64_t len, uint6
 	pthread_once(&gf_once, gf_init);
 	while (len > 0 && r == 0) {
 		uint64_t n = row_bytes - off % row_bytes;
+		if (off % row_bytes == 0 && len >= row_bytes) {
+			/* Whole stripes: as many as the locks allow, at once. */
+			uint64_t k = len / row_bytes;
+			if (k > RAID_STRIPE_LOCKS)
+				k = RAID_STRIPE_LOCKS;
+			raid_parity_lock_rows(a, off / row_bytes, k, true);
+			r = raid_parity_write_rows(a, buf, k, off, flags, st);
+			raid_parity_lock_rows(a, off / row_bytes, k, false);
+			buf += k * row_bytes;
+			off += k * row_bytes;
+			len -= k * row_bytes;
+			continue;
+		}
 		if (n > len)
 			n = len;
 		pthread_mutex_t *l = raid_parity_lock(a, off);
