@@ -95,6 +95,11 @@ int nbd_conn_recv(struct nbd_conn *c, void *dst, size_t n)
 	return 0;
 }
 
+size_t nbd_conn_buffered(const struct nbd_conn *c)
+{
+	return c->rlen - c->rpos;
+}
+
 int nbd_conn_discard(struct nbd_conn *c, uint64_t n)
 {
 	unsigned char scratch[4096];

@@ -80,6 +80,9 @@ struct nbd_conn {
 /* Read exactly n bytes.  Returns 0, -ECONNRESET at end of file, -ETIMEDOUT
  * past the deadline, or -errno. */
 int nbd_conn_recv(struct nbd_conn *c, void *dst, size_t n);
+/* Bytes already read from the client and not yet taken: that many can be
+ * received without blocking.  Only for the reader (it holds rlock). */
+size_t nbd_conn_buffered(const struct nbd_conn *c);
 /* Read and drop n bytes, in pieces (n may be up to 4 GiB). */
 int nbd_conn_discard(struct nbd_conn *c, uint64_t n);
 /* Write the whole iovec under the write lock (iov is modified). */

@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CONN_RBUF (64u << 10)
+#define CONN_RBUF (256u << 10)
 #define STOP_GRACE_MS 10000u
 
 int nbd_server_new(struct vol *vol, const struct nbd_server_opts *o,
@@ -67,22 +67,64 @@ static int add_listener(struct nbd_server *s, int fd, const char *path)
 	return 0;
 }
 
-int nbd_server_listen_unix(struct nbd_server *s, const char *path)
+/* A listening Unix socket bound at path, or -errno. */
+static int unix_listen_at(const char *path)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	int fd, r;
 
-	if (strlen(path) >= sizeof(a.sun_path))
-		return err_set(-ENAMETOOLONG, "%s: socket path too long", path);
-	strcpy(a.sun_path, path);
+	strcpy(a.sun_path, path); /* the caller checked the length */
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return err_set(-errno, "socket: %s", strerror(errno));
+		return -errno;
 	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
 		r = -errno;
 		close(fd);
-		return err_set(r, "%s: %s", path, strerror(-r));
+		return r;
 	}
+	if (listen(fd, SOMAXCONN) != 0) {
+		r = -errno;
+		close(fd);
+		unlink(path);
+		return r;
+	}
+	return fd;
+}
+
+/* The socket file appears only once the socket listens: it is bound under
+ * a temporary name and hard-linked to path, so a client that waits for the
+ * file (as scripts and tests do) never meets a socket that refuses it, and
+ * an existing path is still refused (link() says EEXIST where bind() says
+ * EADDRINUSE).  Where the temporary name does not fit, or the file system
+ * will not link a socket, it binds path directly. */
+int nbd_server_listen_unix(struct nbd_server *s, const char *path)
+{
+	char tmp[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	int fd, r;
+
+	if (strlen(path) >= sizeof(tmp))
+		return err_set(-ENAMETOOLONG, "%s: socket path too long", path);
+	r = snprintf(tmp, sizeof(tmp), "%s.%ld~", path, (long)getpid());
+	fd = r > 0 && (size_t)r < sizeof(tmp) ? unix_listen_at(tmp) : -ENAMETOOLONG;
+	if (fd >= 0) {
+		r = link(tmp, path) == 0 ? 0 : -errno;
+		unlink(tmp);
+		if (r == -EEXIST) {
+			close(fd);
+			return err_set(-EADDRINUSE, "%s: %s", path, strerror(EADDRINUSE));
+		}
+		if (r < 0) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	if (fd < 0) {
+		fd = unix_listen_at(path);
+		if (fd < 0)
+			return err_set(fd, "%s: %s", path, strerror(-fd));
+	}
+	/* add_listener() calls listen() again, which only restates the
+	 * backlog. */
 	r = add_listener(s, fd, path);
 	if (r < 0)
 		unlink(path);

@@ -1,12 +1,14 @@
 /* server.h — the NBD server: exports one vol (the top of a stack) over
  * Unix sockets, TCP, or an already-connected pair of file descriptors.
  *
- * Per connection a small pool of worker threads takes turns reading one
- * request (header and write payload) under the connection's read lock,
- * validates it (request.h), calls the vol synchronously, and sends the
- * reply under the connection's write lock, so many requests are in flight
- * and replies go out in completion order.  A client that misbehaves loses
- * its own connection, never the server or another connection. */
+ * Per connection a small pool of worker threads takes turns reading
+ * requests (header and write payload) under the connection's read lock and
+ * validates them (request.h).  Small requests to a fast vol are served by
+ * the reader itself, their replies sent together; the rest are served
+ * concurrently by the worker that read them, which hands the read lock on
+ * first (transmit.c says why).  Replies go out in completion order.  A
+ * client that misbehaves loses its own connection, never the server or
+ * another connection. */
 #ifndef URAID_NBD_SERVER_H
 #define URAID_NBD_SERVER_H
 

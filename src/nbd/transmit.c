@@ -1,9 +1,33 @@
-/* transmit.c — the transmission phase.  A connection's workers take turns
- * reading one request (header, and a write's payload) under the read lock,
- * validate it with nbd_request_check(), release the lock, call the vol
- * synchronously, and send the reply under the write lock.  So up to
- * `threads` requests are in flight per connection and replies leave in
- * completion order, with no queue and no hand-over between threads. */
+/* transmit.c — the transmission phase.
+ *
+ * The model.  A connection has a few workers and one read role (rlock).
+ * The worker holding the role takes the next request from the connection's
+ * input buffer (one read() brings in every request the client has sent so
+ * far) and serves it in one of two ways:
+ *
+ *  - inline, keeping the read role, when the request is small and cheap: a
+ *    READ or WRITE (no FUA) of at most INLINE_MAX_LEN while the vol's
+ *    recent READ/WRITE service times average under INLINE_MAX_NS, a CACHE,
+ *    or a refused request.  Its reply joins the connection's batch, which
+ *    goes out in one send when no further whole request is buffered (just
+ *    before the reader would block), when the batch is full, or before the
+ *    read role changes hands.  A burst of k such requests costs one read,
+ *    one send and no thread hand-over;
+ *
+ *  - handed over: anything else (a slow vol, a large request, FLUSH, FUA,
+ *    TRIM, WRITE_ZEROES).  The worker releases the read role, so the next
+ *    worker reads on, calls the vol synchronously and sends this reply on
+ *    its own under the write lock.  Up to `threads` requests are then in
+ *    flight and replies leave in completion order.
+ *
+ * Why two ways: handing a request to another thread wakes a sleeping one
+ * (a futex wake and a context switch, several microseconds of kernel
+ * work), which is more than a memory or page-cache vol needs for 4 KiB;
+ * that hand-over per request was most of the server's cost at 4 KiB.  But
+ * a vol that waits on disks needs many requests in flight.  The running
+ * average chooses: one slow request served inline delays the batch behind
+ * it by its own duration and lifts the average, so the requests after it
+ * are handed over until the vol is fast again. */
 #include "internal.h"
 
 #include "core/log.h"
@@ -15,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 /* A worker keeps its payload buffer between requests up to this size;
  * larger requests get a buffer of their own for their duration. */
@@ -24,7 +49,47 @@
  * the largest request, so two maximal requests still overlap. */
 #define CONN_PAYLOAD_BUDGET (64u << 20)
 
+/* Inline service (see the top of the file): the largest READ/WRITE served
+ * inline, the service time (running average, ns) under which the vol
+ * counts as fast, and the reply batch's limits.  Inline READ data waits
+ * for the batch send in the arena, so ARENA bounds what inline requests
+ * hold (they take no payload budget). */
+#define INLINE_MAX_LEN (64u << 10)
+#define INLINE_MAX_NS 20000u
+#define BATCH_MAX 64
+#define BATCH_ARENA (256u << 10)
+_Static_assert(BATCH_ARENA >= INLINE_MAX_LEN, "an inline read fits the arena");
+_Static_assert(WORKER_KEEP_BUF >= INLINE_MAX_LEN, "an inline write needs no tmp");
+
+/* One reply, ready to send: a header and the data after it (READ only). */
+struct reply {
+	union {
+		struct nbd_simple_reply simple;
+		struct nbd_structured_reply none;
+		struct nbd_chunk_offset_data data;
+		struct nbd_chunk_error error;
+	} h;
+	size_t hlen;
+	void *data;
+	size_t dlen;
+};
+
+/* What the workers of one connection share besides the connection. */
+struct transmit {
+	struct nbd_conn *c;
+	/* Average READ/WRITE service time, ns (updated without a lock: a
+	 * lost update only delays the average by one sample). */
+	atomic_uint_fast64_t avg_ns;
+	/* The reply batch: only the holder of the read role touches it. */
+	struct reply batch[BATCH_MAX];
+	struct iovec iov[2 * BATCH_MAX];
+	unsigned n_batch;
+	unsigned char *arena; /* BATCH_ARENA bytes, 4096-aligned */
+	size_t arena_used;
+};
+
 struct worker {
+	struct transmit *t;
 	struct nbd_conn *c;
 	pthread_t thread;
 	void *buf;
@@ -85,61 +150,56 @@ static void conn_quit(struct nbd_conn *c)
 	c->quit = true;
 }
 
-static int send_simple(struct nbd_conn *c, uint64_t cookie, uint32_t error)
+/* Fill *rp with the reply to req: error 0 or an NBD error; data is a
+ * READ's payload. */
+static void reply_build(const struct nbd_conn *c, const struct nbd_req *req,
+			uint64_t wire_cookie, uint32_t error, void *data,
+			struct reply *rp)
 {
-	struct nbd_simple_reply h = {
-		.magic = htobe32(NBD_SIMPLE_REPLY_MAGIC),
-		.error = htobe32(error),
-		.cookie = cookie, /* opaque: echoed in wire order */
-	};
-	struct iovec iov = { .iov_base = &h, .iov_len = sizeof(h) };
-	return nbd_conn_send(c, &iov, 1);
-}
-
-static int send_read_reply(struct nbd_conn *c, const struct nbd_req *req,
-			   uint64_t wire_cookie, uint32_t error, void *data)
-{
-	if (!c->structured) {
-		struct nbd_simple_reply h = {
+	rp->data = NULL;
+	rp->dlen = 0;
+	if (req->type != NBD_CMD_READ || !c->structured) {
+		rp->h.simple = (struct nbd_simple_reply){
 			.magic = htobe32(NBD_SIMPLE_REPLY_MAGIC),
 			.error = htobe32(error),
-			.cookie = wire_cookie,
+			.cookie = wire_cookie, /* opaque: echoed in wire order */
 		};
-		struct iovec iov[2] = {
-			{ .iov_base = &h, .iov_len = sizeof(h) },
-			{ .iov_base = data, .iov_len = req->len },
-		};
+		rp->hlen = sizeof(rp->h.simple);
 		/* A failed simple read sends no data. */
-		return nbd_conn_send(c, iov, error ? 1 : 2);
+		if (req->type == NBD_CMD_READ && !error) {
+			rp->data = data;
+			rp->dlen = req->len;
+		}
+		return;
 	}
 	if (error) {
-		struct nbd_chunk_error e = {
+		rp->h.error = (struct nbd_chunk_error){
 			.hdr = {
 				.magic = htobe32(NBD_STRUCTURED_REPLY_MAGIC),
 				.flags = htobe16(NBD_REPLY_FLAG_DONE),
 				.type = htobe16(NBD_REPLY_TYPE_ERROR),
 				.cookie = wire_cookie,
-				.len = htobe32(sizeof(e) - sizeof(e.hdr)),
+				.len = htobe32(sizeof(rp->h.error) - sizeof(rp->h.error.hdr)),
 			},
 			.error = htobe32(error),
 			.msg_len = 0,
 		};
-		struct iovec iov = { .iov_base = &e, .iov_len = sizeof(e) };
-		return nbd_conn_send(c, &iov, 1);
+		rp->hlen = sizeof(rp->h.error);
+		return;
 	}
 	if (req->len == 0) {
 		/* An OFFSET_DATA chunk may not be empty. */
-		struct nbd_structured_reply h = {
+		rp->h.none = (struct nbd_structured_reply){
 			.magic = htobe32(NBD_STRUCTURED_REPLY_MAGIC),
 			.flags = htobe16(NBD_REPLY_FLAG_DONE),
 			.type = htobe16(NBD_REPLY_TYPE_NONE),
 			.cookie = wire_cookie,
 			.len = 0,
 		};
-		struct iovec iov = { .iov_base = &h, .iov_len = sizeof(h) };
-		return nbd_conn_send(c, &iov, 1);
+		rp->hlen = sizeof(rp->h.none);
+		return;
 	}
-	struct nbd_chunk_offset_data d = {
+	rp->h.data = (struct nbd_chunk_offset_data){
 		.hdr = {
 			.magic = htobe32(NBD_STRUCTURED_REPLY_MAGIC),
 			.flags = htobe16(NBD_REPLY_FLAG_DONE),
@@ -149,11 +209,78 @@ static int send_read_reply(struct nbd_conn *c, const struct nbd_req *req,
 		},
 		.offset = htobe64(req->offset),
 	};
-	struct iovec iov[2] = {
-		{ .iov_base = &d, .iov_len = sizeof(d) },
-		{ .iov_base = data, .iov_len = req->len },
-	};
-	return nbd_conn_send(c, iov, 2);
+	rp->hlen = sizeof(rp->h.data);
+	rp->data = data;
+	rp->dlen = req->len;
+}
+
+/* Send n replies in one write (under the write lock).  iov has room for
+ * 2n entries. */
+static int reply_send(struct nbd_conn *c, struct reply *rp, unsigned n,
+		      struct iovec *iov)
+{
+	int k = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		iov[k++] = (struct iovec){ .iov_base = &rp[i].h, .iov_len = rp[i].hlen };
+		if (rp[i].dlen)
+			iov[k++] = (struct iovec){ .iov_base = rp[i].data,
+						   .iov_len = rp[i].dlen };
+	}
+	return nbd_conn_send(c, iov, k);
+}
+
+/* Send the batched replies, if any.  The caller holds the read role. */
+static int batch_flush(struct transmit *t)
+{
+	int r = 0;
+
+	if (t->n_batch)
+		r = reply_send(t->c, t->batch, t->n_batch, t->iov);
+	t->n_batch = 0;
+	t->arena_used = 0;
+	return r;
+}
+
+/* Room in the arena for an inline READ of n bytes (<= INLINE_MAX_LEN),
+ * sending the batch first if it is full.  NULL if that send failed. */
+static void *batch_arena(struct transmit *t, size_t n)
+{
+	size_t need = (n + 4095) & ~(size_t)4095; /* keep O_DIRECT alignment */
+
+	if (t->arena_used + need > BATCH_ARENA && batch_flush(t) < 0)
+		return NULL;
+	void *p = t->arena + t->arena_used;
+	t->arena_used += need;
+	return p;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Fold one READ/WRITE service time into the average (weight 1/8). */
+static void avg_add(struct transmit *t, uint64_t ns)
+{
+	uint64_t a = atomic_load_explicit(&t->avg_ns, memory_order_relaxed);
+	a = a - a / 8 + ns / 8;
+	atomic_store_explicit(&t->avg_ns, a, memory_order_relaxed);
+}
+
+/* Whether a request read (error: what nbd_request_check() said) is served
+ * inline; see the top of the file. */
+static bool serve_inline(struct transmit *t, const struct nbd_req *req,
+			 uint32_t error)
+{
+	if (error || req->type == NBD_CMD_CACHE)
+		return true;
+	if (req->type != NBD_CMD_READ && req->type != NBD_CMD_WRITE)
+		return false;
+	return !(req->flags & NBD_CMD_FLAG_FUA) && req->len <= INLINE_MAX_LEN &&
+	       atomic_load_explicit(&t->avg_ns, memory_order_relaxed) < INLINE_MAX_NS;
 }
 
 /* TRIM and WRITE_ZEROES carry no payload and may be as large as the export;
@@ -214,22 +341,68 @@ static int dispatch(struct vol *v, const struct nbd_req *req, void *buf)
 	}
 }
 
-/* Read and validate one request under the read lock.  Returns 1 with *req,
- * *error, the payload budget taken in *held (to give back after the
- * reply) and (for a valid WRITE) the payload in *data; 0 when the
- * connection is over (EOF, DISC, protocol error, quit). */
-static int read_request(struct worker *w, struct nbd_req *req,
-			uint64_t *wire_cookie, uint32_t *error, void **data,
-			void **tmp, uint64_t *held)
+/* A request read, and where its payload lives until the reply is sent. */
+struct pending {
+	struct nbd_req req;
+	uint64_t wire_cookie; /* the cookie as it came, echoed as is */
+	uint32_t error;       /* from nbd_request_check(), or NBD_ENOMEM */
+	bool inline_;         /* served by the reader (see the top) */
+	void *data;           /* READ/WRITE payload, or NULL */
+	void *tmp;            /* to free after the reply, or NULL */
+	uint64_t held;        /* payload budget to give back after the reply */
+};
+
+/* Before a read that could block: no reply may wait in the batch while
+ * the reader sleeps, or a client waiting for it would never send more. */
+static int flush_unless_buffered(struct transmit *t, size_t n)
 {
+	return nbd_conn_buffered(t->c) >= n ? 0 : batch_flush(t);
+}
+
+/* Where a valid READ/WRITE's payload lives until its reply is sent: an
+ * inline READ's in the batch arena, to go out with the batch; any other in
+ * the worker's buffer.  Handed-over requests take payload budget (inline
+ * ones are bounded by the arena and that buffer), and end the batch first:
+ * its replies must not wait through a wait for budget.  Returns 0, or -1
+ * when the batch could not be sent. */
+static int payload_place(struct worker *w, struct pending *p)
+{
+	struct transmit *t = w->t;
+	uint32_t len = p->req.len;
+
+	if (p->inline_ && p->req.type == NBD_CMD_READ) {
+		p->data = batch_arena(t, len);
+		return p->data ? 0 : -1;
+	}
+	if (!p->inline_) {
+		if (batch_flush(t) < 0)
+			return -1;
+		budget_take(t->c, len);
+		p->held = len;
+	}
+	p->data = worker_buf(w, len, &p->tmp);
+	if (!p->data)
+		p->error = NBD_ENOMEM;
+	return 0;
+}
+
+/* Read and validate one request; the caller holds the read role.  Returns
+ * 1 with *p filled, or 0 when the connection is over (EOF, DISC, protocol
+ * error, quit, a reply that could not be sent). */
+static int read_request(struct worker *w, struct pending *p)
+{
+	struct transmit *t = w->t;
 	struct nbd_conn *c = w->c;
+	struct nbd_req *req = &p->req;
 	struct nbd_request h;
 	int r;
 
-	*data = NULL;
-	*tmp = NULL;
-	*held = 0;
+	p->data = NULL;
+	p->tmp = NULL;
+	p->held = 0;
 	if (c->quit)
+		return 0;
+	if (flush_unless_buffered(t, sizeof(h)) < 0)
 		return 0;
 	r = nbd_conn_recv(c, &h, sizeof(h));
 	if (r < 0) {
@@ -247,82 +420,101 @@ static int read_request(struct worker *w, struct nbd_req *req,
 	req->cookie = be64toh(h.cookie);
 	req->offset = be64toh(h.offset);
 	req->len = be32toh(h.len);
-	*wire_cookie = h.cookie;
-	*error = nbd_request_check(req, &c->lim);
+	p->wire_cookie = h.cookie;
+	p->error = nbd_request_check(req, &c->lim);
 	if (req->type == NBD_CMD_DISC) {
 		c->clean = true;
 		return 0;
 	}
-	if ((req->type == NBD_CMD_READ || req->type == NBD_CMD_WRITE) && !*error) {
-		budget_take(c, req->len);
-		*held = req->len;
-	}
-	if (req->type == NBD_CMD_READ && !*error) {
-		*data = worker_buf(w, req->len, tmp);
-		if (!*data)
-			*error = NBD_ENOMEM;
-	}
+	p->inline_ = serve_inline(t, req, p->error);
+	if ((req->type == NBD_CMD_READ || req->type == NBD_CMD_WRITE) && !p->error &&
+	    payload_place(w, p) < 0)
+		return 0;
 	if (req->type != NBD_CMD_WRITE)
 		return 1;
-	if (!*error) {
-		*data = worker_buf(w, req->len, tmp);
-		if (!*data)
-			*error = NBD_ENOMEM;
-	}
 	/* The payload follows whether or not the request is valid. */
-	r = *data ? nbd_conn_recv(c, *data, req->len)
-		  : nbd_conn_discard(c, req->len);
+	r = flush_unless_buffered(t, req->len);
+	if (r == 0)
+		r = p->data ? nbd_conn_recv(c, p->data, req->len)
+			    : nbd_conn_discard(c, req->len);
 	if (r < 0) {
 		/* The client left mid-write: no reply, the connection ends. */
-		budget_give(c, *held);
-		*held = 0;
-		free(*tmp);
-		*tmp = NULL;
+		budget_give(c, p->held);
+		p->held = 0;
+		free(p->tmp);
+		p->tmp = NULL;
 		return 0;
 	}
 	return 1;
 }
 
+/* Call the vol for a request read (unless it was refused) and fill *rp
+ * with the reply. */
+static void serve(struct transmit *t, struct pending *p, struct reply *rp)
+{
+	const struct nbd_req *req = &p->req;
+	uint32_t error = p->error;
+
+	if (error) {
+		log_debug("nbd: %s off=%llu len=%u flags=0x%x refused: %u",
+			  nbd_cmd_name(req->type), (unsigned long long)req->offset,
+			  req->len, req->flags, error);
+	} else {
+		bool timed = req->type == NBD_CMD_READ || req->type == NBD_CMD_WRITE;
+		uint64_t t0 = timed ? now_ns() : 0;
+		int r = dispatch(t->c->srv->vol, req, p->data);
+		if (timed)
+			avg_add(t, now_ns() - t0);
+		error = nbd_errno_to_wire(r);
+		if (r < 0)
+			log_debug("nbd: %s off=%llu len=%u: %s", nbd_cmd_name(req->type),
+				  (unsigned long long)req->offset, req->len,
+				  strerror(-r));
+	}
+	reply_build(t->c, req, p->wire_cookie, error, p->data, rp);
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
+	struct transmit *t = w->t;
 	struct nbd_conn *c = w->c;
 
 	for (;;) {
-		struct nbd_req req;
-		uint64_t wire_cookie;
-		uint32_t error;
-		void *data, *tmp;
-		uint64_t held;
-		int r;
+		struct pending p;
+		struct reply rp;
+		struct iovec iov[2];
+		int more;
 
+		/* Hold the read role while requests are served inline. */
 		pthread_mutex_lock(&c->rlock);
-		int more = read_request(w, &req, &wire_cookie, &error, &data, &tmp, &held);
+		for (;;) {
+			more = read_request(w, &p);
+			if (!more || !p.inline_)
+				break;
+			serve(t, &p, &t->batch[t->n_batch++]);
+			if (t->n_batch == BATCH_MAX && batch_flush(t) < 0) {
+				more = 0;
+				break;
+			}
+		}
+		/* Replies already served go out before the role changes
+		 * hands, and at the end (DISC wants them all). */
+		if (batch_flush(t) < 0 && more) {
+			budget_give(c, p.held);
+			free(p.tmp);
+			more = 0;
+		}
 		if (!more)
 			conn_quit(c);
 		pthread_mutex_unlock(&c->rlock);
 		if (!more)
 			break;
 
-		if (error) {
-			log_debug("nbd: %s off=%llu len=%u flags=0x%x refused: %u",
-				  nbd_cmd_name(req.type), (unsigned long long)req.offset,
-				  req.len, req.flags, error);
-		} else {
-			r = dispatch(c->srv->vol, &req, data);
-			error = nbd_errno_to_wire(r);
-			if (r < 0)
-				log_debug("nbd: %s off=%llu len=%u: %s",
-					  nbd_cmd_name(req.type),
-					  (unsigned long long)req.offset, req.len,
-					  strerror(-r));
-		}
-		if (req.type == NBD_CMD_READ)
-			r = send_read_reply(c, &req, wire_cookie, error, data);
-		else
-			r = send_simple(c, wire_cookie, error);
-		free(tmp);
-		budget_give(c, held);
+		serve(t, &p, &rp);
+		int r = reply_send(c, &rp, 1, iov);
+		free(p.tmp);
+		budget_give(c, p.held);
 		if (r < 0) {
 			/* The client cannot hear us: wake the reader and end. */
 			conn_quit(c);
@@ -337,15 +529,21 @@ int nbd_transmit(struct nbd_conn *c)
 {
 	struct nbd_server *s = c->srv;
 	unsigned n = s->threads ? s->threads : 1;
+	struct transmit *t = calloc(1, sizeof(*t));
 	struct worker *w = calloc(n, sizeof(*w));
 	sigset_t all, old;
 	unsigned started = 1;
+	int r = -ENOMEM;
 
-	if (!w)
-		return -ENOMEM;
+	if (!t || !w || posix_memalign((void **)&t->arena, 4096, BATCH_ARENA) != 0)
+		goto out;
+	t->c = c;
+	atomic_init(&t->avg_ns, 0);
 	nbd_export_limits_init(&c->lim, s->vol, c->structured);
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i < n; i++) {
+		w[i].t = t;
 		w[i].c = c;
+	}
 	/* Workers take no signals: the thread that set up the handlers does. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
@@ -360,6 +558,11 @@ int nbd_transmit(struct nbd_conn *c)
 		pthread_join(w[i].thread, NULL);
 	for (unsigned i = 0; i < n; i++)
 		free(w[i].buf);
+	r = c->clean ? 0 : -ECONNRESET;
+out:
+	if (t)
+		free(t->arena);
+	free(t);
 	free(w);
-	return c->clean ? 0 : -ECONNRESET;
+	return r;
 }

@@ -38,12 +38,39 @@ static void exercise(struct vol *v)
 	CHECK_EQ(vol_flush(v), 0);
 }
 
+/* mem: reads pages never written (or trimmed) as zeros without touching
+ * them; a read across written and unwritten pages, and a partial write to
+ * a trimmed page, must still see exactly the data and zeros around it. */
+static void exercise_mem_pages(void)
+{
+	enum { PG = 4096 };
+	static unsigned char a[6 * PG], b[6 * PG];
+	struct vol *v;
+
+	CHECK_EQ(member_open("mem:1M", 0, &v), 0);
+	memset(a, 0, sizeof(a));
+	memset(a + PG + 100, 0x5a, 3 * PG);   /* pages 1 to 4, partly */
+	CHECK_EQ(vol_write(v, a + PG + 100, 3 * PG, PG + 100, 0), 0);
+	CHECK_EQ(vol_trim(v, PG, 2 * PG, 0), 0); /* page 2 given back */
+	memset(a + 2 * PG, 0, PG);
+	memset(a + 2 * PG + 512, 0xa5, 512);   /* then half-rewritten */
+	CHECK_EQ(vol_write(v, a + 2 * PG + 512, 512, 2 * PG + 512, 0), 0);
+	memset(b, 0xff, sizeof(b));
+	CHECK_EQ(vol_read(v, b, sizeof(b), 0), 0);
+	CHECK(memcmp(a, b, sizeof(a)) == 0);
+	memset(b, 0xff, sizeof(b));
+	CHECK_EQ(vol_read(v, b, 700, PG - 300), 0); /* across pages 0 and 1 */
+	CHECK(memcmp(a + PG - 300, b, 700) == 0);
+	vol_close(v);
+}
+
 int main(void)
 {
 	struct vol *v;
 	char path[] = "/tmp/uraid-test-members-XXXXXX";
 	unsigned char buf[4096];
 
+	exercise_mem_pages();
 	CHECK_EQ(member_open("mem:1M", 0, &v), 0);
 	CHECK_EQ(v->size, 1 << 20);
 	exercise(v);

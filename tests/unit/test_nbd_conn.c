@@ -2,7 +2,9 @@
  * fuzzer drives it: the client's bytes come from a pipe, the replies go to
  * a file.  A scripted session (GO, WRITE, FLUSH, READ, bad requests, DISC)
  * must leave the data in the vol and produce exactly the expected replies;
- * truncated and garbage inputs must end the connection without harm. */
+ * truncated and garbage inputs must end the connection without harm; a
+ * long pipelined session (batched and handed-over requests mixed) must get
+ * every reply, in order with one worker. */
 #include "check.h"
 
 #include "core/vol.h"
@@ -96,6 +98,88 @@ static void check_simple(const struct bytes *r, size_t *pos, uint32_t err, uint6
 	*pos += sizeof(h);
 }
 
+/* A long pipelined session, read from a file: more small requests than
+ * one reply batch holds, small reads that overflow the batch's data arena,
+ * and requests that are handed over (FLUSH, a 128 KiB read) between them.
+ * With one worker every reply must come back in order, with its data. */
+static void check_pipelined(void)
+{
+	enum { N = 150, SMALL = 4096, BIG = 65536, HUGE = 131072 };
+	struct vol *v;
+	struct nbd_server *s;
+	struct nbd_server_opts o = { .threads = 1 };
+	struct bytes in = { 0 }, r = { 0 };
+	unsigned char *data = malloc(HUGE);
+	char path[] = "/tmp/test_nbd_conn.XXXXXX";
+	int fd = mkstemp(path), out, rc;
+
+	CHECK(mem_member_open("4M", 0, &v) == 0);
+	CHECK(nbd_server_new(v, &o, &s) == 0);
+	put32(&in, NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES);
+	put64(&in, NBD_IHAVEOPT);
+	put32(&in, NBD_OPT_GO);
+	put32(&in, 4 + 2);
+	put32(&in, 0);
+	put16(&in, 0);
+	for (unsigned i = 0; i < N; i++) {
+		memset(data, (int)i, SMALL);
+		request(&in, NBD_CMD_WRITE, 0, i, (uint64_t)i * SMALL, SMALL);
+		put(&in, data, SMALL);
+	}
+	request(&in, NBD_CMD_FLUSH, 0, 1000, 0, 0);
+	for (unsigned i = 0; i < N; i++)
+		request(&in, NBD_CMD_READ, 0, 2000 + i, (uint64_t)i * SMALL, SMALL);
+	for (unsigned i = 0; i < 8; i++)
+		request(&in, NBD_CMD_READ, 0, 3000 + i, (uint64_t)i * BIG, BIG);
+	request(&in, NBD_CMD_READ, 0, 4000, 0, HUGE);
+	request(&in, NBD_CMD_DISC, 0, 5000, 0, 0);
+
+	unlink(path);
+	CHECK(write(fd, in.p, in.len) == (ssize_t)in.len);
+	CHECK(lseek(fd, 0, SEEK_SET) == 0);
+	strcpy(path, "/tmp/test_nbd_conn.XXXXXX");
+	out = mkstemp(path);
+	unlink(path);
+	rc = nbd_serve_connection(s, fd, out);
+	CHECK_EQ(rc, 0);
+	r.len = (size_t)lseek(out, 0, SEEK_END);
+	r.p = malloc(r.len + 1);
+	CHECK(pread(out, r.p, r.len, 0) == (ssize_t)r.len);
+
+	/* The expected bytes at offset off of the export. */
+	#define PATTERN(off) ((unsigned char)((off) / SMALL < N ? (off) / SMALL : 0))
+	size_t pos = skip_option_replies(&r, 18);
+	for (unsigned i = 0; i < N; i++)
+		check_simple(&r, &pos, 0, i);
+	check_simple(&r, &pos, 0, 1000);
+	for (unsigned i = 0; i < N && pos <= r.len; i++) {
+		check_simple(&r, &pos, 0, 2000 + i);
+		CHECK(pos + SMALL <= r.len && r.p[pos] == PATTERN((uint64_t)i * SMALL) &&
+		      r.p[pos + SMALL - 1] == r.p[pos]);
+		pos += SMALL;
+	}
+	for (unsigned i = 0; i < 8 && pos <= r.len; i++) {
+		check_simple(&r, &pos, 0, 3000 + i);
+		for (unsigned k = 0; k < BIG / SMALL && pos + BIG <= r.len; k++)
+			CHECK_EQ(r.p[pos + k * SMALL], PATTERN((uint64_t)i * BIG + k * SMALL));
+		pos += BIG;
+	}
+	check_simple(&r, &pos, 0, 4000);
+	for (unsigned k = 0; k < HUGE / SMALL && pos + HUGE <= r.len; k++)
+		CHECK_EQ(r.p[pos + k * SMALL], PATTERN((uint64_t)k * SMALL));
+	pos += HUGE;
+	CHECK_EQ(pos, r.len);
+	#undef PATTERN
+
+	close(fd);
+	close(out);
+	free(r.p);
+	free(in.p);
+	free(data);
+	nbd_server_free(s);
+	vol_close(v);
+}
+
 int main(void)
 {
 	struct vol *v;
@@ -167,5 +251,6 @@ int main(void)
 	free(in.p);
 	nbd_server_free(s);
 	vol_close(v);
+	check_pipelined();
 	return check_done();
 }
