@@ -10,22 +10,8 @@
 # must read the same sha256, then again with members left out (one for
 # RAID5, two for RAID6), their chunks rebuilt from P (and Q).
 # Skips (77) when QEMU, a kernel image or linux-peer is not available.
-set -euo pipefail
-
-PEER=${LINUX_PEER:-$SRCDIR/../shared/linux-peer}
-[ -x "$PEER/run.sh" ] || { echo "skip: no linux-peer at $PEER"; exit 77; }
-command -v qemu-system-x86_64 >/dev/null || { echo "skip: no qemu-system-x86_64"; exit 77; }
-ls /boot/vmlinuz-* >/dev/null 2>&1 || { echo "skip: no kernel image in /boot"; exit 77; }
-for t in nbdcopy cpio busybox; do
-    command -v $t >/dev/null || { echo "skip: $t missing"; exit 77; }
-done
-
-D=$(mktemp -d)
-trap 'rm -rf "$D"' EXIT
 MB=6
-pattern() { awk -v n=$((MB * 65536)) 'BEGIN { for (i = 0; i < n; i++) printf "%015d\n", i }'; }
-pattern > "$D/pat"
-want=$(sha256sum < "$D/pat" | cut -d' ' -f1)
+. "$(dirname "$0")/peer-lib.sh"
 
 # Ours: uraid creates the array and writes the pattern through `uraid
 # serve`; the kernel assembles it, reads the same sha256, and its parity
@@ -39,30 +25,27 @@ arrays=("k5 --level=5 --chunk=64 3 1"
         "k6ra --level=6 --layout=right-asymmetric --chunk=16 5 2")
 imgs=()
 declare -A devs files
-for spec in "${ours[@]}"; do
-    set -- $spec
-    name=$1 n=${*: -1}
-    for ((j = 0; j < n; j++)); do
-        f="$D/$name.$j.img"
+add_images() { # NAME N: N blank members, /dev/vdX in the guest
+    local j f
+    for ((j = 0; j < $2; j++)); do
+        f="$D/$1.$j.img"
         truncate -s 16M "$f"
-        devs[$name]+="/dev/vd$(printf "\\$(printf %o $((97 + ${#imgs[@]})))") "
-        files[$name]+="$f "
+        devs[$1]+="/dev/vd$(printf "\\$(printf %o $((97 + ${#imgs[@]})))") "
+        files[$1]+="$f "
         imgs+=("$f")
     done
+}
+for spec in "${ours[@]}"; do
+    set -- $spec
+    add_images "$1" "${*: -1}"
+    name=$1
     shift
     $URAID create "${@:1:$#-1}" --name="$name" ${files[$name]} >/dev/null
     $URAID serve --run "nbdcopy '$D/pat' \"\$uri\"" ${files[$name]} 2>/dev/null
 done
 for spec in "${arrays[@]}"; do
     set -- $spec
-    name=$1 n=${*: -2:1}
-    for ((j = 0; j < n; j++)); do
-        f="$D/$name.$j.img"
-        truncate -s 16M "$f"
-        devs[$name]+="/dev/vd$(printf "\\$(printf %o $((97 + ${#imgs[@]})))") "
-        files[$name]+="$f "
-        imgs+=("$f")
-    done
+    add_images "$1" "${*: -2:1}"
 done
 
 {

@@ -12,22 +12,8 @@
 #           the pattern written with dd; uraid examines and serves them
 #           read-only and must read the same sha256.
 # Skips (77) when QEMU, a kernel image or linux-peer is not available.
-set -euo pipefail
-
-PEER=${LINUX_PEER:-$SRCDIR/../shared/linux-peer}
-[ -x "$PEER/run.sh" ] || { echo "skip: no linux-peer at $PEER"; exit 77; }
-command -v qemu-system-x86_64 >/dev/null || { echo "skip: no qemu-system-x86_64"; exit 77; }
-ls /boot/vmlinuz-* >/dev/null 2>&1 || { echo "skip: no kernel image in /boot"; exit 77; }
-for t in nbdcopy cpio busybox; do
-    command -v $t >/dev/null || { echo "skip: $t missing"; exit 77; }
-done
-
-D=$(mktemp -d)
-trap 'rm -rf "$D"' EXIT
 MB=4
-pattern() { awk -v n=$((MB * 65536)) 'BEGIN { for (i = 0; i < n; i++) printf "%015d\n", i }'; }
-pattern > "$D/pat"
-want=$(sha256sum < "$D/pat" | cut -d' ' -f1)
+. "$(dirname "$0")/peer-lib.sh"
 
 # name level-options disks: arrays uraid creates, then the kernel's.
 ours=("o0 --level=0 --chunk=64 2" "o1 --level=1 2" "on2 --level=10 --chunk=64 3"
