@@ -1,7 +1,9 @@
 /* cmd_check.c — `uraid check [--repair] MEMBER...`: scrub an md array
- * with copies (RAID1, RAID10): read every copy of every block and report
- * where they differ, as md's "check" action does; with --repair, make them
- * agree by writing the first copy over the others (md's "repair").
+ * with redundancy, as md's "check" action does: on RAID1/10 read every
+ * copy of every block and report where they differ, on RAID5/6 recompute
+ * every stripe's parity and report the stripes whose parity differs; with
+ * --repair, make them agree (md's "repair": the first copy is written over
+ * the others, the parity is rewritten from the data).
  *
  * A check opens the members read-only and changes no byte, so it is safe
  * on a foreign array; a repair opens them for writing and takes them for
@@ -27,9 +29,11 @@ static void check_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: uraid check [--repair] [--degraded] MEMBER...\n"
-		"Read every copy of every block of the RAID1/RAID10 array the members hold\n"
-		"and report where the copies differ (md's \"check\"). Changes nothing.\n"
-		"  --repair     write the first copy over the ones that differ (md's \"repair\")\n"
+		"Read every copy of every block of the RAID1/10 array the members hold, or\n"
+		"every stripe of a RAID5/6 with its parity, and report where they disagree\n"
+		"(md's \"check\"). Changes nothing.\n"
+		"  --repair     make them agree (md's \"repair\"): the first copy is written\n"
+		"               over the others; RAID5/6 parity is recomputed from the data\n"
 		"  --degraded   also check an array that is missing members\n"
 		"  -v           more messages\n");
 }

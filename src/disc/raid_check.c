@@ -1,6 +1,8 @@
 /* raid_check.c — scrubbing: read every copy of every block of a redundant
  * array and compare them (md's "check"), and optionally make them agree
- * (md's "repair": the first live copy is written over the others).
+ * (md's "repair": the first live copy is written over the others); on
+ * RAID5/6, recompute every stripe's parity from its data and compare
+ * (repair rewrites the parity, as md's does).
  *
  * Runs on an array nobody else uses (the command opens the members
  * exclusively), in ranges of whole extents; the copies of an extent are
@@ -37,6 +39,37 @@ static int raid_check_read_one(void *arg, unsigned c)
 	return 0;
 }
 
+/* Parity levels: stripe by stripe, the parity recomputed from the data
+ * and compared (md's check of a RAID5/6); a differing stripe is reported
+ * as its whole array range, and repaired by rewriting its parity. */
+static int raid_check_parity(struct raid_array *a, bool repair, struct raid_check_report *rep,
+			     void (*on_mismatch)(void *ctx, uint64_t off, uint64_t len), void *ctx)
+{
+	uint64_t row_bytes = (uint64_t)a->g.chunk * (a->n - a->lvl->parity);
+	uint64_t rows = a->vol.size / row_bytes;
+
+	for (uint64_t row = 0; row < rows; row++) {
+		bool differ;
+		int r = raid_parity_check_row(a, row, repair, &differ);
+		if (r == -ENODEV)
+			return err_set(r, "%s: a member is missing or failed: its parity cannot be "
+					  "checked", a->vol.name);
+		if (r < 0)
+			return err_set(r, "%s: stripe %llu: %s", a->vol.name,
+				       (unsigned long long)row, strerror(-r));
+		rep->checked += row_bytes;
+		if (!differ)
+			continue;
+		rep->mismatched += row_bytes;
+		rep->ranges++;
+		if (repair)
+			rep->repaired += (uint64_t)a->g.chunk * a->lvl->parity;
+		if (on_mismatch)
+			on_mismatch(ctx, row * row_bytes, row_bytes);
+	}
+	return repair && rep->repaired ? vol_flush(&a->vol) : 0;
+}
+
 int raid_check(struct vol *array, bool repair, struct raid_check_report *rep,
 	       void (*on_mismatch)(void *ctx, uint64_t off, uint64_t len), void *ctx)
 {
@@ -53,8 +86,7 @@ int raid_check(struct vol *array, bool repair, struct raid_check_report *rep,
 	if (!a)
 		return err_set(-EINVAL, "%s is not a RAID array", array->name);
 	if (a->lvl->parity)
-		return err_set(-ENOTSUP, "%s: checking %s parity is not built yet", array->name,
-			       a->lvl->kind);
+		return raid_check_parity(a, repair, rep, on_mismatch, ctx);
 	if (!a->lvl->redundant || a->copies < 2)
 		return err_set(-EINVAL, "%s: %s keeps one copy of each block: nothing to compare",
 			       array->name, a->lvl->kind);

@@ -133,6 +133,10 @@ int raid_parity_rebuild(struct raid_array *a, char *buf, uint64_t len, uint64_t 
  * included. */
 int raid_parity_write(struct raid_array *a, const char *buf, uint64_t len, uint64_t off,
 		      unsigned flags);
+/* Scrub stripe row: recompute its P (and Q) from its data and compare;
+ * with repair, write the recomputed parity where it differs.  -ENODEV
+ * when a member is gone (nothing to compare against). */
+int raid_parity_check_row(struct raid_array *a, uint64_t row, bool repair, bool *differ);
 int raid_parity_init(struct raid_array *a);
 void raid_parity_destroy(struct raid_array *a);
 

@@ -623,3 +623,56 @@ int raid_parity_write(struct raid_array *a, const char *buf, uint64_t len, uint6
 	free(st);
 	return r;
 }
+
+int raid_parity_check_row(struct raid_array *a, uint64_t row, bool repair, bool *differ)
+{
+	uint64_t chunk = a->g.chunk, row_bytes = a->par->row_bytes;
+	unsigned ndata = a->n - a->lvl->parity;
+	struct raid_stripe *st = malloc(sizeof(*st));
+	struct parity_io *io = calloc(a->n, sizeof(*io));
+	char *bufs = NULL, *calc = NULL;
+	int r = -ENOMEM;
+
+	*differ = false;
+	if (!st || !io || posix_memalign((void **)&bufs, 4096, a->n * chunk) ||
+	    posix_memalign((void **)&calc, 4096, 2 * chunk))
+		goto out;
+	pthread_once(&gf_once, gf_init);
+	pthread_mutex_t *l = raid_parity_lock(a, row * row_bytes);
+	pthread_mutex_lock(l);
+	a->lvl->stripe(a->priv, &a->g, row * row_bytes, st);
+	r = -ENODEV; /* a member is gone: nothing to compare against */
+	for (unsigned m = 0; m < a->n; m++)
+		if (atomic_load(&a->m[m].failed))
+			goto unlock;
+	for (unsigned m = 0; m < a->n; m++)
+		io[m] = (struct parity_io){ m, st->moff - st->moff % chunk, chunk, bufs + m * chunk, 0 };
+	r = parity_io_run(a, io, a->n, false, 0);
+	if (r)
+		goto unlock;
+	char *p = calc, *q = calc + chunk;
+	memset(calc, 0, 2 * chunk);
+	for (unsigned i = 0; i < ndata; i++) {
+		xor_into(p, bufs + st->data[i] * chunk, chunk);
+		if (st->q >= 0)
+			mul_into(q, bufs + st->data[i] * chunk, gf_pow2(i), chunk);
+	}
+	unsigned nio = 0;
+	if (memcmp(p, bufs + st->p * chunk, chunk) != 0) {
+		*differ = true;
+		io[nio++] = (struct parity_io){ (unsigned)st->p, io[0].moff, chunk, p, 0 };
+	}
+	if (st->q >= 0 && memcmp(q, bufs + st->q * chunk, chunk) != 0) {
+		*differ = true;
+		io[nio++] = (struct parity_io){ (unsigned)st->q, io[0].moff, chunk, q, 0 };
+	}
+	r = repair && nio ? parity_io_run(a, io, nio, true, 0) : 0;
+unlock:
+	pthread_mutex_unlock(l);
+out:
+	free(calc);
+	free(bufs);
+	free(io);
+	free(st);
+	return r;
+}
