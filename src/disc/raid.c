@@ -33,6 +33,15 @@
 
 enum raid_op { RAID_READ, RAID_WRITE, RAID_TRIM, RAID_ZERO };
 
+/* One transfer to or from a member. */
+struct raid_sub {
+	unsigned role;
+	unsigned e_first, e_last; /* extents this sub covers */
+	uint64_t off, len;        /* on the member */
+	char *buf;                /* NULL for trim and zeroes */
+	int err;
+};
+
 struct raid_ext {
 	uint64_t aoff, len;
 	unsigned ok;       /* copies written, or 1 once read */

@@ -49,7 +49,7 @@ static int raid_check_parity(struct raid_array *a, bool repair, struct raid_chec
 	uint64_t rows = a->vol.size / row_bytes;
 
 	for (uint64_t row = 0; row < rows; row++) {
-		bool differ;
+		unsigned differ;
 		int r = raid_parity_check_row(a, row, repair, &differ);
 		if (r == -ENODEV)
 			return err_set(r, "%s: a member is missing or failed: its parity cannot be "
@@ -63,7 +63,7 @@ static int raid_check_parity(struct raid_array *a, bool repair, struct raid_chec
 		rep->mismatched += row_bytes;
 		rep->ranges++;
 		if (repair)
-			rep->repaired += (uint64_t)a->g.chunk * a->lvl->parity;
+			rep->repaired += (uint64_t)a->g.chunk * differ;
 		if (on_mismatch)
 			on_mismatch(ctx, row * row_bytes, row_bytes);
 	}

@@ -75,15 +75,6 @@ struct raid_member {
 	atomic_uint_fast64_t ns_per_mib;
 };
 
-/* One transfer to or from a member. */
-struct raid_sub {
-	unsigned role;
-	unsigned e_first, e_last; /* extents this sub covers */
-	uint64_t off, len;        /* on the member */
-	char *buf;                /* NULL for trim and zeroes */
-	int err;
-};
-
 struct raid_ra; /* read-ahead state (raid_ra.c) */
 struct raid_wb; /* write-behind state (raid_wb.c) */
 struct raid_par; /* parity levels' state (raid_parity.c) */
@@ -134,9 +125,9 @@ int raid_parity_rebuild(struct raid_array *a, char *buf, uint64_t len, uint64_t 
 int raid_parity_write(struct raid_array *a, const char *buf, uint64_t len, uint64_t off,
 		      unsigned flags);
 /* Scrub stripe row: recompute its P (and Q) from its data and compare;
- * with repair, write the recomputed parity where it differs.  -ENODEV
- * when a member is gone (nothing to compare against). */
-int raid_parity_check_row(struct raid_array *a, uint64_t row, bool repair, bool *differ);
+ * *differ says how many of them differ, and with repair those are
+ * rewritten.  -ENODEV when a member is gone (nothing to compare against). */
+int raid_parity_check_row(struct raid_array *a, uint64_t row, bool repair, unsigned *differ);
 int raid_parity_init(struct raid_array *a);
 void raid_parity_destroy(struct raid_array *a);
 
@@ -157,11 +148,11 @@ struct raid_runs {
 	unsigned *first; /* members + 1 entries */
 };
 
-/* A piece [off, off+len) of the array laid out member-major: stage says
+/* A piece of the array from off, laid out member-major: stage says
  * where every member's part lies in the buffer (bytes long), out what to
  * write of it (raid_piece_segments). */
 struct raid_piece_map {
-	uint64_t off, len;
+	uint64_t off;
 	struct raid_runs stage, out;
 	uint64_t bytes;
 };

@@ -624,7 +624,7 @@ int raid_parity_write(struct raid_array *a, const char *buf, uint64_t len, uint6
 	return r;
 }
 
-int raid_parity_check_row(struct raid_array *a, uint64_t row, bool repair, bool *differ)
+int raid_parity_check_row(struct raid_array *a, uint64_t row, bool repair, unsigned *differ)
 {
 	uint64_t chunk = a->g.chunk, row_bytes = a->par->row_bytes;
 	unsigned ndata = a->n - a->lvl->parity;
@@ -633,7 +633,7 @@ int raid_parity_check_row(struct raid_array *a, uint64_t row, bool repair, bool 
 	char *bufs = NULL, *calc = NULL;
 	int r = -ENOMEM;
 
-	*differ = false;
+	*differ = 0;
 	if (!st || !io || posix_memalign((void **)&bufs, 4096, a->n * chunk) ||
 	    posix_memalign((void **)&calc, 4096, 2 * chunk))
 		goto out;
@@ -658,14 +658,11 @@ int raid_parity_check_row(struct raid_array *a, uint64_t row, bool repair, bool 
 			mul_into(q, bufs + st->data[i] * chunk, gf_pow2(i), chunk);
 	}
 	unsigned nio = 0;
-	if (memcmp(p, bufs + st->p * chunk, chunk) != 0) {
-		*differ = true;
+	if (memcmp(p, bufs + st->p * chunk, chunk) != 0)
 		io[nio++] = (struct parity_io){ (unsigned)st->p, io[0].moff, chunk, p, 0 };
-	}
-	if (st->q >= 0 && memcmp(q, bufs + st->q * chunk, chunk) != 0) {
-		*differ = true;
+	if (st->q >= 0 && memcmp(q, bufs + st->q * chunk, chunk) != 0)
 		io[nio++] = (struct parity_io){ (unsigned)st->q, io[0].moff, chunk, q, 0 };
-	}
+	*differ = nio;
 	r = repair && nio ? parity_io_run(a, io, nio, true, 0) : 0;
 unlock:
 	pthread_mutex_unlock(l);

@@ -144,7 +144,6 @@ int raid_piece_map_build(struct raid_array *a, uint64_t off, uint64_t len,
 	int r = raid_runs_reset(rs, a->n);
 
 	m->off = off;
-	m->len = len;
 	while (r == 0 && len > 0) {
 		uint64_t n = a->lvl->map(a->priv, &a->g, off, len, loc, &nc);
 		int want = pick ? pick(a, loc, nc, ctx) : RAID_PICK_ALL;
