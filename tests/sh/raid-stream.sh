@@ -3,8 +3,10 @@
 # arrays of disk models, where write-behind and read-ahead engage: fio
 # writes sequentially and verifies (crc32c) reading back the same way; then
 # nbdcopy streams a random image in without a flush, the server is stopped,
-# and the members, served again without models, hold exactly that image
-# (stopping writes out what write-behind held).
+# and the members, served again without models, hold exactly that image.
+# (The server's exit path flushes as well as closing the array, so this
+# does not single out the close's drain; test_raid.c's test_wb_durable
+# does, and the flush's, reading the member files behind the array.)
 . "$(dirname "$0")/nbd-lib.sh"
 requires fio nbdcopy cmp
 fio --enghelp=nbd >/dev/null 2>&1 || { echo "SKIP: fio lacks ioengine=nbd"; exit 77; }
