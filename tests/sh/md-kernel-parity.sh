@@ -49,18 +49,11 @@ for spec in "${arrays[@]}"; do
 done
 
 {
-    echo '#!/bin/sh'
-    echo "MB=$MB"
-    echo 'pattern() { awk -v n=$((MB * 65536)) '"'"'BEGIN { for (i = 0; i < n; i++) printf "%015d\n", i }'"'"'; }'
+    guest_header
     i=0
     for spec in "${ours[@]}"; do
         set -- $spec
-        echo "mdadm --assemble /dev/md$i ${devs[$1]} >/dev/null 2>&1 || { echo 'ours $1 assemble-failed'; mdadm --examine ${devs[$1]}; }"
-        echo "echo \"ours $1 \$(dd if=/dev/md$i bs=1M count=\$MB 2>/dev/null | sha256sum | cut -d' ' -f1) \$(cat /sys/block/md$i/md/level 2>/dev/null)\""
-        echo "echo check > /sys/block/md$i/md/sync_action
-while [ \"\$(cat /sys/block/md$i/md/sync_action)\" != idle ]; do sleep 0.2; done
-echo \"mismatch $1 \$(cat /sys/block/md$i/md/mismatch_cnt)\""
-        echo "mdadm --stop /dev/md$i >/dev/null 2>&1"
+        guest_read_ours "$1" $i 1 ${devs[$1]}
         i=$((i + 1))
     done
     for spec in "${arrays[@]}"; do
@@ -78,19 +71,11 @@ echo \"mismatch $1 \$(cat /sys/block/md$i/md/mismatch_cnt)\""
     echo 'exit 0'
 } > "$D/job.sh"
 
-out=$(LINUX_PEER_TIMEOUT=${LINUX_PEER_TIMEOUT:-300} "$PEER/run.sh" "$D/job.sh" "${imgs[@]}" 2>&1) || {
-    echo "$out"; echo "FAIL: the linux-peer job did not finish"; exit 1; }
+run_peer "${imgs[@]}"
 fail=0
 for spec in "${ours[@]}"; do
     set -- $spec
-    line=$(grep "^ours $1 " <<< "$out" || true)
-    if [ "$(cut -d' ' -f3 <<< "$line")" != "$want" ]; then
-        echo "FAIL: kernel md read of our $1 array: '$line' (want $want)"; echo "$out" | tail -20; fail=1
-    else
-        echo "ok: kernel md reads our $* ($(cut -d' ' -f4 <<< "$line"))"
-    fi
-    grep -q "^mismatch $1 0$" <<< "$out" ||
-        { echo "FAIL: kernel parity check of our $1: $(grep "^mismatch $1" <<< "$out")"; fail=1; }
+    host_check_ours "$1" 1 "$*"
 done
 read_sha() { # serve ARGS... ; prints the sha256 of the first MB MiB
     $URAID serve --readonly "$@" --run 'nbdcopy "$uri" - | head -c '$((MB << 20))' | sha256sum' \

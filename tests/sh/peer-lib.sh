@@ -19,3 +19,47 @@ trap 'rm -rf "$D"' EXIT
 pattern() { awk -v n=$((MB * 65536)) 'BEGIN { for (i = 0; i < n; i++) printf "%015d\n", i }'; }
 pattern > "$D/pat"
 want=$(sha256sum < "$D/pat" | cut -d' ' -f1)
+
+# The guest job's first lines: the shell, and pattern() for the guest.
+guest_header() {
+    echo '#!/bin/sh'
+    echo "MB=$MB"
+    echo 'pattern() { awk -v n=$((MB * 65536)) '"'"'BEGIN { for (i = 0; i < n; i++) printf "%015d\n", i }'"'"'; }'
+}
+
+# guest_read_ours NAME MD CHECK DEVS...: guest lines that assemble one of
+# our arrays as /dev/mdMD, print "ours NAME SHA256 LEVEL" of its first MB
+# MiB and, with CHECK=1, run md's check and print "mismatch NAME COUNT".
+guest_read_ours() {
+    local name=$1 md=$2 check=$3
+    shift 3
+    echo "mdadm --assemble /dev/md$md $* >/dev/null 2>&1 || { echo 'ours $name assemble-failed'; mdadm --examine $*; }"
+    echo "echo \"ours $name \$(dd if=/dev/md$md bs=1M count=\$MB 2>/dev/null | sha256sum | cut -d' ' -f1) \$(cat /sys/block/md$md/md/level 2>/dev/null)\""
+    [ "$check" = 1 ] && echo "echo check > /sys/block/md$md/md/sync_action
+while [ \"\$(cat /sys/block/md$md/md/sync_action)\" != idle ]; do sleep 0.2; done
+echo \"mismatch $name \$(cat /sys/block/md$md/md/mismatch_cnt)\""
+    echo "mdadm --stop /dev/md$md >/dev/null 2>&1"
+}
+
+# run_peer IMAGES...: run $D/job.sh in the VM; its output in $out.
+run_peer() {
+    out=$(LINUX_PEER_TIMEOUT=${LINUX_PEER_TIMEOUT:-300} "$PEER/run.sh" "$D/job.sh" "$@" 2>&1) || {
+        echo "$out"; echo "FAIL: the linux-peer job did not finish"; exit 1; }
+}
+
+# host_check_ours NAME CHECK DESCRIPTION: did the kernel read $want from our
+# array (and, with CHECK=1, find no mismatch)?  Sets fail=1 if not.
+host_check_ours() {
+    local name=$1 check=$2 line
+    line=$(grep "^ours $name " <<< "$out" || true)
+    if [ "$(cut -d' ' -f3 <<< "$line")" != "$want" ]; then
+        echo "FAIL: kernel md read of our $name array: '$line' (want $want)"; fail=1
+    else
+        echo "ok: kernel md reads our $3 ($(cut -d' ' -f4 <<< "$line"))"
+    fi
+    if [ "$check" = 1 ]; then
+        grep -q "^mismatch $name 0$" <<< "$out" ||
+            { echo "FAIL: kernel check of our $name: $(grep "^mismatch $name" <<< "$out")"; fail=1; }
+    fi
+    return 0
+}
