@@ -180,6 +180,13 @@ int raid_piece_copy(struct raid_array *a, const struct raid_piece_map *m,
 int raid_piece_segments(struct raid_array *a, struct raid_piece_map *m,
 			uint64_t len, uint64_t off);
 
+/* A stage's mode as raid_set_readahead()/raid_set_writebehind() take it:
+ * -1 off, 0 automatic, 1 forced on. */
+static inline int raid_stage_mode(int mode)
+{
+	return mode < 0 ? -1 : mode > 0 ? 1 : 0;
+}
+
 /* ---- read-ahead for sequential streams (raid_ra.c) ---- */
 
 int raid_ra_init(struct raid_array *a);

@@ -496,7 +496,7 @@ int raid_set_readahead(struct vol *array, int mode)
 	if (!a->ra)
 		return mode > 0 ? -ENOTSUP : 0;
 	pthread_mutex_lock(&a->ra->lock);
-	a->ra->mode = mode < 0 ? -1 : mode > 0 ? 1 : 0;
+	a->ra->mode = raid_stage_mode(mode);
 	pthread_mutex_unlock(&a->ra->lock);
 	return 0;
 }

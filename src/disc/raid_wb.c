@@ -69,7 +69,7 @@ struct raid_wb {
 	unsigned started;
 	bool stop;
 	int err;      /* sticky: a piece that reached no copy */
-	int mode;     /* raid_set_writebehind() */
+	atomic_int mode; /* raid_set_writebehind(); read unlocked by writes */
 	bool told;    /* the log has said that write-behind engaged */
 	uint64_t next; /* where the last write ended */
 	unsigned seq;  /* back-to-back writes so far */
@@ -309,9 +309,11 @@ static bool raid_wb_takes(struct raid_array *a, uint64_t len, uint64_t off,
 
 	wb->seq = off == wb->next ? wb->seq + 1 : 0;
 	wb->next = off + len;
-	if (wb->mode < 0 || (flags & VOL_FUA) || wb->writers > 1)
+	int mode = atomic_load(&wb->mode);
+
+	if (mode < 0 || (flags & VOL_FUA) || wb->writers > 1)
 		return false;
-	if (wb->mode == 0 && (wb->seq < 2 || len < RAID_WB_MIN_LEN || !raid_members_slow(a)))
+	if (mode == 0 && (wb->seq < 2 || len < RAID_WB_MIN_LEN || !raid_members_slow(a)))
 		return false;
 	if (raid_wb_start(a) < 0)
 		return false;
@@ -330,6 +332,12 @@ int raid_wb_write(struct raid_array *a, const char *buf, uint64_t len,
 	int r;
 
 	if (!wb)
+		return -EAGAIN;
+	/* Members that are not disks (or write-behind off) and nothing
+	 * staged: straight through, without the lock every write would
+	 * otherwise take (a RAM array at qd 32 would serialize on it). */
+	int mode = atomic_load(&wb->mode);
+	if (mode <= 0 && atomic_load(&wb->pending) == 0 && (mode < 0 || !raid_members_slow(a)))
 		return -EAGAIN;
 	pthread_mutex_lock(&wb->lock);
 	wb->writers++;
@@ -496,8 +504,8 @@ int raid_set_writebehind(struct vol *array, int mode)
 	if (!a->wb)
 		return mode > 0 ? -ENOTSUP : 0;
 	pthread_mutex_lock(&a->wb->lock);
-	a->wb->mode = mode < 0 ? -1 : mode > 0 ? 1 : 0;
-	if (a->wb->mode < 0)
+	atomic_store(&a->wb->mode, raid_stage_mode(mode));
+	if (mode < 0)
 		raid_wb_drain_locked(a);
 	pthread_mutex_unlock(&a->wb->lock);
 	return 0;

@@ -399,7 +399,7 @@ static void test_wb_durable(void)
 	CHECK(mkdtemp(dir) != NULL);
 	fill(data, 2 * n * chunk, &seed);
 	for (unsigned i = 0; i < 2; i++) {
-		char spec[128];
+		char spec[160]; /* gcc bounds paths[i] by the whole array */
 		snprintf(paths[i], sizeof(paths[i]), "%s/m%u", dir, i);
 		int fd = open(paths[i], O_RDWR | O_CREAT, 0600);
 		CHECK(fd >= 0 && ftruncate(fd, 16u << 20) == 0);
