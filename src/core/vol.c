@@ -80,6 +80,17 @@ int vol_write_zeroes(struct vol *v, uint64_t len, uint64_t off,
 	return vol_write_zeroes_by_writing(v, len, off, flags);
 }
 
+int vol_view(struct vol *v, uint64_t len, uint64_t off, vol_view_fn fn, void *arg)
+{
+	if (!vol_range_ok(v, len, off))
+		return -EINVAL;
+	if (!v->ops->view)
+		return -ENOTSUP;
+	if (len == 0)
+		return 0;
+	return v->ops->view(v, len, off, fn, arg);
+}
+
 void vol_close(struct vol *v)
 {
 	if (v)

@@ -25,6 +25,7 @@
  *  - A NULL op means: trim is a no-op, write_zeroes falls back to writing
  *    zero buffers, flush is a no-op.  read and write are mandatory.
  *  - close() releases the vol and, for a discipline, the child vols it owns.
+ *  - view() is optional (NULL: -ENOTSUP): see vol_view_fn below.
  */
 #ifndef URAID_VOL_H
 #define URAID_VOL_H
@@ -49,6 +50,19 @@
 
 struct vol;
 
+/* A view hands a reader the vol's own bytes instead of a copy: fn is
+ * called over [off, off+len) in order, in pieces, each with src pointing
+ * at piece_len bytes of the vol starting at piece_off (a file's page cache
+ * through a mapping, a mem: vol's memory).  src is read-only and valid
+ * only during the call.  Pieces begin and end at multiples of 4096 bytes
+ * of the vol, or at off and off + len.  It exists for layers that
+ * transform what they read (decryption), so that the transform reads
+ * straight from the source rather than from a copy of it: one pass over
+ * memory instead of two.  fn returns 0 or a negative errno, which ends
+ * the view and is returned. */
+typedef int (*vol_view_fn)(void *arg, const void *src, uint64_t piece_len,
+			   uint64_t piece_off);
+
 struct vol_ops {
 	const char *kind; /* "file", "mem", "raid1", "luks2", ... */
 	int (*read)(struct vol *v, void *buf, uint64_t len, uint64_t off);
@@ -59,6 +73,13 @@ struct vol_ops {
 	int (*write_zeroes)(struct vol *v, uint64_t len, uint64_t off,
 			    unsigned flags);
 	void (*close)(struct vol *v);
+	/* Optional.  -ENOTSUP when the vol cannot show its bytes (then use
+	 * read); -EIO when they could not be reached (a file's page failed
+	 * to read or the file shrank: read() then reports the real error),
+	 * possibly after fn ran over some pieces.  fn must be restartable:
+	 * a caller that falls back to read() redoes the whole range. */
+	int (*view)(struct vol *v, uint64_t len, uint64_t off, vol_view_fn fn,
+		    void *arg);
 };
 
 struct vol {
@@ -93,6 +114,8 @@ int vol_trim(struct vol *v, uint64_t len, uint64_t off, unsigned flags);
 int vol_write_zeroes(struct vol *v, uint64_t len, uint64_t off,
 		     unsigned flags);
 void vol_close(struct vol *v);
+/* The view op, or -ENOTSUP where it is missing. */
+int vol_view(struct vol *v, uint64_t len, uint64_t off, vol_view_fn fn, void *arg);
 
 /* Write zeros by writing a zero buffer: the fallback for write_zeroes. */
 int vol_write_zeroes_by_writing(struct vol *v, uint64_t len, uint64_t off,

@@ -23,11 +23,15 @@
  * flight is cut into pieces run on all cores through exec_parallel(); a
  * small one, or one among others, runs inline on the caller's thread.
  *
- * Reads decrypt in place in the caller's buffer, and each 128 KiB chunk
- * is decrypted right after it is read, while it is still in the core's
- * cache (see crypt_read); a lone large read takes helper threads that
- * read and decrypt the next chunks in turn.  Over a slow child (a disk)
- * a read is one request to the child, then decrypted like a write.
+ * Reads go by 128 KiB chunks (see crypt_read).  Where the child shows its
+ * bytes (a view, vol.h: a file's page cache, mem:), a chunk is decrypted
+ * from them straight into the caller's buffer: one pass over the data,
+ * not a copy and a pass (1 MiB reads at 16 in flight, tmpfs below, went
+ * from about 1680 to 1900 MiB/s).  Otherwise it is read into the buffer
+ * and decrypted there right after, while still in the core's cache.  A
+ * lone large read takes helper threads that do the next chunks in turn.
+ * Over a slow child (a disk) a read is one request to the child, then
+ * decrypted like a write.
  *
  * No TRIM: a discard would show which blocks are unused, and a trimmed
  * sector would read back as zeros decrypted into garbage.  write_zeroes
@@ -112,6 +116,7 @@ struct crypt_vol {
 	atomic_uint reads;         /* reads in flight */
 	atomic_uint writes;        /* writes being encrypted */
 	_Atomic uint64_t read_ns_per_mib; /* child reads, running average */
+	atomic_bool child_views;          /* the child may have a view (vol.h) */
 };
 
 static struct crypt_vol *to_crypt(struct vol *v)
@@ -479,22 +484,71 @@ static uint64_t crypt_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Read from the child and fold its speed into the running average (7/8
- * old, 1/8 new; racing updates may lose one sample, which is harmless).
- * Only reads of 64 KiB and more count: a small read's time is mostly the
- * cost of the call, which says nothing of the child's transfer rate. */
-static int crypt_child_read(struct crypt_vol *c, unsigned char *buf, uint64_t len, uint64_t off)
+/* Fold a child read's speed into the running average (7/8 old, 1/8 new;
+ * racing updates may lose one sample, which is harmless).  Only reads of
+ * 64 KiB and more count: a small read's time is mostly the cost of the
+ * call, which says nothing of the child's transfer rate. */
+static void crypt_speed_note(struct crypt_vol *c, uint64_t ns, uint64_t len)
 {
-	uint64_t t0 = crypt_now_ns(), ns, avg;
-	int r = c->child->ops->read(c->child, buf, len, off);
+	uint64_t avg;
 
-	if (r < 0 || len < (64u << 10))
-		return r;
-	ns = (crypt_now_ns() - t0) * (1u << 20) / len;
+	if (len < (64u << 10))
+		return;
+	ns = ns * (1u << 20) / len;
 	avg = atomic_load_explicit(&c->read_ns_per_mib, memory_order_relaxed);
 	atomic_store_explicit(&c->read_ns_per_mib, avg ? (7 * avg + ns) / 8 : ns,
 			      memory_order_relaxed);
+}
+
+static int crypt_child_read(struct crypt_vol *c, unsigned char *buf, uint64_t len, uint64_t off)
+{
+	uint64_t t0 = crypt_now_ns();
+	int r = c->child->ops->read(c->child, buf, len, off);
+
+	if (r == 0)
+		crypt_speed_note(c, crypt_now_ns() - t0, len);
 	return r;
+}
+
+/* Decrypt what a view of the child shows straight into the reader's
+ * buffer: one pass over the data instead of a copy and then a pass. */
+struct crypt_view {
+	struct crypt_vol *c;
+	struct crypt_ctx *x;
+	unsigned char *out; /* receives the plaintext of [off, ...) */
+	uint64_t off;
+};
+
+static int crypt_view_piece(void *arg, const void *src, uint64_t len, uint64_t off)
+{
+	struct crypt_view *cv = arg;
+	return crypt_transform(cv->c, cv->x, cv->out + (off - cv->off), src, len, off);
+}
+
+/* Read and decrypt one chunk, through the child's view where it has one
+ * (a file or mem: below), else by reading it into buf and decrypting in
+ * place.  A view that faults (-EIO) leaves the chunk to read(), which
+ * meets the error itself.  Either way the time counts towards the
+ * child's speed (crypt_child_read). */
+static int crypt_read_chunk(struct crypt_vol *c, struct crypt_ctx *x, unsigned char *buf,
+			    uint64_t len, uint64_t off)
+{
+	if (atomic_load_explicit(&c->child_views, memory_order_relaxed)) {
+		struct crypt_view cv = { c, x, buf, off };
+		uint64_t t0 = crypt_now_ns();
+		int r = c->child->ops->view(c->child, len, off, crypt_view_piece, &cv);
+
+		if (r == 0) {
+			crypt_speed_note(c, crypt_now_ns() - t0, len);
+			return 0;
+		}
+		if (r == -ENOTSUP)
+			atomic_store_explicit(&c->child_views, false, memory_order_relaxed);
+		else if (r != -EIO)
+			return r;
+	}
+	int r = crypt_child_read(c, buf, len, off);
+	return r < 0 ? r : crypt_transform(c, x, buf, buf, len, off);
 }
 
 struct crypt_rjob {
@@ -509,28 +563,20 @@ static int crypt_read_worker(void *arg, unsigned i)
 {
 	struct crypt_rjob *j = arg;
 	struct crypt_vol *c = j->c;
-	struct crypt_ctx *x = NULL;
-	int r = 0, none = 0;
+	struct crypt_ctx *x = crypt_ctx_get(c, 0);
+	int r = x ? 0 : -ENOMEM, none = 0;
 
 	(void)i;
-	while (atomic_load_explicit(&j->err, memory_order_relaxed) == 0) {
+	while (r == 0 && atomic_load_explicit(&j->err, memory_order_relaxed) == 0) {
 		uint64_t start = atomic_fetch_add(&j->next, CRYPT_READ_CHUNK), n;
 
 		if (start >= j->len)
 			break;
 		n = j->len - start < CRYPT_READ_CHUNK ? j->len - start : CRYPT_READ_CHUNK;
-		r = crypt_child_read(c, j->buf + start, n, j->off + start);
-		if (r == 0 && !x)
-			x = crypt_ctx_get(c, 0);
-		if (r == 0)
-			r = x ? crypt_transform(c, x, j->buf + start, j->buf + start, n,
-						j->off + start)
-			      : -ENOMEM;
-		if (r < 0) {
-			atomic_compare_exchange_strong(&j->err, &none, r);
-			break;
-		}
+		r = crypt_read_chunk(c, x, j->buf + start, n, j->off + start);
 	}
+	if (r < 0)
+		atomic_compare_exchange_strong(&j->err, &none, r);
 	if (x)
 		crypt_ctx_put(c, 0, x);
 	return 0; /* the error is in j->err */
@@ -799,6 +845,7 @@ int crypt_open(struct vol *child, const struct crypt_params *p, bool owns_child,
 		c->vol.block_max = p->sector_size;
 	c->child = child;
 	c->owns_child = owns_child;
+	atomic_init(&c->child_views, child->ops->view != NULL);
 	*out = &c->vol;
 	return 0;
 out:

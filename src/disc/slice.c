@@ -56,6 +56,31 @@ static void slice_close(struct vol *v)
 	free(s);
 }
 
+/* A view of the child, its pieces' offsets moved back into the slice. */
+struct slice_view {
+	vol_view_fn fn;
+	void *arg;
+	uint64_t offset;
+};
+
+static int slice_view_piece(void *arg, const void *src, uint64_t len, uint64_t off)
+{
+	struct slice_view *sv = arg;
+	return sv->fn(sv->arg, src, len, off - sv->offset);
+}
+
+static int slice_view(struct vol *v, uint64_t len, uint64_t off, vol_view_fn fn, void *arg)
+{
+	struct slice_vol *s = to_slice(v);
+	struct slice_view sv = { fn, arg, s->offset };
+
+	/* The child's 4096-byte piece boundaries are the slice's only if
+	 * the window starts on one (vol.h's promise to the caller). */
+	if (s->offset % 4096 || !s->child->ops->view)
+		return -ENOTSUP;
+	return s->child->ops->view(s->child, len, s->offset + off, slice_view_piece, &sv);
+}
+
 static const struct vol_ops slice_ops = {
 	.kind = "slice",
 	.read = slice_read,
@@ -64,6 +89,7 @@ static const struct vol_ops slice_ops = {
 	.trim = slice_trim,
 	.write_zeroes = slice_write_zeroes,
 	.close = slice_close,
+	.view = slice_view,
 };
 
 int slice_open(struct vol *child, uint64_t offset, uint64_t size,

@@ -1,7 +1,14 @@
 /* file.c — a member on a regular file or block device, with positioned
  * reads and writes.  Trim punches holes (files) or discards (devices);
  * write_zeroes uses the kernel's zeroing where it can.  A writable member
- * is locked with flock() so two uraid processes never drive one disk. */
+ * is locked with flock() so two uraid processes never drive one disk.
+ *
+ * Unless opened O_DIRECT, the member is also mapped read-only (shared) for
+ * its view (vol.h): a decrypting layer then reads the page cache itself
+ * rather than a copy of it.  A page that cannot be read through the map (a
+ * disk error, or the file cut short by someone else) raises SIGBUS in the
+ * reading thread; the handler jumps back into the view, which returns
+ * -EIO, and the caller's read() then meets the error as read would. */
 #include "member.h"
 
 #include "core/log.h"
@@ -10,11 +17,15 @@
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <linux/fs.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -23,7 +34,51 @@ struct file_vol {
 	struct vol vol;
 	int fd;
 	bool is_blockdev;
+	const unsigned char *map; /* all of it, read-only; NULL: no view */
 };
+
+/* Where a SIGBUS in this thread returns to: set only while a view runs. */
+static __thread sigjmp_buf *file_view_jmp;
+
+static void file_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	(void)si;
+	(void)uc;
+	if (file_view_jmp)
+		siglongjmp(*file_view_jmp, 1);
+	/* Not a view's fault: end as without this handler. */
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void file_sigbus_install(void)
+{
+	/* SA_NODEFER: the jump leaves the handler without sigreturn, and
+	 * SIGBUS must not stay blocked after it. */
+	struct sigaction sa = { .sa_sigaction = file_sigbus, .sa_flags = SA_SIGINFO | SA_NODEFER };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, NULL);
+}
+
+static int file_view(struct vol *v, uint64_t len, uint64_t off, vol_view_fn fn, void *arg)
+{
+	struct file_vol *f = container_of(v, struct file_vol, vol);
+	sigjmp_buf *outer = file_view_jmp;
+	sigjmp_buf jb;
+	int r;
+
+	if (!f->map)
+		return -ENOTSUP;
+	if (sigsetjmp(jb, 0)) {
+		file_view_jmp = outer;
+		return -EIO;
+	}
+	file_view_jmp = &jb;
+	r = fn(arg, f->map + off, len, off);
+	file_view_jmp = outer;
+	return r;
+}
 
 static int file_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
 {
@@ -127,6 +182,8 @@ static int file_write_zeroes(struct vol *v, uint64_t len, uint64_t off,
 static void file_close(struct vol *v)
 {
 	struct file_vol *f = container_of(v, struct file_vol, vol);
+	if (f->map)
+		munmap((void *)f->map, v->size);
 	close(f->fd);
 	vol_fini(v);
 	free(f);
@@ -140,6 +197,7 @@ static const struct vol_ops file_ops = {
 	.trim = file_trim,
 	.write_zeroes = file_write_zeroes,
 	.close = file_close,
+	.view = file_view,
 };
 
 int file_member_open(const char *path, unsigned flags, struct vol **out)
@@ -200,6 +258,16 @@ int file_member_open(const char *path, unsigned flags, struct vol **out)
 	if (r < 0) {
 		free(f);
 		goto out_close;
+	}
+	if (!(flags & MEMBER_DIRECT) && size > 0) {
+		static pthread_once_t once = PTHREAD_ONCE_INIT;
+		void *map = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+
+		/* Without a map the member has no view; reads work as ever. */
+		if (map != MAP_FAILED) {
+			pthread_once(&once, file_sigbus_install);
+			f->map = map;
+		}
 	}
 	*out = &f->vol;
 	return 0;

@@ -72,6 +72,30 @@ static int mem_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
 	return 0;
 }
 
+/* The view: runs of written pages straight from memory, the others from
+ * a block of zeros, in pieces of at most its size. */
+static int mem_view(struct vol *v, uint64_t len, uint64_t off, vol_view_fn fn, void *arg)
+{
+	static const unsigned char zeros[64 << 10];
+	struct mem_vol *m = container_of(v, struct mem_vol, vol);
+	uint64_t end = off + len;
+	int r = 0;
+
+	while (off < end && r == 0) {
+		bool w = page_written(m, off / m->page);
+		uint64_t next = (off / m->page + 1) * m->page;
+		while (next < end && page_written(m, next / m->page) == w)
+			next += m->page;
+		if (next > end)
+			next = end;
+		if (!w && next - off > sizeof(zeros))
+			next = (off / sizeof(zeros) + 1) * sizeof(zeros);
+		r = fn(arg, w ? m->base + off : zeros, next - off, off);
+		off = next;
+	}
+	return r;
+}
+
 static int mem_write(struct vol *v, const void *buf, uint64_t len,
 		     uint64_t off, unsigned flags)
 {
@@ -124,6 +148,7 @@ static const struct vol_ops mem_ops = {
 	.trim = mem_zero,
 	.write_zeroes = mem_zero,
 	.close = mem_close,
+	.view = mem_view,
 };
 
 int mem_member_open(const char *rest, unsigned flags, struct vol **out)

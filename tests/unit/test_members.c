@@ -1,5 +1,7 @@
 /* Members: mem, null and file behave as vols should — data round trips,
- * zeroing and trimming, bounds, read-only refusal, spec errors. */
+ * zeroing and trimming, bounds, read-only refusal, spec errors; the views
+ * of mem and file show what read returns, and a file's view of bytes that
+ * are gone fails with -EIO instead of killing the process. */
 #include "check.h"
 #include "core/log.h"
 #include "member/member.h"
@@ -8,6 +10,45 @@
 #include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
+
+/* Gather a view into one buffer, checking vol.h's promises on pieces:
+ * in order, contiguous, cut only at multiples of 4096. */
+struct gather {
+	unsigned char *buf;
+	uint64_t off, next;
+	int bad;
+};
+
+static int gather_piece(void *arg, const void *src, uint64_t len, uint64_t off)
+{
+	struct gather *g = arg;
+
+	if (off != g->next || (off != g->off && off % 4096) || len == 0)
+		g->bad++;
+	memcpy(g->buf + (off - g->off), src, len);
+	g->next = off + len;
+	return 0;
+}
+
+static void check_view(struct vol *v, uint64_t len, uint64_t off)
+{
+	static unsigned char a[96 << 10], b[96 << 10];
+	struct gather g = { b, off, off, 0 };
+
+	CHECK(len <= sizeof(a));
+	memset(b, 0xee, len);
+	CHECK_EQ(vol_read(v, a, len, off), 0);
+	CHECK_EQ(vol_view(v, len, off, gather_piece, &g), 0);
+	CHECK_EQ(g.bad, 0);
+	CHECK_EQ(g.next, off + len);
+	CHECK(memcmp(a, b, len) == 0);
+}
+
+static int fail_piece(void *arg, const void *src, uint64_t len, uint64_t off)
+{
+	(void)arg, (void)src, (void)len, (void)off;
+	return -EPROTO;
+}
 
 static void exercise(struct vol *v)
 {
@@ -61,6 +102,12 @@ static void exercise_mem_pages(void)
 	memset(b, 0xff, sizeof(b));
 	CHECK_EQ(vol_read(v, b, 700, PG - 300), 0); /* across pages 0 and 1 */
 	CHECK(memcmp(a + PG - 300, b, 700) == 0);
+	/* The view: written runs, a given-back page, never-written pages
+	 * beyond (in pieces no larger than its block of zeros). */
+	check_view(v, sizeof(a), 0);
+	check_view(v, 700, PG - 300);
+	check_view(v, 80 << 10, 3 * PG + 512);
+	CHECK_EQ(vol_view(v, PG, 0, fail_piece, NULL), -EPROTO);
 	vol_close(v);
 }
 
@@ -90,10 +137,19 @@ int main(void)
 	CHECK_EQ(member_open(path, 0, &v), 0);
 	exercise(v);
 	CHECK_EQ(vol_trim(v, 65536, 65536, 0), 0);
+	check_view(v, 96 << 10, 4096 - 1000);
 	/* Two writers on one file are refused. */
 	struct vol *again;
 	CHECK_EQ(member_open(path, 0, &again), -EBUSY);
+	/* Cut short behind our back: the view of the lost bytes faults and
+	 * reports -EIO, and read finds them gone too. */
+	CHECK(truncate(path, 256 << 10) == 0);
+	struct gather g = { buf, 300 << 10, 300 << 10, 0 };
+	CHECK_EQ(vol_view(v, 4096, 300 << 10, gather_piece, &g), -EIO);
+	CHECK_EQ(vol_read(v, buf, 4096, 300 << 10), -EIO);
+	check_view(v, 8192, 200 << 10); /* what is left still shows */
 	vol_close(v);
+	CHECK(truncate(path, 1 << 20) == 0);
 
 	CHECK_EQ(member_open(path, MEMBER_READONLY, &v), 0);
 	CHECK_EQ(vol_write(v, buf, 512, 0, 0), -EROFS);
