@@ -17,7 +17,7 @@ int vol_init(struct vol *v, const struct vol_ops *ops, const char *name,
 	v->block_min = block_min ? block_min : 1;
 	v->block_pref = v->block_min > 4096 ? v->block_min : 4096;
 	v->block_max = 32u << 20;
-	v->caps = caps;
+	v->caps = ops->view ? caps : caps & ~VOL_CAP_VIEW;
 	return 0;
 }
 
@@ -84,7 +84,7 @@ int vol_view(struct vol *v, uint64_t len, uint64_t off, vol_view_fn fn, void *ar
 {
 	if (!vol_range_ok(v, len, off))
 		return -EINVAL;
-	if (!v->ops->view)
+	if (!(v->caps & VOL_CAP_VIEW))
 		return -ENOTSUP;
 	if (len == 0)
 		return 0;

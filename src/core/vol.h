@@ -25,7 +25,9 @@
  *  - A NULL op means: trim is a no-op, write_zeroes falls back to writing
  *    zero buffers, flush is a no-op.  read and write are mandatory.
  *  - close() releases the vol and, for a discipline, the child vols it owns.
- *  - view() is optional (NULL: -ENOTSUP): see vol_view_fn below.
+ *  - view() is optional (NULL: -ENOTSUP): see vol_view_fn below.  A vol
+ *    whose ops have none never carries VOL_CAP_VIEW (vol_init clears it),
+ *    so layers that pass their child's caps on need not think of it.
  */
 #ifndef URAID_VOL_H
 #define URAID_VOL_H
@@ -47,6 +49,7 @@
 #define VOL_CAP_READONLY 0x10u   /* writes fail with -EROFS */
 #define VOL_CAP_FLUSH 0x20u      /* the vol has a volatile cache to flush */
 #define VOL_CAP_FAST_ZERO 0x40u  /* write_zeroes with VOL_FAST_ZERO may work */
+#define VOL_CAP_VIEW 0x80u       /* view() works: a plain store (file, memory) */
 
 struct vol;
 
@@ -114,7 +117,7 @@ int vol_trim(struct vol *v, uint64_t len, uint64_t off, unsigned flags);
 int vol_write_zeroes(struct vol *v, uint64_t len, uint64_t off,
 		     unsigned flags);
 void vol_close(struct vol *v);
-/* The view op, or -ENOTSUP where it is missing. */
+/* The view op, or -ENOTSUP where the vol has none (no VOL_CAP_VIEW). */
 int vol_view(struct vol *v, uint64_t len, uint64_t off, vol_view_fn fn, void *arg);
 
 /* Write zeros by writing a zero buffer: the fallback for write_zeroes. */

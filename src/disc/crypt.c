@@ -116,7 +116,7 @@ struct crypt_vol {
 	atomic_uint reads;         /* reads in flight */
 	atomic_uint writes;        /* writes being encrypted */
 	_Atomic uint64_t read_ns_per_mib; /* child reads, running average */
-	atomic_bool child_views;          /* the child may have a view (vol.h) */
+	bool child_store; /* the child is a plain store with a view (VOL_CAP_VIEW) */
 };
 
 static struct crypt_vol *to_crypt(struct vol *v)
@@ -533,18 +533,16 @@ static int crypt_view_piece(void *arg, const void *src, uint64_t len, uint64_t o
 static int crypt_read_chunk(struct crypt_vol *c, struct crypt_ctx *x, unsigned char *buf,
 			    uint64_t len, uint64_t off)
 {
-	if (atomic_load_explicit(&c->child_views, memory_order_relaxed)) {
+	if (c->child_store) {
 		struct crypt_view cv = { c, x, buf, off };
 		uint64_t t0 = crypt_now_ns();
-		int r = c->child->ops->view(c->child, len, off, crypt_view_piece, &cv);
+		int r = vol_view(c->child, len, off, crypt_view_piece, &cv);
 
 		if (r == 0) {
 			crypt_speed_note(c, crypt_now_ns() - t0, len);
 			return 0;
 		}
-		if (r == -ENOTSUP)
-			atomic_store_explicit(&c->child_views, false, memory_order_relaxed);
-		else if (r != -EIO)
+		if (r != -EIO)
 			return r;
 	}
 	int r = crypt_child_read(c, buf, len, off);
@@ -845,7 +843,7 @@ int crypt_open(struct vol *child, const struct crypt_params *p, bool owns_child,
 		c->vol.block_max = p->sector_size;
 	c->child = child;
 	c->owns_child = owns_child;
-	atomic_init(&c->child_views, child->ops->view != NULL);
+	c->child_store = child->caps & VOL_CAP_VIEW;
 	*out = &c->vol;
 	return 0;
 out:

@@ -74,10 +74,6 @@ static int slice_view(struct vol *v, uint64_t len, uint64_t off, vol_view_fn fn,
 	struct slice_vol *s = to_slice(v);
 	struct slice_view sv = { fn, arg, s->offset };
 
-	/* The child's 4096-byte piece boundaries are the slice's only if
-	 * the window starts on one (vol.h's promise to the caller). */
-	if (s->offset % 4096 || !s->child->ops->view)
-		return -ENOTSUP;
 	return s->child->ops->view(s->child, len, s->offset + off, slice_view_piece, &sv);
 }
 
@@ -104,8 +100,10 @@ int slice_open(struct vol *child, uint64_t offset, uint64_t size,
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
+	/* The child's 4096-byte view pieces are the slice's only if the
+	 * window starts on a boundary (vol.h's promise to the caller). */
 	r = vol_init(&s->vol, &slice_ops, name ? name : child->name, size,
-		     child->block_min, child->caps);
+		     child->block_min, offset % 4096 ? child->caps & ~VOL_CAP_VIEW : child->caps);
 	if (r < 0) {
 		free(s);
 		return r;

@@ -267,6 +267,7 @@ int file_member_open(const char *path, unsigned flags, struct vol **out)
 		if (map != MAP_FAILED) {
 			pthread_once(&once, file_sigbus_install);
 			f->map = map;
+			f->vol.caps |= VOL_CAP_VIEW;
 		}
 	}
 	*out = &f->vol;

@@ -123,6 +123,12 @@ int main(void)
 	exercise(v);
 	vol_close(v);
 
+	/* A layer without a view of its own (a disk model) shows none. */
+	CHECK_EQ(member_open("sim:200M,seek=0,rot=0:mem:1M", 0, &v), 0);
+	CHECK(!(v->caps & VOL_CAP_VIEW));
+	CHECK_EQ(vol_view(v, 4096, 0, fail_piece, NULL), -ENOTSUP);
+	vol_close(v);
+
 	CHECK_EQ(member_open("null:64k", 0, &v), 0);
 	memset(buf, 0xaa, sizeof(buf));
 	CHECK_EQ(vol_write(v, buf, sizeof(buf), 0, 0), 0);
