@@ -26,8 +26,7 @@
  * Reads go by 128 KiB chunks (see crypt_read).  Where the child shows its
  * bytes (a view, vol.h: a file's page cache, mem:), a chunk is decrypted
  * from them straight into the caller's buffer: one pass over the data,
- * not a copy and a pass (1 MiB reads at 16 in flight, tmpfs below, went
- * from about 1680 to 1900 MiB/s).  Otherwise it is read into the buffer
+ * not a copy and a pass (see docs/crypt.md for the figures).  Otherwise it is read into the buffer
  * and decrypted there right after, while still in the core's cache.  A
  * lone large read takes helper threads that do the next chunks in turn.
  * Over a slow child (a disk) a read is one request to the child, then
