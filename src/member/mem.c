@@ -48,6 +48,19 @@ static void pages_mark(struct mem_vol *m, uint64_t first, uint64_t last, bool se
 	}
 }
 
+/* Where the run of pages like off's (all written, or none) ends, at most
+ * at end; *written says which kind it is. */
+static uint64_t mem_run_end(struct mem_vol *m, uint64_t off, uint64_t end, bool *written)
+{
+	bool w = page_written(m, off / m->page);
+	uint64_t next = (off / m->page + 1) * m->page;
+
+	while (next < end && page_written(m, next / m->page) == w)
+		next += m->page;
+	*written = w;
+	return next < end ? next : end;
+}
+
 static int mem_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
 {
 	struct mem_vol *m = container_of(v, struct mem_vol, vol);
@@ -56,12 +69,8 @@ static int mem_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
 
 	/* Runs of written pages are copied, runs of others are zeros. */
 	while (off < end) {
-		bool w = page_written(m, off / m->page);
-		uint64_t next = (off / m->page + 1) * m->page;
-		while (next < end && page_written(m, next / m->page) == w)
-			next += m->page;
-		if (next > end)
-			next = end;
+		bool w;
+		uint64_t next = mem_run_end(m, off, end, &w);
 		if (w)
 			memcpy(p, m->base + off, next - off);
 		else
@@ -82,12 +91,8 @@ static int mem_view(struct vol *v, uint64_t len, uint64_t off, vol_view_fn fn, v
 	int r = 0;
 
 	while (off < end && r == 0) {
-		bool w = page_written(m, off / m->page);
-		uint64_t next = (off / m->page + 1) * m->page;
-		while (next < end && page_written(m, next / m->page) == w)
-			next += m->page;
-		if (next > end)
-			next = end;
+		bool w;
+		uint64_t next = mem_run_end(m, off, end, &w);
 		if (!w && next - off > sizeof(zeros))
 			next = (off / sizeof(zeros) + 1) * sizeof(zeros);
 		r = fn(arg, w ? m->base + off : zeros, next - off, off);
