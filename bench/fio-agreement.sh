@@ -5,6 +5,8 @@
 #
 #   bench/fio-agreement.sh [ROUNDS]      (default 3)
 #   URAID=/path/to/uraid bench/fio-agreement.sh 5
+#   RT=1 bench/fio-agreement.sh          (both tools and their servers at
+#                                         real-time priority: see below)
 #
 # Both tools see the same thing:
 #  - the same server: the bench serves a single member from a file on
@@ -20,12 +22,18 @@
 # The two tools take turns figure by figure, in alternating order from
 # round to round, since the machine's load drifts; each figure gets a
 # fresh server over a fresh member (which reads as zeros on both sides).
+# On RAM, 4 KiB random reads at qd 32 are bound by the load generator
+# itself (client and server each fill one of two cores), so anything else
+# running steals from the figure unevenly; RT=1 runs the tools and their
+# servers under SCHED_FIFO (chrt -f 50, needs root), the same for both.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
 uraid=${URAID:-$PWD/build/src/uraid}
 [ -x "$uraid" ] || { echo "fio-agreement: no uraid at $uraid (set URAID)" >&2; exit 1; }
 command -v fio >/dev/null || { echo "fio-agreement: fio not installed" >&2; exit 1; }
+rt=()
+[ "${RT:-0}" = 1 ] && rt=(chrt -f 50)
 dir=$(mktemp -d /dev/shm/fio-agreement.XXXXXX)
 pid=""
 trap '[ -n "$pid" ] && kill $pid 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"' EXIT
@@ -36,7 +44,7 @@ fio_run() { # URI rw bs qd -> "bytes/s IOPS"
     local out sync=0
     # Writes end with a flush inside the time, as the bench's do.
     [ "$2" = write ] && sync=1
-    out=$(fio --name=a --ioengine=nbd --uri="$1" --rw="$2" --bs="$3" --iodepth="$4" \
+    out=$("${rt[@]}" fio --name=a --ioengine=nbd --uri="$1" --rw="$2" --bs="$3" --iodepth="$4" \
               --size=$size --runtime=$runtime --time_based --norandommap --end_fsync=$sync \
               --output-format=terse --terse-version=3 2>/dev/null | grep '^3;')
     if [ "${2#rand}" = read ]; then echo "$(( $(cut -d';' -f7 <<<"$out") * 1024 )) $(cut -d';' -f8 <<<"$out")"
@@ -44,7 +52,7 @@ fio_run() { # URI rw bs qd -> "bytes/s IOPS"
 }
 
 run_bench() { # kind workload
-    "$uraid" bench --members "$1" --layout single --workload "$2" --size $size --reps 1 \
+    "${rt[@]}" "$uraid" bench --members "$1" --layout single --workload "$2" --size $size --reps 1 \
         --runtime ${runtime}s --time-based --no-ceilings --json "$dir/b.json" >/dev/null 2>&1
     python3 - "$dir/b.json" "$1" >> "$dir/rows" <<'PY'
 import json, sys
@@ -59,7 +67,7 @@ run_fio() { # kind workload
     rm -f "$dir/m.img" "$dir/s.sock"
     fallocate -l $size "$dir/m.img" 2>/dev/null || truncate -s $size "$dir/m.img"
     if [ "$1" = mem ]; then spec="$dir/m.img"; else spec="sim:$1:$dir/m.img"; fi
-    "$uraid" serve --foreground --socket "$dir/s.sock" "$spec" 2>/dev/null & pid=$!
+    "${rt[@]}" "$uraid" serve --foreground --socket "$dir/s.sock" "$spec" 2>/dev/null & pid=$!
     for _ in $(seq 100); do [ -S "$dir/s.sock" ] && break; sleep 0.1; done
     case $2 in
     write) echo "fio $1 $2 $(fio_run "$uri" write 1M 1)" ;;
