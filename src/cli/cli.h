@@ -19,6 +19,8 @@ int cmd_bench(int argc, char **argv);
 int cmd_create(int argc, char **argv);
 int cmd_examine(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+int cmd_add(int argc, char **argv);
+int cmd_rebuild(int argc, char **argv);
 int cmd_luks_format(int argc, char **argv);
 int cmd_luks_dump(int argc, char **argv);
 int cmd_luks_add_key(int argc, char **argv);

@@ -18,6 +18,8 @@ static const struct cli_command commands[] = {
 	{ "create", cmd_create, "write md superblocks making a new array (mdadm --create)" },
 	{ "examine", cmd_examine, "print members' md superblocks (mdadm --examine)" },
 	{ "check", cmd_check, "compare (or --repair) the copies of a RAID1/10 (md check)" },
+	{ "add", cmd_add, "add a member to an md array and rebuild onto it (mdadm --add)" },
+	{ "rebuild", cmd_rebuild, "rebuild members being recovered, resumable (md recovery)" },
 	{ "luks-format", cmd_luks_format, "write a new LUKS2 header (cryptsetup luksFormat)" },
 	{ "luks-dump", cmd_luks_dump, "show a LUKS header (cryptsetup luksDump)" },
 	{ "luks-add-key", cmd_luks_add_key, "add a LUKS passphrase (cryptsetup luksAddKey)" },

@@ -128,6 +128,9 @@ int raid_parity_write(struct raid_array *a, const char *buf, uint64_t len, uint6
  * *differ says how many of them differ, and with repair those are
  * rewritten.  -ENODEV when a member is gone (nothing to compare against). */
 int raid_parity_check_row(struct raid_array *a, uint64_t row, bool repair, unsigned *differ);
+/* P (and Q, when q is not NULL) of ndata blocks of len bytes, data[i] being
+ * the block at syndrome place i (raid_rebuild.c, for a gone parity chunk). */
+void raid_parity_compute(char *const *data, unsigned ndata, uint64_t len, char *p, char *q);
 int raid_parity_init(struct raid_array *a);
 void raid_parity_destroy(struct raid_array *a);
 

@@ -673,3 +673,16 @@ out:
 	free(st);
 	return r;
 }
+
+void raid_parity_compute(char *const *data, unsigned ndata, uint64_t len, char *p, char *q)
+{
+	pthread_once(&gf_once, gf_init);
+	memset(p, 0, len);
+	if (q)
+		memset(q, 0, len);
+	for (unsigned i = 0; i < ndata; i++) {
+		xor_into(p, data[i], len);
+		if (q)
+			mul_into(q, data[i], gf_pow2(i), len);
+	}
+}

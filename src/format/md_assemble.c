@@ -351,7 +351,7 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 		else if (role >= a->n)
 			why = "is a spare";
 		else if (sb->feature_map & (MD_FEATURE_REPLACEMENT | MD_FEATURE_RECOVERY_OFFSET))
-			why = "was being rebuilt";
+			why = "was being rebuilt (`uraid rebuild` finishes that)";
 		else if (a->m[role].vol) {
 			why = "claims a role another member holds";
 			if (sb->events > a->m[role].sb->events) {

@@ -1,0 +1,1017 @@
+/* cmd_rebuild.c — `uraid add` and `uraid rebuild`: restoring an md array's
+ * redundancy offline, as `mdadm --add` and the kernel's recovery do.
+ *
+ *   uraid add [--spare] [--no-rebuild] [--force] NEW MEMBER...
+ *   uraid rebuild [--force] MEMBER...
+ *
+ * add writes a v1.2 superblock on NEW for the array the MEMBERs hold and
+ * records it in theirs (events + 1, the same role table everywhere).  If a
+ * role is missing NEW takes it, marked as being recovered (feature
+ * RECOVERY_OFFSET, recovery_offset 0: what the kernel writes for a member
+ * under recovery), and add goes on into the rebuild; otherwise (or with
+ * --spare) NEW is a spare (role 0xffff).  rebuild finds the members being
+ * recovered (or gives spares the missing roles), reconstructs their data
+ * from the others (raid_rebuild.c) in member order, and saves
+ * recovery_offset on them every 64 MiB and when interrupted (SIGINT,
+ * SIGTERM), so that it, or the Linux kernel, continues from there.  At the
+ * end the feature bit is cleared and every superblock gets events + 1.
+ *
+ * Every check is made before the first byte is written: a refusal leaves
+ * every member as it was.  The members are taken for the command (no
+ * `uraid serve` can hold them meanwhile). */
+#include "cli.h"
+
+#include "core/log.h"
+#include "core/units.h"
+#include "disc/raid.h"
+#include "disc/raid_rebuild.h"
+#include "disc/slice.h"
+#include "format/md.h"
+#include "member/member.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RB_CHECKPOINT (64ull << 20) /* recovery_offset saved this often */
+
+/* What we cannot update correctly: refused, as assembly refuses it. */
+#define RB_FEATURE_REFUSED                                                                         \
+	(MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_JOURNAL | MD_FEATURE_PPL |                         \
+	 MD_FEATURE_MULTIPLE_PPLS | MD_FEATURE_CLUSTERED | MD_FEATURE_NEW_OFFSET |                 \
+	 MD_FEATURE_REPLACEMENT)
+
+struct rb_member {
+	const char *spec;
+	struct vol *vol; /* the whole member */
+	struct md_super *sb;
+	unsigned role;      /* from the freshest role table */
+	bool target;        /* being recovered (RECOVERY_OFFSET) */
+	atomic_bool failed; /* failed while rebuilding: not written again */
+};
+
+/* The given members of one array and the state every superblock gets. */
+struct rb_set {
+	struct rb_member *m;
+	unsigned n;
+	unsigned fresh; /* index of the freshest member */
+	char name[48];  /* md/NAME */
+	int level;
+	unsigned raid_disks;
+	uint64_t size;   /* sectors used per member */
+	uint64_t events; /* written at the next update */
+	uint32_t max_dev;
+	uint16_t roles[MD_SB_MAX_DEV];
+	int *insync; /* by role: index of the in-sync member, or -1 */
+	int *rec;    /* by role: index of the member being recovered, or -1 */
+};
+
+static volatile sig_atomic_t rb_stop;
+
+static void rb_on_signal(int sig)
+{
+	rb_stop = sig;
+}
+
+/* ---- finding the array ---- */
+
+/* stat() a member spec: the path itself, or what follows the last ':' of
+ * a wrapper spec (sim:80M:a.img). */
+static bool rb_stat(const char *spec, struct stat *st)
+{
+	const char *c = strrchr(spec, ':');
+
+	return stat(spec, st) == 0 || (c && stat(c + 1, st) == 0);
+}
+
+static bool rb_same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	if (strcmp(a, b) == 0)
+		return true;
+	if (!rb_stat(a, &sa) || !rb_stat(b, &sb))
+		return false;
+	if (S_ISBLK(sa.st_mode) && S_ISBLK(sb.st_mode))
+		return sa.st_rdev == sb.st_rdev;
+	return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+static void rb_set_free(struct rb_set *s)
+{
+	for (unsigned i = 0; s->m && i < s->n; i++) {
+		vol_close(s->m[i].vol);
+		free(s->m[i].sb);
+	}
+	free(s->m);
+	free(s->insync);
+	free(s->rec);
+	memset(s, 0, sizeof(*s));
+}
+
+static bool rb_same_geometry(const struct md_super *a, const struct md_super *b)
+{
+	return a->level == b->level && a->layout == b->layout && a->chunk == b->chunk &&
+	       a->raid_disks == b->raid_disks && a->size == b->size;
+}
+
+/* Open the members (writable), read their superblocks and work out who
+ * holds which role, refusing anything we would not update correctly. */
+static int rb_load(char **specs, unsigned n, struct rb_set *s)
+{
+	struct md_super *f;
+	int r;
+
+	memset(s, 0, sizeof(*s));
+	s->m = calloc(n, sizeof(*s->m));
+	if (!s->m)
+		return -ENOMEM;
+	s->n = n;
+	for (unsigned i = 0; i < n; i++) {
+		struct rb_member *mm = &s->m[i];
+		mm->spec = specs[i];
+		for (unsigned j = 0; j < i; j++)
+			if (rb_same_file(specs[i], specs[j]))
+				return err_set(-EINVAL, "%s is given twice", specs[i]);
+		err_clear();
+		r = member_open(specs[i], 0, &mm->vol);
+		if (r < 0)
+			return r;
+		mm->sb = malloc(sizeof(*mm->sb));
+		if (!mm->sb)
+			return -ENOMEM;
+		err_clear();
+		r = md_super_read(mm->vol, mm->sb);
+		if (r == -ENOENT)
+			return err_set(r,
+			               "%s holds no md superblock (a new member is added with "
+			               "`uraid add NEW MEMBER...`)",
+			               specs[i]);
+		if (r < 0)
+			return r;
+		if (memcmp(mm->sb->set_uuid, s->m[0].sb->set_uuid, 16) != 0) {
+			char u0[36], u1[36];
+			md_uuid_format(s->m[0].sb->set_uuid, u0);
+			md_uuid_format(mm->sb->set_uuid, u1);
+			return err_set(-EINVAL,
+			               "%s (array %.35s) and %s (array %.35s) belong to "
+			               "different arrays",
+			               specs[0], u0, specs[i], u1);
+		}
+		if (mm->sb->events > s->m[s->fresh].sb->events)
+			s->fresh = i;
+	}
+	f = s->m[s->fresh].sb;
+	const char *colon = strchr(f->set_name, ':');
+	snprintf(s->name, sizeof(s->name), "md/%s", colon ? colon + 1 : f->set_name);
+	s->level = f->level;
+	s->raid_disks = f->raid_disks;
+	s->size = f->size;
+	s->events = f->events;
+	s->max_dev = f->max_dev;
+	memcpy(s->roles, f->roles, sizeof(s->roles));
+	if (f->level != 1 && f->level != 10 && f->level != 5 && f->level != 6)
+		return err_set(-EINVAL, "%s is %s: %s", s->name, md_level_name(f->level),
+		               f->level == 0 || f->level == MD_LEVEL_LINEAR
+		                   ? "it has no redundancy, so a lost member cannot be rebuilt"
+		                   : "uraid does not rebuild that level");
+	if (f->raid_disks > 1024 || f->size == 0)
+		return err_set(-EINVAL,
+		               "%s: %u devices of %llu sectors is not an array uraid "
+		               "rebuilds",
+		               s->name, f->raid_disks, (unsigned long long)f->size);
+	s->insync = malloc(f->raid_disks * sizeof(*s->insync));
+	s->rec = malloc(f->raid_disks * sizeof(*s->rec));
+	if (!s->insync || !s->rec)
+		return -ENOMEM;
+	for (unsigned r2 = 0; r2 < f->raid_disks; r2++)
+		s->insync[r2] = s->rec[r2] = -1;
+	for (unsigned i = 0; i < n; i++) {
+		struct rb_member *mm = &s->m[i];
+		struct md_super *sb = mm->sb;
+		unsigned slot = sb->dev_number;
+
+		mm->role =
+		    slot < s->max_dev && slot < MD_SB_MAX_DEV ? s->roles[slot] : MD_ROLE_SPARE;
+		if (!rb_same_geometry(sb, f))
+			return err_set(-EINVAL,
+			               "%s: %s and %s disagree on level, layout, chunk, "
+			               "size or device count",
+			               s->name, mm->spec, s->m[s->fresh].spec);
+		if (sb->feature_map & RB_FEATURE_REFUSED)
+			return err_set(-ENOTSUP,
+			               "%s: %s uses md features 0x%x (reshape, journal, "
+			               "PPL, cluster or replacement) that uraid does not "
+			               "update",
+			               s->name, mm->spec, sb->feature_map & RB_FEATURE_REFUSED);
+		if (mm->role == MD_ROLE_SPARE)
+			continue; /* a spare's events do not matter (md's rule) */
+		if (mm->role == MD_ROLE_FAULTY)
+			return err_set(-EINVAL,
+			               "%s: %s is marked faulty in the array; to use it "
+			               "again, add it as a new member (`uraid add --force`)",
+			               s->name, mm->spec);
+		if (mm->role >= s->raid_disks)
+			return err_set(-EINVAL, "%s: %s has role 0x%x, which uraid does not handle",
+			               s->name, mm->spec, mm->role);
+		if (sb->events + 1 < s->events)
+			return err_set(-EINVAL,
+			               "%s: %s is stale (events %llu, newest %llu): it "
+			               "missed writes; add it as a new member (`uraid add "
+			               "--force`) or leave it out",
+			               s->name, mm->spec, (unsigned long long)sb->events,
+			               (unsigned long long)s->events);
+		int *holder = (sb->feature_map & MD_FEATURE_RECOVERY_OFFSET) ? s->rec : s->insync;
+		if (s->insync[mm->role] >= 0 || s->rec[mm->role] >= 0)
+			return err_set(
+			    -EINVAL, "%s: %s and %s both claim role %u", s->name, mm->spec,
+			    s->m[s->insync[mm->role] >= 0 ? s->insync[mm->role] : s->rec[mm->role]]
+			        .spec,
+			    mm->role);
+		holder[mm->role] = (int)i;
+		mm->target = holder == s->rec;
+	}
+	return 0;
+}
+
+/* Roles that no given member holds, in sync or being recovered. */
+static unsigned rb_missing(const struct rb_set *s, unsigned *first)
+{
+	unsigned k = 0;
+
+	for (unsigned r = s->raid_disks; r-- > 0;)
+		if (s->insync[r] < 0 && s->rec[r] < 0) {
+			k++;
+			*first = r;
+		}
+	return k;
+}
+
+/* A slot recording an active role that no given member holds: the device
+ * is gone (replaced, or not given); record it as faulty, as md would on
+ * its first update, so that it is seen as stale if it comes back. */
+static void rb_mark_gone_slots(struct rb_set *s, bool warn)
+{
+	for (unsigned slot = 0; slot < s->max_dev && slot < MD_SB_MAX_DEV; slot++) {
+		unsigned role = s->roles[slot];
+		bool given = false;
+
+		if (role >= s->raid_disks)
+			continue;
+		for (unsigned i = 0; i < s->n; i++)
+			given |= s->m[i].sb->dev_number == slot && s->m[i].role == role;
+		if (given)
+			continue;
+		if (warn)
+			log_warn("%s: role %u (slot %u) is not among the members given: it is "
+			         "recorded as faulty",
+			         s->name, role, slot);
+		s->roles[slot] = MD_ROLE_FAULTY;
+	}
+}
+
+static void rb_failed(void *ctx, unsigned role, int err)
+{
+	struct rb_set *s = ctx;
+
+	(void)err;
+	if (role < s->raid_disks && s->insync[role] >= 0)
+		atomic_store(&s->m[s->insync[role]].failed, true);
+}
+
+/* The array as its in-sync members make it (the rest missing): what the
+ * data is read, or rebuilt, from.  Refuses when too much is gone. */
+static int rb_open_array(struct rb_set *s, struct vol **out)
+{
+	struct md_super *f = s->m[s->fresh].sb;
+	struct raid_geom g = {.level = f->level,
+	                      .layout = f->layout,
+	                      .chunk = f->chunk * 512,
+	                      .raid_disks = f->raid_disks,
+	                      .dev_size = f->size * 512};
+	struct raid_events ev = {rb_failed, s};
+	struct vol **slices = calloc(s->raid_disks, sizeof(*slices));
+	unsigned have = 0;
+	int r = 0;
+
+	if (!slices)
+		return -ENOMEM;
+	for (unsigned role = 0; role < s->raid_disks && r == 0; role++) {
+		struct rb_member *mm;
+		if (s->insync[role] < 0)
+			continue;
+		mm = &s->m[s->insync[role]];
+		have++;
+		r = slice_open(mm->vol, mm->sb->data_offset * 512, mm->sb->data_size * 512, false,
+		               mm->spec, &slices[role]);
+	}
+	if (r == 0) {
+		unsigned parity = f->level == 6 ? 2 : f->level == 5 ? 1 : 0;
+		if (parity && s->raid_disks - have > parity)
+			r = err_set(-ENODEV,
+			            "%s: %s can rebuild at most %u member%s, but %u of %u "
+			            "roles are missing or being rebuilt",
+			            s->name, md_level_name(f->level), parity, parity > 1 ? "s" : "",
+			            s->raid_disks - have, s->raid_disks);
+		else if (!have)
+			r = err_set(-ENODEV, "%s: no member is in sync: nothing to rebuild from",
+			            s->name);
+	}
+	if (r == 0) {
+		r = raid_open(&g, slices, &ev, s->name, out);
+		if (r == 0) {
+			free(slices); /* the array owns them now */
+			return 0;
+		}
+		r = err_set(r, "%s: the members in sync cannot give back the data (%s)", s->name,
+		            err_detail(r));
+	}
+	for (unsigned role = 0; role < s->raid_disks; role++)
+		vol_close(slices[role]);
+	free(slices);
+	return r;
+}
+
+/* Write the set's events and role table into every given member (but
+ * those that failed), targets first: md's order for a new member. */
+static int rb_sync_all(struct rb_set *s)
+{
+	int r = 0;
+
+	for (int pass = 0; pass < 2 && r == 0; pass++) {
+		for (unsigned i = 0; i < s->n && r == 0; i++) {
+			struct rb_member *mm = &s->m[i];
+			if (mm->target != (pass == 0) || atomic_load(&mm->failed))
+				continue;
+			mm->sb->events = s->events;
+			mm->sb->utime = (uint64_t)time(NULL);
+			mm->sb->max_dev = s->max_dev;
+			memcpy(mm->sb->roles, s->roles, sizeof(s->roles));
+			err_clear();
+			r = md_super_write(mm->vol, mm->sb);
+		}
+	}
+	return r;
+}
+
+/* ---- uraid add ---- */
+
+static int rb_random(uint8_t *p, size_t n)
+{
+	while (n) {
+		ssize_t got = getrandom(p, n, 0);
+		if (got < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += got;
+		n -= (size_t)got;
+	}
+	return 0;
+}
+
+/* Refuse a NEW that holds an md superblock (any version) or a LUKS
+ * header.  *end_sb is set to the offset of a v1.0/0.90 superblock found at
+ * the end (wiped when --force overrides). */
+static int rb_probe_new(struct vol *v, const char *spec, const struct rb_set *s, uint64_t *end_sb,
+                        bool force)
+{
+	uint8_t *buf;
+	struct md_super *sb = malloc(sizeof(*sb));
+	int r = 0;
+
+	*end_sb = UINT64_MAX;
+	if (!sb || posix_memalign((void **)&buf, 4096, 8192)) {
+		free(sb);
+		return -ENOMEM;
+	}
+	memset(buf, 0, 8192);
+	if (v->size >= 8192)
+		r = vol_read(v, buf, 8192, 0);
+	if (r < 0) {
+		r = err_set(r, "%s: reading it failed: %s", spec, strerror(-r));
+		goto out;
+	}
+	if (!force && memcmp(buf, "LUKS\xba\xbe", 6) == 0) {
+		r = err_set(-EEXIST,
+		            "%s holds a LUKS header; refusing to overwrite it (use "
+		            "--force)",
+		            spec);
+		goto out;
+	}
+	if (!force && md_super_decode(buf + MD_SB_OFFSET, sb) == 0) {
+		if (memcmp(sb->set_uuid, s->m[0].sb->set_uuid, 16) == 0)
+			r = err_set(-EEXIST,
+			            "%s is already a member of %s (slot %u, events %llu); "
+			            "to rebuild it from scratch use --force",
+			            spec, s->name, sb->dev_number, (unsigned long long)sb->events);
+		else
+			r = err_set(-EEXIST,
+			            "%s holds an md superblock of another array; refusing "
+			            "to overwrite it (use --force)",
+			            spec);
+		goto out;
+	}
+	if (!force && memcmp(buf, "\xfc\x4e\x2b\xa9", 4) == 0) {
+		r = err_set(-EEXIST,
+		            "%s holds an md superblock (v1.1); refusing to overwrite it "
+		            "(use --force)",
+		            spec);
+		goto out;
+	}
+	/* v1.0 and 0.90 superblocks live at the end. */
+	if (v->size >= 65536 * 2) {
+		uint64_t ends[2] = {((v->size / 512 - 16) & ~7ull) * 512,
+		                    (v->size & ~65535ull) - 65536};
+		for (int i = 0; i < 2; i++) {
+			r = vol_read(v, buf, 4096, ends[i]);
+			if (r < 0) {
+				r = err_set(r, "%s: reading it failed: %s", spec, strerror(-r));
+				goto out;
+			}
+			if (memcmp(buf, "\xfc\x4e\x2b\xa9", 4) != 0)
+				continue;
+			*end_sb = ends[i];
+			if (!force) {
+				r = err_set(-EEXIST,
+				            "%s holds an md superblock (%s); refusing to "
+				            "overwrite it (use --force)",
+				            spec, i ? "0.90" : "v1.0");
+				goto out;
+			}
+		}
+	}
+out:
+	free(buf);
+	free(sb);
+	return r;
+}
+
+/* Copy the freshest member's write-intent bitmap (superblock and bits)
+ * onto NEW: the kernel reads the bitmap from any in-sync member. */
+static int rb_copy_bitmap(struct vol *from, struct vol *to, const struct md_super *f)
+{
+	const struct md_sb1 *raw = (const struct md_sb1 *)f->raw;
+	int32_t bm = (int32_t)md_le32(raw->bitmap_offset);
+	int32_t bb = (int32_t)md_le32(raw->bblog_offset);
+	uint64_t start, end;
+	char *buf;
+	int r = 0;
+
+	if (!(f->feature_map & MD_FEATURE_BITMAP_OFFSET) || bm <= 0)
+		return 0;
+	start = (MD_SB_SECTOR + (uint64_t)bm) * 512;
+	end = md_le16(raw->bblog_size) && bb > bm ? (MD_SB_SECTOR + (uint64_t)bb) * 512
+	                                          : f->data_offset * 512;
+	if (posix_memalign((void **)&buf, 4096, 1 << 20))
+		return -ENOMEM;
+	for (uint64_t off = start; off < end && r == 0; off += 1 << 20) {
+		uint64_t len = end - off < (1 << 20) ? end - off : (1 << 20);
+		r = vol_read(from, buf, len, off);
+		if (r == 0)
+			r = vol_write(to, buf, len, off, 0);
+	}
+	free(buf);
+	return r < 0 ? err_set(r, "%s: copying the write-intent bitmap: %s", to->name, strerror(-r))
+	             : 0;
+}
+
+static void add_usage(FILE *f)
+{
+	fprintf(f, "usage: uraid add [--spare] [--no-rebuild] [--force] NEW MEMBER...\n"
+	           "Add NEW to the md array the MEMBERs hold (mdadm --add).  If a role is\n"
+	           "missing, NEW takes it and is rebuilt from the others at once (see\n"
+	           "`uraid rebuild`); if the array is whole, NEW becomes a spare.\n"
+	           "  --spare       add NEW as a spare even if a role is missing\n"
+	           "  --no-rebuild  only write the superblocks; `uraid rebuild` does the rest\n"
+	           "  --force       overwrite a NEW that holds an md superblock or a LUKS header\n"
+	           "  -v            more messages\n");
+}
+
+static int rebuild_run(char **specs, unsigned n, bool force);
+
+int cmd_add(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"spare", no_argument, NULL, 's'},
+	    {"no-rebuild", no_argument, NULL, 'N'},
+	    {"force", no_argument, NULL, 'f'},
+	    {"readonly", no_argument, NULL, 'R'},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
+	};
+	struct rb_set s = {0};
+	struct vol *nv = NULL, *arr = NULL;
+	struct md_super *nsb = NULL;
+	bool spare = false, no_rebuild = false, force = false;
+	uint64_t end_sb;
+	unsigned role = MD_ROLE_SPARE, first = 0, slot;
+	int c, r, rc = 1;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "fvh", opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			spare = true;
+			break;
+		case 'N':
+			no_rebuild = true;
+			break;
+		case 'f':
+			force = true;
+			break;
+		case 'R':
+			fprintf(stderr,
+			        "uraid: add: --readonly: adding a member writes superblocks "
+			        "(and data); nothing was changed\n");
+			return 2;
+		case 'v':
+			log_verbosity = log_verbosity < LOG_INFO ? LOG_INFO : LOG_DEBUG;
+			break;
+		case 'h':
+			add_usage(stdout);
+			return 0;
+		default:
+			add_usage(stderr);
+			return 2;
+		}
+	}
+	if (argc - optind < 2) {
+		add_usage(stderr);
+		return 2;
+	}
+	const char *new_spec = argv[optind];
+	for (int i = optind + 1; i < argc; i++)
+		if (rb_same_file(new_spec, argv[i])) {
+			fprintf(stderr,
+			        "uraid: add: %s is the new member and also one of the "
+			        "members given; nothing was changed\n",
+			        argv[i]);
+			return 2;
+		}
+	r = rb_load(argv + optind + 1, (unsigned)(argc - optind - 1), &s);
+	if (r < 0)
+		goto fail;
+	struct md_super *f = s.m[s.fresh].sb;
+
+	err_clear();
+	r = member_open(new_spec, 0, &nv);
+	if (r < 0)
+		goto fail;
+	r = rb_probe_new(nv, new_spec, &s, &end_sb, force);
+	if (r < 0)
+		goto fail;
+	uint64_t sectors = nv->size / 512;
+	if (sectors <= f->data_offset || sectors - f->data_offset < f->size) {
+		char need[32], have[32];
+		format_size((f->data_offset + f->size) * 512, need, sizeof(need));
+		format_size(nv->size, have, sizeof(have));
+		r = err_set(-ENOSPC,
+		            "%s is too small: %s, and %s needs %s (data from sector %llu, "
+		            "%llu sectors of it)",
+		            new_spec, have, s.name, need, (unsigned long long)f->data_offset,
+		            (unsigned long long)f->size);
+		goto fail;
+	}
+	/* The array must give its data back without the roles nobody holds in
+	 * sync; else a rebuild could not happen. */
+	r = rb_open_array(&s, &arr);
+	if (r < 0)
+		goto fail;
+	vol_close(arr);
+	if (rb_missing(&s, &first) && !spare)
+		role = first;
+	/* A slot of our own: from raid_disks up (as mdadm picks it), one that
+	 * no device is recorded in and no member given uses. */
+	for (slot = s.raid_disks; slot < MD_SB_MAX_DEV; slot++) {
+		bool used = slot < s.max_dev && s.roles[slot] != MD_ROLE_SPARE;
+		for (unsigned i = 0; i < s.n; i++)
+			used |= s.m[i].sb->dev_number == slot;
+		if (!used)
+			break;
+	}
+	uint64_t sb_sectors = (256 + 2 * (uint64_t)(slot + 1) + 511) / 512;
+	if (slot >= MD_SB_MAX_DEV || MD_SB_SECTOR + sb_sectors > f->data_offset) {
+		r = err_set(-ENOSPC, "%s: no free device slot for another member", s.name);
+		goto fail;
+	}
+
+	/* Checked: from here on we write.  NEW's superblock is the freshest's
+	 * with NEW's own device fields. */
+	rb_mark_gone_slots(&s, true);
+	if (slot >= s.max_dev) {
+		for (uint32_t i = s.max_dev; i < slot; i++)
+			s.roles[i] = MD_ROLE_SPARE;
+		s.max_dev = slot + 1;
+	}
+	s.roles[slot] = (uint16_t)role;
+	s.events++;
+	nsb = malloc(sizeof(*nsb));
+	if (!nsb) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	*nsb = *f;
+	nsb->dev_number = slot;
+	nsb->data_size = sectors - f->data_offset;
+	nsb->feature_map &= ~(MD_FEATURE_RECOVERY_OFFSET | MD_FEATURE_REPLACEMENT |
+	                      MD_FEATURE_BAD_BLOCKS | MD_FEATURE_RECOVERY_BITMAP);
+	if (role != MD_ROLE_SPARE)
+		nsb->feature_map |= MD_FEATURE_RECOVERY_OFFSET;
+	nsb->recovery_offset = 0;
+	nsb->events = s.events;
+	nsb->utime = (uint64_t)time(NULL);
+	nsb->max_dev = s.max_dev;
+	memcpy(nsb->roles, s.roles, sizeof(s.roles));
+	((struct md_sb1 *)nsb->raw)->devflags = 0;
+	((struct md_sb1 *)nsb->raw)->cnt_corrected_read = 0;
+	r = rb_random(nsb->device_uuid, 16);
+	if (r < 0)
+		goto fail;
+	/* Old metadata, bitmaps and bad-block logs up to the data go; the
+	 * array's bitmap comes over; the superblock is written last of NEW's
+	 * bytes, then the others learn of it. */
+	r = vol_write_zeroes(nv, f->data_offset * 512 - MD_SB_OFFSET, MD_SB_OFFSET, VOL_MAY_TRIM);
+	if (r == 0 && end_sb != UINT64_MAX)
+		r = vol_write_zeroes(nv, 4096, end_sb, 0);
+	if (r < 0) {
+		r = err_set(r, "%s: zeroing the metadata area: %s", new_spec, strerror(-r));
+		goto fail;
+	}
+	r = rb_copy_bitmap(s.m[s.fresh].vol, nv, f);
+	if (r == 0)
+		r = md_super_write(nv, nsb);
+	if (r == 0)
+		r = rb_sync_all(&s);
+	if (r < 0)
+		goto fail;
+	if (role == MD_ROLE_SPARE)
+		printf("uraid: %s is a spare of %s (slot %u)%s\n", new_spec, s.name, slot,
+		       rb_missing(&s, &first) ? "" : ": the array is whole");
+	else
+		printf("uraid: %s takes role %u of %s (slot %u), to be rebuilt\n", new_spec, role,
+		       s.name, slot);
+	rc = 0;
+	goto out;
+fail:
+	rc = cli_fail("add", r);
+out:
+	free(nsb);
+	vol_close(nv);
+	rb_set_free(&s);
+	if (rc == 0 && role != MD_ROLE_SPARE && !no_rebuild) {
+		return rebuild_run(argv + optind, (unsigned)(argc - optind), false);
+	}
+	return rc;
+}
+
+/* ---- uraid rebuild ---- */
+
+struct rb_progress {
+	struct rb_set *s;
+	uint64_t from, to, saved;
+	uint64_t t0, last_show;
+	bool tty;
+	int err; /* a checkpoint that failed */
+};
+
+static uint64_t rb_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Make [0, done) durable on every target and say so in its superblock. */
+static int rb_checkpoint(struct rb_progress *p, uint64_t done)
+{
+	struct rb_set *s = p->s;
+	int r = 0;
+
+	for (unsigned i = 0; i < s->n && r == 0; i++) {
+		struct rb_member *mm = &s->m[i];
+		if (!mm->target || mm->sb->recovery_offset * 512 >= done)
+			continue;
+		r = vol_flush(mm->vol);
+		if (r == 0) {
+			mm->sb->recovery_offset = done / 512;
+			mm->sb->utime = (uint64_t)time(NULL);
+			err_clear();
+			r = md_super_write(mm->vol, mm->sb);
+		} else {
+			r = err_set(r, "%s: flush: %s", mm->spec, strerror(-r));
+		}
+	}
+	if (r == 0)
+		p->saved = done;
+	return r;
+}
+
+static void rb_show(struct rb_progress *p, uint64_t done, bool last)
+{
+	uint64_t now = rb_now_ns();
+	char a[32], b[32];
+
+	if (!p->tty || (!last && now - p->last_show < 500000000u))
+		return;
+	p->last_show = now;
+	double secs = (double)(now - p->t0) / 1e9;
+	format_size(done, a, sizeof(a));
+	format_size(p->to, b, sizeof(b));
+	printf("\r  %s: rebuilding: %5.1f%% (%s of %s), %.1f MiB/s   ", p->s->name,
+	       100.0 * (double)done / (double)p->to, a, b,
+	       secs > 0 ? (double)(done - p->from) / 1048576.0 / secs : 0.0);
+	if (last)
+		printf("\n");
+	fflush(stdout);
+}
+
+static int rb_on_progress(void *ctx, uint64_t done)
+{
+	struct rb_progress *p = ctx;
+
+	rb_show(p, done, false);
+	if (done >= p->to)
+		return 0; /* all written: finish, whatever the signal */
+	if (done - p->saved >= RB_CHECKPOINT || rb_stop) {
+		p->err = rb_checkpoint(p, done);
+		if (p->err < 0)
+			return 1;
+	}
+	return rb_stop != 0;
+}
+
+static void rebuild_usage(FILE *f)
+{
+	fprintf(f, "usage: uraid rebuild [--force] MEMBER...\n"
+	           "Rebuild the members of the md array being recovered (added with `uraid add`,\n"
+	           "or stopped part-way by uraid or the kernel), or give spares the missing roles\n"
+	           "and rebuild them: their data is reconstructed from the other members (md's\n"
+	           "recovery).  Progress is saved every 64 MiB and on SIGINT/SIGTERM; running\n"
+	           "it again continues from there.\n"
+	           "  --force   rebuild a RAID5/6 that was not shut down cleanly (its parity may\n"
+	           "            be stale, and what it rebuilds wrong)\n"
+	           "  -v        more messages\n");
+}
+
+static int rebuild_run(char **specs, unsigned n, bool force)
+{
+	struct rb_set s = {0};
+	struct rb_progress p = {0};
+	struct vol *arr = NULL;
+	struct vol **tslice = NULL;
+	struct sigaction sa = {0}, old_int, old_term;
+	unsigned first = 0, ntargets = 0, nspare = 0;
+	bool promoted = false, handlers = false;
+	char list[256] = "";
+	size_t llen = 0;
+	int r, rc = 1;
+
+	r = rb_load(specs, n, &s);
+	if (r < 0)
+		goto fail;
+	struct md_super *f = s.m[s.fresh].sb;
+	/* Spares take the missing roles. */
+	for (unsigned i = 0; i < s.n; i++) {
+		struct rb_member *mm = &s.m[i];
+		if (mm->role != MD_ROLE_SPARE)
+			continue;
+		nspare++;
+		if (!rb_missing(&s, &first))
+			continue;
+		if (mm->sb->data_size < s.size) {
+			r = err_set(-ENOSPC,
+			            "%s: spare %s is too small (%llu sectors of data, %llu "
+			            "needed)",
+			            s.name, mm->spec, (unsigned long long)mm->sb->data_size,
+			            (unsigned long long)s.size);
+			goto fail;
+		}
+		mm->role = first;
+		mm->target = true;
+		mm->sb->feature_map |= MD_FEATURE_RECOVERY_OFFSET;
+		mm->sb->recovery_offset = 0;
+		s.rec[first] = (int)i;
+		s.roles[mm->sb->dev_number] = (uint16_t)first;
+		promoted = true;
+		nspare--;
+	}
+	/* A role the superblocks still give to a member not given, and no
+	 * spare took it: the user left one out, not a loss to repair here. */
+	for (unsigned slot = 0; slot < s.max_dev && slot < MD_SB_MAX_DEV; slot++) {
+		unsigned role = s.roles[slot];
+		if (role < s.raid_disks && s.insync[role] < 0 && s.rec[role] < 0) {
+			r = err_set(-ENODEV,
+			            "%s: role %u (slot %u) is recorded as held by a "
+			            "member that is not given; give every member (or `uraid "
+			            "add` a new one in its place)",
+			            s.name, role, slot);
+			goto fail;
+		}
+	}
+	for (unsigned i = 0; i < s.n; i++) {
+		struct rb_member *mm = &s.m[i];
+		if (!mm->target)
+			continue;
+		ntargets++;
+		if (llen < sizeof(list) - 8)
+			llen += (size_t)snprintf(list + llen, sizeof(list) - llen, "%s%s (role %u)",
+			                         llen ? ", " : "", mm->spec, mm->role);
+	}
+	if (!ntargets) {
+		if (rb_missing(&s, &first)) {
+			r = err_set(-ENODEV,
+			            "%s: role %u is missing and no spare or new member is "
+			            "given; add one with `uraid add NEW MEMBER...`",
+			            s.name, first);
+			goto fail;
+		}
+		printf("uraid: %s: nothing to rebuild: all %u roles are in sync%s\n", s.name,
+		       s.raid_disks, nspare ? ", spares stand by" : "");
+		rc = 0;
+		goto out;
+	}
+	if ((f->level == 5 || f->level == 6) && !md_super_clean(f) && !force) {
+		r = err_set(-EUCLEAN,
+		            "%s was not shut down cleanly: its parity may be stale, and a "
+		            "member rebuilt from it wrong (md refuses such a dirty degraded "
+		            "array too); --force rebuilds anyway",
+		            s.name);
+		goto fail;
+	}
+	r = rb_open_array(&s, &arr);
+	if (r < 0)
+		goto fail;
+	tslice = calloc(s.raid_disks, sizeof(*tslice));
+	if (!tslice) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	p.s = &s;
+	p.to = s.size * 512;
+	p.from = p.to;
+	for (unsigned role = 0; role < s.raid_disks; role++) {
+		struct rb_member *mm;
+		if (s.rec[role] < 0)
+			continue;
+		mm = &s.m[s.rec[role]];
+		if (mm->sb->recovery_offset > s.size)
+			mm->sb->recovery_offset = s.size;
+		if (mm->sb->recovery_offset * 512 < p.from)
+			p.from = mm->sb->recovery_offset * 512;
+		r = slice_open(mm->vol, mm->sb->data_offset * 512, mm->sb->data_size * 512, false,
+		               mm->spec, &tslice[role]);
+		if (r < 0)
+			goto fail;
+	}
+	p.from -= p.from % raid_rebuild_piece(arr);
+	p.saved = p.from;
+
+	/* Checked: from here on we write. */
+	if (promoted) {
+		rb_mark_gone_slots(&s, true);
+		s.events++;
+		r = rb_sync_all(&s);
+		if (r < 0)
+			goto fail;
+	}
+	{
+		char a[32], b[32];
+		format_size(p.from, a, sizeof(a));
+		format_size(p.to, b, sizeof(b));
+		printf("uraid: %s: rebuilding %s from %s of %s per member\n", s.name, list, a, b);
+		fflush(stdout);
+	}
+	rb_stop = 0;
+	sa.sa_handler = rb_on_signal;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	handlers = true;
+	p.tty = isatty(STDOUT_FILENO);
+	p.t0 = rb_now_ns();
+	r = raid_rebuild(arr, tslice, p.from, p.to, rb_on_progress, &p);
+	rb_show(&p, r == 0 ? p.to : p.saved, true);
+	if (r == -EINTR && p.err < 0) {
+		r = p.err;
+		goto fail;
+	}
+	if (r == -EINTR) {
+		printf("uraid: %s: interrupted (signal %d) with %.1f%% rebuilt; recovery offset "
+		       "saved: `uraid rebuild` (or the kernel) continues from there\n",
+		       s.name, (int)rb_stop, 100.0 * (double)p.saved / (double)p.to);
+		goto out;
+	}
+	if (r < 0) {
+		char detail[512];
+		snprintf(detail, sizeof(detail), "%s", err_detail(r));
+		if (p.saved > p.from)
+			log_warn("%s: %.1f%% was rebuilt and saved", s.name,
+			         100.0 * (double)p.saved / (double)p.to);
+		r = err_set(r, "%s", detail);
+		goto fail;
+	}
+	/* Done: the data is durable, then the targets are in sync. */
+	for (unsigned i = 0; i < s.n && r == 0; i++) {
+		struct rb_member *mm = &s.m[i];
+		if (!mm->target)
+			continue;
+		r = vol_flush(mm->vol);
+		mm->sb->feature_map &= ~MD_FEATURE_RECOVERY_OFFSET;
+		mm->sb->recovery_offset = 0;
+	}
+	for (unsigned i = 0; i < s.n; i++) {
+		struct rb_member *mm = &s.m[i];
+		if (atomic_load(&mm->failed)) {
+			log_warn("%s: %s failed during the rebuild: recorded as faulty", s.name,
+			         mm->spec);
+			s.roles[mm->sb->dev_number] = MD_ROLE_FAULTY;
+		}
+	}
+	rb_mark_gone_slots(&s, false);
+	s.events++;
+	if (r == 0)
+		r = rb_sync_all(&s);
+	if (r < 0)
+		goto fail;
+	{
+		double secs = (double)(rb_now_ns() - p.t0) / 1e9;
+		char a[32];
+		format_size((p.to - p.from) * ntargets, a, sizeof(a));
+		unsigned gone = rb_missing(&s, &first);
+		printf("uraid: %s: rebuilt %s: %s in %.1f s (%.1f MiB/s); ", s.name, list, a, secs,
+		       secs > 0 ? (double)(p.to - p.from) * ntargets / 1048576.0 / secs : 0.0);
+		if (gone)
+			printf("%u role%s still missing (role %u first)\n", gone,
+			       gone > 1 ? "s" : "", first);
+		else
+			printf("the array is whole%s\n",
+			       md_super_clean(f) ? " and clean" : " (still marked for resync)");
+	}
+	rc = 0;
+	goto out;
+fail:
+	rc = cli_fail("rebuild", r);
+out:
+	if (handlers) {
+		sigaction(SIGINT, &old_int, NULL);
+		sigaction(SIGTERM, &old_term, NULL);
+	}
+	vol_close(arr);
+	for (unsigned role = 0; tslice && role < s.raid_disks; role++)
+		vol_close(tslice[role]);
+	free(tslice);
+	rb_set_free(&s);
+	return rc;
+}
+
+int cmd_rebuild(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"force", no_argument, NULL, 'f'},
+	    {"readonly", no_argument, NULL, 'R'},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
+	};
+	bool force = false;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "fvh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			force = true;
+			break;
+		case 'R':
+			fprintf(stderr, "uraid: rebuild: --readonly: a rebuild writes the new "
+			                "members; nothing was changed\n");
+			return 2;
+		case 'v':
+			log_verbosity = log_verbosity < LOG_INFO ? LOG_INFO : LOG_DEBUG;
+			break;
+		case 'h':
+			rebuild_usage(stdout);
+			return 0;
+		default:
+			rebuild_usage(stderr);
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		rebuild_usage(stderr);
+		return 2;
+	}
+	return rebuild_run(argv + optind, (unsigned)(argc - optind), force);
+}

@@ -1,0 +1,496 @@
+/* raid_rebuild.c — writing what a lost member held onto a new one, in
+ * member order, as md's recovery does (see raid_rebuild.h).
+ *
+ * The array runs without the roles being rebuilt, so reading it already
+ * does the hard part: a RAID1/10 read comes from a live copy, and a read
+ * of a RAID5/6 chunk whose member is gone is rebuilt from its stripe
+ * (raid_parity.c).  What is left here is the inverse of each level's
+ * mapping: which array block a role holds at a member offset.
+ *   - RAID1: the same offset.
+ *   - RAID10: for every copy index the member row of array chunk c grows
+ *     with c (md's layouts place chunk c at device chunk c*near, its far
+ *     copies a fixed stride on), so the chunk whose copy lies on (role,
+ *     row) is found by a binary search over the level's own map.
+ *   - RAID5/6: the level's stripe() names each data chunk's role in the
+ *     row; a role holding P or Q gets them recomputed from the row's data
+ *     (raid_parity_compute(), the one GF(2^8) implementation).
+ * Reading through the array chunk by chunk makes the disks seek, so two
+ * ways around it come first: a single RAID5/6 target gets the other
+ * members' parts of a piece read at once, one stream per disk, and each of
+ * its chunks is the XOR of the others' (P or data), or Q recomputed; a
+ * RAID10 piece is read by one lane per source member, in member order.
+ * The path through the array stays for what they cannot do (two RAID6
+ * targets) and for reads that fail (the engine fails the member over and
+ * reads another copy).  Pieces of ~4 MiB
+ * of every target are filled while the previous piece is written, so the
+ * targets stream. */
+#include "raid_rebuild.h"
+
+#include "raid_internal.h"
+
+#include "core/exec.h"
+#include "core/log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RB_PIECE_MIN (4u << 20)
+
+struct rb {
+	struct raid_array *a;
+	struct vol *const *targets;
+	unsigned *role; /* the roles rebuilt, nt of them */
+	unsigned nt;
+	uint64_t piece;  /* member bytes per piece, whole chunks */
+	uint64_t chunk;  /* 0 for RAID1 */
+	uint64_t chunks; /* RAID10: array chunks; RAID5/6: stripe rows */
+	unsigned ndata;  /* RAID5/6: data chunks per row */
+};
+
+uint64_t raid_rebuild_piece(struct vol *array)
+{
+	struct raid_array *a = raid_array_of(array);
+	uint64_t c = a && a->g.chunk ? a->g.chunk : 4096;
+
+	return (RB_PIECE_MIN + c - 1) / c * c;
+}
+
+/* RAID10: the member row of copy ci of array chunk c, and its role. */
+static uint64_t rb10_row(const struct rb *rb, uint64_t c, unsigned ci, unsigned *role)
+{
+	struct raid_loc loc[RAID_MAX_COPIES];
+	unsigned nc;
+
+	rb->a->lvl->map(rb->a->priv, &rb->a->g, c * rb->chunk, rb->chunk, loc, &nc);
+	*role = loc[ci].role;
+	return loc[ci].off / rb->chunk;
+}
+
+/* RAID10: the array chunk with a copy at member row `row` of role, or
+ * UINT64_MAX where the role holds nothing (rows past the used size). */
+static uint64_t rb10_find(const struct rb *rb, unsigned role, uint64_t row)
+{
+	for (unsigned ci = 0; ci < rb->a->copies; ci++) {
+		uint64_t lo = 0, hi = rb->chunks;
+		unsigned r;
+
+		while (lo < hi) {
+			uint64_t mid = lo + (hi - lo) / 2;
+			if (rb10_row(rb, mid, ci, &r) < row)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (uint64_t c = lo; c < rb->chunks && rb10_row(rb, c, ci, &r) == row; c++)
+			if (r == role)
+				return c;
+	}
+	return UINT64_MAX;
+}
+
+/* Scratch of one row task (RAID5/6). */
+struct rb_row_scratch {
+	struct raid_stripe st;
+	unsigned place[RAID_MAX_DISKS]; /* data index -> syndrome place */
+	char *data[RAID_MAX_DISKS];     /* by syndrome place */
+	char *row;                      /* the row's data, in array order */
+	char *pq;                       /* P, then Q */
+};
+
+/* RAID5/6: what role t holds in stripe row `row`, into out (one chunk). */
+static int rb56_fill(const struct rb *rb, struct rb_row_scratch *s, uint64_t row, unsigned t,
+                     char *out)
+{
+	struct raid_array *a = rb->a;
+	uint64_t chunk = rb->chunk, row_off = row * chunk * rb->ndata;
+	int r;
+
+	for (unsigned d = 0; d < rb->ndata; d++) {
+		a->lvl->stripe(a->priv, &a->g, row_off + d * chunk, &s->st);
+		if (s->st.data[s->st.target] == t)
+			return vol_read(&a->vol, out, chunk, row_off + d * chunk);
+		s->place[d] = s->st.target;
+	}
+	/* t holds P or Q: both from the row's data (a gone data chunk of
+	 * the row comes back through the array's read). */
+	if (!s->row) {
+		if (posix_memalign((void **)&s->row, 4096, chunk * rb->ndata) ||
+		    posix_memalign((void **)&s->pq, 4096, 2 * chunk))
+			return -ENOMEM;
+		r = vol_read(&a->vol, s->row, chunk * rb->ndata, row_off);
+		if (r < 0)
+			return r;
+		for (unsigned d = 0; d < rb->ndata; d++)
+			s->data[s->place[d]] = s->row + d * chunk;
+		raid_parity_compute(s->data, rb->ndata, chunk, s->pq,
+		                    s->st.q >= 0 ? s->pq + chunk : NULL);
+	}
+	memcpy(out, (int)t == s->st.p ? s->pq : s->pq + chunk, chunk);
+	return 0;
+}
+
+struct rb_rows {
+	const struct rb *rb;
+	char *buf;
+	uint64_t r0;
+};
+
+/* Fill member row r0 + i of every target. */
+static int rb_fill_row(void *arg, unsigned i)
+{
+	struct rb_rows *x = arg;
+	const struct rb *rb = x->rb;
+	uint64_t row = x->r0 + i, chunk = rb->chunk;
+	struct rb_row_scratch *s = NULL;
+	int r = 0;
+
+	if (rb->a->lvl->parity) {
+		s = calloc(1, sizeof(*s));
+		if (!s)
+			return -ENOMEM;
+	}
+	for (unsigned k = 0; k < rb->nt && r == 0; k++) {
+		char *out = x->buf + k * rb->piece + (uint64_t)i * chunk;
+		unsigned t = rb->role[k];
+
+		if (row >= (rb->a->lvl->parity ? rb->chunks : UINT64_MAX)) {
+			memset(out, 0, chunk); /* past the array: nothing there */
+		} else if (s) {
+			r = rb56_fill(rb, s, row, t, out);
+		} else {
+			uint64_t c = rb10_find(rb, t, row);
+			if (c == UINT64_MAX)
+				memset(out, 0, chunk);
+			else
+				r = vol_read(&rb->a->vol, out, chunk, c * chunk);
+		}
+	}
+	if (s) {
+		free(s->row);
+		free(s->pq);
+		free(s);
+	}
+	return r;
+}
+
+struct rb_mread {
+	const struct rb *rb;
+	const unsigned *role;
+	char *buf;
+	uint64_t off, len;
+	int *err;
+};
+
+static int rb_mread_one(void *arg, unsigned i)
+{
+	struct rb_mread *x = arg;
+	struct vol *v = x->rb->a->m[x->role[i]].vol;
+
+	x->err[i] = v->ops->read(v, x->buf + i * x->rb->piece, x->len, x->off);
+	return 0;
+}
+
+/* RAID5/6 with one target: every other member's part of the piece in one
+ * read each (a stream per disk), then per row the target's chunk is the
+ * XOR of the others but Q (a data chunk or P), or Q recomputed from the
+ * data.  -EAGAIN when a member is gone or fails to read: the caller takes
+ * the path through the array, which copes with that. */
+static int rb56_fill_fast(const struct rb *rb, char *out, uint64_t w0, uint64_t len)
+{
+	struct raid_array *a = rb->a;
+	unsigned t = rb->role[0], ns = 0, *role = calloc(a->n, sizeof(*role));
+	int *err = calloc(a->n, sizeof(*err)), *slot = calloc(a->n, sizeof(*slot));
+	struct rb_row_scratch *s = calloc(1, sizeof(*s));
+	char *bufs = NULL, **src = calloc(a->n, sizeof(*src));
+	uint64_t chunk = rb->chunk;
+	int r = -ENOMEM;
+
+	if (!role || !err || !slot || !s || !src ||
+	    posix_memalign((void **)&bufs, 4096, (a->n - 1) * rb->piece) ||
+	    posix_memalign((void **)&s->pq, 4096, chunk))
+		goto out;
+	for (unsigned i = 0; i < a->n; i++) {
+		slot[i] = -1;
+		if (i == t)
+			continue;
+		r = -EAGAIN;
+		if (atomic_load(&a->m[i].failed))
+			goto out;
+		slot[i] = (int)ns;
+		role[ns++] = i;
+	}
+	struct rb_mread x = {rb, role, bufs, w0, len, err};
+	r = exec_parallel(ns, rb_mread_one, &x);
+	for (unsigned i = 0; i < ns && r == 0; i++)
+		if (err[i])
+			r = -EAGAIN;
+	for (uint64_t i = 0; r == 0 && i * chunk < len; i++) {
+		uint64_t row = w0 / chunk + i,
+		         rl = len - i * chunk < chunk ? len - i * chunk : chunk;
+		char *dst = out + i * chunk;
+		unsigned k = 0;
+
+		if (row >= rb->chunks) {
+			memset(dst, 0, rl);
+			continue;
+		}
+		a->lvl->stripe(a->priv, &a->g, row * chunk * rb->ndata, &s->st);
+		if ((int)t == s->st.q) {
+			for (unsigned d = 0; d < s->st.ndata; d++)
+				s->data[d] = bufs + slot[s->st.data[d]] * rb->piece + i * chunk;
+			raid_parity_compute(s->data, s->st.ndata, rl, s->pq, dst);
+			continue;
+		}
+		for (unsigned m = 0; m < a->n; m++)
+			if (m != t && (int)m != s->st.q)
+				src[k++] = bufs + slot[m] * rb->piece + i * chunk;
+		raid_parity_compute(src, k, rl, dst, NULL);
+	}
+out:
+	free(bufs);
+	if (s)
+		free(s->pq);
+	free(s);
+	free(src);
+	free(slot);
+	free(err);
+	free(role);
+	return r;
+}
+
+/* RAID10: one chunk to copy, from a live copy to a target's piece. */
+struct rb10_item {
+	unsigned role;
+	uint64_t moff;
+	char *dst;
+	uint64_t len;
+};
+
+struct rb10_lanes {
+	const struct rb *rb;
+	struct rb10_item *item; /* sorted by role, then member offset */
+	unsigned *first;        /* lane i is item[first[i] .. first[i+1]) */
+	int *err;
+};
+
+static int rb10_item_cmp(const void *x, const void *y)
+{
+	const struct rb10_item *a = x, *b = y;
+
+	if (a->role != b->role)
+		return a->role < b->role ? -1 : 1;
+	return a->moff < b->moff ? -1 : a->moff > b->moff;
+}
+
+static int rb10_lane(void *arg, unsigned i)
+{
+	struct rb10_lanes *x = arg;
+
+	for (unsigned k = x->first[i]; k < x->first[i + 1] && !x->err[i]; k++) {
+		struct rb10_item *it = &x->item[k];
+		struct vol *v = x->rb->a->m[it->role].vol;
+		x->err[i] = v->ops->read(v, it->dst, it->len, it->moff);
+	}
+	return 0;
+}
+
+/* RAID10: every chunk of the piece from a live copy, read by one lane per
+ * source member in member order (a stream per disk, however the copies
+ * are spread).  -EAGAIN when a read fails: the caller takes the path
+ * through the array, which fails the member over. */
+static int rb10_fill_lanes(const struct rb *rb, char *buf, uint64_t w0, uint64_t len)
+{
+	struct raid_array *a = rb->a;
+	uint64_t chunk = rb->chunk, rows = (len + chunk - 1) / chunk;
+	struct rb10_item *item = calloc(rows * rb->nt, sizeof(*item));
+	unsigned *first = calloc(a->n + 1, sizeof(*first)), n = 0, lanes = 0;
+	int *err = calloc(a->n, sizeof(*err));
+	int r = -ENOMEM;
+
+	if (!item || !first || !err)
+		goto out;
+	for (unsigned k = 0; k < rb->nt; k++) {
+		for (uint64_t i = 0; i < rows; i++) {
+			struct raid_loc loc[RAID_MAX_COPIES];
+			uint64_t rl = len - i * chunk < chunk ? len - i * chunk : chunk;
+			char *dst = buf + k * rb->piece + i * chunk;
+			uint64_t c = rb10_find(rb, rb->role[k], w0 / chunk + i);
+			unsigned nc, pick = UINT32_MAX;
+
+			if (c == UINT64_MAX) {
+				memset(dst, 0, rl);
+				continue;
+			}
+			a->lvl->map(a->priv, &a->g, c * chunk, chunk, loc, &nc);
+			for (unsigned j = 0; j < nc && pick == UINT32_MAX; j++)
+				if (!atomic_load(&a->m[loc[j].role].failed))
+					pick = j;
+			r = -EAGAIN;
+			if (pick == UINT32_MAX)
+				goto out;
+			item[n++] = (struct rb10_item){loc[pick].role, loc[pick].off, dst, rl};
+		}
+	}
+	qsort(item, n, sizeof(*item), rb10_item_cmp);
+	for (unsigned k = 0; k < n; k++)
+		if (k == 0 || item[k].role != item[k - 1].role)
+			first[lanes++] = k;
+	first[lanes] = n;
+	struct rb10_lanes x = {rb, item, first, err};
+	r = exec_parallel(lanes, rb10_lane, &x);
+	for (unsigned i = 0; i < lanes && r == 0; i++)
+		if (err[i])
+			r = -EAGAIN;
+out:
+	free(err);
+	free(first);
+	free(item);
+	return r;
+}
+
+/* Fill [w0, w0+len) of every target into buf (target k at k * piece). */
+static int rb_fill(const struct rb *rb, char *buf, uint64_t w0, uint64_t len)
+{
+	struct raid_array *a = rb->a;
+	int r;
+
+	if (rb->chunk && !a->lvl->parity) {
+		r = rb10_fill_lanes(rb, buf, w0, len);
+		if (r != -EAGAIN)
+			return r;
+	}
+
+	if (rb->chunk && a->lvl->parity && rb->nt == 1) {
+		r = rb56_fill_fast(rb, buf, w0, len);
+		if (r != -EAGAIN)
+			return r;
+	}
+	if (!rb->chunk) {
+		/* RAID1: the array at the same offset. */
+		uint64_t have = w0 < a->vol.size ? a->vol.size - w0 : 0;
+		if (have > len)
+			have = len;
+		memset(buf + have, 0, len - have);
+		r = have ? vol_read(&a->vol, buf, have, w0) : 0;
+		for (unsigned k = 1; k < rb->nt && r == 0; k++)
+			memcpy(buf + k * rb->piece, buf, len);
+	} else {
+		struct rb_rows x = {rb, buf, w0 / rb->chunk};
+		r = exec_parallel((unsigned)((len + rb->chunk - 1) / rb->chunk), rb_fill_row, &x);
+	}
+	if (r < 0)
+		return err_set(r, "%s: reading what member offset %llu holds: %s", a->vol.name,
+		               (unsigned long long)w0, strerror(-r));
+	return 0;
+}
+
+/* One step: write piece w (buffer wbuf) to the targets while the next
+ * piece is filled into fbuf. */
+struct rb_step {
+	const struct rb *rb;
+	char *wbuf, *fbuf;
+	uint64_t w0, wlen, f0, flen;
+	int err[2];
+};
+
+static int rb_step_one(void *arg, unsigned i)
+{
+	struct rb_step *s = arg;
+	const struct rb *rb = s->rb;
+
+	if (i == 1) {
+		s->err[1] = rb_fill(rb, s->fbuf, s->f0, s->flen);
+		return 0;
+	}
+	for (unsigned k = 0; k < rb->nt && !s->err[0]; k++) {
+		struct vol *v = rb->targets[rb->role[k]];
+		int r = vol_write(v, s->wbuf + k * rb->piece, s->wlen, s->w0, 0);
+		if (r < 0)
+			s->err[0] = err_set(r, "%s: writing %llu bytes at %llu: %s", v->name,
+			                    (unsigned long long)s->wlen, (unsigned long long)s->w0,
+			                    strerror(-r));
+	}
+	return 0;
+}
+
+int raid_rebuild(struct vol *array, struct vol *const *targets, uint64_t from, uint64_t to,
+                 raid_rebuild_progress_fn progress, void *ctx)
+{
+	struct raid_array *a = raid_array_of(array);
+	struct rb rb = {.a = a, .targets = targets};
+	char *buf[2] = {NULL, NULL};
+	int r = -ENOMEM;
+
+	if (!a)
+		return err_set(-EINVAL, "%s is not a RAID array", array->name);
+	if (!a->lvl->redundant)
+		return err_set(-EINVAL, "%s: %s has no redundancy: a lost member cannot be rebuilt",
+		               array->name, a->lvl->kind);
+	if (from % 4096 || to % 4096 || from > to)
+		return err_set(-EINVAL, "%s: rebuild range %llu..%llu is not 4 KiB aligned",
+		               array->name, (unsigned long long)from, (unsigned long long)to);
+	rb.role = calloc(a->n, sizeof(*rb.role));
+	if (!rb.role)
+		return -ENOMEM;
+	for (unsigned i = 0; i < a->n; i++) {
+		if (!targets[i])
+			continue;
+		if (a->m[i].vol) {
+			r = err_set(-EINVAL, "%s: role %u is in the array: it cannot be a target",
+			            array->name, i);
+			goto out;
+		}
+		if (targets[i]->size < to) {
+			r = err_set(-EINVAL, "%s: %s is smaller than the %llu bytes to rebuild",
+			            array->name, targets[i]->name, (unsigned long long)to);
+			goto out;
+		}
+		rb.role[rb.nt++] = i;
+	}
+	r = 0;
+	if (!rb.nt || from == to)
+		goto out;
+	rb.piece = raid_rebuild_piece(array);
+	if (a->g.level != 1) {
+		rb.chunk = a->g.chunk;
+		rb.ndata = a->n - a->lvl->parity;
+		rb.chunks = a->vol.size / (rb.chunk * (a->lvl->parity ? rb.ndata : 1));
+	}
+	from -= from % rb.piece;
+	r = -ENOMEM;
+	if (posix_memalign((void **)&buf[0], 4096, rb.nt * rb.piece) ||
+	    posix_memalign((void **)&buf[1], 4096, rb.nt * rb.piece))
+		goto out;
+	uint64_t w = from, len = to - w < rb.piece ? to - w : rb.piece;
+	unsigned cur = 0;
+	r = rb_fill(&rb, buf[cur], w, len);
+	while (r == 0 && w < to) {
+		uint64_t next = w + len;
+		struct rb_step s = {.rb = &rb,
+		                    .wbuf = buf[cur],
+		                    .fbuf = buf[!cur],
+		                    .w0 = w,
+		                    .wlen = len,
+		                    .f0 = next,
+		                    .flen = to - next < rb.piece ? to - next : rb.piece};
+		r = exec_parallel(s.flen ? 2 : 1, rb_step_one, &s);
+		if (r == 0)
+			r = s.err[0];
+		if (r < 0)
+			break;
+		w = next;
+		len = s.flen;
+		cur = !cur;
+		if (progress && progress(ctx, w)) {
+			r = -EINTR;
+			break;
+		}
+		r = s.err[1];
+	}
+out:
+	free(buf[0]);
+	free(buf[1]);
+	free(rb.role);
+	return r;
+}
