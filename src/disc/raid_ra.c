@@ -80,25 +80,19 @@ struct raid_ra_lane {
 	unsigned role;
 };
 
-/* The stretch piece p belongs to, on an array of nc copies.  Stretches
- * start at one piece where the stream began and double up to ra->stretch,
- * every length once per copy (1, 1, 2, 2, 4, 4 ... for two), so every copy
- * is busy from the stream's first request, the copies have read equal
- * shares at the end of every round, and a long stream still skips at most
- * one rotation per full stretch.  Doubling with each stretch (1, 2, 4 ...)
- * left one copy two thirds of a short stream: a 64 MiB stream on RAID1 of
- * two disk models read at 1.41 disks' speed, the disks 99% and 53% busy. */
-static uint64_t raid_ra_stretch_of(const struct raid_ra *ra, uint64_t p, unsigned nc)
+/* The stretch piece p belongs to.  Stretches start at one piece where the
+ * stream began and double up to ra->stretch, so every copy is busy from the
+ * stream's first request (a short stream reads at N disks' speed too),
+ * while a long one still skips at most one rotation per full stretch. */
+static uint64_t raid_ra_stretch_of(const struct raid_ra *ra, uint64_t p)
 {
 	uint64_t rel = p >= ra->origin ? p - ra->origin : p;
 	uint64_t t = 0;
 
-	for (uint64_t len = 1; len < ra->stretch; len *= 2) {
-		for (unsigned c = 0; c < nc; c++, t++) {
-			if (rel < len)
-				return t;
-			rel -= len;
-		}
+	for (uint64_t len = 1; len < ra->stretch; len *= 2, t++) {
+		if (rel < len)
+			return t;
+		rel -= len;
 	}
 	return t + rel / ra->stretch;
 }
@@ -108,7 +102,7 @@ static uint64_t raid_ra_stretch_of(const struct raid_ra *ra, uint64_t p, unsigne
 static int raid_ra_copy(struct raid_array *a, const struct raid_loc *loc,
 			unsigned nc, uint64_t p)
 {
-	unsigned want = (unsigned)(raid_ra_stretch_of(a->ra, p, nc) % nc);
+	unsigned want = (unsigned)(raid_ra_stretch_of(a->ra, p) % nc);
 
 	if (!atomic_load(&a->m[loc[want].role].failed))
 		return (int)want;
