@@ -40,6 +40,18 @@ def connect(cflags=3):
     s.sendall(struct.pack(">I", cflags))
     return s
 
+
+# The cap is 3 and connections that just ended may still hold a slot for
+# a moment (the server notices the close asynchronously): a new one may
+# be refused meanwhile, so the test's own connections retry.
+def connect_retry(cflags=3):
+    for _ in range(100):
+        try:
+            return connect(cflags)
+        except (EOFError, ConnectionResetError):
+            time.sleep(0.05)
+    raise EOFError
+
 def option(s, opt, data=b""):
     s.sendall(struct.pack(">QII", IHAVEOPT, opt, len(data)) + data)
 
@@ -104,7 +116,7 @@ request(s, 0, 4096, 4, cookie=13)
 check(simple_reply(s) == (0, 13) and recvn(s, 4) == b"abcd", "read back")
 
 # Another client breaks the magic: only that connection ends.
-t = connect()
+t = connect_retry()
 check(go(t) == 1, "GO default export")
 request(t, 0, 0, 4)
 t.sendall(b"\xde\xad\xbe\xef" * 7)
@@ -118,13 +130,13 @@ check(closed, "bad magic closes the connection")
 t.close()
 
 # A client leaving in the middle of a write payload.
-t = connect()
+t = connect_retry()
 go(t)
 request(t, 1, 0, 65536, payload=b"\1" * 1000)
 t.close()
 
 # EXPORT_NAME with and without NO_ZEROES.
-t = connect(cflags=3)
+t = connect_retry(cflags=3)
 option(t, 1, b"disk")
 size, tflags = struct.unpack(">QH", recvn(t, 10))
 check(size == 64 << 20 and tflags & 1, "EXPORT_NAME reply")
@@ -132,7 +144,7 @@ request(t, 2, 0, 0)   # DISC
 t.settimeout(5)
 check(t.recv(1) == b"", "DISC closes")
 t.close()
-t = connect(cflags=1)
+t = connect_retry(cflags=1)
 option(t, 1, b"")
 check(len(recvn(t, 134)) == 134, "EXPORT_NAME without NO_ZEROES: 124 zero bytes")
 t.close()
@@ -142,14 +154,6 @@ request(s, 0, 4096, 4, cookie=14)
 check(simple_reply(s) == (0, 14) and recvn(s, 4) == b"abcd", "first connection unharmed")
 
 # Connection cap (3): s plus two more are served, the fourth is closed.
-# Connections that just ended may still hold a slot for a moment.
-def connect_retry():
-    for _ in range(100):
-        try:
-            return connect()
-        except (EOFError, ConnectionResetError):
-            time.sleep(0.05)
-    raise EOFError
 a = connect_retry(); b = connect_retry()
 # A slot held by a connection that ended may free while a and b connect,
 # letting one more in: with s, a and b held, a fourth must be refused
