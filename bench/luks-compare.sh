@@ -12,9 +12,14 @@
 # Prints peers.sh's rows, then medians per (server, job).
 # TMPDIR=/dev/shm keeps the images in RAM, out of reach of this machine's
 # disk writeback (which binds random writes on /tmp after the sequential jobs).
+# RT=1 runs the three servers and fio under SCHED_FIFO (chrt -f 50, root),
+# the same for all, so that other work on the machine does not land on one
+# server's turn more than another's.
 set -u
 cd "$(dirname "$0")/.."
 rounds=${1:-3} runtime=${2:-3}
+rt=()
+[ "${RT:-0}" = 1 ] && rt=(chrt -f 50)
 uraid=${URAID:-$PWD/build/src/uraid}
 peers=${PEERS_SH:-../shared/bench/peers.sh}
 d=$(mktemp -d "${TMPDIR:-/tmp}/luks-compare.XXXXXX")
@@ -32,19 +37,19 @@ done
 truncate -s 2G "$d/luks2.img"
 "$uraid" luks-format --batch --key-file "$d/key" --pbkdf-memory=65536 --iter-time=100 \
     "$d/luks2.img" 2>/dev/null
-nbdkit -f -U "$d/nk.sock" --filter=luks file "$d/luks1.img" passphrase=peers & pids+=($!)
-"$uraid" serve --foreground --socket "$d/u1.sock" --key-file "$d/key" "$d/luks1.img" 2>/dev/null &
+"${rt[@]}" nbdkit -f -U "$d/nk.sock" --filter=luks file "$d/luks1.img" passphrase=peers & pids+=($!)
+"${rt[@]}" "$uraid" serve --foreground --socket "$d/u1.sock" --key-file "$d/key" "$d/luks1.img" 2>/dev/null &
 pids+=($!)
-"$uraid" serve --foreground --socket "$d/u2.sock" --key-file "$d/key" "$d/luks2.img" 2>/dev/null &
+"${rt[@]}" "$uraid" serve --foreground --socket "$d/u2.sock" --key-file "$d/key" "$d/luks2.img" 2>/dev/null &
 pids+=($!)
 for s in nk u1 u2; do
     for _ in $(seq 100); do [ -S "$d/$s.sock" ] && break; sleep 0.1; done
 done
 for r in $(seq "$rounds"); do
     echo "== round $r" >&2
-    "$peers" --only --runtime "$runtime" --uri "nbd+unix:///?socket=$d/nk.sock" --label nbdkit-luks
-    "$peers" --only --runtime "$runtime" --uri "nbd+unix:///?socket=$d/u1.sock" --label uraid-luks1
-    "$peers" --only --runtime "$runtime" --uri "nbd+unix:///?socket=$d/u2.sock" --label uraid-luks2
+    "${rt[@]}" "$peers" --only --runtime "$runtime" --uri "nbd+unix:///?socket=$d/nk.sock" --label nbdkit-luks
+    "${rt[@]}" "$peers" --only --runtime "$runtime" --uri "nbd+unix:///?socket=$d/u1.sock" --label uraid-luks1
+    "${rt[@]}" "$peers" --only --runtime "$runtime" --uri "nbd+unix:///?socket=$d/u2.sock" --label uraid-luks2
 done | tee "$d/rows"
 python3 - "$d/rows" <<'PY'
 import re, statistics, sys
