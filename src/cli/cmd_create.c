@@ -15,6 +15,7 @@
 #include "cli.h"
 
 #include "core/log.h"
+#include "core/random.h"
 #include "core/units.h"
 #include "format/md.h"
 #include "member/member.h"
@@ -24,7 +25,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -257,21 +257,6 @@ static void create_set_name(const char *name, char out[33])
 		strncpy(out, name, 31);
 }
 
-static int create_random(uint8_t *p, size_t n)
-{
-	while (n) {
-		ssize_t got = getrandom(p, n, 0);
-		if (got < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += got;
-		n -= (size_t)got;
-	}
-	return 0;
-}
-
 int cmd_create(int argc, char **argv)
 {
 	struct create_opts o = {0};
@@ -391,7 +376,7 @@ int cmd_create(int argc, char **argv)
 	}
 
 	memset(sb, 0, sizeof(*sb));
-	if (create_random(set_uuid, 16) < 0) {
+	if (random_fill(set_uuid, 16) < 0) {
 		rc = cli_fail("create", -EIO);
 		goto out;
 	}
@@ -457,7 +442,7 @@ int cmd_create(int argc, char **argv)
 		s = m[i]->size / 512;
 		sb->dev_number = i;
 		sb->data_size = s - data_offset;
-		if (create_random(sb->device_uuid, 16) < 0) {
+		if (random_fill(sb->device_uuid, 16) < 0) {
 			rc = cli_fail("create", -EIO);
 			goto out;
 		}

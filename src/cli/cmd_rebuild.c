@@ -22,6 +22,7 @@
 #include "cli.h"
 
 #include "core/log.h"
+#include "core/random.h"
 #include "core/units.h"
 #include "disc/raid.h"
 #include "disc/raid_rebuild.h"
@@ -36,7 +37,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -364,21 +364,6 @@ static int rb_sync_all(struct rb_set *s)
 
 /* ---- uraid add ---- */
 
-static int rb_random(uint8_t *p, size_t n)
-{
-	while (n) {
-		ssize_t got = getrandom(p, n, 0);
-		if (got < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += got;
-		n -= (size_t)got;
-	}
-	return 0;
-}
-
 /* Refuse a NEW that holds an md superblock (any version) or a LUKS
  * header.  *end_sb is set to the offset of a v1.0/0.90 superblock found at
  * the end (wiped when --force overrides). */
@@ -635,7 +620,7 @@ int cmd_add(int argc, char **argv)
 	memcpy(nsb->roles, s.roles, sizeof(s.roles));
 	((struct md_sb1 *)nsb->raw)->devflags = 0;
 	((struct md_sb1 *)nsb->raw)->cnt_corrected_read = 0;
-	r = rb_random(nsb->device_uuid, 16);
+	r = random_fill(nsb->device_uuid, 16);
 	if (r < 0)
 		goto fail;
 	/* Old metadata, bitmaps and bad-block logs up to the data go; the

@@ -88,9 +88,6 @@ int luks_pbkdf2(const char *hash, const void *pass, size_t pass_len, const void 
 /* Iterations of PBKDF2-hash that take about ms milliseconds (min 1000). */
 uint32_t luks_pbkdf2_iterations_for(const char *hash, uint32_t ms);
 
-/* Fill buf from the kernel's CSPRNG (getrandom). */
-int luks_random(void *buf, size_t len);
-
 /* ---- anti-forensic splitter (luks_af.c) ---- */
 
 /* Split key (key_len bytes) into stripes * key_len bytes of material, so

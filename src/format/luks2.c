@@ -15,6 +15,7 @@
 #include "format/luks.h"
 
 #include "core/log.h"
+#include "core/random.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -681,7 +682,7 @@ static int luks2_area_wipe(struct vol *dev, uint64_t off, uint64_t size)
 
 	if (!buf)
 		return -ENOMEM;
-	r = luks_random(buf, size);
+	r = random_fill(buf, size);
 	if (r == 0)
 		r = vol_write(dev, buf, size, off, 0);
 	if (r == 0)
@@ -940,8 +941,8 @@ int luks2_format(struct vol *dev, const struct luks2_format_opts *o, const struc
 	h->seqid = 0;
 	if (o->label)
 		strcpy(h->label, o->label);
-	if ((r = luks_random(vk->data, vk->len)) < 0 || (r = luks_random(rnd, sizeof(rnd))) < 0 ||
-	    (r = luks_random(h->l2->salt, sizeof(h->l2->salt))) < 0)
+	if ((r = random_fill(vk->data, vk->len)) < 0 || (r = random_fill(rnd, sizeof(rnd))) < 0 ||
+	    (r = random_fill(h->l2->salt, sizeof(h->l2->salt))) < 0)
 		goto out;
 	luks2_uuid(h->uuid, rnd);
 
@@ -956,7 +957,7 @@ int luks2_format(struct vol *dev, const struct luks2_format_opts *o, const struc
 	                                                                       LUKS2_DIGEST_MAX_MS
 	                                                   ? o->pbkdf.iter_ms
 	                                                   : LUKS2_DIGEST_MAX_MS);
-	if ((r = luks_random(g.salt, g.salt_len)) < 0 ||
+	if ((r = random_fill(g.salt, g.salt_len)) < 0 ||
 	    (r = luks_pbkdf2("sha256", vk->data, vk->len, g.salt, g.salt_len, g.iterations,
 	                     g.digest, g.digest_len)) < 0)
 		goto out;

@@ -11,6 +11,7 @@
 #include "format/luks.h"
 
 #include "core/log.h"
+#include "core/random.h"
 
 #include <errno.h>
 #include <openssl/evp.h>
@@ -71,7 +72,7 @@ int luks_af_split(const void *key, size_t key_len, uint32_t stripes, const char 
 
 	if (r < 0)
 		return r;
-	r = luks_random(m, key_len * (stripes - 1));
+	r = random_fill(m, key_len * (stripes - 1));
 	if (r < 0)
 		goto out;
 	for (uint32_t i = 0; i + 1 < stripes; i++) {

@@ -7,12 +7,12 @@
 #include "format/luks.h"
 
 #include "core/log.h"
+#include "core/random.h"
 
 #include <argon2.h>
 #include <errno.h>
 #include <openssl/evp.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -45,23 +45,6 @@ int luks_kdf_parse(const char *name, enum luks_kdf_type *t)
 		*t = LUKS_KDF_ARGON2ID;
 	else
 		return err_set(-ENOTSUP, "unknown KDF '%s'", name);
-	return 0;
-}
-
-int luks_random(void *buf, size_t len)
-{
-	unsigned char *p = buf;
-
-	while (len) {
-		ssize_t n = getrandom(p, len, 0);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return err_set(-errno, "getrandom: %s", strerror(errno));
-		}
-		p += n;
-		len -= (size_t)n;
-	}
 	return 0;
 }
 
@@ -203,7 +186,7 @@ int luks_kdf_choose(const struct luks_pbkdf_opts *o, size_t key_len, struct luks
 	memset(k, 0, sizeof(*k));
 	k->type = o->type;
 	k->salt_len = LUKS_SALT_LEN;
-	r = luks_random(k->salt, k->salt_len);
+	r = random_fill(k->salt, k->salt_len);
 	if (r < 0)
 		return r;
 	if (key_len > LUKS_KEY_MAX)
