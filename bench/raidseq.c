@@ -29,7 +29,10 @@ static double now_s(void)
 
 static double last_seconds;
 
-/* Stream total bytes through v in bs requests; returns MB/s or -1. */
+static double max_seconds; /* --seconds: a stream stops after this long */
+
+/* Stream total bytes through v in bs requests, from offset 0 (or for
+ * max_seconds, if set, whichever ends first); returns MB/s or -1. */
 static double stream(struct vol *v, bool wr, uint64_t bs, uint64_t total)
 {
 	char *buf = aligned_alloc(4096, bs);
@@ -51,6 +54,8 @@ static double stream(struct vol *v, bool wr, uint64_t bs, uint64_t total)
 		}
 		off += bs;
 		done += bs;
+		if (max_seconds > 0 && now_s() - t0 >= max_seconds)
+			break;
 	}
 	/* A write is done when it is on the members: the array may hold
 	 * a stream's last pieces in memory (write-behind) until a flush. */
@@ -85,7 +90,9 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: raidseq [--level L] [--disks N] [--rate R|--preset P] [--size S]\n"
 		"               [--read|--write] [--bs B] [--chunk C] [--layout n2|f2|o2]\n"
-		"               [--total T] [--member SPEC] [--no-baseline]\n");
+		"               [--total T] [--member SPEC] [--no-baseline]\n"
+		"               [--reps N] [--seconds S]   (N streams from offset 0, each\n"
+		"                                           at most S seconds, as uraid bench)\n");
 }
 
 int main(int argc, char **argv)
@@ -97,13 +104,15 @@ int main(int argc, char **argv)
 		{ "write", 0, 0, 'W' }, { "bs", 1, 0, 'b' },
 		{ "chunk", 1, 0, 'c' }, { "layout", 1, 0, 'L' },
 		{ "total", 1, 0, 't' }, { "member", 1, 0, 'm' },
-		{ "no-baseline", 0, 0, 'n' }, { 0, 0, 0, 0 },
+		{ "no-baseline", 0, 0, 'n' }, { "reps", 1, 0, 'N' },
+		{ "seconds", 1, 0, 'S' }, { 0, 0, 0, 0 },
 	};
 	int level = 1, c;
 	unsigned disks = 2, layout = 0x102;
 	const char *rate = "80M", *member = NULL;
 	uint64_t size = 256u << 20, bs = 1u << 20, chunk = 128u << 10, total = 0;
 	bool wr = false, baseline = true;
+	unsigned reps = 1;
 	char spec[256];
 	struct vol *members[64] = { 0 }, *a = NULL;
 	int r;
@@ -151,11 +160,17 @@ int main(int argc, char **argv)
 		case 'n':
 			baseline = false;
 			break;
+		case 'N':
+			reps = (unsigned)atoi(optarg);
+			break;
+		case 'S':
+			max_seconds = atof(optarg);
+			break;
 		default:
 			return usage(), 2;
 		}
 	}
-	if (disks < 1 || disks > 64)
+	if (disks < 1 || disks > 64 || reps < 1)
 		return usage(), 2;
 	if (!total)
 		total = size;
@@ -200,6 +215,10 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < disks; i++)
 		busy0[i] = sim_member_busy_ns(members[i]);
 	double mbs = stream(a, wr, bs, total);
+	for (unsigned k = 1; k < reps && mbs >= 0; k++) {
+		printf("  rep %u: %.1f MB/s\n", k, mbs);
+		mbs = stream(a, wr, bs, total);
+	}
 	printf("level %d disks %u layout 0x%x chunk %llu bs %llu %s: %.1f MB/s",
 	       level, disks, g.layout, (unsigned long long)g.chunk,
 	       (unsigned long long)bs, wr ? "write" : "read", mbs);
