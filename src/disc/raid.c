@@ -18,7 +18,8 @@
  * stripe by stripe (raid_parity.c).
  *
  * Sequential streams on slow members are read ahead by per-member lanes
- * (raid_ra.c), so that one reader with one request in
+ * (raid_ra.c), and written behind by them (raid_wb.c, on parity levels too,
+ * in whole stripes), so that one reader or writer with one request in
  * flight gets the bandwidth of every disk. */
 #include "raid_internal.h"
 
@@ -557,13 +558,15 @@ static int raid_write(struct vol *v, const void *buf, uint64_t len,
 		      uint64_t off, unsigned flags)
 {
 	struct raid_array *a = to_raid(v);
-
-	if (a->lvl->parity)
-		return raid_parity_write(a, buf, len, off, flags);
 	int r = raid_wb_write(a, buf, len, off, flags);
 
 	if (r != -EAGAIN)
 		return r;
+	if (a->lvl->parity) {
+		r = raid_parity_write(a, buf, len, off, flags);
+		raid_wb_direct_done(a);
+		return r;
+	}
 	return raid_modify(a, RAID_WRITE, buf, len, off, flags);
 }
 
@@ -584,10 +587,12 @@ static int raid_write_zeroes(struct vol *v, uint64_t len, uint64_t off,
 	struct raid_array *a = to_raid(v);
 	int r = raid_wb_barrier(a);
 
+	if (r)
+		return r;
 	if (a->lvl->parity) /* zeros, parity and all */
 		return flags & VOL_FAST_ZERO ? -ENOTSUP
 					     : vol_write_zeroes_by_writing(v, len, off, flags);
-	return r ? r : raid_modify(a, RAID_ZERO, NULL, len, off, flags);
+	return raid_modify(a, RAID_ZERO, NULL, len, off, flags);
 }
 
 struct raid_flush {
@@ -801,7 +806,7 @@ int raid_open(const struct raid_geom *g, struct vol **members,
 		if (r < 0)
 			goto out_vol;
 	}
-	if (a->n > 1 && !lvl->parity) {
+	if (a->n > 1) {
 		r = raid_wb_init(a);
 		if (r < 0)
 			goto out_ra;

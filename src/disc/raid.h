@@ -16,7 +16,7 @@
 #define RAID_LEVEL_LINEAR (-1)
 
 struct raid_geom {
-	int level;           /* -1 linear, 0, 1, 10, 5 and 6 (read-only) */
+	int level;           /* -1 linear, 0, 1, 10, 5 and 6 */
 	unsigned layout;     /* md's layout word (raid10: near/far/offset copies) */
 	uint32_t chunk;      /* bytes; 0 for raid1 */
 	unsigned raid_disks; /* number of roles */

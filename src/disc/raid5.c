@@ -1,11 +1,10 @@
-/* raid5.c — md RAID5 and RAID6, read-only: every layout md writes for
+/* raid5.c — md RAID5 and RAID6: the mapping of every layout md writes for
  * them (left/right, symmetric/asymmetric, parity first/last, and RAID6's
  * "_6" variants with Q on the last disk), whole or with members missing
  * (one for RAID5, two for RAID6), whose blocks are then rebuilt from the
- * stripe's other chunks and its parity (raid_parity.c).  Writing needs
- * parity updates that are not built yet, so the array is offered
- * read-only (raid.c refuses changes): enough to read the disks of a dead
- * NAS.
+ * stripe's other chunks and its parity.  Parity itself -- rebuilding,
+ * reconstruct-writes under stripe locks, scrubbing -- is raid_parity.c's;
+ * a stream's whole stripes are written by write-behind (raid_wb.c).
  *
  * The geometry, as Linux's raid5_compute_sector(): with m parity chunks
  * per stripe (1 or 2) and n members, array chunk c lies in stripe

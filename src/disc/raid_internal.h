@@ -131,6 +131,9 @@ int raid_parity_check_row(struct raid_array *a, uint64_t row, bool repair, unsig
 /* P (and Q, when q is not NULL) of ndata blocks of len bytes, data[i] being
  * the block at syndrome place i (raid_rebuild.c, for a gone parity chunk). */
 void raid_parity_compute(char *const *data, unsigned ndata, uint64_t len, char *p, char *q);
+/* Forget what the row cache holds of stripes [row0, row0+k): they are
+ * being rewritten whole behind its back (raid_wb.c). */
+void raid_parity_forget(struct raid_array *a, uint64_t row0, uint64_t k);
 int raid_parity_init(struct raid_array *a);
 void raid_parity_destroy(struct raid_array *a);
 
@@ -168,7 +171,9 @@ typedef int (*raid_piece_pick_fn)(struct raid_array *a, const struct raid_loc *l
 				  unsigned nc, void *ctx);
 
 /* Lay out [off, off+len); pick NULL stages every live copy.  0, -EIO if an
- * extent has no copy to stage, or -ENOMEM.  m is reused between calls. */
+ * extent has no copy to stage, or -ENOMEM.  m is reused between calls.
+ * On a parity level every member's chunks of the stripes the range
+ * touches are staged, gone members' too, and pick is not used. */
 int raid_piece_map_build(struct raid_array *a, uint64_t off, uint64_t len,
 			 raid_piece_pick_fn pick, void *ctx, struct raid_piece_map *m);
 void raid_piece_map_free(struct raid_piece_map *m);
@@ -179,9 +184,21 @@ int raid_piece_copy(struct raid_array *a, const struct raid_piece_map *m,
 		    char *piece, char *buf, uint64_t len, uint64_t off, bool in);
 /* Set m->out to the member writes that put [off, off+len) of the array
  * (inside the piece) on every staged copy, each contiguous on the member
- * and in the buffer.  0 or -ENOMEM. */
+ * and in the buffer.  On a parity level: the whole stripes inside the
+ * range, every live member's chunks of them, P and Q included (compute
+ * those first with raid_piece_parity).  0 or -ENOMEM. */
 int raid_piece_segments(struct raid_array *a, struct raid_piece_map *m,
 			uint64_t len, uint64_t off);
+/* Parity levels: compute the P and Q chunks that role holds in the whole
+ * stripes inside [off, off+len), from the data staged in the piece (all
+ * of it must be in).  0, -ENOMEM or -EIO (the stripes are not staged). */
+int raid_piece_parity(struct raid_array *a, const struct raid_piece_map *m, char *piece,
+		      unsigned role, uint64_t len, uint64_t off);
+/* Copy [off, off+len) of the array from one piece to another (both
+ * staging it).  0 or -EIO. */
+int raid_piece_move(struct raid_array *a, const struct raid_piece_map *from,
+		    const char *fbuf, const struct raid_piece_map *to, char *tbuf,
+		    uint64_t len, uint64_t off);
 
 /* A stage's mode as raid_set_readahead()/raid_set_writebehind() take it:
  * -1 off, 0 automatic, 1 forced on. */
@@ -209,12 +226,19 @@ int raid_wb_init(struct raid_array *a);
 void raid_wb_destroy(struct raid_array *a);
 /* Take a write of the stream: 0 once it is staged, the sticky error, or
  * -EAGAIN (after every staged piece is written) when the caller should
- * write directly. */
+ * write directly.  On a parity level the caller then calls
+ * raid_wb_direct_done() once its direct write is over: until then no
+ * piece is staged, so lanes never write stripes beside the direct path. */
 int raid_wb_write(struct raid_array *a, const char *buf, uint64_t len,
 		  uint64_t off, unsigned flags);
+void raid_wb_direct_done(struct raid_array *a);
 /* Wait until every staged piece is written; 0 or the sticky error. */
 int raid_wb_barrier(struct raid_array *a);
 /* Wait until no staged piece holds any of [off, off+len). */
 void raid_wb_wait_range(struct raid_array *a, uint64_t len, uint64_t off);
+/* Parity levels, for tests: how many stripes pieces have held whole (the
+ * lanes write them, parity computed once), and how many partial-stripe
+ * ranges they handed to the direct path, since the array opened. */
+void raid_wb_counts(struct vol *array, uint64_t *whole, uint64_t *partial);
 
 #endif

@@ -317,6 +317,11 @@ static void raid_row_forget(struct raid_array *a, uint64_t row0, uint64_t k)
 	pthread_mutex_unlock(&p->cache_lock);
 }
 
+void raid_parity_forget(struct raid_array *a, uint64_t row0, uint64_t k)
+{
+	raid_row_forget(a, row0, k);
+}
+
 /* Record [lo, hi) of every data chunk of stripe row (as just written),
  * or with data NULL forget the row.  A row not cached yet is taken in only
  * when that is all of it. */
@@ -392,10 +397,17 @@ static int parity_io_one(void *arg, unsigned i)
 {
 	struct parity_ios *x = arg;
 	struct parity_io *io = &x->io[i];
-	struct vol *v = x->a->m[io->role].vol;
+	struct raid_member *m = &x->a->m[io->role];
+	struct vol *v = m->vol;
+	/* Timed, as raid.c times its transfers: write-behind engages only on
+	 * members measured slow, and a RAID5/6 that is only written would
+	 * otherwise never be measured. */
+	uint64_t t0 = io->len >= (64u << 10) ? raid_now_ns() : 0;
 
 	io->err = x->write ? v->ops->write(v, io->buf, io->len, io->moff, x->flags)
 			   : v->ops->read(v, (char *)io->buf, io->len, io->moff);
+	if (t0 && io->err == 0)
+		raid_note_speed(m, raid_now_ns() - t0, io->len);
 	return 0;
 }
 

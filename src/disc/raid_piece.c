@@ -8,7 +8,13 @@
  * straight to or from the buffer, with no bounce, and the scatter or gather
  * that striping needs is done by the copy between the client's buffer and
  * the piece, which happens anyway.  A copy written to several members is
- * held once per member. */
+ * held once per member.
+ *
+ * On a parity level (RAID5/6) a piece holds whole stripes: every member's
+ * chunks of every stripe the piece touches, data and P/Q alike, and a gone
+ * member's too (its data still counts in the parity).  A member's chunks of
+ * consecutive stripes lie together on it, so its part is one run; P and Q
+ * are computed into their places (raid_piece_parity) once the data is in. */
 #include "raid_internal.h"
 
 #include <errno.h>
@@ -134,6 +140,40 @@ static const struct raid_run *raid_runs_find(const struct raid_runs *rs,
 	return NULL;
 }
 
+/* Bytes of array data in a stripe of a parity level. */
+static uint64_t raid_piece_row(const struct raid_array *a)
+{
+	return (uint64_t)a->g.chunk * (a->n - a->lvl->parity);
+}
+
+/* Where stripe row s begins on every member (md: s chunks in). */
+static uint64_t raid_piece_row_moff(struct raid_array *a, uint64_t s, struct raid_stripe *st)
+{
+	a->lvl->stripe(a->priv, &a->g, s * raid_piece_row(a), st);
+	return st->moff - st->moff % a->g.chunk;
+}
+
+/* A parity level's stage: every member's chunks of the stripes that
+ * [off, off+len) touches, one run per member. */
+static int raid_piece_rows(struct raid_array *a, uint64_t off, uint64_t len,
+			   struct raid_piece_map *m)
+{
+	struct raid_runs *rs = &m->stage;
+	struct raid_stripe *st = malloc(sizeof(*st));
+	uint64_t row = raid_piece_row(a), s0 = off / row, s1 = (off + len + row - 1) / row;
+	int r = st ? raid_runs_reset(rs, a->n) : -ENOMEM;
+
+	if (r == 0) {
+		uint64_t moff = raid_piece_row_moff(a, s0, st);
+		for (unsigned role = 0; role < a->n && r == 0; role++)
+			r = raid_runs_add(rs, (struct raid_run){ .role = role, .moff = moff,
+								  .len = (s1 - s0) * a->g.chunk },
+					  false);
+	}
+	free(st);
+	return r;
+}
+
 int raid_piece_map_build(struct raid_array *a, uint64_t off, uint64_t len,
 			 raid_piece_pick_fn pick, void *ctx,
 			 struct raid_piece_map *m)
@@ -141,10 +181,10 @@ int raid_piece_map_build(struct raid_array *a, uint64_t off, uint64_t len,
 	struct raid_loc loc[RAID_MAX_COPIES];
 	struct raid_runs *rs = &m->stage;
 	unsigned nc;
-	int r = raid_runs_reset(rs, a->n);
+	int r = a->lvl->parity ? raid_piece_rows(a, off, len, m) : raid_runs_reset(rs, a->n);
 
 	m->off = off;
-	while (r == 0 && len > 0) {
+	while (!a->lvl->parity && r == 0 && len > 0) {
 		uint64_t n = a->lvl->map(a->priv, &a->g, off, len, loc, &nc);
 		int want = pick ? pick(a, loc, nc, ctx) : RAID_PICK_ALL;
 		if (want == RAID_PICK_NONE)
@@ -208,6 +248,25 @@ int raid_piece_segments(struct raid_array *a, struct raid_piece_map *m,
 	unsigned nc;
 	int r = raid_runs_reset(out, a->n);
 
+	if (a->lvl->parity) {
+		/* The whole stripes inside the range, every live member's
+		 * chunks of them (parity included) in one run. */
+		uint64_t row = raid_piece_row(a), s0 = (off + row - 1) / row;
+		uint64_t s1 = (off + len) / row;
+		struct raid_stripe *st = s1 > s0 ? malloc(sizeof(*st)) : NULL;
+		if (s1 > s0 && !st)
+			r = -ENOMEM;
+		uint64_t moff = st ? raid_piece_row_moff(a, s0, st) : 0;
+		for (unsigned role = 0; st && role < a->n && r == 0; role++) {
+			const struct raid_run *x = raid_runs_find(&m->stage, role, moff);
+			if (x && !atomic_load(&a->m[role].failed))
+				r = raid_runs_add(out, (struct raid_run){
+					.role = role, .moff = moff, .len = (s1 - s0) * a->g.chunk,
+					.pos = x->pos + (moff - x->moff) }, true);
+		}
+		free(st);
+		len = 0; /* nothing more to map */
+	}
 	while (r == 0 && len > 0) {
 		uint64_t n = a->lvl->map(a->priv, &a->g, off, len, loc, &nc);
 		for (unsigned c = 0; c < nc && r == 0; c++) {
@@ -222,5 +281,91 @@ int raid_piece_segments(struct raid_array *a, struct raid_piece_map *m,
 	}
 	if (r == 0)
 		raid_runs_group(out, a->n, true);
+	return r;
+}
+
+int raid_piece_move(struct raid_array *a, const struct raid_piece_map *from,
+		    const char *fbuf, const struct raid_piece_map *to, char *tbuf,
+		    uint64_t len, uint64_t off)
+{
+	struct raid_loc loc[RAID_MAX_COPIES];
+	unsigned nc;
+
+	while (len > 0) {
+		uint64_t n = a->lvl->map(a->priv, &a->g, off, len, loc, &nc);
+		const char *src = NULL;
+		for (unsigned c = 0; c < nc && !src; c++) {
+			const struct raid_run *r = raid_runs_find(&from->stage, loc[c].role, loc[c].off);
+			if (r)
+				src = fbuf + r->pos + (loc[c].off - r->moff);
+		}
+		bool found = false;
+		for (unsigned c = 0; c < nc && src; c++) {
+			const struct raid_run *r = raid_runs_find(&to->stage, loc[c].role, loc[c].off);
+			if (r) {
+				memcpy(tbuf + r->pos + (loc[c].off - r->moff), src, n);
+				found = true;
+			}
+		}
+		if (!found)
+			return -EIO; /* not staged in one of them: a caller's bug */
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+#define RAID_PIECE_SLICE (64u << 10) /* parity computed this much at a time */
+
+int raid_piece_parity(struct raid_array *a, const struct raid_piece_map *m, char *piece,
+		      unsigned role, uint64_t len, uint64_t off)
+{
+	uint64_t chunk = a->g.chunk, row = raid_piece_row(a);
+	uint64_t s0 = (off + row - 1) / row, s1 = (off + len) / row;
+	unsigned ndata = a->n - a->lvl->parity;
+	struct raid_stripe *st = malloc(sizeof(*st));
+	char **data = malloc(2 * ndata * sizeof(*data)), **at;
+	char *scratch = NULL;
+	int r = -ENOMEM;
+
+	if (!st || !data)
+		goto out;
+	at = data + ndata; /* data[] shifted to the slice */
+	for (uint64_t s = s0; s < s1; s++) {
+		uint64_t moff = raid_piece_row_moff(a, s, st);
+		bool is_q = st->q == (int)role;
+		if (st->p != (int)role && !is_q)
+			continue;
+		const struct raid_run *own = raid_runs_find(&m->stage, role, moff);
+		r = -EIO; /* not staged: a caller's bug */
+		if (!own)
+			goto out;
+		char *dst = piece + own->pos + (moff - own->moff);
+		for (unsigned i = 0; i < ndata; i++) {
+			const struct raid_run *x = raid_runs_find(&m->stage, st->data[i], moff);
+			if (!x)
+				goto out;
+			data[i] = piece + x->pos + (moff - x->moff);
+		}
+		/* Q's member computes P beside it, into scratch: P's member
+		 * writes its own. */
+		r = -ENOMEM;
+		if (is_q && !scratch && !(scratch = malloc(RAID_PIECE_SLICE)))
+			goto out;
+		for (uint64_t o = 0; o < chunk; o += RAID_PIECE_SLICE) {
+			uint64_t n = chunk - o < RAID_PIECE_SLICE ? chunk - o : RAID_PIECE_SLICE;
+			for (unsigned i = 0; i < ndata; i++)
+				at[i] = data[i] + o;
+			if (is_q)
+				raid_parity_compute(at, ndata, n, scratch, dst + o);
+			else
+				raid_parity_compute(at, ndata, n, dst + o, NULL);
+		}
+	}
+	r = 0;
+out:
+	free(scratch);
+	free(data);
+	free(st);
 	return r;
 }

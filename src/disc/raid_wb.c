@@ -26,7 +26,38 @@
  * error fails the member as on the direct path; a part that then reaches
  * no copy makes the error sticky: every later write, trim, zeroing and
  * flush returns it, so the client learns of the loss at its next flush at
- * the latest. */
+ * the latest.
+ *
+ * RAID5/6: a piece is whole stripes, each member's chunks of them (data,
+ * P and Q) one run of the buffer (raid_piece.c).  Once it is sealed, the
+ * lane of the member holding a stripe's P (or Q) computes it from the
+ * staged data, then writes its part with the rest; so a stream's stripes
+ * are written whole, without reads, parity computed once.  What a piece
+ * holds of a stripe only in part (where the stream began or broke off) is
+ * written by lane 0 through the direct path (raid_parity_write(), under
+ * the stripe's lock, by reconstruct-write).  While the stream goes on, a
+ * trailing partial stripe is not written: sealing for idle disks stops at
+ * the last whole stripe and the rest moves to the next piece; if the
+ * stream stalls for RAID_WB_HOLD_NS (10 ms) it goes out as it is.
+ *
+ * Lanes write whole stripes without the stripe locks.  That is safe by
+ * the barrier design, not by locking: (1) no direct write to the array
+ * runs while a piece is pending -- a write that goes direct drains the
+ * pieces first and counts itself in wb->direct until it is done, and no
+ * piece is opened while that count shows anyone else (checked after the
+ * piece counts in wb->pending, so that a direct write that saw no piece
+ * pending and one opening a piece cannot both go on); (2) pieces pending
+ * at once never share a stripe (a piece that would is opened only once
+ * the other is written), so lane 0's partial stripes meet no lane; (3)
+ * the row cache forgets a piece's whole stripes when it is sealed, and
+ * nothing can cache them again before they are written (by 1 and 2).  A
+ * read of a degraded stripe rebuilds under the stripe lock from what is
+ * on the members; it only meets a lane's stripe when it overlaps a write
+ * still in flight, and then waits for it (raid_wb_wait_range()).  A gone
+ * member's lane has nothing to write (the parity covers its chunks, which
+ * are staged for computing it); a member failing under a lane fails as on
+ * the direct path, and a stripe that then cannot be recovered (the level
+ * cannot lose that member) makes the error sticky. */
 #include "raid_internal.h"
 
 #include "core/log.h"
@@ -34,11 +65,13 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define RAID_WB_PART (2u << 20)  /* what a piece gives each data disk */
 #define RAID_WB_SLOTS 4u
 #define RAID_WB_MAX (64u << 20)  /* all pieces' buffers together */
 #define RAID_WB_MIN_LEN (64u << 10)
+#define RAID_WB_HOLD_NS 10000000u /* a partial stripe held for a stalled stream */
 
 enum raid_wb_state { WB_FREE, WB_OPEN, WB_SEALED };
 
@@ -50,6 +83,10 @@ struct raid_wb_slot {
 	unsigned left;    /* sealed: lanes yet to pass it (every lane does,
 			   * so that no lane meets the slot reused) */
 	bool listed;      /* sealed: map.out lists the writes */
+	/* Sealed on a parity level: the whole stripes [whole_lo, whole_hi)
+	 * go through the lanes; the rest of [map.off, fill) is partial
+	 * stripes, for lane 0 to write through the direct path. */
+	uint64_t whole_lo, whole_hi;
 	struct raid_piece_map map;
 	char *buf;
 	uint64_t cap;
@@ -60,6 +97,8 @@ struct raid_wb {
 	pthread_cond_t work; /* lanes wait for a sealed piece */
 	pthread_cond_t done; /* others wait for pieces written, copies done */
 	uint64_t piece;      /* array bytes a piece covers at most */
+	uint64_t row;        /* parity levels: array bytes of a stripe; else 0 */
+	atomic_uint direct;  /* parity levels: writes that may be going direct */
 	unsigned nslots;
 	struct raid_wb_slot *slot;
 	uint64_t tail, head; /* sealed: ring indices [tail, head) */
@@ -71,6 +110,8 @@ struct raid_wb {
 	int err;      /* sticky: a piece that reached no copy */
 	atomic_int mode; /* raid_set_writebehind(); read unlocked by writes */
 	bool told;    /* the log has said that write-behind engaged */
+	uint64_t whole, partial; /* parity levels: stripes sealed whole, and
+				  * partial ranges, so far (raid_wb_counts) */
 	uint64_t next; /* where the last write ended */
 	unsigned seq;  /* back-to-back writes so far */
 	unsigned writers; /* changes in flight */
@@ -135,6 +176,18 @@ static void raid_wb_complete(struct raid_array *a, struct raid_wb_slot *s)
 static void raid_wb_seal(struct raid_array *a, struct raid_wb_slot *s)
 {
 	struct raid_wb *wb = a->wb;
+
+	if (wb->row) {
+		s->whole_lo = (s->map.off + wb->row - 1) / wb->row * wb->row;
+		s->whole_hi = s->fill / wb->row * wb->row;
+		if (s->whole_hi < s->whole_lo)
+			s->whole_hi = s->whole_lo;
+		if (s->whole_hi > s->whole_lo)
+			raid_parity_forget(a, s->whole_lo / wb->row,
+					   (s->whole_hi - s->whole_lo) / wb->row);
+		wb->whole += (s->whole_hi - s->whole_lo) / wb->row;
+		wb->partial += (s->map.off < s->whole_lo) + (s->whole_hi < s->fill);
+	}
 	int r = raid_piece_segments(a, &s->map, s->fill - s->map.off, s->map.off);
 
 	s->listed = r == 0;
@@ -160,6 +213,43 @@ static void raid_wb_seal_now(struct raid_array *a)
 		s->state = WB_FREE;
 		atomic_fetch_sub(&a->wb->pending, 1);
 	}
+}
+
+static int raid_wb_open(struct raid_array *a, struct raid_wb_slot *s, uint64_t off);
+
+/* The lanes have nothing left to write: seal the open piece now, so that
+ * the disks do not idle while data waits in memory.  On a parity level
+ * only up to its last whole stripe: a trailing partial stripe moves to a
+ * new open piece for the stream to complete (written now, it would be
+ * written again, parity and all, when the stream finishes it, just
+ * behind the disks' heads).  Lock held. */
+static void raid_wb_seal_idle(struct raid_array *a)
+{
+	struct raid_wb *wb = a->wb;
+	struct raid_wb_slot *s = raid_wb_open_slot(wb);
+
+	if (!wb->row || !s || s->copying || s->fill == s->map.off || s->fill % wb->row == 0) {
+		raid_wb_seal_now(a);
+		return;
+	}
+	uint64_t cut = s->fill / wb->row * wb->row, fill = s->fill;
+	if (cut <= s->map.off)
+		return; /* only the stripe the stream is filling */
+	struct raid_wb_slot *n = raid_wb_at(wb, wb->head + 1);
+	if (wb->head + 1 - wb->tail >= wb->nslots || n->state != WB_FREE ||
+	    raid_wb_open(a, n, cut) < 0) {
+		raid_wb_seal(a, s); /* no room to split: all of it goes */
+		return;
+	}
+	if (raid_piece_move(a, &s->map, s->buf, &n->map, n->buf, fill - cut, cut) < 0) {
+		n->state = WB_FREE; /* cannot happen: both stage the range */
+		atomic_fetch_sub(&wb->pending, 1);
+		raid_wb_seal(a, s);
+		return;
+	}
+	n->fill = fill;
+	s->fill = cut;
+	raid_wb_seal(a, s); /* n is at head now */
 }
 
 /* Wait until every piece is written.  Lock held. */
@@ -217,6 +307,84 @@ static void raid_wb_part_failed(struct raid_array *a, unsigned role, int err)
 	pthread_mutex_unlock(&a->wb->lock);
 }
 
+/* Parity levels: does sealed piece s hold partial stripes? */
+static bool raid_wb_has_partial(const struct raid_wb *wb, const struct raid_wb_slot *s)
+{
+	return wb->row && s->listed && s->fill > s->map.off &&
+	       (s->map.off < s->whole_lo || s->whole_hi < s->fill);
+}
+
+/* Compute role's P and Q chunks of piece s (parity levels), then write
+ * its part.  Lock not held. */
+static void raid_wb_lane_part(struct raid_array *a, struct raid_wb_slot *s, unsigned role)
+{
+	struct raid_wb *wb = a->wb;
+	int r = 0;
+
+	if (wb->row && !atomic_load(&a->m[role].failed))
+		r = raid_piece_parity(a, &s->map, s->buf, role, s->whole_hi - s->whole_lo,
+				      s->whole_lo);
+	if (r) {
+		/* No parity to write: the stripes would not match it. */
+		pthread_mutex_lock(&wb->lock);
+		raid_wb_fail(a, a->n, r);
+		pthread_mutex_unlock(&wb->lock);
+		return;
+	}
+	r = raid_wb_write_part(a, s, role);
+	if (r)
+		raid_wb_part_failed(a, role, r);
+}
+
+/* Write the partial stripes of sealed piece s through the direct path
+ * (lane 0, on parity levels).  Lock not held. */
+static void raid_wb_lane_partial(struct raid_array *a, struct raid_wb_slot *s)
+{
+	uint64_t lo[2] = { s->map.off, s->whole_hi }, hi[2] = { s->whole_lo, s->fill };
+	int r = 0;
+
+	if (s->whole_hi == s->whole_lo) { /* no whole stripe: all of it */
+		hi[0] = s->fill;
+		lo[1] = hi[1] = 0;
+	}
+	for (unsigned k = 0; k < 2 && r == 0; k++) {
+		uint64_t len = hi[k] - lo[k];
+		char *tmp = len ? aligned_alloc(4096, (len + 4095) / 4096 * 4096) : NULL;
+		if (!len)
+			continue;
+		r = tmp ? raid_piece_copy(a, &s->map, s->buf, tmp, len, lo[k], false) : -ENOMEM;
+		if (r == 0)
+			r = raid_parity_write(a, tmp, len, lo[k], 0);
+		free(tmp);
+	}
+	if (r) {
+		/* raid_parity_write() has failed what members it could. */
+		pthread_mutex_lock(&a->wb->lock);
+		raid_wb_fail(a, a->n, r);
+		pthread_mutex_unlock(&a->wb->lock);
+	}
+}
+
+/* Wait for a sealed piece.  On a parity level a trailing partial stripe
+ * held back for the stream goes out if the stream has not moved on
+ * within RAID_WB_HOLD_NS.  Lock held. */
+static void raid_wb_lane_wait(struct raid_array *a)
+{
+	struct raid_wb *wb = a->wb;
+	struct raid_wb_slot *s = raid_wb_open_slot(wb);
+
+	if (!wb->row || !s || s->fill == s->map.off) {
+		pthread_cond_wait(&wb->work, &wb->lock);
+		return;
+	}
+	uint64_t fill = s->fill, head = wb->head, t = raid_now_ns() + RAID_WB_HOLD_NS;
+	struct timespec ts = { .tv_sec = (time_t)(t / 1000000000u),
+			       .tv_nsec = (long)(t % 1000000000u) };
+	if (pthread_cond_timedwait(&wb->work, &wb->lock, &ts) == ETIMEDOUT && wb->head == head &&
+	    raid_wb_open_slot(wb) == s && s->fill == fill)
+		raid_wb_seal_now(a);
+}
+
 static void *raid_wb_lane_run(void *arg)
 {
 	struct raid_wb_lane *l = arg;
@@ -231,19 +399,21 @@ static void *raid_wb_lane_run(void *arg)
 			if (wb->stop)
 				break;
 			if (wb->tail == wb->head)
-				raid_wb_seal_now(a); /* the disks would idle */
+				raid_wb_seal_idle(a); /* the disks would idle */
 			if (wb->lane_at[role] == wb->head)
-				pthread_cond_wait(&wb->work, &wb->lock);
+				raid_wb_lane_wait(a);
 			continue;
 		}
 		uint64_t i = wb->lane_at[role];
 		struct raid_wb_slot *s = raid_wb_at(wb, i);
 		bool part = raid_wb_has_part(s, role);
-		if (part) {
+		bool partial = role == 0 && raid_wb_has_partial(wb, s);
+		if (part || partial) {
 			pthread_mutex_unlock(&wb->lock);
-			int r = raid_wb_write_part(a, s, role);
-			if (r)
-				raid_wb_part_failed(a, role, r);
+			if (part)
+				raid_wb_lane_part(a, s, role);
+			if (partial)
+				raid_wb_lane_partial(a, s);
 			pthread_mutex_lock(&wb->lock);
 		}
 		wb->lane_at[role]++;
@@ -273,16 +443,41 @@ static int raid_wb_start(struct raid_array *a)
 	return 0;
 }
 
-/* Open a piece at off, from there to the next piece boundary.  Lock held;
- * the slot at head is free. */
+/* Where a piece opened at off ends: the next piece boundary. */
+static uint64_t raid_wb_end(struct raid_array *a, uint64_t off)
+{
+	uint64_t end = (off / a->wb->piece + 1) * a->wb->piece;
+	return end < a->vol.size ? end : a->vol.size;
+}
+
+/* Parity levels: would a piece opened at off share a stripe with a sealed
+ * piece not written yet?  (Then it waits for that one: see the top.)
+ * Lock held. */
+static bool raid_wb_shares_row(struct raid_array *a, uint64_t off)
+{
+	struct raid_wb *wb = a->wb;
+	uint64_t row = wb->row;
+
+	if (!row)
+		return false;
+	uint64_t lo = off / row, hi = (raid_wb_end(a, off) + row - 1) / row;
+	for (uint64_t i = wb->tail; i < wb->head; i++) {
+		const struct raid_wb_slot *s = raid_wb_at(wb, i);
+		if (s->state == WB_SEALED && s->map.off / row < hi && lo < (s->fill + row - 1) / row)
+			return true;
+	}
+	return false;
+}
+
+/* Open a piece at off, from there to the next piece boundary, in slot s
+ * (free; at head, or after it when the open piece is being split).  Lock
+ * held. */
 static int raid_wb_open(struct raid_array *a, struct raid_wb_slot *s, uint64_t off)
 {
 	struct raid_wb *wb = a->wb;
-	uint64_t end = (off / wb->piece + 1) * wb->piece;
+	uint64_t end = raid_wb_end(a, off);
 	int r;
 
-	if (end > a->vol.size)
-		end = a->vol.size;
 	r = raid_piece_map_build(a, off, end - off, NULL, NULL, &s->map);
 	if (r < 0)
 		return r;
@@ -311,7 +506,8 @@ static bool raid_wb_takes(struct raid_array *a, uint64_t len, uint64_t off,
 	wb->next = off + len;
 	int mode = atomic_load(&wb->mode);
 
-	if (mode < 0 || (flags & VOL_FUA) || wb->writers > 1)
+	if (mode < 0 || (flags & VOL_FUA) || wb->writers > 1 ||
+	    (wb->row && atomic_load(&wb->direct) > 1))
 		return false;
 	if (mode == 0 && (wb->seq < 2 || len < RAID_WB_MIN_LEN || !raid_members_slow(a)))
 		return false;
@@ -333,6 +529,10 @@ int raid_wb_write(struct raid_array *a, const char *buf, uint64_t len,
 
 	if (!wb)
 		return -EAGAIN;
+	/* Parity levels: counted as a write that may go direct before
+	 * looking at what is pending (see the top, and out:). */
+	if (wb->row)
+		atomic_fetch_add(&wb->direct, 1);
 	/* Members that are not disks (or write-behind off) and nothing
 	 * staged: straight through, without the lock every write would
 	 * otherwise take (a RAM array at qd 32 would serialize on it). */
@@ -353,10 +553,16 @@ int raid_wb_write(struct raid_array *a, const char *buf, uint64_t len,
 			s = NULL;
 		}
 		if (!s) {
-			while (wb->head - wb->tail >= wb->nslots)
+			while (wb->head - wb->tail >= wb->nslots || raid_wb_shares_row(a, off))
 				pthread_cond_wait(&wb->done, &wb->lock);
 			s = raid_wb_at(wb, wb->head);
 			r = raid_wb_open(a, s, off);
+			if (r == 0 && wb->row && atomic_load(&wb->direct) > 1) {
+				/* A direct write began: it runs alone. */
+				s->state = WB_FREE;
+				atomic_fetch_sub(&wb->pending, 1);
+				r = -EBUSY;
+			}
 			if (r < 0) {
 				/* No memory or no live copy: the direct path
 				 * writes the whole request (again) or reports. */
@@ -379,8 +585,10 @@ int raid_wb_write(struct raid_array *a, const char *buf, uint64_t len,
 		pthread_cond_broadcast(&wb->done);
 		if (r < 0)
 			goto out; /* cannot happen: the piece was laid out for it */
-		if (s->fill == s->end || wb->tail == wb->head)
+		if (s->fill == s->end)
 			raid_wb_seal(a, s);
+		else if (wb->tail == wb->head)
+			raid_wb_seal_idle(a);
 		buf += n;
 		off += n;
 		len -= n;
@@ -389,7 +597,15 @@ int raid_wb_write(struct raid_array *a, const char *buf, uint64_t len,
 out:
 	wb->writers--;
 	pthread_mutex_unlock(&wb->lock);
+	if (wb->row && r != -EAGAIN)
+		atomic_fetch_sub(&wb->direct, 1); /* not going direct after all */
 	return r;
+}
+
+void raid_wb_direct_done(struct raid_array *a)
+{
+	if (a->wb && a->wb->row)
+		atomic_fetch_sub(&a->wb->direct, 1);
 }
 
 int raid_wb_barrier(struct raid_array *a)
@@ -434,20 +650,30 @@ int raid_wb_init(struct raid_array *a)
 	struct raid_wb *wb = calloc(1, sizeof(*wb));
 	unsigned width = a->n / a->copies ? a->n / a->copies : 1;
 	uint64_t unit = a->g.chunk ? (uint64_t)a->g.chunk * a->n : 4096;
+	uint64_t held = (uint64_t)width * a->copies; /* parts a piece stages */
 	uint64_t part = RAID_WB_PART;
 	const char *env = getenv("URAID_WB_PART");
+	pthread_condattr_t ca;
 
 	if (!wb)
 		return -ENOMEM;
 	if (env && strtoull(env, NULL, 0) >= 512)
 		part = strtoull(env, NULL, 0);
+	if (a->lvl->parity) {
+		/* A stripe is a chunk of every data disk; every member's
+		 * part is staged, parity included. */
+		width = a->n - a->lvl->parity;
+		unit = wb->row = (uint64_t)a->g.chunk * width;
+		held = a->n;
+	}
 	/* Pieces of whole stripes, RAID_WB_PART per data disk, as many as
 	 * RAID_WB_MAX holds for every copy, down to one stripe. */
 	wb->nslots = RAID_WB_SLOTS;
-	while (part > unit / width && (uint64_t)wb->nslots * width * part * a->copies > RAID_WB_MAX)
+	while (part > unit / width && (uint64_t)wb->nslots * held * part > RAID_WB_MAX)
 		part /= 2;
 	wb->piece = (width * part + unit - 1) / unit * unit;
-	if ((uint64_t)wb->nslots * wb->piece * a->copies > 2 * (uint64_t)RAID_WB_MAX) {
+	uint64_t staged = a->lvl->parity ? wb->piece / width * held : wb->piece * a->copies;
+	if ((uint64_t)wb->nslots * staged > 2 * (uint64_t)RAID_WB_MAX) {
 		free(wb); /* stripes too wide to stage: write-behind off */
 		return 0;
 	}
@@ -462,7 +688,10 @@ int raid_wb_init(struct raid_array *a)
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&wb->lock, NULL);
-	pthread_cond_init(&wb->work, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* raid_wb_lane_wait() */
+	pthread_cond_init(&wb->work, &ca);
+	pthread_condattr_destroy(&ca);
 	pthread_cond_init(&wb->done, NULL);
 	a->wb = wb;
 	return 0;
@@ -493,6 +722,19 @@ void raid_wb_destroy(struct raid_array *a)
 	free(wb->thread);
 	free(wb);
 	a->wb = NULL;
+}
+
+void raid_wb_counts(struct vol *array, uint64_t *whole, uint64_t *partial)
+{
+	struct raid_array *a = raid_array_of(array);
+
+	*whole = *partial = 0;
+	if (!a || !a->wb)
+		return;
+	pthread_mutex_lock(&a->wb->lock);
+	*whole = a->wb->whole;
+	*partial = a->wb->partial;
+	pthread_mutex_unlock(&a->wb->lock);
 }
 
 int raid_set_writebehind(struct vol *array, int mode)

@@ -1,8 +1,9 @@
 #!/bin/bash
 # md-kernel-parity.sh — the Linux kernel's md and uraid read each other's
 # RAID5 and RAID6 arrays (in a linux-peer VM, ../shared/linux-peer).
-# Ours: `uraid create` and a pattern written through `uraid serve`; the
-# kernel reads the same sha256 and its parity check finds no mismatch.
+# Ours: `uraid create` and a pattern written through `uraid serve` as one
+# stream (write-behind, whole stripes); the kernel reads the same sha256
+# and its parity check finds no mismatch.
 # Theirs: mdadm
 # --create in the guest (RAID5 left-symmetric on 3 disks and left-asymmetric
 # on 4, RAID6 left-symmetric on 4 and right-asymmetric on 5), a pattern
@@ -41,7 +42,17 @@ for spec in "${ours[@]}"; do
     name=$1
     shift
     $URAID create "${@:1:$#-1}" --name="$name" ${files[$name]} >/dev/null
-    $URAID serve --run "nbdcopy '$D/pat' \"\$uri\"" ${files[$name]} 2>/dev/null
+    # One stream, one request in flight, on members wrapped in disk
+    # models: write-behind takes it (whole stripes from its lanes, parity
+    # computed once per stripe; o6's first piece starts mid-stripe, which
+    # goes through the direct path), and that is the parity the kernel
+    # checks.
+    sims=()
+    for f in ${files[$name]}; do sims+=("sim:400M:$f"); done
+    $URAID serve --run "nbdcopy --connections=1 --requests=1 '$D/pat' \"\$uri\"" \
+        "${sims[@]}" 2>"$D/$name.log"
+    grep -q "writing a stream behind" "$D/$name.log" ||
+        { echo "FAIL: the pattern was not written behind on $name"; cat "$D/$name.log"; exit 1; }
 done
 for spec in "${arrays[@]}"; do
     set -- $spec
