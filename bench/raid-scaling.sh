@@ -70,6 +70,8 @@ s1x2=$(mk s1x2 2 4G --level=1)
 s1x3=$(mk s1x3 3 4G --level=1)
 s0x8=$(mk s0x8 8 1G --level=0 --chunk=128)
 s10x4=$(mk s10x4 4 2G --level=10 --layout=n2 --chunk=128)
+s5x4=$(mk s5x4 4 1G --level=5 --chunk=128)
+s6x4=$(mk s6x4 4 1G --level=6 --chunk=128)
 r1x2=$(mk r1x2 2 1G --level=1)
 r0x2=$(mk r0x2 2 1G --level=0 --chunk=128)
 lr1=$(mk lr1 2 1G --level=1)
@@ -86,6 +88,8 @@ for r in $(seq "$rounds"); do
         serve_run "sim-raid1x3" $rw $(sim $s1x3)
         serve_run "sim-raid0x8" $rw $(sim $s0x8)
         serve_run "sim-raid10x4" $rw $(sim $s10x4)
+        serve_run "sim-raid5x4" $rw $(sim $s5x4)
+        serve_run "sim-raid6x4" $rw $(sim $s6x4)
     done
     unset RUNTIME_NOW
     # Writes first, so that the reads are of data, not of tmpfs holes.
