@@ -563,8 +563,11 @@ static int raid_write(struct vol *v, const void *buf, uint64_t len,
 	if (r != -EAGAIN)
 		return r;
 	if (a->lvl->parity) {
+		raid_ra_invalidate(a, len, off);
 		r = raid_parity_write(a, buf, len, off, flags);
 		raid_wb_direct_done(a);
+		/* A write that raced with a read-ahead of the same range. */
+		raid_ra_invalidate(a, len, off);
 		return r;
 	}
 	return raid_modify(a, RAID_WRITE, buf, len, off, flags);
@@ -801,7 +804,7 @@ int raid_open(const struct raid_geom *g, struct vol **members,
 			    name, lvl->kind);
 		goto out_vol;
 	}
-	if (a->copies > 1 || (g->level == 0 && a->n > 1)) {
+	if (a->copies > 1 || (g->level == 0 && a->n > 1) || lvl->parity) {
 		r = raid_ra_init(a);
 		if (r < 0)
 			goto out_vol;

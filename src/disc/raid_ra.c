@@ -34,7 +34,15 @@
  * read inside the window, so memory is K pieces whatever the stream does; K leaves room for the other copies' stretches
  * ahead of the reader.  Writes, trims and zeroes drop the pieces they
  * overlap before and after they run, so a piece read while one ran is read
- * again, never served. */
+ * again, never served.
+ *
+ * RAID5/6: a piece is whole stripes and every member reads its chunks of
+ * them, parity included, in one transfer (raid_piece.c lays them out), so
+ * no disk skips the parity chunks between its data chunks -- a skip costs
+ * the disk models, like a disk, up to a rotation -- and the data disks'
+ * worth arrives at the disks' full speed; the copy out takes the data and
+ * leaves the parity.  Only while every member is live: a piece that would
+ * need a gone member is left to the direct path, which rebuilds. */
 
 #define RAID_RA_STRETCH (64u << 20)       /* per mirror disk */
 #define RAID_RA_PIECE (2u << 20)          /* per data disk */
@@ -59,7 +67,9 @@ struct raid_ra {
 	pthread_mutex_t lock;
 	pthread_cond_t work; /* lanes wait for parts to read */
 	pthread_cond_t done; /* readers wait for pieces read */
-	uint64_t piece;   /* bytes */
+	uint64_t piece;   /* bytes of the array a piece covers */
+	uint64_t buf_len; /* bytes a piece's buffer holds (parity levels: all
+			   * members' chunks, so more than piece) */
 	uint64_t stretch; /* pieces read from the same copy in a row */
 	unsigned nslots;  /* K */
 	uint64_t npieces; /* in the array */
@@ -129,7 +139,11 @@ static int raid_ra_layout(struct raid_array *a, struct raid_ra_slot *s, uint64_t
 	const struct raid_runs *rs = &s->map.stage;
 	int count = 0;
 
-	if (raid_piece_map_build(a, start, len, raid_ra_pick, &p, &s->map) < 0)
+	for (unsigned r = 0; a->lvl->parity && r < a->n; r++)
+		if (atomic_load(&a->m[r].failed))
+			return -1; /* the direct path rebuilds what is gone */
+	if (raid_piece_map_build(a, start, len, raid_ra_pick, &p, &s->map) < 0 ||
+	    s->map.bytes > a->ra->buf_len)
 		return -1;
 	for (unsigned r = 0; r < a->n; r++) {
 		bool has = rs->first[r] < rs->first[r + 1];
@@ -190,6 +204,7 @@ static uint64_t raid_ra_next_part(struct raid_array *a, unsigned role)
 			int n = raid_ra_layout(a, s, p);
 			if (n < 0) {
 				s->state = RA_FAILED;
+				pthread_cond_broadcast(&ra->done); /* the reader goes direct */
 				continue;
 			}
 			s->left = (unsigned)n;
@@ -253,16 +268,21 @@ int raid_ra_init(struct raid_array *a)
 	env = getenv("URAID_RA_STRETCH");
 	if (env && strtoull(env, NULL, 0) >= 4096)
 		stretch = strtoull(env, NULL, 0);
-	/* A piece gives each data disk RAID_RA_PIECE (1 MiB on RAID0), in
-	 * whole stripes. */
+	/* A piece gives each data disk RAID_RA_PIECE (1 MiB on RAID0 and
+	 * RAID5/6), in whole stripes. */
 	unsigned width = a->n / a->copies ? a->n / a->copies : 1;
 	unit = a->g.chunk ? (uint64_t)a->g.chunk * a->n : 4096;
+	if (a->lvl->parity) {
+		width = a->n - a->lvl->parity;
+		unit = (uint64_t)a->g.chunk * width;
+	}
 	uint64_t per_disk = a->copies > 1 ? RAID_RA_PIECE : 1u << 20;
 	env = getenv("URAID_RA_PIECE");
 	if (env && strtoull(env, NULL, 0) >= 4096)
 		per_disk = strtoull(env, NULL, 0);
 	ra->piece = (uint64_t)width * per_disk;
 	ra->piece = (ra->piece + unit - 1) / unit * unit;
+	ra->buf_len = a->lvl->parity ? ra->piece / width * a->n : ra->piece;
 	ra->stretch = a->copies > 1 ? (stretch * width + ra->piece - 1) / ra->piece : 1;
 	if (ra->stretch == 0)
 		ra->stretch = 1;
@@ -273,12 +293,12 @@ int raid_ra_init(struct raid_array *a)
 		ra->nslots = (unsigned)(a->copies * ra->stretch + 2 * a->copies);
 		if (a->copies == 1)
 			ra->nslots = 4;
-		if (ra->stretch == 1 || ra->nslots * ra->piece <= cap)
+		if (ra->stretch == 1 || ra->nslots * ra->buf_len <= cap)
 			break;
 		ra->stretch /= 2;
 	}
 	ra->npieces = (a->vol.size + ra->piece - 1) / ra->piece;
-	if (cap == 0 || ra->piece > (256u << 20) || ra->nslots * ra->piece > 2 * cap) {
+	if (cap == 0 || ra->buf_len > (256u << 20) || ra->nslots * ra->buf_len > 2 * cap) {
 		free(ra); /* read-ahead off */
 		return 0;
 	}
@@ -341,7 +361,7 @@ static bool raid_ra_start(struct raid_array *a)
 		return true;
 	for (unsigned i = 0; i < ra->nslots; i++) {
 		if (!ra->slot[i].buf)
-			ra->slot[i].buf = malloc(ra->piece);
+			ra->slot[i].buf = malloc(ra->buf_len);
 		if (!ra->slot[i].buf)
 			return false;
 	}
@@ -385,9 +405,24 @@ int raid_ra_read(struct raid_array *a, char *buf, uint64_t len, uint64_t off)
 	pthread_mutex_lock(&ra->lock);
 	ra->seq = off == ra->next ? ra->seq + 1 : 0;
 	ra->next = off + len;
+	/* A read that neither continues the stream nor falls in its window
+	 * ends it: the lanes stop reading ahead at once (an empty window)
+	 * instead of filling the window for a reader that has gone, on the
+	 * disks the next stream's first, direct, reads need.  That cost a
+	 * new stream on RAID5 of four models 90 ms, a fifth of a 0.4 s run.
+	 * Not while the stream's reader waits in here for a piece. */
+	uint64_t at = off / ra->piece;
+	if (ra->seq == 0 && !ra->reading && (at < ra->front || at >= ra->front + ra->nslots)) {
+		ra->front = ra->npieces;
+		raid_ra_drop(ra);
+	}
 	if (ra->mode < 0 ||
 	    (ra->mode == 0 && (ra->seq < 2 || len < (64u << 10) || !raid_members_slow(a))))
 		goto out;
+	/* A degraded RAID5/6 rebuilds on the direct path (raid_ra_layout). */
+	for (unsigned role = 0; a->lvl->parity && role < a->n; role++)
+		if (atomic_load(&a->m[role].failed))
+			goto out;
 	/* One stream at a time: the window follows one reader, and a second
 	 * reader moving it could leave the first waiting for a piece no lane
 	 * will read.  Concurrent readers go direct. */

@@ -813,12 +813,16 @@ int main(void)
 			run(c, MISSING, false, false, seed + 200 + i);
 		}
 		if (parity) {
-			/* No read-ahead on parity levels; write-behind forced
-			 * on, with members dying or missing under it. */
+			/* Write-behind forced on, with members dying or
+			 * missing under it; read-ahead forced on, alone and
+			 * beside write-behind, with a member dying under it
+			 * (from then on reads go direct and rebuild). */
 			run(c, KILL, false, true, seed + 400 + i);
 			run(c, MISSING, false, true, seed + 500 + i);
 			if (c->level == 6)
 				run(c, MISS_KILL, false, true, seed + 600 + i);
+			run(c, KILL, true, false, seed + 300 + i);
+			run(c, KILL, true, true, seed + 700 + i);
 			continue;
 		}
 		/* Read-ahead forced on, in small pieces, with a member dying
