@@ -660,6 +660,50 @@ static void raid_close(struct vol *v)
 	free(a);
 }
 
+/* A member's view, its pieces moved back to the array's offsets. */
+struct raid_view {
+	vol_view_fn fn;
+	void *arg;
+	uint64_t aoff, moff; /* the extent's start, on the array and the member */
+};
+
+static int raid_view_piece(void *arg, const void *src, uint64_t len, uint64_t off)
+{
+	struct raid_view *rv = arg;
+	return rv->fn(rv->arg, src, len, rv->aoff + (off - rv->moff));
+}
+
+/* The view of RAID0/1/10 over plain stores (VOL_CAP_VIEW; see raid_open):
+ * extent by extent, a live copy's own view, the copies taken in turn from
+ * view to view.  A view that faults (-EIO) fails nothing: the caller reads
+ * instead, and the read path fails the member over as for any error.
+ * Disks never get here (disk models and block devices show no view), so
+ * read-ahead and read balancing are not bypassed where they matter. */
+static int raid_view(struct vol *v, uint64_t len, uint64_t off, vol_view_fn fn, void *arg)
+{
+	struct raid_array *a = to_raid(v);
+	struct raid_loc loc[RAID_MAX_COPIES];
+	unsigned turn = atomic_fetch_add_explicit(&a->view_next, 1, memory_order_relaxed);
+	unsigned nc;
+	int r = 0;
+
+	raid_wb_wait_range(a, len, off);
+	while (len > 0 && r == 0) {
+		uint64_t n = a->lvl->map(a->priv, &a->g, off, len, loc, &nc);
+		int pick = -1;
+		for (unsigned c = 0; c < nc && pick < 0; c++)
+			if (!atomic_load(&a->m[loc[(turn + c) % nc].role].failed))
+				pick = (int)((turn + c) % nc);
+		if (pick < 0)
+			return -EIO;
+		struct raid_view rv = { fn, arg, off, loc[pick].off };
+		r = vol_view(a->m[loc[pick].role].vol, n, loc[pick].off, raid_view_piece, &rv);
+		off += n;
+		len -= n;
+	}
+	return r;
+}
+
 static const struct vol_ops raid_ops = {
 	.kind = "raid",
 	.read = raid_read,
@@ -668,6 +712,7 @@ static const struct vol_ops raid_ops = {
 	.trim = raid_trim,
 	.write_zeroes = raid_write_zeroes,
 	.close = raid_close,
+	.view = raid_view,
 };
 
 static const struct raid_level *raid_level_of(int level)
@@ -788,6 +833,13 @@ int raid_open(const struct raid_geom *g, struct vol **members,
 	unsigned caps = raid_caps(members, a->n);
 	if (lvl->parity)
 		caps &= ~(VOL_CAP_TRIM | VOL_CAP_ZEROES | VOL_CAP_FAST_ZERO);
+	/* A view (vol.h) where every member present has one and extents
+	 * end on 4096-byte boundaries: RAID0/1/10 with such chunks.  Parity
+	 * levels and linear (members of any size) go without. */
+	bool views = !lvl->parity && g->level != RAID_LEVEL_LINEAR && g->chunk % 4096 == 0;
+	for (unsigned i = 0; i < a->n; i++)
+		views &= !members[i] || (members[i]->caps & VOL_CAP_VIEW);
+	caps = views ? caps | VOL_CAP_VIEW : caps & ~VOL_CAP_VIEW;
 	r = vol_init(&a->vol, &raid_ops, name, size / block_min * block_min, block_min, caps);
 	if (r < 0)
 		goto out_lock;

@@ -92,6 +92,7 @@ struct raid_array {
 	struct raid_par *par;      /* parity levels: stripe locks, row cache */
 	struct raid_ra *ra;        /* NULL without read-ahead */
 	struct raid_wb *wb;        /* NULL without write-behind */
+	atomic_uint view_next;     /* the copy the next view starts from */
 };
 
 /* ---- the engine (raid.c), for the stages below ---- */

@@ -133,6 +133,11 @@ static int md_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
 	return raid->ops->read(raid, buf, len, off);
 }
 
+static int md_view(struct vol *v, uint64_t len, uint64_t off, vol_view_fn fn, void *arg)
+{
+	return vol_view(to_md(v)->raid, len, off, fn, arg);
+}
+
 static int md_write(struct vol *v, const void *buf, uint64_t len, uint64_t off, unsigned flags)
 {
 	struct md_array *a = to_md(v);
@@ -197,6 +202,7 @@ static const struct vol_ops md_ops = {
     .trim = md_trim,
     .write_zeroes = md_write_zeroes,
     .close = md_close,
+    .view = md_view,
 };
 
 struct vol *md_array_raid(struct vol *v)
