@@ -412,7 +412,8 @@ int raid_ra_read(struct raid_array *a, char *buf, uint64_t len, uint64_t off)
 	 * new stream on RAID5 of four models 90 ms, a fifth of a 0.4 s run.
 	 * Not while the stream's reader waits in here for a piece. */
 	uint64_t at = off / ra->piece;
-	if (ra->seq == 0 && !ra->reading && (at < ra->front || at >= ra->front + ra->nslots)) {
+	if (ra->seq == 0 && !ra->reading && ra->front < ra->npieces &&
+	    (at < ra->front || at >= ra->front + ra->nslots)) {
 		ra->front = ra->npieces;
 		raid_ra_drop(ra);
 	}
