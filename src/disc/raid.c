@@ -677,8 +677,9 @@ static int raid_view_piece(void *arg, const void *src, uint64_t len, uint64_t of
  * extent by extent, a live copy's own view, the copies taken in turn from
  * view to view.  A view that faults (-EIO) fails nothing: the caller reads
  * instead, and the read path fails the member over as for any error.
- * Disks never get here (disk models and block devices show no view), so
- * read-ahead and read balancing are not bypassed where they matter. */
+ * Disk models and block devices show no view, so read-ahead and read
+ * balancing stay where they matter; over files on a disk the crypt layer
+ * finds the view slow and reads instead (crypt.c times its child). */
 static int raid_view(struct vol *v, uint64_t len, uint64_t off, vol_view_fn fn, void *arg)
 {
 	struct raid_array *a = to_raid(v);

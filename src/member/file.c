@@ -3,9 +3,10 @@
  * write_zeroes uses the kernel's zeroing where it can.  A writable member
  * is locked with flock() so two uraid processes never drive one disk.
  *
- * Unless opened O_DIRECT, the member is also mapped read-only (shared) for
+ * A regular file not opened O_DIRECT is also mapped read-only (shared) for
  * its view (vol.h): a decrypting layer then reads the page cache itself
- * rather than a copy of it.  A page that cannot be read through the map (a
+ * rather than a copy of it (and falls back to read() for a file that
+ * turns out to be slow: crypt.c times its child).  A page that cannot be read through the map (a
  * disk error, or the file cut short by someone else) raises SIGBUS in the
  * reading thread; the handler jumps back into the view, which returns
  * -EIO, and the caller's read() then meets the error as read would. */
@@ -259,7 +260,8 @@ int file_member_open(const char *path, unsigned flags, struct vol **out)
 		free(f);
 		goto out_close;
 	}
-	if (!(flags & MEMBER_DIRECT) && size > 0) {
+	/* Block devices are disks: read with pread, never through faults. */
+	if (!(flags & MEMBER_DIRECT) && !f->is_blockdev && size > 0) {
 		static pthread_once_t once = PTHREAD_ONCE_INIT;
 		void *map = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
 
