@@ -24,18 +24,6 @@ arrays=("k5 --level=5 --chunk=64 3 1"
         "k5la --level=5 --layout=left-asymmetric --chunk=32 4 1"
         "k6 --level=6 --chunk=64 4 2"
         "k6ra --level=6 --layout=right-asymmetric --chunk=16 5 2")
-imgs=()
-declare -A devs files
-add_images() { # NAME N: N blank members, /dev/vdX in the guest
-    local j f
-    for ((j = 0; j < $2; j++)); do
-        f="$D/$1.$j.img"
-        truncate -s 16M "$f"
-        devs[$1]+="/dev/vd$(printf "\\$(printf %o $((97 + ${#imgs[@]})))") "
-        files[$1]+="$f "
-        imgs+=("$f")
-    done
-}
 for spec in "${ours[@]}"; do
     set -- $spec
     add_images "$1" "${*: -1}"

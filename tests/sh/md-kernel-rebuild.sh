@@ -19,21 +19,13 @@ command -v mdadm >/dev/null || { echo "skip: mdadm missing"; exit 77; }
 # name level members lost-roles(comma) full|half options
 arrays=("f5 5 3 1 full --chunk=64" "f6 6 4 0,3 full --chunk=32"
         "f10 10 4 2 full --layout=n2 --chunk=64" "h1 1 2 1 half" "h5 5 3 2 half --chunk=64")
-imgs=()
-declare -A devs files offset
-letter() { printf "vd\\$(printf %o $((97 + $1)))"; }
+declare -A offset
 field() { $URAID examine "$1" 2>/dev/null | sed -n "s/^ *$2 : \([0-9]*\).*/\1/p"; }
 for spec in "${arrays[@]}"; do
     set -- $spec
     name=$1 level=$2 n=$3 lost=$4 mode=$5
     shift 5
-    for ((j = 0; j < n; j++)); do
-        f="$D/$name.$j.img"
-        truncate -s 16M "$f"
-        devs[$name]+="/dev/$(letter ${#imgs[@]}) "
-        files[$name]+="$f "
-        imgs+=("$f")
-    done
+    add_images "$name" "$n"
     $URAID create --level="$level" "$@" --name="$name" ${files[$name]} >/dev/null
     $URAID serve --run "nbdcopy '$D/pat' \"\$uri\"" ${files[$name]} 2>/dev/null
     # Lose the members, then add blanks in their place: the first ones

@@ -21,23 +21,9 @@ ours=("o0 --level=0 --chunk=64 2" "o1 --level=1 2" "on2 --level=10 --chunk=64 3"
 theirs=("k0 --level=0 --chunk=64 2" "k1 --level=1 --assume-clean --bitmap=internal 2"
         "k10 --level=10 --layout=n2 --assume-clean --bitmap=none 3" "klin --level=linear 2")
 
-imgs=()
-letter() { # vda, vdb, ... for image index $1
-    local i=$1 s=""
-    while :; do s=$(printf "\\$(printf %o $((97 + i % 26)))")$s; i=$((i / 26 - 1)); [ $i -ge 0 ] || break; done
-    echo "vd$s"
-}
-declare -A devs files
 for spec in "${ours[@]}" "${theirs[@]}"; do
     set -- $spec
-    name=$1 n=${!#}
-    for ((j = 0; j < n; j++)); do
-        f="$D/$name.$j.img"
-        truncate -s 24M "$f"
-        devs[$name]+="/dev/$(letter ${#imgs[@]}) "
-        files[$name]+="$f "
-        imgs+=("$f")
-    done
+    add_images "$1" "${!#}" 24M
 done
 
 for spec in "${ours[@]}"; do

@@ -20,6 +20,28 @@ pattern() { awk -v n=$((MB * 65536)) 'BEGIN { for (i = 0; i < n; i++) printf "%0
 pattern > "$D/pat"
 want=$(sha256sum < "$D/pat" | cut -d' ' -f1)
 
+# The VM's disks: imgs[] in the order run_peer attaches them, and per
+# array NAME its image files (files[NAME]) and their names in the guest
+# (devs[NAME]: /dev/vda, /dev/vdb ...).
+imgs=()
+declare -A devs files
+peer_dev() { # the guest's name for image index $1: vda ... vdz, vdaa ...
+    local i=$1 s=""
+    while :; do s=$(printf "\\$(printf %o $((97 + i % 26)))")$s; i=$((i / 26 - 1)); [ $i -ge 0 ] || break; done
+    echo "/dev/vd$s"
+}
+# add_images NAME N [SIZE]: N blank images of SIZE (16M) for array NAME.
+add_images() {
+    local j f
+    for ((j = 0; j < $2; j++)); do
+        f="$D/$1.$j.img"
+        truncate -s "${3:-16M}" "$f"
+        devs[$1]+="$(peer_dev ${#imgs[@]}) "
+        files[$1]+="$f "
+        imgs+=("$f")
+    done
+}
+
 # The guest job's first lines: the shell, and pattern() for the guest.
 guest_header() {
     echo '#!/bin/sh'
