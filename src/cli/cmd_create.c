@@ -89,26 +89,13 @@ static int create_probe_signatures(struct vol *m, const char *spec)
 		}
 	}
 	/* v1.0 and 0.90 superblocks live at the end of the member. */
-	if (m->size >= 65536 * 2) {
-		uint64_t ends[2] = {
-		    ((m->size / 512 - 16) & ~7ull) * 512, /* v1.0 */
-		    (m->size & ~65535ull) - 65536,        /* 0.90 */
-		};
-		for (int i = 0; i < 2; i++) {
-			r = vol_read(m, buf, 4096, ends[i]);
-			if (r < 0) {
-				r = err_set(r, "%s: reading it failed: %s", spec, strerror(-r));
-				goto out;
-			}
-			if (memcmp(buf, "\xfc\x4e\x2b\xa9", 4) == 0) {
-				r = err_set(-EEXIST,
-				            "%s already holds an md superblock (%s); refusing to "
-				            "overwrite it (use --force)",
-				            spec, i ? "0.90" : "v1.0");
-				goto out;
-			}
-		}
-	}
+	uint64_t at[2];
+	r = md_find_end_supers(m, spec, at);
+	if (r > 0)
+		r = err_set(-EEXIST,
+		            "%s already holds an md superblock (%s); refusing to overwrite it "
+		            "(use --force)",
+		            spec, r & 1 ? "v1.0" : "0.90");
 out:
 	free(buf);
 	return r;

@@ -413,27 +413,16 @@ static int rb_probe_new(struct vol *v, const char *spec, const struct rb_set *s,
 		            spec);
 		goto out;
 	}
-	/* v1.0 and 0.90 superblocks live at the end. */
-	if (v->size >= 65536 * 2) {
-		uint64_t ends[2] = {((v->size / 512 - 16) & ~7ull) * 512,
-		                    (v->size & ~65535ull) - 65536};
-		for (int i = 0; i < 2; i++) {
-			r = vol_read(v, buf, 4096, ends[i]);
-			if (r < 0) {
-				r = err_set(r, "%s: reading it failed: %s", spec, strerror(-r));
-				goto out;
-			}
-			if (memcmp(buf, "\xfc\x4e\x2b\xa9", 4) != 0)
-				continue;
-			*end_sb = ends[i];
-			if (!force) {
-				r = err_set(-EEXIST,
-				            "%s holds an md superblock (%s); refusing to "
-				            "overwrite it (use --force)",
-				            spec, i ? "0.90" : "v1.0");
-				goto out;
-			}
-		}
+	/* v1.0 and 0.90 superblocks live at the end (--force wipes one). */
+	uint64_t at[2];
+	r = md_find_end_supers(v, spec, at);
+	if (r > 0 && !force) {
+		r = err_set(-EEXIST,
+		            "%s holds an md superblock (%s); refusing to overwrite it (use --force)",
+		            spec, r & 1 ? "v1.0" : "0.90");
+	} else if (r > 0) {
+		*end_sb = at[r & 2 ? 1 : 0];
+		r = 0;
 	}
 out:
 	free(buf);

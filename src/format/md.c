@@ -377,3 +377,29 @@ void md_uuid_format(const uint8_t uuid[16], char out[36])
 		p += sprintf(p, "%02x", uuid[i]);
 	}
 }
+
+int md_find_end_supers(struct vol *v, const char *spec, uint64_t at[2])
+{
+	const uint32_t magic = htole32(MD_SB_MAGIC);
+	uint8_t *buf;
+	int found = 0;
+
+	at[0] = at[1] = UINT64_MAX;
+	if (v->size < 65536 * 2)
+		return 0;
+	at[0] = ((v->size / 512 - 16) & ~7ull) * 512;
+	at[1] = (v->size & ~65535ull) - 65536;
+	if (posix_memalign((void **)&buf, 4096, 4096))
+		return -ENOMEM;
+	for (int i = 0; i < 2; i++) {
+		int r = vol_read(v, buf, 4096, at[i]);
+		if (r < 0) {
+			free(buf);
+			return err_set(r, "%s: reading it failed: %s", spec, strerror(-r));
+		}
+		if (memcmp(buf, &magic, 4) == 0)
+			found |= 1 << i;
+	}
+	free(buf);
+	return found;
+}

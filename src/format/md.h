@@ -197,6 +197,14 @@ int md_raid10_layout_parse(const char *s, uint32_t *layout);
  * member of member_sectors with chunk_kib (0 for raid1/linear). */
 uint64_t md_default_data_offset(uint64_t member_sectors, uint32_t chunk_kib);
 
+/* Look for the superblocks older md formats keep at a member's end, v1.0
+ * (8 KiB or so from the end, 4 KiB aligned) and 0.90 (the last 64 KiB
+ * block but one), by their magic.  at[0] and at[1] get their offsets
+ * (UINT64_MAX where the member is too small to hold one); returns a mask
+ * of those found (bit 0 v1.0, bit 1 0.90) or a negative errno with detail
+ * naming spec. */
+int md_find_end_supers(struct vol *v, const char *spec, uint64_t at[2]);
+
 /* Format a 16-byte uuid as mdadm does: 8:8:8:8 hex digits. */
 void md_uuid_format(const uint8_t uuid[16], char out[36]);
 

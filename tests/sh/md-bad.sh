@@ -88,6 +88,8 @@ sig h.img 65600 '_BHRfS_M';      expect_fail "create over btrfs" "btrfs" $URAID 
 sig h.img 4086 'SWAPSPACE2';     expect_fail "create over swap" "swap" $URAID create --level=0 h.img
 sig h.img 510 '\x55\xaa';        expect_fail "create over an MBR" "partition table" $URAID create --level=0 h.img
 sig h.img 512 'EFI PART';        expect_fail "create over GPT" "GPT" $URAID create --level=0 h.img
+sig h.img 4186112 '\xfc\x4e\x2b\xa9'; expect_fail "create over md v1.0" "md superblock (v1.0)" $URAID create --level=0 h.img
+sig h.img 4128768 '\xfc\x4e\x2b\xa9'; expect_fail "create over md 0.90" "md superblock (0.90)" $URAID create --level=0 h.img
 $URAID create --level=linear --force h.img >/dev/null || { echo "FAIL: --force"; fail=1; }
 expect_fail "usage: no level" "--level is required" $URAID create a.img
 exit $fail
