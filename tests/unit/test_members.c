@@ -5,40 +5,22 @@
 #include "check.h"
 #include "core/log.h"
 #include "member/member.h"
+#include "view_gather.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
 
-/* Gather a view into one buffer, checking vol.h's promises on pieces:
- * in order, contiguous, cut only at multiples of 4096. */
-struct gather {
-	unsigned char *buf;
-	uint64_t off, next;
-	int bad;
-};
-
-static int gather_piece(void *arg, const void *src, uint64_t len, uint64_t off)
-{
-	struct gather *g = arg;
-
-	if (off != g->next || (off != g->off && off % 4096) || len == 0)
-		g->bad++;
-	memcpy(g->buf + (off - g->off), src, len);
-	g->next = off + len;
-	return 0;
-}
-
 static void check_view(struct vol *v, uint64_t len, uint64_t off)
 {
 	static unsigned char a[96 << 10], b[96 << 10];
-	struct gather g = { b, off, off, 0 };
+	struct view_gather g = { b, off, off, 0 };
 
 	CHECK(len <= sizeof(a));
 	memset(b, 0xee, len);
 	CHECK_EQ(vol_read(v, a, len, off), 0);
-	CHECK_EQ(vol_view(v, len, off, gather_piece, &g), 0);
+	CHECK_EQ(vol_view(v, len, off, view_gather_piece, &g), 0);
 	CHECK_EQ(g.bad, 0);
 	CHECK_EQ(g.next, off + len);
 	CHECK(memcmp(a, b, len) == 0);
@@ -150,8 +132,8 @@ int main(void)
 	/* Cut short behind our back: the view of the lost bytes faults and
 	 * reports -EIO, and read finds them gone too. */
 	CHECK(truncate(path, 256 << 10) == 0);
-	struct gather g = { buf, 300 << 10, 300 << 10, 0 };
-	CHECK_EQ(vol_view(v, 4096, 300 << 10, gather_piece, &g), -EIO);
+	struct view_gather g = { buf, 300 << 10, 300 << 10, 0 };
+	CHECK_EQ(vol_view(v, 4096, 300 << 10, view_gather_piece, &g), -EIO);
 	CHECK_EQ(vol_read(v, buf, 4096, 300 << 10), -EIO);
 	check_view(v, 8192, 200 << 10); /* what is left still shows */
 	vol_close(v);

@@ -21,6 +21,7 @@
 #include "disc/raid.h"
 #include "disc/raid_internal.h"
 #include "member/member.h"
+#include "view_gather.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -248,24 +249,6 @@ static int open_array(int level, unsigned layout, unsigned n, uint32_t chunk,
 }
 
 /* Degraded starts, user failures, and RAID0's errors staying local. */
-/* Gather a view into a buffer (vol.h's promises checked on the way). */
-struct view_gather {
-	char *buf;
-	uint64_t off, next;
-	int bad;
-};
-
-static int view_gather_piece(void *arg, const void *src, uint64_t len, uint64_t off)
-{
-	struct view_gather *g = arg;
-
-	if (off != g->next || (off != g->off && off % 4096) || len == 0)
-		g->bad++;
-	memcpy(g->buf + (off - g->off), src, len);
-	g->next = off + len;
-	return 0;
-}
-
 /* RAID0/1/10 over mem: members show a view of the array's bytes, copy
  * by copy, equal to what read returns, whole and degraded; parity levels
  * and disk models show none. */
