@@ -129,6 +129,15 @@ static int raid_ra_pick(struct raid_array *a, const struct raid_loc *loc,
 	return c < 0 ? RAID_PICK_NONE : c;
 }
 
+/* A parity level with a member gone: its pieces cannot be read whole. */
+static bool raid_ra_parity_degraded(struct raid_array *a)
+{
+	for (unsigned r = 0; a->lvl->parity && r < a->n; r++)
+		if (atomic_load(&a->m[r].failed))
+			return true;
+	return false;
+}
+
 /* Lay piece p out in slot s and mark which members have a part of it.
  * Returns the number of parts, or -1 if a block has no live copy or
  * memory ran out. */
@@ -139,9 +148,8 @@ static int raid_ra_layout(struct raid_array *a, struct raid_ra_slot *s, uint64_t
 	const struct raid_runs *rs = &s->map.stage;
 	int count = 0;
 
-	for (unsigned r = 0; a->lvl->parity && r < a->n; r++)
-		if (atomic_load(&a->m[r].failed))
-			return -1; /* the direct path rebuilds what is gone */
+	if (raid_ra_parity_degraded(a))
+		return -1; /* the direct path rebuilds what is gone */
 	if (raid_piece_map_build(a, start, len, raid_ra_pick, &p, &s->map) < 0 ||
 	    s->map.bytes > a->ra->buf_len)
 		return -1;
@@ -421,9 +429,8 @@ int raid_ra_read(struct raid_array *a, char *buf, uint64_t len, uint64_t off)
 	    (ra->mode == 0 && (ra->seq < 2 || len < (64u << 10) || !raid_members_slow(a))))
 		goto out;
 	/* A degraded RAID5/6 rebuilds on the direct path (raid_ra_layout). */
-	for (unsigned role = 0; a->lvl->parity && role < a->n; role++)
-		if (atomic_load(&a->m[role].failed))
-			goto out;
+	if (raid_ra_parity_degraded(a))
+		goto out;
 	/* One stream at a time: the window follows one reader, and a second
 	 * reader moving it could leave the first waiting for a piece no lane
 	 * will read.  Concurrent readers go direct. */
