@@ -289,6 +289,24 @@ static unsigned reap_slots(struct nbd_server *s, bool all)
 	return busy;
 }
 
+/* A Unix socket's send buffer bounds the reply bytes waiting for the
+ * client (about 208 KiB by default).  A 1 MiB READ reply then goes out in
+ * five rounds, the worker sleeping in sendmsg() until the client has
+ * drained the last one: a futex-like wake-up per round on both sides.
+ * With room for a whole reply the worker sends it and goes on (1 MiB
+ * reads at qd 16, LUKS and plain files in RAM: +5-8% in A/B runs, see BENCHMARKS.md).
+ * The kernel caps the size at net.core.wmem_max.  TCP is left alone:
+ * setting SO_SNDBUF would turn off its own tuning. */
+#define NBD_UNIX_SNDBUF (2 << 20)
+static void unix_sndbuf(int fd)
+{
+	int domain = 0, sz = NBD_UNIX_SNDBUF;
+	socklen_t len = sizeof(domain);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 && domain == AF_UNIX)
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+}
+
 static void start_connection(struct nbd_server *s, int fd)
 {
 	struct nbd_slot *slot = NULL;
@@ -309,6 +327,7 @@ static void start_connection(struct nbd_server *s, int fd)
 	}
 	/* Only a TCP socket takes it; on a Unix socket this fails harmlessly. */
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	unix_sndbuf(fd);
 	slot->used = true;
 	slot->done = false;
 	slot->fd = fd;
