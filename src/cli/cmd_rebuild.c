@@ -28,6 +28,7 @@
 #include "disc/raid_rebuild.h"
 #include "disc/slice.h"
 #include "format/md.h"
+#include "format/md_manage.h"
 #include "member/member.h"
 
 #include <errno.h>
@@ -351,10 +352,7 @@ static int rb_sync_all(struct rb_set *s)
 			struct rb_member *mm = &s->m[i];
 			if (mm->target != (pass == 0) || atomic_load(&mm->failed))
 				continue;
-			mm->sb->events = s->events;
-			mm->sb->utime = (uint64_t)time(NULL);
-			mm->sb->max_dev = s->max_dev;
-			memcpy(mm->sb->roles, s->roles, sizeof(s->roles));
+			md_manage_set_state(mm->sb, s->events, s->max_dev, s->roles);
 			err_clear();
 			r = md_super_write(mm->vol, mm->sb);
 		}
@@ -600,13 +598,10 @@ int cmd_add(int argc, char **argv)
 	nsb->data_size = sectors - f->data_offset;
 	nsb->feature_map &= ~(MD_FEATURE_RECOVERY_OFFSET | MD_FEATURE_REPLACEMENT |
 	                      MD_FEATURE_BAD_BLOCKS | MD_FEATURE_RECOVERY_BITMAP);
-	if (role != MD_ROLE_SPARE)
-		nsb->feature_map |= MD_FEATURE_RECOVERY_OFFSET;
 	nsb->recovery_offset = 0;
-	nsb->events = s.events;
-	nsb->utime = (uint64_t)time(NULL);
-	nsb->max_dev = s.max_dev;
-	memcpy(nsb->roles, s.roles, sizeof(s.roles));
+	if (role != MD_ROLE_SPARE)
+		md_manage_mark_recovering(nsb, s.roles, role);
+	md_manage_set_state(nsb, s.events, s.max_dev, s.roles);
 	((struct md_sb1 *)nsb->raw)->devflags = 0;
 	((struct md_sb1 *)nsb->raw)->cnt_corrected_read = 0;
 	r = random_fill(nsb->device_uuid, 16);
@@ -674,17 +669,8 @@ static int rb_checkpoint(struct rb_progress *p, uint64_t done)
 
 	for (unsigned i = 0; i < s->n && r == 0; i++) {
 		struct rb_member *mm = &s->m[i];
-		if (!mm->target || mm->sb->recovery_offset * 512 >= done)
-			continue;
-		r = vol_flush(mm->vol);
-		if (r == 0) {
-			mm->sb->recovery_offset = done / 512;
-			mm->sb->utime = (uint64_t)time(NULL);
-			err_clear();
-			r = md_super_write(mm->vol, mm->sb);
-		} else {
-			r = err_set(r, "%s: flush: %s", mm->spec, strerror(-r));
-		}
+		if (mm->target)
+			r = md_manage_checkpoint(mm->vol, mm->sb, done);
 	}
 	if (r == 0)
 		p->saved = done;
@@ -763,20 +749,12 @@ static int rebuild_run(char **specs, unsigned n, bool force)
 		nspare++;
 		if (!rb_missing(&s, &first))
 			continue;
-		if (mm->sb->data_size < s.size) {
-			r = err_set(-ENOSPC,
-			            "%s: spare %s is too small (%llu sectors of data, %llu "
-			            "needed)",
-			            s.name, mm->spec, (unsigned long long)mm->sb->data_size,
-			            (unsigned long long)s.size);
+		r = md_manage_promote_spare(mm->sb, s.roles, first, s.size, s.name, mm->spec);
+		if (r < 0)
 			goto fail;
-		}
 		mm->role = first;
 		mm->target = true;
-		mm->sb->feature_map |= MD_FEATURE_RECOVERY_OFFSET;
-		mm->sb->recovery_offset = 0;
 		s.rec[first] = (int)i;
-		s.roles[mm->sb->dev_number] = (uint16_t)first;
 		promoted = true;
 		nspare--;
 	}
@@ -841,8 +819,8 @@ static int rebuild_run(char **specs, unsigned n, bool force)
 		mm = &s.m[s.rec[role]];
 		if (mm->sb->recovery_offset > s.size)
 			mm->sb->recovery_offset = s.size;
-		if (mm->sb->recovery_offset * 512 < p.from)
-			p.from = mm->sb->recovery_offset * 512;
+		if (md_manage_recovery_from(mm->sb, s.size) < p.from)
+			p.from = md_manage_recovery_from(mm->sb, s.size);
 		r = slice_open(mm->vol, mm->sb->data_offset * 512, mm->sb->data_size * 512, false,
 		               mm->spec, &tslice[role]);
 		if (r < 0)
@@ -902,8 +880,7 @@ static int rebuild_run(char **specs, unsigned n, bool force)
 		if (!mm->target)
 			continue;
 		r = vol_flush(mm->vol);
-		mm->sb->feature_map &= ~MD_FEATURE_RECOVERY_OFFSET;
-		mm->sb->recovery_offset = 0;
+		md_manage_recovery_done(mm->sb);
 	}
 	for (unsigned i = 0; i < s.n; i++) {
 		struct rb_member *mm = &s.m[i];

@@ -68,6 +68,8 @@ static void serve_usage(FILE *f)
 		"  --direct               open file members with O_DIRECT\n"
 		"  --key-file FILE        LUKS passphrase file\n"
 		"  --degraded             start arrays that are missing members\n"
+		"  --no-rebuild           do not recover md members online (members being\n"
+		"                         rebuilt and spares are left out; `uraid rebuild`)\n"
 		"NBD:\n"
 		"  --export-name NAME     export name accepted besides \"\" (default \"\")\n"
 		"  --threads N            worker threads per connection (default 16)\n"
@@ -105,7 +107,7 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 {
 	enum { OPT_SOCKET = 256, OPT_PORT, OPT_BIND, OPT_RUN, OPT_STDIO, OPT_PIDFILE,
 	       OPT_DIRECT, OPT_KEYFILE, OPT_DEGRADED, OPT_THREADS, OPT_EXPORT, OPT_MAXCONN,
-	       OPT_HSTIMEOUT };
+	       OPT_HSTIMEOUT, OPT_NOREBUILD };
 	static const struct option lo[] = {
 		{ "socket", required_argument, NULL, OPT_SOCKET },
 		{ "port", required_argument, NULL, OPT_PORT },
@@ -118,6 +120,7 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 		{ "direct", no_argument, NULL, OPT_DIRECT },
 		{ "key-file", required_argument, NULL, OPT_KEYFILE },
 		{ "degraded", no_argument, NULL, OPT_DEGRADED },
+		{ "no-rebuild", no_argument, NULL, OPT_NOREBUILD },
 		{ "threads", required_argument, NULL, OPT_THREADS },
 		{ "export-name", required_argument, NULL, OPT_EXPORT },
 		{ "max-connections", required_argument, NULL, OPT_MAXCONN },
@@ -170,6 +173,9 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 			break;
 		case OPT_DEGRADED:
 			a->stack.run_degraded = true;
+			break;
+		case OPT_NOREBUILD:
+			a->stack.no_recovery = true;
 			break;
 		case OPT_THREADS:
 			if (parse_uint(optarg, 1, 1024, &a->nbd.threads) < 0) {

@@ -35,7 +35,8 @@ static int stack_assemble_md(struct vol **members, int n,
 			     const struct stack_opts *o, struct vol **top)
 {
 	struct md_assemble_opts mo = { .readonly = o->readonly,
-				       .run_degraded = o->run_degraded };
+				       .run_degraded = o->run_degraded,
+				       .no_recovery = o->no_recovery };
 	struct vol **vols = NULL;
 	int nvols = 0, r;
 

@@ -14,6 +14,7 @@ struct stack_opts {
 	bool readonly;        /* open everything read-only; change no byte */
 	bool direct;          /* O_DIRECT on file members */
 	bool run_degraded;    /* start an array that is missing members */
+	bool no_recovery;     /* no online recovery: leave out spares and members being rebuilt */
 	bool raw;             /* do not probe: export the single member as is */
 	bool no_luks;         /* assemble arrays but do not unlock LUKS */
 	const char *key_file; /* passphrase file for LUKS, or NULL to ask */

@@ -26,11 +26,14 @@
 #include "core/exec.h"
 #include "core/log.h"
 
+#include "raid_rebuild.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 enum raid_op { RAID_READ, RAID_WRITE, RAID_TRIM, RAID_ZERO };
 
@@ -473,7 +476,24 @@ out:
 	return r;
 }
 
-/* Write, trim or zero [off, off+len) on every live copy. */
+int raid_read_members(struct raid_array *a, char *buf, uint64_t len, uint64_t off)
+{
+	return raid_read_direct(a, buf, len, off);
+}
+
+/* A write to a role being recovered failed: the recovery of that role
+ * is over (the md layer aborts it); the request does not fail for it. */
+static void raid_rec_target_failed(struct raid_array *a, unsigned role, int err)
+{
+	int zero = 0;
+
+	if (atomic_compare_exchange_strong(&a->m[role].rec_err, &zero, err < 0 ? err : -EIO))
+		log_warn("%s: member %u (%s), being recovered, failed: %s", a->vol.name, role,
+			 a->m[role].vol->name, strerror(err < 0 ? -err : EIO));
+}
+
+/* Write, trim or zero [off, off+len) on every live copy, and on the
+ * copies of roles being recovered (which do not count as live). */
 static int raid_modify(struct raid_array *a, enum raid_op op, const char *buf,
 		       uint64_t len, uint64_t off, unsigned flags)
 {
@@ -498,9 +518,11 @@ static int raid_modify(struct raid_array *a, enum raid_op op, const char *buf,
 		unsigned live = 0;
 		a->lvl->map(a->priv, &a->g, ext[i].aoff, ext[i].len, loc, &nc);
 		for (unsigned c = 0; c < nc; c++) {
-			if (atomic_load(&a->m[loc[c].role].failed))
+			struct raid_member *m = &a->m[loc[c].role];
+			bool rec = atomic_load(&m->recovering);
+			if (atomic_load(&m->failed) && !rec)
 				continue;
-			live++;
+			live += !rec;
 			raid_sub_add(&q, last, loc[c].role, (unsigned)i, loc[c].off,
 				     ext[i].len,
 				     buf ? (char *)buf + (ext[i].aoff - off) : NULL);
@@ -514,9 +536,14 @@ static int raid_modify(struct raid_array *a, enum raid_op op, const char *buf,
 		goto out;
 	for (unsigned i = 0; i < q.nsubs; i++) {
 		struct raid_sub *s = &q.subs[i];
+		bool rec = atomic_load(&a->m[s->role].recovering);
 		if (!s->err) {
-			for (unsigned e = s->e_first; e <= s->e_last; e++)
+			for (unsigned e = s->e_first; e <= s->e_last && !rec; e++)
 				ext[e].ok++;
+			continue;
+		}
+		if (rec) {
+			raid_rec_target_failed(a, s->role, s->err);
 			continue;
 		}
 		if (raid_err_is_request(s->err)) {
@@ -554,23 +581,174 @@ static int raid_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
 	return raid_read_direct(a, buf, len, off);
 }
 
+/* ---- online recovery: the barrier between writes and the rebuild ----
+ *
+ * While a role is recovered the array serves as usual; what changes for a
+ * write (raid_rec_enter/leave, around every write, trim and zeroing):
+ *   - RAID1/10: it goes to the recovering copies too, everywhere (as md
+ *     does), so nothing the rebuild has passed goes stale.  Its range is
+ *     the member offsets it covers on those roles.
+ *   - RAID5/6: the parity path (raid_parity.c) leaves the recovering role
+ *     out as if it were gone; once the write is on the members, the rows
+ *     it touched below the recovery point are rebuilt onto the target
+ *     (raid_rebuild_rows).  Its range is its stripe rows, and it is alone
+ *     in them (excl) from before its first member write to after that
+ *     rebuild, so that a rebuild of a row never reads another write's
+ *     half-written stripe.
+ *   - either way it never overlaps the rebuild's window (md's resync
+ *     barrier): a write into the window waits until the rebuild has moved
+ *     on, and the rebuild waits for writes in flight there before it reads
+ *     the window, so it never writes data older than a write that
+ *     completed over data the write put there.
+ * With no recovery running a write only counts itself in wr_fast (one
+ * atomic add and sub): raid_recover_begin sets rec_on and waits for those
+ * counted before to finish, so every write either saw rec_on or is over. */
+
+static bool raid_rec_overlap(uint64_t lo, uint64_t hi, uint64_t lo2, uint64_t hi2)
+{
+	return lo < hi && lo2 < hi2 && lo < hi2 && lo2 < hi;
+}
+
+/* The member range a write of [off, off+len) registers (see above). */
+static void raid_rec_range(struct raid_array *a, uint64_t len, uint64_t off,
+			   struct raid_rec_io *io)
+{
+	struct raid_loc loc[RAID_MAX_COPIES];
+	unsigned nc;
+
+	io->lo = UINT64_MAX;
+	io->hi = 0;
+	while (len > 0) {
+		uint64_t n = a->lvl->map(a->priv, &a->g, off, len, loc, &nc);
+		for (unsigned c = 0; c < nc; c++) {
+			uint64_t lo = loc[c].off, hi = loc[c].off + n;
+			if (a->lvl->parity) {
+				lo -= lo % a->g.chunk;
+				hi = lo + a->g.chunk;
+			} else if (!atomic_load(&a->m[loc[c].role].recovering)) {
+				continue;
+			}
+			io->lo = lo < io->lo ? lo : io->lo;
+			io->hi = hi > io->hi ? hi : io->hi;
+		}
+		off += n;
+		len -= n;
+	}
+}
+
+static bool raid_rec_blocked(struct raid_array *a, const struct raid_rec_io *io)
+{
+	struct raid_rec *rc = &a->rec;
+
+	if (rc->lo < rc->hi && (rc->lo == 0 && rc->hi == UINT64_MAX))
+		return true; /* the whole array: a recovery ends or begins */
+	if (raid_rec_overlap(io->lo, io->hi, rc->lo, rc->hi))
+		return true;
+	if (!io->excl)
+		return false;
+	for (struct raid_rec_io *o = rc->io; o; o = o->next)
+		if (o->excl && raid_rec_overlap(io->lo, io->hi, o->lo, o->hi))
+			return true;
+	return false;
+}
+
+/* Before a write: true if it registered (recovery on), false if it only
+ * counted itself in wr_fast. */
+static bool raid_rec_enter(struct raid_array *a, struct raid_rec_io *io, uint64_t len,
+			   uint64_t off)
+{
+	struct raid_rec *rc = &a->rec;
+
+	atomic_fetch_add(&a->wr_fast, 1);
+	if (!atomic_load(&a->rec_on))
+		return false;
+	atomic_fetch_sub(&a->wr_fast, 1);
+	raid_rec_range(a, len, off, io);
+	io->excl = a->lvl->parity != 0;
+	pthread_mutex_lock(&rc->lock);
+	while (raid_rec_blocked(a, io))
+		pthread_cond_wait(&rc->cond, &rc->lock);
+	io->next = rc->io;
+	rc->io = io;
+	pthread_mutex_unlock(&rc->lock);
+	return true;
+}
+
+/* After a write that returned r: on a parity level, rebuild the rows it
+ * touched below the recovery point onto the targets; then unregister. */
+static int raid_rec_leave(struct raid_array *a, struct raid_rec_io *io, bool reg, int r)
+{
+	struct raid_rec *rc = &a->rec;
+
+	if (!reg) {
+		atomic_fetch_sub(&a->wr_fast, 1);
+		return r;
+	}
+	pthread_mutex_lock(&rc->lock);
+	uint64_t point = rc->point;
+	pthread_mutex_unlock(&rc->lock);
+	if (io->excl && io->lo < io->hi && io->lo < point) {
+		uint64_t hi = io->hi < point ? io->hi : point;
+		int e = raid_rebuild_rows(a, io->lo, hi);
+		/* The target now misses what this write changed: its
+		 * recovery is over (the write itself stands). */
+		for (unsigned i = 0; e < 0 && i < a->n; i++)
+			if (atomic_load(&a->m[i].recovering))
+				raid_rec_target_failed(a, i, e);
+	}
+	pthread_mutex_lock(&rc->lock);
+	for (struct raid_rec_io **pp = &rc->io; *pp; pp = &(*pp)->next) {
+		if (*pp == io) {
+			*pp = io->next;
+			break;
+		}
+	}
+	pthread_cond_broadcast(&rc->cond);
+	pthread_mutex_unlock(&rc->lock);
+	return r;
+}
+
+void raid_rec_window(struct raid_array *a, uint64_t lo, uint64_t hi, uint64_t point)
+{
+	struct raid_rec *rc = &a->rec;
+	bool busy = true;
+
+	pthread_mutex_lock(&rc->lock);
+	rc->lo = lo;
+	rc->hi = hi;
+	rc->point = point;
+	pthread_cond_broadcast(&rc->cond);
+	while (lo < hi && busy) {
+		busy = false;
+		for (struct raid_rec_io *o = rc->io; o && !busy; o = o->next)
+			busy = raid_rec_overlap(o->lo, o->hi, lo, hi) ||
+			       (lo == 0 && hi == UINT64_MAX);
+		if (busy)
+			pthread_cond_wait(&rc->cond, &rc->lock);
+	}
+	pthread_mutex_unlock(&rc->lock);
+}
+
 static int raid_write(struct vol *v, const void *buf, uint64_t len,
 		      uint64_t off, unsigned flags)
 {
 	struct raid_array *a = to_raid(v);
+	struct raid_rec_io io;
+	bool reg = raid_rec_enter(a, &io, len, off);
 	int r = raid_wb_write(a, buf, len, off, flags);
 
 	if (r != -EAGAIN)
-		return r;
+		return raid_rec_leave(a, &io, reg, r);
 	if (a->lvl->parity) {
 		raid_ra_invalidate(a, len, off);
 		r = raid_parity_write(a, buf, len, off, flags);
 		raid_wb_direct_done(a);
 		/* A write that raced with a read-ahead of the same range. */
 		raid_ra_invalidate(a, len, off);
-		return r;
+		return raid_rec_leave(a, &io, reg, r);
 	}
-	return raid_modify(a, RAID_WRITE, buf, len, off, flags);
+	r = raid_modify(a, RAID_WRITE, buf, len, off, flags);
+	return raid_rec_leave(a, &io, reg, r);
 }
 
 static int raid_trim(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
@@ -580,8 +758,12 @@ static int raid_trim(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
 
 	if (a->lvl->parity)
 		return -ENOTSUP; /* a trimmed chunk would no longer match its parity */
-
-	return r ? r : raid_modify(a, RAID_TRIM, NULL, len, off, flags);
+	if (r)
+		return r;
+	struct raid_rec_io io;
+	bool reg = raid_rec_enter(a, &io, len, off);
+	r = raid_modify(a, RAID_TRIM, NULL, len, off, flags);
+	return raid_rec_leave(a, &io, reg, r);
 }
 
 static int raid_write_zeroes(struct vol *v, uint64_t len, uint64_t off,
@@ -592,10 +774,137 @@ static int raid_write_zeroes(struct vol *v, uint64_t len, uint64_t off,
 
 	if (r)
 		return r;
-	if (a->lvl->parity) /* zeros, parity and all */
+	if (a->lvl->parity) /* zeros, parity and all (raid_write registers) */
 		return flags & VOL_FAST_ZERO ? -ENOTSUP
 					     : vol_write_zeroes_by_writing(v, len, off, flags);
-	return raid_modify(a, RAID_ZERO, NULL, len, off, flags);
+	struct raid_rec_io io;
+	bool reg = raid_rec_enter(a, &io, len, off);
+	/* A recovering member that cannot zero fast: fail before any
+	 * member is zeroed (the client writes zeros instead). */
+	for (unsigned i = 0; reg && (flags & VOL_FAST_ZERO) && i < a->n; i++)
+		if (atomic_load(&a->m[i].recovering) && !(a->m[i].vol->caps & VOL_CAP_FAST_ZERO))
+			return raid_rec_leave(a, &io, reg, -ENOTSUP);
+	r = raid_modify(a, RAID_ZERO, NULL, len, off, flags);
+	return raid_rec_leave(a, &io, reg, r);
+}
+
+/* The bytes of each member a recovery rebuilds. */
+static uint64_t raid_rec_member_bytes(struct raid_array *a)
+{
+	return a->g.dev_size ? a->g.dev_size : a->vol.size;
+}
+
+int raid_recover_begin(struct vol *array, unsigned role, struct vol *target, uint64_t from)
+{
+	struct raid_array *a = raid_array_of(array);
+	struct raid_rec *rc;
+
+	if (!a)
+		return err_set(-EINVAL, "%s is not a RAID array", array->name);
+	rc = &a->rec;
+	if (!a->lvl->redundant)
+		return err_set(-EINVAL, "%s: %s has no redundancy to recover", array->name,
+			       a->lvl->kind);
+	if (role >= a->n || !atomic_load(&a->m[role].failed) ||
+	    atomic_load(&a->m[role].recovering))
+		return err_set(-EINVAL, "%s: role %u is not missing: nothing to recover",
+			       array->name, role);
+	if (target->size < raid_rec_member_bytes(a) || target->block_min > a->vol.block_min)
+		return err_set(-EINVAL, "%s: %s cannot hold role %u (too small, or blocks of %u)",
+			       array->name, target->name, role, target->block_min);
+	uint64_t unit = a->g.chunk ? a->g.chunk : 4096;
+	from -= from % unit;
+	if (rc->n == 0) {
+		/* Write-behind stages pieces for the live copies only: off
+		 * (what it holds written out) until the recovery ends. */
+		rc->wb_mode = raid_wb_mode(a);
+		raid_set_writebehind(array, -1);
+	}
+	/* Another role recovering: writes registered for it may not cover
+	 * this one; none in flight while it joins. */
+	if (rc->n)
+		raid_rec_window(a, 0, UINT64_MAX, rc->point);
+	pthread_mutex_lock(&a->fail_lock);
+	if (a->m[role].vol) {
+		/* A failed member's vol may still be in use by a request
+		 * that failed on it: kept until the array closes. */
+		struct vol **nr = realloc(a->retired, (a->nretired + 1) * sizeof(*nr));
+		if (!nr) {
+			pthread_mutex_unlock(&a->fail_lock);
+			raid_rec_window(a, 0, 0, rc->point);
+			return -ENOMEM;
+		}
+		a->retired = nr;
+		a->retired[a->nretired++] = a->m[role].vol;
+	}
+	a->m[role].vol = target;
+	atomic_store(&a->m[role].rec_err, 0);
+	atomic_store(&a->m[role].ns_per_mib, 0);
+	atomic_store(&a->m[role].recovering, true);
+	pthread_mutex_unlock(&a->fail_lock);
+	pthread_mutex_lock(&rc->lock);
+	rc->point = rc->n == 0 || from < rc->point ? from : rc->point;
+	rc->n++;
+	rc->lo = rc->hi = 0; /* the window taken above, if any */
+	pthread_cond_broadcast(&rc->cond);
+	pthread_mutex_unlock(&rc->lock);
+	atomic_store(&a->rec_on, true);
+	/* Writes that did not see rec_on: over before the rebuild reads. */
+	while (atomic_load(&a->wr_fast) > 0)
+		usleep(200);
+	raid_wb_barrier(a);
+	log_info("%s: member %u (%s) is being recovered from %llu bytes on", array->name, role,
+		 target->name, (unsigned long long)from);
+	return 0;
+}
+
+/* End the recovery of role: in sync, or failed. */
+static int raid_recover_end(struct raid_array *a, unsigned role, bool in_sync)
+{
+	struct raid_rec *rc = &a->rec;
+	int r = 0;
+
+	if (role >= a->n || !atomic_load(&a->m[role].recovering))
+		return -EINVAL;
+	/* No write in flight while the role changes state. */
+	raid_rec_window(a, 0, UINT64_MAX, rc->point);
+	if (in_sync && atomic_load(&a->m[role].rec_err))
+		in_sync = false, r = -EIO;
+	pthread_mutex_lock(&a->fail_lock);
+	atomic_store(&a->m[role].recovering, false);
+	if (in_sync)
+		atomic_store(&a->m[role].failed, false);
+	pthread_mutex_unlock(&a->fail_lock);
+	if (in_sync && a->lvl->parity)
+		raid_parity_forget(a, 0, UINT64_MAX);
+	pthread_mutex_lock(&rc->lock);
+	bool last = --rc->n == 0;
+	pthread_mutex_unlock(&rc->lock);
+	if (last) {
+		atomic_store(&a->rec_on, false);
+		raid_set_writebehind(&a->vol, rc->wb_mode);
+	}
+	raid_rec_window(a, 0, 0, rc->point);
+	return r;
+}
+
+int raid_recover_finish(struct vol *array, unsigned role)
+{
+	struct raid_array *a = raid_array_of(array);
+	return a ? raid_recover_end(a, role, true) : -EINVAL;
+}
+
+void raid_recover_abort(struct vol *array, unsigned role)
+{
+	struct raid_array *a = raid_array_of(array);
+	if (a)
+		raid_recover_end(a, role, false);
+}
+
+int raid_recover_error(struct vol *array, unsigned role)
+{
+	struct raid_array *a = raid_array_of(array);
+	return a && role < a->n ? atomic_load(&a->m[role].rec_err) : 0;
 }
 
 struct raid_flush {
@@ -626,14 +935,18 @@ static int raid_flush(struct vol *v)
 	f.err = calloc(a->n, sizeof(*f.err));
 	if (!f.roles || !f.err)
 		goto out;
+	/* Recovering members too: what a client flushed below their
+	 * recovery point must be durable there as well. */
 	for (unsigned i = 0; i < a->n; i++)
-		if (!atomic_load(&a->m[i].failed))
+		if (!atomic_load(&a->m[i].failed) || atomic_load(&a->m[i].recovering))
 			f.roles[n++] = i;
 	r = exec_parallel(n, raid_flush_one, &f);
 	for (unsigned i = 0; i < n && r == 0; i++) {
 		if (!f.err[i])
 			continue;
-		if (raid_err_is_request(f.err[i]))
+		if (atomic_load(&a->m[f.roles[i]].recovering))
+			raid_rec_target_failed(a, f.roles[i], f.err[i]);
+		else if (raid_err_is_request(f.err[i]))
 			r = f.err[i];
 		else if (raid_member_fail(a, f.roles[i], f.err[i], false) < 0)
 			r = f.err[i];
@@ -652,8 +965,13 @@ static void raid_close(struct vol *v)
 	raid_ra_destroy(a);
 	for (unsigned i = 0; i < a->n; i++)
 		vol_close(a->m[i].vol);
+	for (unsigned i = 0; i < a->nretired; i++)
+		vol_close(a->retired[i]);
+	free(a->retired);
 	a->lvl->free(a->priv);
 	pthread_mutex_destroy(&a->fail_lock);
+	pthread_mutex_destroy(&a->rec.lock);
+	pthread_cond_destroy(&a->rec.cond);
 	raid_parity_destroy(a);
 	free(a->m);
 	vol_fini(v);
@@ -824,6 +1142,8 @@ int raid_open(const struct raid_geom *g, struct vol **members,
 	if (!a->m)
 		goto out_priv;
 	pthread_mutex_init(&a->fail_lock, NULL);
+	pthread_mutex_init(&a->rec.lock, NULL);
+	pthread_cond_init(&a->rec.cond, NULL);
 	if (lvl->parity) {
 		r = raid_parity_init(a);
 		if (r < 0)
@@ -882,6 +1202,8 @@ out_vol:
 out_lock:
 	raid_parity_destroy(a);
 	pthread_mutex_destroy(&a->fail_lock);
+	pthread_mutex_destroy(&a->rec.lock);
+	pthread_cond_destroy(&a->rec.cond);
 	free(a->m);
 out_priv:
 	lvl->free(a->priv);

@@ -73,6 +73,35 @@ struct raid_member {
 	atomic_uint_fast64_t last_end; /* where its last request ended */
 	/* read throughput estimate (ns per MiB), for read-ahead eligibility */
 	atomic_uint_fast64_t ns_per_mib;
+	/* Being recovered online (raid_recover_begin): failed stays true, so
+	 * reads and redundancy counts never rely on it, but writes go to it
+	 * (RAID1/10) or are rebuilt onto it (RAID5/6, raid_rec_leave). */
+	atomic_bool recovering;
+	atomic_int rec_err; /* first write error on it while recovering */
+};
+
+/* A write registered with online recovery: the member offsets it covers
+ * on the roles being recovered (RAID1/10), or of its stripe rows (RAID5/6,
+ * whole chunks).  lo >= hi: none. */
+struct raid_rec_io {
+	uint64_t lo, hi;
+	bool excl; /* parity levels: alone in its rows (see raid.c) */
+	bool below; /* rows under the recovery point: rebuilt onto the targets after */
+	struct raid_rec_io *next;
+};
+
+/* Online recovery state (raid.c): md's resync barrier.  The rebuild owns
+ * the window [lo, hi) of member offsets: a write that would touch it waits,
+ * and the rebuild waits for the writes in flight there before it reads.
+ * Below point every target holds what it should. */
+struct raid_rec {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	uint64_t lo, hi;
+	uint64_t point;
+	struct raid_rec_io *io; /* writes in flight, registered */
+	int wb_mode;            /* write-behind's mode before recovery began */
+	unsigned n;             /* roles being recovered */
 };
 
 struct raid_ra; /* read-ahead state (raid_ra.c) */
@@ -93,6 +122,14 @@ struct raid_array {
 	struct raid_ra *ra;        /* NULL without read-ahead */
 	struct raid_wb *wb;        /* NULL without write-behind */
 	atomic_uint view_next;     /* the copy the next view starts from */
+	/* Online recovery: rec_on says writes must register (rec);
+	 * writes that saw it off are counted in wr_fast, so that turning it
+	 * on can wait for them (raid_recover_begin). */
+	atomic_bool rec_on;
+	atomic_int wr_fast;
+	struct raid_rec rec;
+	struct vol **retired; /* failed members replaced by a spare */
+	unsigned nretired;
 };
 
 /* ---- the engine (raid.c), for the stages below ---- */
@@ -115,6 +152,20 @@ bool raid_err_is_request(int err);
 int raid_member_fail(struct raid_array *a, unsigned role, int err, bool by_user);
 /* The array behind v, or NULL if v is not one. */
 struct raid_array *raid_array_of(struct vol *v);
+/* Read [off, off+len) from the members (no read-ahead, no write-behind
+ * wait): what the rebuild reads through. */
+int raid_read_members(struct raid_array *a, char *buf, uint64_t len, uint64_t off);
+
+/* ---- online recovery (raid.c, raid_rebuild.c) ---- */
+
+/* The rebuild's window moves to [lo, hi) with every target rebuilt below
+ * point: writes into it wait from now on, and this returns once none is
+ * in flight there.  lo >= hi clears it. */
+void raid_rec_window(struct raid_array *a, uint64_t lo, uint64_t hi, uint64_t point);
+/* Rebuild member offsets [lo, hi) (whole chunks) of every role being
+ * recovered from the others, and write them there (raid_rebuild.c): a
+ * parity write below the recovery point calls it for its rows. */
+int raid_rebuild_rows(struct raid_array *a, uint64_t lo, uint64_t hi);
 
 /* ---- parity levels (raid_parity.c) ---- */
 
@@ -235,6 +286,8 @@ int raid_wb_write(struct raid_array *a, const char *buf, uint64_t len,
 void raid_wb_direct_done(struct raid_array *a);
 /* Wait until every staged piece is written; 0 or the sticky error. */
 int raid_wb_barrier(struct raid_array *a);
+/* The mode raid_set_writebehind() last set (-1 without write-behind). */
+int raid_wb_mode(struct raid_array *a);
 /* Wait until no staged piece holds any of [off, off+len). */
 void raid_wb_wait_range(struct raid_array *a, uint64_t len, uint64_t off);
 /* Parity levels, for tests: how many stripes pieces have held whole (the

@@ -109,7 +109,7 @@ static int rb56_fill(const struct rb *rb, struct rb_row_scratch *s, uint64_t row
 	for (unsigned d = 0; d < rb->ndata; d++) {
 		a->lvl->stripe(a->priv, &a->g, row_off + d * chunk, &s->st);
 		if (s->st.data[s->st.target] == t)
-			return vol_read(&a->vol, out, chunk, row_off + d * chunk);
+			return raid_read_members(a, out, chunk, row_off + d * chunk);
 		s->place[d] = s->st.target;
 	}
 	/* t holds P or Q: both from the row's data (a gone data chunk of
@@ -118,7 +118,7 @@ static int rb56_fill(const struct rb *rb, struct rb_row_scratch *s, uint64_t row
 		if (posix_memalign((void **)&s->row, 4096, chunk * rb->ndata) ||
 		    posix_memalign((void **)&s->pq, 4096, 2 * chunk))
 			return -ENOMEM;
-		r = vol_read(&a->vol, s->row, chunk * rb->ndata, row_off);
+		r = raid_read_members(a, s->row, chunk * rb->ndata, row_off);
 		if (r < 0)
 			return r;
 		for (unsigned d = 0; d < rb->ndata; d++)
@@ -163,7 +163,7 @@ static int rb_fill_row(void *arg, unsigned i)
 			if (c == UINT64_MAX)
 				memset(out, 0, chunk);
 			else
-				r = vol_read(&rb->a->vol, out, chunk, c * chunk);
+				r = raid_read_members(rb->a, out, chunk, c * chunk);
 		}
 	}
 	if (s) {
@@ -372,7 +372,7 @@ static int rb_fill(const struct rb *rb, char *buf, uint64_t w0, uint64_t len)
 		if (have > len)
 			have = len;
 		memset(buf + have, 0, len - have);
-		r = have ? vol_read(&a->vol, buf, have, w0) : 0;
+		r = have ? raid_read_members(a, buf, have, w0) : 0;
 		for (unsigned k = 1; k < rb->nt && r == 0; k++)
 			memcpy(buf + k * rb->piece, buf, len);
 	} else {
@@ -383,6 +383,24 @@ static int rb_fill(const struct rb *rb, char *buf, uint64_t w0, uint64_t len)
 		return err_set(r, "%s: reading what member offset %llu holds: %s", a->vol.name,
 		               (unsigned long long)w0, strerror(-r));
 	return 0;
+}
+
+/* Write target k's part of a piece; online, a failure is the target's. */
+static int rb_write_target(const struct rb *rb, unsigned k, const char *buf, uint64_t len,
+                           uint64_t off)
+{
+	unsigned role = rb->role[k];
+	struct vol *v = rb->targets[role];
+	int r = vol_write(v, buf, len, off, 0);
+
+	if (r == 0)
+		return 0;
+	if (rb->a->m[role].vol == v && atomic_load(&rb->a->m[role].recovering)) {
+		int zero = 0;
+		atomic_compare_exchange_strong(&rb->a->m[role].rec_err, &zero, r);
+	}
+	return err_set(r, "%s: writing %llu bytes at %llu: %s", v->name, (unsigned long long)len,
+	               (unsigned long long)off, strerror(-r));
 }
 
 /* One step: write piece w (buffer wbuf) to the targets while the next
@@ -403,15 +421,58 @@ static int rb_step_one(void *arg, unsigned i)
 		s->err[1] = rb_fill(rb, s->fbuf, s->f0, s->flen);
 		return 0;
 	}
-	for (unsigned k = 0; k < rb->nt && !s->err[0]; k++) {
-		struct vol *v = rb->targets[rb->role[k]];
-		int r = vol_write(v, s->wbuf + k * rb->piece, s->wlen, s->w0, 0);
-		if (r < 0)
-			s->err[0] = err_set(r, "%s: writing %llu bytes at %llu: %s", v->name,
-			                    (unsigned long long)s->wlen, (unsigned long long)s->w0,
-			                    strerror(-r));
-	}
+	for (unsigned k = 0; k < rb->nt && !s->err[0]; k++)
+		s->err[0] = rb_write_target(rb, k, s->wbuf + k * rb->piece, s->wlen, s->w0);
 	return 0;
+}
+
+static void rb_geometry(struct rb *rb)
+{
+	struct raid_array *a = rb->a;
+
+	if (a->g.level != 1) {
+		rb->chunk = a->g.chunk;
+		rb->ndata = a->n - a->lvl->parity;
+		rb->chunks = a->vol.size / (rb->chunk * (a->lvl->parity ? rb->ndata : 1));
+	}
+}
+
+int raid_rebuild_rows(struct raid_array *a, uint64_t lo, uint64_t hi)
+{
+	struct rb rb = {.a = a};
+	struct vol **targets = calloc(a->n, sizeof(*targets));
+	char *buf = NULL;
+	int r = -ENOMEM;
+
+	rb.role = calloc(a->n, sizeof(*rb.role));
+	if (!targets || !rb.role)
+		goto out;
+	for (unsigned i = 0; i < a->n; i++) {
+		if (!atomic_load(&a->m[i].recovering))
+			continue;
+		targets[i] = a->m[i].vol;
+		rb.role[rb.nt++] = i;
+	}
+	rb.targets = targets;
+	rb_geometry(&rb);
+	uint64_t unit = rb.chunk ? rb.chunk : 4096;
+	lo -= lo % unit;
+	hi = (hi + unit - 1) / unit * unit;
+	r = 0;
+	if (!rb.nt || lo >= hi)
+		goto out;
+	rb.piece = hi - lo;
+	r = -ENOMEM;
+	if (posix_memalign((void **)&buf, 4096, rb.nt * rb.piece))
+		goto out;
+	r = rb_fill(&rb, buf, lo, rb.piece);
+	for (unsigned k = 0; k < rb.nt && r == 0; k++)
+		r = rb_write_target(&rb, k, buf + k * rb.piece, rb.piece, lo);
+out:
+	free(buf);
+	free(targets);
+	free(rb.role);
+	return r;
 }
 
 int raid_rebuild(struct vol *array, struct vol *const *targets, uint64_t from, uint64_t to,
@@ -433,10 +494,13 @@ int raid_rebuild(struct vol *array, struct vol *const *targets, uint64_t from, u
 	rb.role = calloc(a->n, sizeof(*rb.role));
 	if (!rb.role)
 		return -ENOMEM;
+	bool online = false;
 	for (unsigned i = 0; i < a->n; i++) {
 		if (!targets[i])
 			continue;
-		if (a->m[i].vol) {
+		if (a->m[i].vol == targets[i] && atomic_load(&a->m[i].recovering)) {
+			online = true;
+		} else if (a->m[i].vol) {
 			r = err_set(-EINVAL, "%s: role %u is in the array: it cannot be a target",
 			            array->name, i);
 			goto out;
@@ -452,18 +516,18 @@ int raid_rebuild(struct vol *array, struct vol *const *targets, uint64_t from, u
 	if (!rb.nt || from == to)
 		goto out;
 	rb.piece = raid_rebuild_piece(array);
-	if (a->g.level != 1) {
-		rb.chunk = a->g.chunk;
-		rb.ndata = a->n - a->lvl->parity;
-		rb.chunks = a->vol.size / (rb.chunk * (a->lvl->parity ? rb.ndata : 1));
-	}
+	rb_geometry(&rb);
 	from -= from % rb.piece;
 	r = -ENOMEM;
 	if (posix_memalign((void **)&buf[0], 4096, rb.nt * rb.piece) ||
 	    posix_memalign((void **)&buf[1], 4096, rb.nt * rb.piece))
 		goto out;
+	/* Online, the window covers every piece from before it is read until
+	 * it is written: the piece being written and the one being filled. */
 	uint64_t w = from, len = to - w < rb.piece ? to - w : rb.piece;
 	unsigned cur = 0;
+	if (online)
+		raid_rec_window(a, w, w + len, w);
 	r = rb_fill(&rb, buf[cur], w, len);
 	while (r == 0 && w < to) {
 		uint64_t next = w + len;
@@ -474,6 +538,8 @@ int raid_rebuild(struct vol *array, struct vol *const *targets, uint64_t from, u
 		                    .wlen = len,
 		                    .f0 = next,
 		                    .flen = to - next < rb.piece ? to - next : rb.piece};
+		if (online && s.flen)
+			raid_rec_window(a, w, next + s.flen, w);
 		r = exec_parallel(s.flen ? 2 : 1, rb_step_one, &s);
 		if (r == 0)
 			r = s.err[0];
@@ -482,12 +548,16 @@ int raid_rebuild(struct vol *array, struct vol *const *targets, uint64_t from, u
 		w = next;
 		len = s.flen;
 		cur = !cur;
+		if (online)
+			raid_rec_window(a, w, w + len, w);
 		if (progress && progress(ctx, w)) {
 			r = -EINTR;
 			break;
 		}
 		r = s.err[1];
 	}
+	if (online)
+		raid_rec_window(a, 0, 0, w);
 out:
 	free(buf[0]);
 	free(buf[1]);

@@ -1,10 +1,14 @@
 /* raid_rebuild.h — putting a lost member's data back (md's "recovery").
  *
- * The array is opened (raid_open) with the roles to rebuild missing, so
- * that its reads never touch them and rebuild what lay on them; the
- * targets are the new members' data areas, written only.  Member offsets
- * are what md counts recovery_offset in: bytes of a member's data area
- * (sectors on disk), the same on every member. */
+ * Offline (uraid rebuild): the array is opened (raid_open) with the roles
+ * to rebuild missing, so that its reads never touch them and rebuild what
+ * lay on them; the targets are the new members' data areas, written only.
+ * Online (uraid serve): the array runs, and raid_recover_begin() gives a
+ * missing role its new member as "recovering": written by clients, never
+ * read; raid_rebuild() onto it then runs beside client I/O, behind a
+ * barrier that keeps it from writing data older than a client's (raid.c).
+ * Member offsets are what md counts recovery_offset in: bytes of a
+ * member's data area (sectors on disk), the same on every member. */
 #ifndef URAID_RAID_REBUILD_H
 #define URAID_RAID_REBUILD_H
 
@@ -18,12 +22,35 @@ typedef int (*raid_rebuild_progress_fn)(void *ctx, uint64_t done);
  * raid_disks entries), what that role holds at member offsets [from, to):
  * a RAID1/10 block copied from a live copy, a RAID5/6 data chunk rebuilt
  * from the rest of its stripe, P and Q recomputed from the data.  Each
- * target role must be missing from array; from and to are multiples of
+ * target role must be missing from array, or be recovering with targets[role]
+ * its member (online: then the rebuild keeps its window clear of client
+ * writes, and a failed target write is recorded for raid_recover_error);
+ * from and to are multiples of
  * 4096, to at most the targets' size.  Pieces go out in member order.
  * Returns 0, -EINTR when progress asked to stop (everything before the
  * last done it was given is written), or -errno with err_set() detail. */
 int raid_rebuild(struct vol *array, struct vol *const *targets, uint64_t from, uint64_t to,
                  raid_rebuild_progress_fn progress, void *ctx);
+
+/* ---- online recovery ---- */
+
+/* Role (missing or failed) of the running array gets target (its data
+ * area: the array owns it from now on) as a recovering member, holding
+ * what it should below member offset from (rounded down to a chunk):
+ * client writes go to it (or, RAID5/6, are rebuilt onto it below the
+ * recovery point), reads never use it.  Write-behind is off until the
+ * last recovery ends.  Not while raid_rebuild() runs on the array (call
+ * it between rebuilds).  0 or -errno with err_set(). */
+int raid_recover_begin(struct vol *array, unsigned role, struct vol *target, uint64_t from);
+/* Role's rebuild reached the end (every byte written and flushed): it is
+ * an in-sync member from now on.  -EIO (and it stays failed) if a write to
+ * it failed meanwhile. */
+int raid_recover_finish(struct vol *array, unsigned role);
+/* Give up role's recovery: it is a failed member again, never written. */
+void raid_recover_abort(struct vol *array, unsigned role);
+/* 0, or the first error a write to recovering role met (then its recovery
+ * is to be aborted: it misses data). */
+int raid_recover_error(struct vol *array, unsigned role);
 
 /* The piece raid_rebuild() works in for array (a multiple of its chunk):
  * where a resumed rebuild can start. */

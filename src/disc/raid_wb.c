@@ -752,3 +752,8 @@ int raid_set_writebehind(struct vol *array, int mode)
 	pthread_mutex_unlock(&a->wb->lock);
 	return 0;
 }
+
+int raid_wb_mode(struct raid_array *a)
+{
+	return a->wb ? atomic_load(&a->wb->mode) : -1;
+}

@@ -213,6 +213,9 @@ void md_uuid_format(const uint8_t uuid[16], char out[36]);
 struct md_assemble_opts {
 	bool readonly;     /* never write a byte, not even events or utime */
 	bool run_degraded; /* start redundant arrays with members missing */
+	bool no_recovery;  /* writable, but no online recovery: members under
+	                    * recovery and spares are left out, as read-only
+	                    * starts leave them */
 };
 
 /* Find the md arrays on vols[0..n) and assemble them, repeatedly, so that
@@ -227,7 +230,10 @@ struct md_assemble_opts {
  * written to (marked active first, as md does), when a member fails (the
  * member is marked faulty in the survivors, events + 1) and when it is
  * closed (marked clean again).  A redundant array found unclean is
- * resynced (copies made to agree) before a writable start returns. */
+ * resynced (copies made to agree) before a writable start returns.  A
+ * writable start also recovers members found under recovery, in the
+ * background while the array serves, and keeps the spares given for roles
+ * that fail (unless no_recovery; see md_assemble.c and md_manage.h). */
 int md_assemble_all(struct vol **vols, int n, const struct md_assemble_opts *o, struct vol ***out,
                     int *nout);
 

@@ -11,13 +11,27 @@
  *     events + 1, so it is recognised as stale if it comes back;
  *   - close: marked clean again (resync_offset = MaxSector, events + 1);
  *   - a redundant array found unclean is resynced before a writable start
- *     returns (md_resync); a read-only one stays marked unclean.
- * Read-only arrays never write.  Assembly writes nothing, except that
- * resync of an unclean array. */
+ *     returns (md_resync); a read-only one stays marked unclean;
+ *   - online recovery (writable starts): a member found under recovery
+ *     (feature RECOVERY_OFFSET: `uraid add --no-rebuild`, an interrupted
+ *     rebuild, the kernel's) takes its role as "recovering" before the
+ *     array is served, and a thread rebuilds it while the array serves
+ *     (raid_recover_begin, raid_rebuild); spares given with the array
+ *     stand by, and take a role that is gone (failed now, or already
+ *     recorded as failed), as md's hot spares do.  The rebuild saves its
+ *     recovery_offset every 64 MiB and when the array closes, and on
+ *     completion the member is in sync (events + 1 everywhere).  The
+ *     superblock transitions are md_manage.c's.
+ * Read-only arrays never write, recover nor take spares: they leave out
+ * spares and members under recovery.  Assembly writes nothing, except
+ * that resync of an unclean array and the recovery offsets of members a
+ * rebuild is about to restart below them. */
 #include "md.h"
+#include "md_manage.h"
 
 #include "core/log.h"
 #include "disc/raid.h"
+#include "disc/raid_rebuild.h"
 #include "disc/slice.h"
 
 #include <errno.h>
@@ -29,6 +43,7 @@
 #include <time.h>
 
 #define MD_NEST_MAX 8 /* arrays inside arrays, at most */
+#define MD_REC_CHECKPOINT (64ull << 20) /* recovery_offset saved this often */
 
 /* Features we cannot serve correctly: refuse rather than corrupt. */
 #define MD_FEATURE_REFUSED                                                                         \
@@ -39,6 +54,9 @@ struct md_member {
 	struct vol *vol; /* the whole member; NULL when missing */
 	struct md_super *sb;
 	bool failed;
+	bool recovering;   /* being rebuilt online (its sb says so) */
+	struct vol *slice; /* its data area (being recovered) */
+	bool slice_given;  /* the RAID vol owns slice */
 };
 
 struct md_array {
@@ -54,6 +72,19 @@ struct md_array {
 	uint64_t events;
 	uint32_t max_dev;
 	uint16_t roles[MD_SB_MAX_DEV];
+	uint64_t size; /* sectors of each member's data area used */
+	/* Online recovery (writable arrays of a redundant level). */
+	bool recover;
+	struct md_member *spare; /* standing by, in the order given */
+	unsigned nspare;
+	struct md_member *retired; /* replaced by a spare: closed at close */
+	unsigned nretired;
+	pthread_t rec_thread;
+	bool rec_started;
+	pthread_cond_t rec_cond; /* with lock: work for the thread */
+	atomic_bool rec_stop;    /* the array closes */
+	bool rec_dead;           /* recovery cannot go on: no more tries */
+	uint64_t rec_to, rec_saved;
 };
 
 static struct md_array *to_md(struct vol *v)
@@ -86,6 +117,16 @@ static int md_array_sync(struct md_array *a, bool active)
 			last = e;
 		} else
 			written++;
+	}
+	/* Spares follow the array's state as md keeps them (a spare left
+	 * behind would not count as one of the array's). */
+	for (unsigned i = 0; i < a->nspare; i++) {
+		struct md_super *sb = a->spare[i].sb;
+		md_manage_set_state(sb, a->events, a->max_dev, a->roles);
+		sb->resync_offset = (active || a->unclean) ? 0 : MD_MAX_SECTOR;
+		int e = md_super_write(a->spare[i].vol, sb);
+		if (e < 0)
+			log_warn("%s: spare: %s", a->vol.name, err_detail(e));
 	}
 	return written ? 0 : last;
 }
@@ -123,6 +164,8 @@ static void md_member_failed(void *ctx, unsigned role, int err)
 		         mm->vol ? mm->vol->name : "?", strerror(err < 0 ? -err : err));
 		if (!a->readonly && md_array_sync(a, atomic_load(&a->active)) < 0)
 			log_warn("%s: could not record the failure in any superblock", a->vol.name);
+		if (a->rec_started)
+			pthread_cond_signal(&a->rec_cond); /* a spare may take the role */
 	}
 	pthread_mutex_unlock(&a->lock);
 }
@@ -168,16 +211,45 @@ static void md_free(struct md_array *a)
 {
 	for (unsigned r = 0; r < a->n; r++)
 		free(a->m[r].sb);
+	for (unsigned i = 0; i < a->nspare; i++)
+		free(a->spare[i].sb);
+	for (unsigned i = 0; i < a->nretired; i++)
+		free(a->retired[i].sb);
 	free(a->m);
+	free(a->spare);
+	free(a->retired);
+	pthread_cond_destroy(&a->rec_cond);
 	pthread_mutex_destroy(&a->lock);
 	vol_fini(&a->vol);
 	free(a);
 }
 
+static void md_rec_target_failed(struct md_array *a, unsigned role, int err);
+
 static void md_close(struct vol *v)
 {
 	struct md_array *a = to_md(v);
 
+	if (a->rec_started) {
+		/* The rebuild saves where it got to and stops. */
+		pthread_mutex_lock(&a->lock);
+		atomic_store(&a->rec_stop, true);
+		pthread_cond_broadcast(&a->rec_cond);
+		pthread_mutex_unlock(&a->lock);
+		pthread_join(a->rec_thread, NULL);
+		a->rec_started = false;
+		/* A member being recovered that a write failed on (and no
+		 * rebuild ran to notice): it misses data, out it goes. */
+		pthread_mutex_lock(&a->lock);
+		for (unsigned role = 0; role < a->n; role++) {
+			int e = a->m[role].recovering && a->m[role].slice_given
+			            ? raid_recover_error(a->raid, role)
+			            : 0;
+			if (e < 0)
+				md_rec_target_failed(a, role, e);
+		}
+		pthread_mutex_unlock(&a->lock);
+	}
 	if (!a->readonly && atomic_load(&a->active)) {
 		/* Data durable first, then the clean mark. */
 		int r = vol_flush(a->raid);
@@ -189,8 +261,15 @@ static void md_close(struct vol *v)
 			log_warn("%s: could not mark the array clean: %s", v->name, err_detail(r));
 	}
 	vol_close(a->raid); /* closes the slices; the members are ours */
-	for (unsigned r = 0; r < a->n; r++)
+	for (unsigned r = 0; r < a->n; r++) {
+		if (!a->m[r].slice_given)
+			vol_close(a->m[r].slice);
 		vol_close(a->m[r].vol);
+	}
+	for (unsigned i = 0; i < a->nspare; i++)
+		vol_close(a->spare[i].vol);
+	for (unsigned i = 0; i < a->nretired; i++)
+		vol_close(a->retired[i].vol);
 	md_free(a);
 }
 
@@ -238,6 +317,274 @@ static int md_resync(struct md_array *a)
 	if (r < 0)
 		return err_set(r, "%s: resync failed: %s", a->vol.name, strerror(-r));
 	a->unclean = false;
+	return 0;
+}
+
+/* ---- online recovery ---- */
+
+/* A member being recovered failed (a write to it, or its rebuild's): out
+ * of the array for good, recorded as faulty.  Called with a->lock held. */
+static void md_rec_target_failed(struct md_array *a, unsigned role, int err)
+{
+	struct md_member *mm = &a->m[role];
+
+	mm->recovering = false;
+	mm->failed = true;
+	if (mm->sb->dev_number < MD_SB_MAX_DEV)
+		a->roles[mm->sb->dev_number] = MD_ROLE_FAULTY;
+	log_warn("%s: member %u (%s) failed while being recovered (%s): marked faulty, the "
+	         "array stays degraded",
+	         a->vol.name, role, mm->vol->name, strerror(err < 0 ? -err : EIO));
+	if (md_array_sync(a, atomic_load(&a->active)) < 0)
+		log_warn("%s: could not record the failure in any superblock", a->vol.name);
+}
+
+/* A spare takes the first role that is gone: recorded in every
+ * superblock (events + 1), its data area cut out for the RAID vol.
+ * Returns the role, or -1 (no spare, no role gone, or it could not).
+ * Called with a->lock held. */
+static int md_rec_promote(struct md_array *a)
+{
+	unsigned role;
+	int r;
+
+	if (!a->nspare)
+		return -1;
+	for (role = 0; role < a->n; role++)
+		if ((!a->m[role].vol || a->m[role].failed) && !a->m[role].recovering)
+			break;
+	if (role == a->n)
+		return -1;
+	struct md_member *nr = realloc(a->retired, (a->nretired + 1) * sizeof(*nr));
+	if (!nr)
+		return -1;
+	a->retired = nr;
+	struct md_member sp = a->spare[0];
+	err_clear();
+	r = md_manage_promote_spare(sp.sb, a->roles, role, a->size, a->vol.name, sp.vol->name);
+	if (r == 0)
+		r = slice_open(sp.vol, sp.sb->data_offset * 512, sp.sb->data_size * 512, false,
+		               sp.vol->name, &sp.slice);
+	if (r < 0) {
+		/* This spare cannot serve: left out of the array's state. */
+		log_warn("%s: spare %s left out: %s", a->vol.name, sp.vol->name, err_detail(r));
+		if (sp.sb->dev_number < MD_SB_MAX_DEV)
+			a->roles[sp.sb->dev_number] = MD_ROLE_SPARE;
+		a->retired[a->nretired++] = sp; /* closed at close */
+		memmove(a->spare, a->spare + 1, --a->nspare * sizeof(*a->spare));
+		return -1;
+	}
+	memmove(a->spare, a->spare + 1, --a->nspare * sizeof(*a->spare));
+	if (a->m[role].vol)
+		a->retired[a->nretired++] = a->m[role];
+	sp.recovering = true;
+	sp.failed = false;
+	a->m[role] = sp;
+	log_info("%s: spare %s takes role %u, to be rebuilt", a->vol.name, sp.vol->name, role);
+	if (md_array_sync(a, atomic_load(&a->active)) < 0)
+		log_warn("%s: could not record the spare in any superblock", a->vol.name);
+	return (int)role;
+}
+
+/* The RAID vol takes role's member as recovering (and owns its slice from
+ * then on; mm->slice stays as the rebuild's target). */
+static int md_rec_begin(struct md_array *a, unsigned role)
+{
+	struct md_member *mm = &a->m[role];
+	int r =
+	    raid_recover_begin(a->raid, role, mm->slice, md_manage_recovery_from(mm->sb, a->size));
+
+	if (r == 0)
+		mm->slice_given = true;
+	return r;
+}
+
+static int md_rec_progress(void *ctx, uint64_t done)
+{
+	struct md_array *a = ctx;
+	bool stop = atomic_load(&a->rec_stop), failed = false;
+
+	for (unsigned role = 0; role < a->n; role++)
+		failed |= raid_recover_error(a->raid, role) != 0;
+	if (failed)
+		return 1;
+	if (done >= a->rec_to)
+		return 0; /* all written: finish */
+	if (done - a->rec_saved >= MD_REC_CHECKPOINT || stop) {
+		int r = 0;
+		pthread_mutex_lock(&a->lock);
+		for (unsigned role = 0; role < a->n && r == 0; role++)
+			if (a->m[role].recovering)
+				r = md_manage_checkpoint(a->m[role].vol, a->m[role].sb, done);
+		pthread_mutex_unlock(&a->lock);
+		if (r < 0) {
+			log_warn("%s: saving the recovery offset: %s", a->vol.name, err_detail(r));
+			return 1;
+		}
+		a->rec_saved = done;
+		log_debug("%s: recovery at %llu of %llu bytes", a->vol.name,
+		          (unsigned long long)done, (unsigned long long)a->rec_to);
+	}
+	return stop;
+}
+
+/* One rebuild of every recovering role, from the lowest offset recorded
+ * among them (a member recorded further on is marked back there first).
+ * Called with a->lock held; drops it while rebuilding. */
+static void md_rec_run(struct md_array *a)
+{
+	struct vol **targets = calloc(a->n, sizeof(*targets));
+	uint64_t from = a->rec_to;
+	char list[256] = "";
+	size_t len = 0;
+	int r;
+
+	if (!targets) {
+		a->rec_dead = true;
+		return;
+	}
+	for (unsigned role = 0; role < a->n; role++) {
+		struct md_member *mm = &a->m[role];
+		if (!mm->recovering)
+			continue;
+		uint64_t f = md_manage_recovery_from(mm->sb, a->size);
+		from = f < from ? f : from;
+		targets[role] = mm->slice;
+		if (len < sizeof(list) - 8)
+			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s (role %u)",
+			                        len ? ", " : "", mm->vol->name, role);
+	}
+	from -= from % raid_rebuild_piece(a->raid);
+	for (unsigned role = 0; role < a->n; role++) {
+		struct md_member *mm = &a->m[role];
+		if (mm->recovering && (r = md_manage_restart(mm->vol, mm->sb, from)) < 0)
+			log_warn("%s: %s", a->vol.name, err_detail(r));
+	}
+	a->rec_saved = from;
+	log_info("%s: recovering %s from byte %llu of %llu, while serving", a->vol.name, list,
+	         (unsigned long long)from, (unsigned long long)a->rec_to);
+	pthread_mutex_unlock(&a->lock);
+
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	err_clear();
+	r = raid_rebuild(a->raid, targets, from, a->rec_to, md_rec_progress, a);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	char detail[512];
+	snprintf(detail, sizeof(detail), "%s", r < 0 ? err_detail(r) : "");
+	/* The RAID vol's state first (it waits for writes in flight, which
+	 * may need a->lock), then the superblocks'. */
+	int *end = calloc(a->n, sizeof(*end));
+	bool stopped = r == -EINTR && atomic_load(&a->rec_stop);
+	for (unsigned role = 0; end && role < a->n; role++) {
+		if (!targets[role])
+			continue;
+		int e = raid_recover_error(a->raid, role);
+		if (e == 0 && r == 0) {
+			e = vol_flush(targets[role]);
+			if (e == 0)
+				e = raid_recover_finish(a->raid, role);
+			else
+				raid_recover_abort(a->raid, role);
+			end[role] = e < 0 ? e : 1; /* 1: in sync */
+		} else if (e < 0) {
+			raid_recover_abort(a->raid, role);
+			end[role] = e;
+		}
+	}
+	pthread_mutex_lock(&a->lock);
+	bool any_failed = false, synced = false;
+	for (unsigned role = 0; end && role < a->n; role++) {
+		if (end[role] < 0) {
+			md_rec_target_failed(a, role, end[role]);
+			any_failed = true;
+		} else if (end[role] == 1) {
+			md_manage_recovery_done(a->m[role].sb);
+			a->m[role].recovering = false;
+			synced = true;
+			log_info("%s: member %u (%s) is rebuilt and in sync (%.1f MiB in %.1f s, "
+			         "%.1f MiB/s)",
+			         a->vol.name, role, a->m[role].vol->name,
+			         (double)(a->rec_to - from) / 1048576.0, secs,
+			         secs > 0 ? (double)(a->rec_to - from) / 1048576.0 / secs : 0.0);
+		}
+	}
+	if (synced && md_array_sync(a, atomic_load(&a->active)) < 0)
+		log_warn("%s: could not record the recovery in any superblock", a->vol.name);
+	if (!end) {
+		a->rec_dead = true;
+	} else if (r < 0 && !stopped && !any_failed) {
+		/* Data gone beyond what redundancy gives back, or a checkpoint
+		 * that could not be saved: the rebuild stops (its members stay
+		 * recovering, written by clients, and resume at the next start). */
+		log_error("%s: recovery stopped: %s", a->vol.name, detail);
+		a->rec_dead = true;
+	}
+	free(end);
+	free(targets);
+}
+
+static void *md_rec_main(void *arg)
+{
+	struct md_array *a = arg;
+
+	pthread_mutex_lock(&a->lock);
+	while (!atomic_load(&a->rec_stop)) {
+		bool todo = false;
+		for (unsigned role = 0; role < a->n; role++)
+			todo |= a->m[role].recovering;
+		if (!todo && !a->rec_dead) {
+			int role = md_rec_promote(a);
+			if (role >= 0) {
+				/* Not under a->lock: it waits for writes in flight. */
+				pthread_mutex_unlock(&a->lock);
+				int r = md_rec_begin(a, (unsigned)role);
+				pthread_mutex_lock(&a->lock);
+				if (r < 0)
+					md_rec_target_failed(a, (unsigned)role, r);
+				continue;
+			}
+		}
+		if (!todo || a->rec_dead) {
+			pthread_cond_wait(&a->rec_cond, &a->lock);
+			continue;
+		}
+		md_rec_run(a);
+	}
+	pthread_mutex_unlock(&a->lock);
+	return NULL;
+}
+
+/* At a writable start: members found under recovery join the RAID vol as
+ * recovering before anyone writes, and the thread starts if there is a
+ * rebuild to run or spares to stand by. */
+static int md_rec_start(struct md_array *a)
+{
+	bool need = a->nspare > 0;
+	int r;
+
+	a->rec_to = a->size * 512;
+	for (unsigned role = 0; role < a->n; role++) {
+		if (!a->m[role].recovering)
+			continue;
+		r = md_rec_begin(a, role);
+		if (r < 0) {
+			log_warn("%s: %s", a->vol.name, err_detail(r));
+			pthread_mutex_lock(&a->lock);
+			md_rec_target_failed(a, role, r);
+			pthread_mutex_unlock(&a->lock);
+			continue;
+		}
+		need = true;
+	}
+	if (!need)
+		return 0;
+	r = pthread_create(&a->rec_thread, NULL, md_rec_main, a);
+	if (r != 0)
+		return err_set(-r, "%s: cannot start the recovery thread: %s", a->vol.name,
+		               strerror(r));
+	a->rec_started = true;
 	return 0;
 }
 
@@ -338,8 +685,16 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 	a->readonly = o->readonly;
 	a->events = fresh->events;
 	a->max_dev = fresh->max_dev;
+	a->size = fresh->size;
 	memcpy(a->roles, fresh->roles, sizeof(a->roles));
 	pthread_mutex_init(&a->lock, NULL);
+	pthread_cond_init(&a->rec_cond, NULL);
+	a->recover = !o->readonly && !o->no_recovery && redundant && fresh->level != 4;
+	a->spare = calloc(k, sizeof(*a->spare));
+	if (!a->spare) {
+		r = -ENOMEM;
+		goto fail;
+	}
 
 	/* Each member takes the role the freshest superblock gives its slot
 	 * (as the kernel does); stale, spare and faulty ones are left out. */
@@ -349,15 +704,29 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 		unsigned slot = sb->dev_number;
 		unsigned role = slot < fresh->max_dev ? fresh->roles[slot] : MD_ROLE_SPARE;
 		const char *why = NULL;
+		bool rec = sb->feature_map & MD_FEATURE_RECOVERY_OFFSET;
 
+		if (a->recover && role == MD_ROLE_SPARE && sb->data_size >= fresh->size &&
+		    !(sb->feature_map & MD_FEATURE_REPLACEMENT)) {
+			/* A spare's events do not matter (md's rule). */
+			a->spare[a->nspare++] = (struct md_member){.vol = g[i]->v, .sb = sb};
+			g[i]->v = NULL;
+			g[i]->sb = NULL;
+			continue;
+		}
 		if (sb->events + 1 < fresh->events)
 			why = "is stale (older events)";
 		else if (role == MD_ROLE_FAULTY)
 			why = "is marked faulty";
 		else if (role >= a->n)
-			why = "is a spare";
-		else if (sb->feature_map & (MD_FEATURE_REPLACEMENT | MD_FEATURE_RECOVERY_OFFSET))
-			why = "was being rebuilt (`uraid rebuild` finishes that)";
+			why = a->recover ? "is a spare too small for the array" : "is a spare";
+		else if (sb->feature_map & MD_FEATURE_REPLACEMENT)
+			why = "is a replacement (uraid does not handle those)";
+		else if (rec && !a->recover)
+			why = "was being rebuilt (`uraid rebuild`, or a writable `uraid serve`, "
+			      "finishes that)";
+		else if (rec && a->m[role].vol)
+			why = "is being rebuilt for a role another member holds";
 		else if (a->m[role].vol) {
 			why = "claims a role another member holds";
 			if (sb->events > a->m[role].sb->events) {
@@ -380,6 +749,7 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 		} else {
 			a->m[role].vol = g[i]->v;
 			a->m[role].sb = sb;
+			a->m[role].recovering = rec;
 		}
 		g[i]->v = NULL;
 		g[i]->sb = NULL;
@@ -391,9 +761,11 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 	bool surprise = false;
 	char list[256] = "";
 	size_t len = 0;
+	unsigned recovering = 0;
 	for (unsigned role = 0; role < a->n; role++) {
 		if (a->m[role].vol) {
-			present++;
+			present += !a->m[role].recovering;
+			recovering += a->m[role].recovering;
 			continue;
 		}
 		missing++;
@@ -450,8 +822,10 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 		struct md_member *mm = &a->m[role];
 		if (!mm->vol)
 			continue;
+		/* A member being recovered is missing to raid_open: it joins
+		 * as recovering below (md_rec_begin). */
 		r = slice_open(mm->vol, mm->sb->data_offset * 512, mm->sb->data_size * 512, false,
-		               mm->vol->name, &slices[role]);
+		               mm->vol->name, mm->recovering ? &mm->slice : &slices[role]);
 		if (r < 0) {
 			r = err_set(r, "%s: %s: cannot cut out the data area", name, mm->vol->name);
 			goto fail;
@@ -475,9 +849,10 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 	}
 	a->vol.block_pref = a->raid->block_pref;
 	a->vol.block_max = a->raid->block_max;
-	log_info("%s: assembled %s (%s) from %u of %u members%s%s", name,
-	         md_level_name(fresh->level), uuid, present, a->n, missing ? ", degraded" : "",
-	         o->readonly ? ", read-only" : "");
+	log_info("%s: assembled %s (%s) from %u of %u members%s%s%s", name,
+	         md_level_name(fresh->level), uuid, present, a->n,
+	         missing || recovering ? ", degraded" : "", o->readonly ? ", read-only" : "",
+	         recovering ? ", recovering" : "");
 	free(slices);
 	bool clean = md_super_clean(fresh);
 	free(fresh);
@@ -495,6 +870,13 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 			}
 		}
 	}
+	if (a->recover) {
+		r = md_rec_start(a);
+		if (r < 0) {
+			md_close(&a->vol);
+			return r;
+		}
+	}
 	*out = &a->vol;
 	return 0;
 
@@ -509,12 +891,20 @@ fail:
 		for (unsigned role = 0; a->m && role < a->n; role++) {
 			if (slices && slices[role])
 				vol_close(slices[role]);
+			vol_close(a->m[role].slice);
 			vol_close(a->m[role].vol);
 			free(a->m[role].sb);
 		}
+		for (unsigned i = 0; i < a->nspare; i++) {
+			vol_close(a->spare[i].vol);
+			free(a->spare[i].sb);
+		}
+		free(a->spare);
 		free(a->m);
-		if (a->max_dev || a->n)
+		if (a->max_dev || a->n) {
 			pthread_mutex_destroy(&a->lock);
+			pthread_cond_destroy(&a->rec_cond);
+		}
 		free(a);
 	}
 	free(slices);

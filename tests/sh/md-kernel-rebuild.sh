@@ -69,17 +69,7 @@ done
         set -- $spec
         name=$1
         if [ "$5" = half ]; then
-            # Hold the recovery at 1 KiB/s to read where it starts, then let
-            # it finish.
-            echo "echo 1 > /proc/sys/dev/raid/speed_limit_min; echo 1 > /proc/sys/dev/raid/speed_limit_max"
-            echo "mdadm --assemble /dev/md$i ${devs[$name]} >/dev/null 2>&1 || echo 'half $name assemble-failed'"
-            echo "mdadm --readwrite /dev/md$i >/dev/null 2>&1"
-            echo "for t in \$(seq 100); do [ \"\$(cat /sys/block/md$i/md/sync_action)\" = recover ] && break; sleep 0.2; done; sleep 1"
-            echo "echo \"resume $name \$(cat /sys/block/md$i/md/sync_action) \$(cat /sys/block/md$i/md/sync_completed)\""
-            echo "echo 1000 > /proc/sys/dev/raid/speed_limit_min; echo 200000 > /proc/sys/dev/raid/speed_limit_max"
-            echo "for t in \$(seq 600); do [ \"\$(cat /sys/block/md$i/md/sync_action)\" = idle ] && break; sleep 0.2; done"
-            echo "echo \"degraded $name \$(cat /sys/block/md$i/md/degraded)\""
-            echo "mdadm --stop /dev/md$i >/dev/null 2>&1"
+            guest_resume_recovery "$name" $i ${devs[$name]}
         fi
         guest_read_ours "$name" $i 1 ${devs[$name]}
         i=$((i + 1))
@@ -94,13 +84,7 @@ for spec in "${arrays[@]}"; do
     name=$1
     host_check_ours "$name" 1 "$* rebuilt"
     [ "$5" = half ] || continue
-    line=$(grep "^resume $name " <<< "$out" || true)
-    read -r _ _ action done _ <<< "$line"
-    if [ "$action" = recover ] && [ "${done:-0}" -ge "${offset[$name]}" ]; then
-        echo "ok: the kernel continues $name's recovery from uraid's offset (${offset[$name]}): $line"
-    else
-        echo "FAIL: $name: the kernel's recovery did not start at ${offset[$name]}: '$line'"; fail=1
-    fi
+    host_check_resumed "$name" "${offset[$name]}" "uraid"
     grep -q "^degraded $name 0$" <<< "$out" || { echo "FAIL: $name not whole after the kernel's recovery: $(grep "^degraded $name" <<< "$out")"; fail=1; }
     # Back on the host: the kernel's superblocks, whole, read by uraid.
     for f in ${files[$name]}; do

@@ -13,26 +13,10 @@
 # lost, --readonly, NEW among the members, members of two arrays, a small
 # NEW, a NEW holding another array's superblock or a LUKS header) say why,
 # exit non-zero and change no member.
-. "$(dirname "$0")/nbd-lib.sh"
+. "$(dirname "$0")/md-lib.sh"
 requires nbdcopy nbdinfo mdadm cmp md5sum du
 
 SIZE=12M
-# field FILE NAME: a number from `uraid examine` ("Data Offset" ...)
-field() { "$URAID" examine "$1" 2>/dev/null | sed -n "s/^ *$2 : \([0-9]*\).*/\1/p"; }
-
-# make NAME LEVEL DISKS OPTS...: create, fill with random data ($tmp/NAME.data)
-make_array() {
-    local name=$1 level=$2 disks=$3
-    shift 3
-    files=()
-    for i in $(seq 0 $((disks - 1))); do
-        truncate -s $SIZE "$tmp/$name.$i"
-        files+=("$tmp/$name.$i")
-    done
-    "$URAID" create --level="$level" "$@" "${files[@]}" >/dev/null 2>&1 || fail "$name: create"
-    "$URAID" serve --run "head -c \$(nbdinfo --size \"\$uri\") /dev/urandom > $tmp/$name.data &&
-        nbdcopy $tmp/$name.data \"\$uri\"" "${files[@]}" 2>/dev/null || fail "$name: write"
-}
 
 # lose NAME I: member I becomes a blank file (the old one kept as .orig)
 lose() {

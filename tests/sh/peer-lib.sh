@@ -63,6 +63,38 @@ echo \"mismatch $name \$(cat /sys/block/md$md/md/mismatch_cnt)\""
     echo "mdadm --stop /dev/md$md >/dev/null 2>&1"
 }
 
+# guest_resume_recovery NAME MD DEVS...: guest lines that assemble an
+# array whose recovery we stopped part-way as /dev/mdMD, hold the kernel's
+# recovery at 1 KiB/s long enough to print "resume NAME ACTION DONE/TOTAL"
+# (where it starts), then let it finish and print "degraded NAME N".
+guest_resume_recovery() {
+    local name=$1 md=$2
+    shift 2
+    echo "echo 1 > /proc/sys/dev/raid/speed_limit_min; echo 1 > /proc/sys/dev/raid/speed_limit_max"
+    echo "mdadm --assemble /dev/md$md $* >/dev/null 2>&1 || echo 'half $name assemble-failed'"
+    echo "mdadm --readwrite /dev/md$md >/dev/null 2>&1"
+    echo "for t in \$(seq 100); do [ \"\$(cat /sys/block/md$md/md/sync_action)\" = recover ] && break; sleep 0.2; done; sleep 1"
+    echo "echo \"resume $name \$(cat /sys/block/md$md/md/sync_action) \$(cat /sys/block/md$md/md/sync_completed)\""
+    echo "echo 1000 > /proc/sys/dev/raid/speed_limit_min; echo 200000 > /proc/sys/dev/raid/speed_limit_max"
+    echo "for t in \$(seq 600); do [ \"\$(cat /sys/block/md$md/md/sync_action)\" = idle ] && break; sleep 0.2; done"
+    echo "echo \"degraded $name \$(cat /sys/block/md$md/md/degraded)\""
+    echo "mdadm --stop /dev/md$md >/dev/null 2>&1"
+}
+
+# host_check_resumed NAME OFFSET WHO: did the kernel's recovery of NAME
+# start at or after OFFSET, the sector WHO stopped at?  Sets fail=1 if not.
+host_check_resumed() {
+    local line action done
+    line=$(grep "^resume $1 " <<< "$out" || true)
+    read -r _ _ action done _ <<< "$line"
+    if [ "$action" = recover ] && [ "${done:-0}" -ge "$2" ]; then
+        echo "ok: the kernel continues $1's recovery from $3's offset ($2): $line"
+    else
+        echo "FAIL: $1: the kernel's recovery did not start at $2: '$line'"; fail=1
+    fi
+    return 0
+}
+
 # run_peer IMAGES...: run $D/job.sh in the VM; its output in $out.
 run_peer() {
     out=$(LINUX_PEER_TIMEOUT=${LINUX_PEER_TIMEOUT:-300} "$PEER/run.sh" "$D/job.sh" "$@" 2>&1) || {

@@ -11,6 +11,7 @@
  * target that is still in the array, and a level without redundancy, are
  * refused. */
 #include "check.h"
+#include "mem_vol.h"
 
 #include "core/log.h"
 #include "disc/raid.h"
@@ -32,16 +33,6 @@ struct cfg {
 };
 
 static unsigned long long seed = 0x5eed;
-
-static struct vol *mem(uint64_t size)
-{
-	char spec[64];
-	struct vol *v = NULL;
-
-	snprintf(spec, sizeof(spec), "mem:%llu", (unsigned long long)size);
-	CHECK(member_open(spec, 0, &v) == 0);
-	return v;
-}
 
 static int failed_role = -1;
 
@@ -109,7 +100,7 @@ static void rebuild_and_compare(const struct cfg *c, struct vol **m, uint64_t si
 		return; /* too many gone for this layout: not rebuildable */
 	for (unsigned i = 0; i < c->disks; i++)
 		if (gone[i])
-			t[i] = mem(size);
+			t[i] = mem_vol(size);
 	if (resume) {
 		struct stop_after s = {0};
 		r = raid_rebuild(arr, t, 0, size, stop_first, &s);
@@ -147,7 +138,7 @@ static void run(const struct cfg *c)
 	char *data, *a1 = malloc(size), *a2 = malloc(size);
 
 	for (unsigned i = 0; i < c->disks; i++)
-		m[i] = mem(size);
+		m[i] = mem_vol(size);
 	arr = open_array(c, m, size, NULL);
 	CHECK(arr != NULL);
 	if (!arr)
@@ -214,7 +205,7 @@ int main(void)
 		bool gone[MAXD] = {true};
 		char *a1 = malloc(size), *a2 = malloc(size);
 		for (unsigned j = 0; j < fc[i].disks; j++) {
-			fm[j] = mem(size);
+			fm[j] = mem_vol(size);
 			for (uint64_t o = 0; o < size; o += 8) {
 				unsigned long long v = check_rand(&seed);
 				memcpy(a1 + o, &v, 8);
@@ -231,7 +222,7 @@ int main(void)
 		failed_role = -1;
 		/* in stripe row 65, where role 1 holds data on RAID6 */
 		arr = open_array_fault(&fc[i], fm, size, gone, 1, 65 * 65536 + 4096);
-		ft[0] = mem(size);
+		ft[0] = mem_vol(size);
 		CHECK_EQ(raid_rebuild(arr, ft, 0, size, NULL, NULL), 0);
 		CHECK_EQ(failed_role, 1);
 		CHECK(vol_read(fm[0], a1, size, 0) == 0);
@@ -247,7 +238,7 @@ int main(void)
 
 	/* Refusals: a target still in the array; RAID0. */
 	struct cfg c0 = {1, 0, 2, 0};
-	struct vol *m[2] = {mem(1 << 20), mem(1 << 20)}, *t[2] = {mem(1 << 20), NULL};
+	struct vol *m[2] = {mem_vol(1 << 20), mem_vol(1 << 20)}, *t[2] = {mem_vol(1 << 20), NULL};
 	struct vol *arr = open_array(&c0, m, 1 << 20, NULL);
 	CHECK_EQ(raid_rebuild(arr, t, 0, 1 << 20, NULL, NULL), -EINVAL);
 	vol_close(arr);
