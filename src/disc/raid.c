@@ -82,10 +82,15 @@ void raid_note_speed(struct raid_member *m, uint64_t ns, uint64_t len)
 	atomic_store(&m->ns_per_mib, old ? (old * 3 + per_mib) / 4 : per_mib);
 }
 
+/* Not ENOSPC: a member whose store is full may have taken part of a write
+ * (pwrite writes what fits), and the copies would then differ where the
+ * client was told the write failed, a parity chunk would no longer match
+ * its stripe.  So a full member fails like any other whose write failed
+ * (md's rule), and the array goes on with the members that took it. */
 bool raid_err_is_request(int err)
 {
 	return err == -ENOTSUP || err == -EOPNOTSUPP || err == -EINVAL ||
-	       err == -EROFS || err == -ENOMEM || err == -ENOSPC;
+	       err == -EROFS || err == -ENOMEM;
 }
 
 /* Would every block still have a live copy if role failed too?  Copy sets
@@ -502,7 +507,7 @@ static int raid_modify(struct raid_array *a, enum raid_op op, const char *buf,
 	struct raid_ext *ext = NULL;
 	unsigned *last = NULL;
 	unsigned nc;
-	int ne, r;
+	int ne, r, member_err = 0;
 
 	raid_ra_invalidate(a, len, off);
 	ne = raid_extents(a, len, off, &ext);
@@ -551,11 +556,15 @@ static int raid_modify(struct raid_array *a, enum raid_op op, const char *buf,
 			goto out;
 		}
 		raid_member_fail(a, s->role, s->err, false);
+		if (!member_err)
+			member_err = s->err;
 	}
 	r = 0;
 	for (int i = 0; i < ne; i++) {
 		if (ext[i].ok == 0) {
-			r = -EIO;
+			/* No copy took it: the members' own error (a full
+			 * store says ENOSPC, not EIO). */
+			r = member_err ? member_err : -EIO;
 			break;
 		}
 	}
