@@ -91,6 +91,44 @@ int vol_view(struct vol *v, uint64_t len, uint64_t off, vol_view_fn fn, void *ar
 	return v->ops->view(v, len, off, fn, arg);
 }
 
+int vol_extents(struct vol *v, uint64_t len, uint64_t off, vol_extent_fn fn, void *arg)
+{
+	if (!vol_range_ok(v, len, off))
+		return -EINVAL;
+	if (len == 0)
+		return 0;
+	if (!v->ops->extents)
+		return fn(arg, len, 0);
+	return v->ops->extents(v, len, off, fn, arg);
+}
+
+struct extent_first {
+	uint64_t len;
+	unsigned flags;
+};
+
+static int extent_first_run(void *arg, uint64_t run_len, unsigned flags)
+{
+	struct extent_first *e = arg;
+
+	e->len = run_len;
+	e->flags = flags;
+	return 1; /* one is enough */
+}
+
+int vol_extent_first(struct vol *v, uint64_t len, uint64_t off, uint64_t *run_len,
+		     unsigned *flags)
+{
+	struct extent_first e = { len, 0 };
+	int r = vol_extents(v, len, off, extent_first_run, &e);
+
+	if (r < 0)
+		return r;
+	*run_len = e.len && e.len <= len ? e.len : len;
+	*flags = e.flags;
+	return 0;
+}
+
 void vol_close(struct vol *v)
 {
 	if (v)

@@ -28,6 +28,7 @@
  *  - view() is optional (NULL: -ENOTSUP): see vol_view_fn below.  A vol
  *    whose ops have none never carries VOL_CAP_VIEW (vol_init clears it),
  *    so layers that pass their child's caps on need not think of it.
+ *  - extents() is optional (NULL: all data): see vol_extent_fn below.
  */
 #ifndef URAID_VOL_H
 #define URAID_VOL_H
@@ -66,6 +67,20 @@ struct vol;
 typedef int (*vol_view_fn)(void *arg, const void *src, uint64_t piece_len,
 			   uint64_t piece_off);
 
+/* Extents describe how a vol's bytes are stored, for NBD's
+ * base:allocation context (clients such as nbdcopy and qemu-img skip
+ * what reads as zeros).  A run flagged VOL_EXTENT_ZERO reads as zeros;
+ * VOL_EXTENT_HOLE also takes no storage (a sparse file's hole: a write
+ * there may need space).  Flags 0 means data, or not known: always a
+ * safe answer.  extents() calls fn for consecutive runs from off on,
+ * each at least one byte, none past off + len, until len is covered or
+ * fn returns non-zero (that value is returned: "enough").  Runs need not
+ * be merged: two in a row may carry the same flags.  A vol that cannot
+ * tell says data (vol_extents does that for a NULL op). */
+#define VOL_EXTENT_HOLE 0x1u
+#define VOL_EXTENT_ZERO 0x2u
+typedef int (*vol_extent_fn)(void *arg, uint64_t run_len, unsigned flags);
+
 struct vol_ops {
 	const char *kind; /* "file", "mem", "raid1", "luks2", ... */
 	int (*read)(struct vol *v, void *buf, uint64_t len, uint64_t off);
@@ -83,6 +98,10 @@ struct vol_ops {
 	 * a caller that falls back to read() redoes the whole range. */
 	int (*view)(struct vol *v, uint64_t len, uint64_t off, vol_view_fn fn,
 		    void *arg);
+	/* Optional (see vol_extent_fn): 0, fn's non-zero return, or a
+	 * negative errno. */
+	int (*extents)(struct vol *v, uint64_t len, uint64_t off, vol_extent_fn fn,
+		       void *arg);
 };
 
 struct vol {
@@ -119,6 +138,13 @@ int vol_write_zeroes(struct vol *v, uint64_t len, uint64_t off,
 void vol_close(struct vol *v);
 /* The view op, or -ENOTSUP where the vol has none (no VOL_CAP_VIEW). */
 int vol_view(struct vol *v, uint64_t len, uint64_t off, vol_view_fn fn, void *arg);
+
+/* The extents op, or one data run of len where the vol has none. */
+int vol_extents(struct vol *v, uint64_t len, uint64_t off, vol_extent_fn fn, void *arg);
+/* The first run of [off, off+len) alone: its length (at most len) in
+ * *run_len and its flags in *flags.  0 or a negative errno. */
+int vol_extent_first(struct vol *v, uint64_t len, uint64_t off, uint64_t *run_len,
+		     unsigned *flags);
 
 /* Write zeros by writing a zero buffer: the fallback for write_zeroes. */
 int vol_write_zeroes_by_writing(struct vol *v, uint64_t len, uint64_t off,

@@ -1032,6 +1032,50 @@ static int raid_view(struct vol *v, uint64_t len, uint64_t off, vol_view_fn fn, 
 	return r;
 }
 
+/* The array's extents from its members': each extent the level maps is
+ * zeros (a hole) only as far as every live copy of it is, so a client that
+ * skips it reads what any copy would give; data whose member is gone
+ * (rebuilt from parity on reads) counts as data.  Write-behind is written
+ * out first: the members do not hold its pieces yet. */
+static int raid_alloc_extents(struct vol *v, uint64_t len, uint64_t off, vol_extent_fn fn,
+			      void *arg)
+{
+	struct raid_array *a = to_raid(v);
+	struct raid_loc loc[RAID_MAX_COPIES];
+	unsigned nc;
+	int r = raid_wb_barrier(a);
+
+	while (r == 0 && len > 0) {
+		uint64_t n = a->lvl->map(a->priv, &a->g, off, len, loc, &nc);
+		uint64_t run = n;
+		unsigned flags = VOL_EXTENT_HOLE | VOL_EXTENT_ZERO;
+		bool live = false;
+
+		for (unsigned c = 0; c < nc && r == 0; c++) {
+			struct raid_member *m = &a->m[loc[c].role];
+			uint64_t got;
+			unsigned f;
+
+			if (!m->vol || atomic_load(&m->failed))
+				continue;
+			r = vol_extent_first(m->vol, n, loc[c].off, &got, &f);
+			live = true;
+			run = got < run ? got : run;
+			flags &= f;
+		}
+		if (r < 0)
+			break;
+		if (!live) {
+			run = n;
+			flags = 0;
+		}
+		r = fn(arg, run, flags);
+		off += run;
+		len -= run;
+	}
+	return r;
+}
+
 static const struct vol_ops raid_ops = {
 	.kind = "raid",
 	.read = raid_read,
@@ -1041,6 +1085,7 @@ static const struct vol_ops raid_ops = {
 	.write_zeroes = raid_write_zeroes,
 	.close = raid_close,
 	.view = raid_view,
+	.extents = raid_alloc_extents,
 };
 
 static const struct raid_level *raid_level_of(int level)

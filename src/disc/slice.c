@@ -77,6 +77,14 @@ static int slice_view(struct vol *v, uint64_t len, uint64_t off, vol_view_fn fn,
 	return s->child->ops->view(s->child, len, s->offset + off, slice_view_piece, &sv);
 }
 
+/* Runs carry lengths, not offsets: the child's serve as they are. */
+static int slice_extents(struct vol *v, uint64_t len, uint64_t off, vol_extent_fn fn, void *arg)
+{
+	struct slice_vol *s = to_slice(v);
+
+	return vol_extents(s->child, len, s->offset + off, fn, arg);
+}
+
 static const struct vol_ops slice_ops = {
 	.kind = "slice",
 	.read = slice_read,
@@ -86,6 +94,7 @@ static const struct vol_ops slice_ops = {
 	.write_zeroes = slice_write_zeroes,
 	.close = slice_close,
 	.view = slice_view,
+	.extents = slice_extents,
 };
 
 int slice_open(struct vol *child, uint64_t offset, uint64_t size,

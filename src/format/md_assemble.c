@@ -181,6 +181,11 @@ static int md_view(struct vol *v, uint64_t len, uint64_t off, vol_view_fn fn, vo
 	return vol_view(to_md(v)->raid, len, off, fn, arg);
 }
 
+static int md_extents(struct vol *v, uint64_t len, uint64_t off, vol_extent_fn fn, void *arg)
+{
+	return vol_extents(to_md(v)->raid, len, off, fn, arg);
+}
+
 static int md_write(struct vol *v, const void *buf, uint64_t len, uint64_t off, unsigned flags)
 {
 	struct md_array *a = to_md(v);
@@ -282,6 +287,7 @@ static const struct vol_ops md_ops = {
     .write_zeroes = md_write_zeroes,
     .close = md_close,
     .view = md_view,
+    .extents = md_extents,
 };
 
 struct vol *md_array_raid(struct vol *v)

@@ -134,6 +134,12 @@ static void fault_close(struct vol *v)
 	free(f);
 }
 
+/* Metadata, not I/O: the inner member answers, faults or not. */
+static int fault_extents(struct vol *v, uint64_t len, uint64_t off, vol_extent_fn fn, void *arg)
+{
+	return vol_extents(to_fault(v)->inner, len, off, fn, arg);
+}
+
 static const struct vol_ops fault_ops = {
 	.kind = "fault",
 	.read = fault_read,
@@ -142,6 +148,7 @@ static const struct vol_ops fault_ops = {
 	.trim = fault_trim,
 	.write_zeroes = fault_write_zeroes,
 	.close = fault_close,
+	.extents = fault_extents,
 };
 
 int fault_member_kill(struct vol *v, bool dead)

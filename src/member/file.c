@@ -190,6 +190,44 @@ static void file_close(struct vol *v)
 	free(f);
 }
 
+/* A regular file's holes, found with SEEK_DATA and SEEK_HOLE: a hole reads
+ * as zeros and takes no space.  Data is what the file system says is
+ * allocated, zeros written or preallocated included (flags 0, the safe
+ * answer).  A block device, or a file system without SEEK_DATA, is data. */
+static int file_extents(struct vol *v, uint64_t len, uint64_t off, vol_extent_fn fn, void *arg)
+{
+	struct file_vol *f = container_of(v, struct file_vol, vol);
+	uint64_t end = off + len;
+	int r = 0;
+
+	if (f->is_blockdev)
+		return fn(arg, len, 0);
+	while (off < end && r == 0) {
+		off_t data = lseek(f->fd, (off_t)off, SEEK_DATA);
+		uint64_t next;
+		unsigned flags;
+
+		if (data < 0 && errno == ENXIO) {
+			next = end; /* no data from off to the end of the file */
+			flags = VOL_EXTENT_HOLE | VOL_EXTENT_ZERO;
+		} else if (data < 0) {
+			return fn(arg, end - off, 0); /* cannot tell: data */
+		} else if ((uint64_t)data > off) {
+			next = (uint64_t)data < end ? (uint64_t)data : end;
+			flags = VOL_EXTENT_HOLE | VOL_EXTENT_ZERO;
+		} else {
+			off_t hole = lseek(f->fd, (off_t)off, SEEK_HOLE);
+			next = hole < 0 || (uint64_t)hole > end ? end : (uint64_t)hole;
+			if (next <= off)
+				next = end; /* the file changed under us: data */
+			flags = 0;
+		}
+		r = fn(arg, next - off, flags);
+		off = next;
+	}
+	return r;
+}
+
 static const struct vol_ops file_ops = {
 	.kind = "file",
 	.read = file_read,
@@ -199,6 +237,7 @@ static const struct vol_ops file_ops = {
 	.write_zeroes = file_write_zeroes,
 	.close = file_close,
 	.view = file_view,
+	.extents = file_extents,
 };
 
 int file_member_open(const char *path, unsigned flags, struct vol **out)

@@ -146,6 +146,22 @@ static void mem_close(struct vol *v)
 	free(m);
 }
 
+/* Pages never written (or given back) are holes. */
+static int mem_extents(struct vol *v, uint64_t len, uint64_t off, vol_extent_fn fn, void *arg)
+{
+	struct mem_vol *m = container_of(v, struct mem_vol, vol);
+	uint64_t end = off + len;
+	int r = 0;
+
+	while (off < end && r == 0) {
+		bool w;
+		uint64_t next = mem_run_end(m, off, end, &w);
+		r = fn(arg, next - off, w ? 0 : VOL_EXTENT_HOLE | VOL_EXTENT_ZERO);
+		off = next;
+	}
+	return r;
+}
+
 static const struct vol_ops mem_ops = {
 	.kind = "mem",
 	.read = mem_read,
@@ -154,6 +170,7 @@ static const struct vol_ops mem_ops = {
 	.write_zeroes = mem_zero,
 	.close = mem_close,
 	.view = mem_view,
+	.extents = mem_extents,
 };
 
 int mem_member_open(const char *rest, unsigned flags, struct vol **out)

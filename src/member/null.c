@@ -42,6 +42,13 @@ static void null_close(struct vol *v)
 	free(container_of(v, struct null_vol, vol));
 }
 
+/* Reads zeros everywhere and stores nothing. */
+static int null_extents(struct vol *v, uint64_t len, uint64_t off, vol_extent_fn fn, void *arg)
+{
+	(void)v, (void)off;
+	return fn(arg, len, VOL_EXTENT_HOLE | VOL_EXTENT_ZERO);
+}
+
 static const struct vol_ops null_ops = {
 	.kind = "null",
 	.read = null_read,
@@ -49,6 +56,7 @@ static const struct vol_ops null_ops = {
 	.trim = null_zero,
 	.write_zeroes = null_zero,
 	.close = null_close,
+	.extents = null_extents,
 };
 
 int null_member_open(const char *rest, unsigned flags, struct vol **out)

@@ -226,6 +226,12 @@ static void sim_close(struct vol *v)
 	free(s);
 }
 
+/* Where the data lies costs the model no time: the inner member answers. */
+static int sim_extents(struct vol *v, uint64_t len, uint64_t off, vol_extent_fn fn, void *arg)
+{
+	return vol_extents(to_sim(v)->inner, len, off, fn, arg);
+}
+
 static const struct vol_ops sim_ops = {
 	.kind = "sim",
 	.read = sim_read,
@@ -234,6 +240,7 @@ static const struct vol_ops sim_ops = {
 	.trim = sim_trim,
 	.write_zeroes = sim_write_zeroes,
 	.close = sim_close,
+	.extents = sim_extents,
 };
 
 uint64_t sim_member_busy_ns(struct vol *v)

@@ -179,6 +179,75 @@ static int opt_list(struct nbd_conn *c)
 	return send_opt_reply(c, NBD_OPT_LIST, NBD_REP_ACK, NULL, 0);
 }
 
+static uint32_t get_be32(const unsigned char *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return be32toh(v);
+}
+
+/* Whether a query names base:allocation: exactly, or (listing only) as
+ * the whole base namespace, "base:". */
+static bool meta_query_matches(const unsigned char *q, uint32_t len, bool listing)
+{
+	static const char name[] = NBD_META_BASE_ALLOCATION;
+
+	if (len == sizeof(name) - 1 && memcmp(q, name, len) == 0)
+		return true;
+	return listing && len == 5 && memcmp(q, "base:", 5) == 0;
+}
+
+/* NBD_OPT_LIST_META_CONTEXT and NBD_OPT_SET_META_CONTEXT: u32 name length,
+ * name, u32 query count, then queries of u32 length and string.  The one
+ * context is base:allocation; listing with no query lists it, setting
+ * with no query selects nothing.  A SET replaces the selection even when
+ * it fails, as the protocol says. */
+static int opt_meta_context(struct nbd_conn *c, uint32_t opt, const unsigned char *d,
+			    uint32_t len)
+{
+	bool listing = opt == NBD_OPT_LIST_META_CONTEXT, found = false;
+	uint32_t nlen, nq, pos;
+	int r;
+
+	if (!listing)
+		c->meta_alloc = false;
+	if (!c->structured || len < 8)
+		return send_opt_reply(c, opt, NBD_REP_ERR_INVALID, NULL, 0);
+	nlen = get_be32(d);
+	if (nlen > NBD_MAX_NAME || (uint64_t)nlen + 8 > len)
+		return send_opt_reply(c, opt, NBD_REP_ERR_INVALID, NULL, 0);
+	nq = get_be32(d + 4 + nlen);
+	pos = 8 + nlen;
+	for (uint32_t i = 0; i < nq; i++) {
+		if (len - pos < 4)
+			return send_opt_reply(c, opt, NBD_REP_ERR_INVALID, NULL, 0);
+		uint32_t qlen = get_be32(d + pos);
+		pos += 4;
+		if (qlen > len - pos || qlen > NBD_MAX_NAME)
+			return send_opt_reply(c, opt, NBD_REP_ERR_INVALID, NULL, 0);
+		found |= meta_query_matches(d + pos, qlen, listing);
+		pos += qlen;
+	}
+	if (pos != len)
+		return send_opt_reply(c, opt, NBD_REP_ERR_INVALID, NULL, 0);
+	if (!export_name_ok(c->srv, (const char *)d + 4, nlen))
+		return send_opt_reply(c, opt, NBD_REP_ERR_UNKNOWN, NULL, 0);
+	if (listing && nq == 0)
+		found = true;
+	if (found) {
+		/* Listing replies carry id 0 (reserved there). */
+		uint32_t id = htobe32(listing ? 0 : NBD_META_ID_BASE_ALLOCATION);
+		r = send_opt_reply2(c, opt, NBD_REP_META_CONTEXT, &id, 4, NBD_META_BASE_ALLOCATION,
+				    (uint32_t)strlen(NBD_META_BASE_ALLOCATION));
+		if (r < 0)
+			return r;
+	}
+	if (!listing)
+		c->meta_alloc = found;
+	return send_opt_reply(c, opt, NBD_REP_ACK, NULL, 0);
+}
+
 int nbd_handshake(struct nbd_conn *c)
 {
 	struct nbd_greeting g = {
@@ -219,7 +288,8 @@ int nbd_handshake(struct nbd_conn *c)
 		uint32_t opt = be32toh(o.option), len = be32toh(o.len);
 		bool known = opt == NBD_OPT_EXPORT_NAME || opt == NBD_OPT_ABORT ||
 			     opt == NBD_OPT_LIST || opt == NBD_OPT_INFO ||
-			     opt == NBD_OPT_GO || opt == NBD_OPT_STRUCTURED_REPLY;
+			     opt == NBD_OPT_GO || opt == NBD_OPT_STRUCTURED_REPLY ||
+			     opt == NBD_OPT_LIST_META_CONTEXT || opt == NBD_OPT_SET_META_CONTEXT;
 		log_debug("nbd: option %u, %u bytes", opt, len);
 		if (!known || len > NBD_MAX_OPTION) {
 			r = nbd_conn_discard(c, len);
@@ -259,6 +329,10 @@ int nbd_handshake(struct nbd_conn *c)
 			}
 			c->structured = true;
 			r = send_opt_reply(c, opt, NBD_REP_ACK, NULL, 0);
+			break;
+		case NBD_OPT_LIST_META_CONTEXT:
+		case NBD_OPT_SET_META_CONTEXT:
+			r = opt_meta_context(c, opt, data, len);
 			break;
 		default: /* INFO, GO */
 			r = opt_info_go(c, opt, data, len);

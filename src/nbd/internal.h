@@ -24,6 +24,9 @@ struct nbd_slot {
 	struct nbd_server *srv;
 };
 
+/* The id the one metadata context, base:allocation, gets when selected. */
+#define NBD_META_ID_BASE_ALLOCATION 1u
+
 struct nbd_conn;
 
 struct nbd_server {
@@ -52,6 +55,7 @@ struct nbd_conn {
 	int rfd, wfd;
 	bool wfd_is_socket; /* sendmsg(MSG_NOSIGNAL) rather than writev */
 	bool structured;
+	bool meta_alloc;    /* base:allocation selected (NBD_CMD_BLOCK_STATUS) */
 	uint64_t deadline_ns; /* CLOCK_MONOTONIC; 0: reads do not time out */
 
 	/* Reading: one thread at a time, holding rlock.  Input is buffered so

@@ -29,11 +29,14 @@
 #define NBD_OPT_INFO 6u
 #define NBD_OPT_GO 7u
 #define NBD_OPT_STRUCTURED_REPLY 8u
+#define NBD_OPT_LIST_META_CONTEXT 9u
+#define NBD_OPT_SET_META_CONTEXT 10u
 
 /* Option reply types. */
 #define NBD_REP_ACK 1u
 #define NBD_REP_SERVER 2u
 #define NBD_REP_INFO 3u
+#define NBD_REP_META_CONTEXT 4u
 #define NBD_REP_FLAG_ERROR 0x80000000u
 #define NBD_REP_ERR_UNSUP (NBD_REP_FLAG_ERROR | 1u)
 #define NBD_REP_ERR_POLICY (NBD_REP_FLAG_ERROR | 2u)
@@ -89,6 +92,7 @@
 #define NBD_REPLY_FLAG_DONE (1u << 0)
 #define NBD_REPLY_TYPE_NONE 0u
 #define NBD_REPLY_TYPE_OFFSET_DATA 1u
+#define NBD_REPLY_TYPE_BLOCK_STATUS 5u
 #define NBD_REPLY_TYPE_ERROR ((1u << 15) | 1u)
 
 /* Error values on the wire (Linux numbering, fixed by the protocol). */
@@ -186,6 +190,26 @@ struct nbd_chunk_offset_data {
 	uint64_t offset;
 } __attribute__((packed));
 _Static_assert(sizeof(struct nbd_chunk_offset_data) == 28, "chunk_offset_data");
+
+/* The one metadata context (NBD_CMD_BLOCK_STATUS): bit 0 of a
+ * descriptor's flags says the extent is a hole, bit 1 that it reads as
+ * zeros. */
+#define NBD_META_BASE_ALLOCATION "base:allocation"
+#define NBD_STATE_HOLE (1u << 0)
+#define NBD_STATE_ZERO (1u << 1)
+
+/* NBD_REPLY_TYPE_BLOCK_STATUS: header, the context id, then descriptors. */
+struct nbd_chunk_block_status {
+	struct nbd_structured_reply hdr;
+	uint32_t context;
+} __attribute__((packed));
+_Static_assert(sizeof(struct nbd_chunk_block_status) == 24, "chunk_block_status");
+
+struct nbd_block_descriptor {
+	uint32_t len;
+	uint32_t flags;
+} __attribute__((packed));
+_Static_assert(sizeof(struct nbd_block_descriptor) == 8, "block_descriptor");
 
 /* NBD_REPLY_TYPE_ERROR with an empty message. */
 struct nbd_chunk_error {

@@ -34,13 +34,14 @@ uint16_t nbd_export_tflags(const struct vol *v)
 }
 
 void nbd_export_limits_init(struct nbd_export_limits *lim, const struct vol *v,
-			    bool structured)
+			    bool structured, bool meta_alloc)
 {
 	lim->size = v->size;
 	lim->block_min = v->block_min ? v->block_min : 1;
 	lim->block_max = v->block_max;
 	lim->tflags = nbd_export_tflags(v);
 	lim->structured = structured;
+	lim->meta_alloc = structured && meta_alloc;
 }
 
 static bool cmd_writes(uint16_t type)
@@ -49,18 +50,21 @@ static bool cmd_writes(uint16_t type)
 	       type == NBD_CMD_WRITE_ZEROES;
 }
 
-/* Flags each command may carry. */
+/* Flags each command may carry.  FUA is accepted on every command, as the
+ * protocol asks once it is offered (clients are known to set it on reads
+ * and flushes); where nothing is written it changes nothing. */
 static uint16_t cmd_allowed_flags(uint16_t type, uint16_t tflags)
 {
+	const uint16_t fua = NBD_CMD_FLAG_FUA;
+
 	switch (type) {
-	case NBD_CMD_WRITE:
-	case NBD_CMD_TRIM:
-		return NBD_CMD_FLAG_FUA;
 	case NBD_CMD_WRITE_ZEROES:
-		return NBD_CMD_FLAG_FUA | NBD_CMD_FLAG_NO_HOLE |
+		return fua | NBD_CMD_FLAG_NO_HOLE |
 		       ((tflags & NBD_FLAG_SEND_FAST_ZERO) ? NBD_CMD_FLAG_FAST_ZERO : 0);
+	case NBD_CMD_BLOCK_STATUS:
+		return fua | NBD_CMD_FLAG_REQ_ONE;
 	default:
-		return 0;
+		return fua;
 	}
 }
 
@@ -74,8 +78,15 @@ uint32_t nbd_request_check(const struct nbd_req *req,
 	case NBD_CMD_WRITE_ZEROES:
 	case NBD_CMD_CACHE:
 		break;
+	case NBD_CMD_BLOCK_STATUS:
+		/* Only after base:allocation was selected; a zero length
+		 * would have no descriptor to answer with. */
+		if (!lim->meta_alloc || req->len == 0)
+			return NBD_EINVAL;
+		break;
 	case NBD_CMD_FLUSH:
-		if (req->flags || req->offset || req->len)
+		if ((req->flags & ~cmd_allowed_flags(req->type, lim->tflags)) || req->offset ||
+		    req->len)
 			return NBD_EINVAL;
 		return 0;
 	case NBD_CMD_DISC:

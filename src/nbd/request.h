@@ -17,6 +17,7 @@ struct nbd_export_limits {
 	uint32_t block_max; /* largest READ/WRITE payload accepted */
 	uint16_t tflags;    /* transmission flags advertised */
 	bool structured;    /* structured replies negotiated */
+	bool meta_alloc;    /* base:allocation selected: BLOCK_STATUS allowed */
 };
 
 /* A request header in host byte order. */
@@ -33,7 +34,7 @@ uint16_t nbd_export_tflags(const struct vol *v);
 
 /* Fill limits from a vol and its advertised flags. */
 void nbd_export_limits_init(struct nbd_export_limits *lim, const struct vol *v,
-			    bool structured);
+			    bool structured, bool meta_alloc);
 
 /* Decide whether req may be dispatched.  Returns 0, or the NBD error
  * (NBD_EINVAL, NBD_EPERM, NBD_EOVERFLOW ...) to send back instead.  The

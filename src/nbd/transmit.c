@@ -68,6 +68,7 @@ struct reply {
 		struct nbd_structured_reply none;
 		struct nbd_chunk_offset_data data;
 		struct nbd_chunk_error error;
+		struct nbd_chunk_block_status status;
 	} h;
 	size_t hlen;
 	void *data;
@@ -341,6 +342,88 @@ static int dispatch(struct vol *v, const struct nbd_req *req, void *buf)
 	}
 }
 
+/* ---- NBD_CMD_BLOCK_STATUS: base:allocation from the vol's extents ---- */
+
+/* Descriptors in one reply at most (8 bytes each); a client asks again
+ * from where the reply ended. */
+#define BLOCK_STATUS_MAX 1024
+
+struct block_status {
+	struct nbd_block_descriptor *d; /* done ones, wire order */
+	unsigned n, max;
+	uint64_t len;   /* the one being built */
+	uint32_t flags; /* its NBD_STATE_* */
+	uint32_t bmin;  /* descriptors end on multiples of it */
+};
+
+static void block_status_push(struct block_status *b)
+{
+	b->d[b->n++] = (struct nbd_block_descriptor){ .len = htobe32((uint32_t)b->len),
+						      .flags = htobe32(b->flags) };
+}
+
+/* One run of the vol's extents.  Runs with the same status join one
+ * descriptor, and so does a run after a boundary that is not a multiple
+ * of the block size (what both share: data if either is data). */
+static int block_status_run(void *arg, uint64_t len, unsigned vflags)
+{
+	struct block_status *b = arg;
+	uint32_t f = ((vflags & VOL_EXTENT_HOLE) ? NBD_STATE_HOLE : 0) |
+		     ((vflags & VOL_EXTENT_ZERO) ? NBD_STATE_ZERO : 0);
+
+	if (b->len && (f == b->flags || b->len % b->bmin)) {
+		b->flags &= f;
+		b->len += len;
+		return 0;
+	}
+	if (b->len) {
+		block_status_push(b);
+		if (b->n == b->max)
+			return 1; /* full: the reply ends here */
+	}
+	b->len = len;
+	b->flags = f;
+	return 0;
+}
+
+/* Fill *rp with the BLOCK_STATUS reply for req (the payload in *payload,
+ * to be freed after the reply), or return -errno. */
+static int block_status_reply(struct vol *v, const struct nbd_req *req, uint64_t wire_cookie,
+			      void **payload, struct reply *rp)
+{
+	struct block_status b = {
+		.max = (req->flags & NBD_CMD_FLAG_REQ_ONE) ? 1 : BLOCK_STATUS_MAX,
+		.bmin = v->block_min ? v->block_min : 1,
+	};
+	int r;
+
+	b.d = malloc(b.max * sizeof(*b.d));
+	if (!b.d)
+		return -ENOMEM;
+	r = vol_extents(v, req->len, req->offset, block_status_run, &b);
+	if (r < 0) {
+		free(b.d);
+		return r;
+	}
+	if (b.len && b.n < b.max)
+		block_status_push(&b);
+	rp->h.status = (struct nbd_chunk_block_status){
+		.hdr = {
+			.magic = htobe32(NBD_STRUCTURED_REPLY_MAGIC),
+			.flags = htobe16(NBD_REPLY_FLAG_DONE),
+			.type = htobe16(NBD_REPLY_TYPE_BLOCK_STATUS),
+			.cookie = wire_cookie,
+			.len = htobe32(4 + b.n * sizeof(*b.d)),
+		},
+		.context = htobe32(NBD_META_ID_BASE_ALLOCATION),
+	};
+	rp->hlen = sizeof(rp->h.status);
+	rp->data = b.d;
+	rp->dlen = b.n * sizeof(*b.d);
+	*payload = b.d;
+	return 0;
+}
+
 /* A request read, and where its payload lives until the reply is sent. */
 struct pending {
 	struct nbd_req req;
@@ -459,6 +542,13 @@ static void serve(struct transmit *t, struct pending *p, struct reply *rp)
 		log_debug("nbd: %s off=%llu len=%u flags=0x%x refused: %u",
 			  nbd_cmd_name(req->type), (unsigned long long)req->offset,
 			  req->len, req->flags, error);
+	} else if (req->type == NBD_CMD_BLOCK_STATUS) {
+		int r = block_status_reply(t->c->srv->vol, req, p->wire_cookie, &p->tmp, rp);
+		if (r == 0)
+			return;
+		error = nbd_errno_to_wire(r);
+		log_debug("nbd: BLOCK_STATUS off=%llu len=%u: %s", (unsigned long long)req->offset,
+			  req->len, strerror(-r));
 	} else {
 		bool timed = req->type == NBD_CMD_READ || req->type == NBD_CMD_WRITE;
 		uint64_t t0 = timed ? now_ns() : 0;
@@ -539,7 +629,7 @@ int nbd_transmit(struct nbd_conn *c)
 		goto out;
 	t->c = c;
 	atomic_init(&t->avg_ns, 0);
-	nbd_export_limits_init(&c->lim, s->vol, c->structured);
+	nbd_export_limits_init(&c->lim, s->vol, c->structured, c->meta_alloc);
 	for (unsigned i = 0; i < n; i++) {
 		w[i].t = t;
 		w[i].c = c;

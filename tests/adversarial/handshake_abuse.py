@@ -200,5 +200,69 @@ c.start()
 c.send_opt(OPT_ABORT, b"data is ignored or refused")
 expect_closed(c, "OPT_ABORT")
 
+# 13. Metadata contexts (base:allocation, the only one): refused before
+#     structured replies; listed with no query or "base:"; selected only by
+#     its exact name; lying lengths and unknown exports are errors; an
+#     unknown namespace selects nothing.  Then NBD_CMD_BLOCK_STATUS.
+ALLOC = b"base:allocation"
+c = Client(path)
+c.start()
+c.send_opt(OPT_SET_META_CONTEXT, Client.meta_data(queries=(ALLOC,)))
+ck.eq(c.opt_reply()[1], REP_ERR_INVALID, "SET_META_CONTEXT before structured replies")
+c.send_opt(OPT_STRUCTURED_REPLY)
+ck.eq(c.opt_reply()[1], REP_ACK, "structured replies")
+for queries in ((), (b"base:",), (b"x-foo:bar", ALLOC)):
+    c.send_opt(OPT_LIST_META_CONTEXT, Client.meta_data(queries=queries))
+    reps = c.opt_replies()
+    ctxs = [d[4:] for _, t, d in reps if t == REP_META_CONTEXT]
+    ck.eq((ctxs, reps[-1][1]), ([ALLOC], REP_ACK), "LIST_META_CONTEXT %r" % (queries,))
+for what, data, want in (
+        ("unknown namespace", Client.meta_data(queries=(b"x-foo:bar",)), ([], REP_ACK)),
+        ("base: is for listing", Client.meta_data(queries=(b"base:",)), ([], REP_ACK)),
+        ("unknown export", Client.meta_data(b"nosuch", (ALLOC,)), ([], REP_ERR_UNKNOWN)),
+        ("query longer than the option", Client.meta_data(queries=(ALLOC,))[:-3],
+         ([], REP_ERR_INVALID)),
+        ("count of queries too high", struct.pack(">II", 0, 5) + struct.pack(">I", 1) + b"x",
+         ([], REP_ERR_INVALID)),
+        ("name longer than the option", struct.pack(">I", 1000) + b"ab", ([], REP_ERR_INVALID)),
+        ("trailing bytes", Client.meta_data(queries=(ALLOC,)) + b"zz", ([], REP_ERR_INVALID))):
+    c.send_opt(OPT_SET_META_CONTEXT, data)
+    reps = c.opt_replies()
+    ck.eq(([d[4:] for _, t, d in reps if t == REP_META_CONTEXT], reps[-1][1]), want,
+          "SET_META_CONTEXT: %s" % what)
+c.send_opt(OPT_SET_META_CONTEXT, Client.meta_data(queries=(b"x-foo:bar", ALLOC, ALLOC)))
+reps = c.opt_replies()
+sel = [struct.unpack(">I", d[:4])[0] for _, t, d in reps if t == REP_META_CONTEXT]
+ck.check(len(sel) == 1 and sel[0] != 0 and reps[-1][1] == REP_ACK,
+         "SET_META_CONTEXT base:allocation: one context, a non-zero id (%r)" % (reps,))
+c.go(structured=False)  # structured replies are already on
+c.structured = True
+ctx = sel[0] if sel else None
+base = 32 << 20  # far from what the sections above wrote
+c.write(base + 65536, b"\x5a" * 65536)
+err, _ = c.cmd(CMD_BLOCK_STATUS, base, 1 << 20)
+ck.eq(err, 0, "BLOCK_STATUS of 1 MiB")
+if c.status:
+    descs = c.status[1]
+    ck.eq(c.status[0], ctx, "BLOCK_STATUS names the selected context")
+    ck.eq(descs[:2], [(65536, 3), (65536, 0)],
+          "BLOCK_STATUS: a hole (never written), then the 64 KiB written")
+    ck.check(sum(n for n, _ in descs[:-1]) < (1 << 20) and all(n for n, _ in descs),
+             "BLOCK_STATUS descriptors within the request, none empty")
+c.status = None
+err, _ = c.cmd(CMD_BLOCK_STATUS, base, 1 << 20, FLAG_REQ_ONE)
+ck.check(err == 0 and c.status and c.status[1] == [(65536, 3)],
+         "BLOCK_STATUS with REQ_ONE: one descriptor (%r)" % (c.status,))
+c.status = None
+err, _ = c.cmd(CMD_BLOCK_STATUS, base + 65536 + 4096, 8192, FLAG_REQ_ONE)
+ck.check(err == 0 and c.status and c.status[1] == [(8192, 0)],
+         "BLOCK_STATUS with REQ_ONE never exceeds the request (%r)" % (c.status,))
+for what, off, n, fl in (("past the end", c.size - 4096, 8192, 0),
+                         ("of length 0", 0, 0, 0), ("with NO_HOLE", 0, 4096, FLAG_NO_HOLE)):
+    err, _ = c.cmd(CMD_BLOCK_STATUS, off, n, fl)
+    ck.eq(err, EINVAL, "BLOCK_STATUS %s" % what)
+ck.eq(c.read(base + 65536, 4096), (0, b"\x5a" * 4096), "read after BLOCK_STATUS")
+c.disc()
+
 server_still_serves("the whole handshake abuse")
 ck.done()

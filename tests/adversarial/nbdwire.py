@@ -24,7 +24,7 @@ OPT_EXPORT_NAME, OPT_ABORT, OPT_LIST, OPT_STARTTLS = 1, 2, 3, 5
 OPT_INFO, OPT_GO, OPT_STRUCTURED_REPLY = 6, 7, 8
 OPT_LIST_META_CONTEXT, OPT_SET_META_CONTEXT = 9, 10
 
-REP_ACK, REP_SERVER, REP_INFO = 1, 2, 3
+REP_ACK, REP_SERVER, REP_INFO, REP_META_CONTEXT = 1, 2, 3, 4
 REP_ERR = 0x80000000
 REP_ERR_UNSUP, REP_ERR_POLICY, REP_ERR_INVALID = REP_ERR | 1, REP_ERR | 2, REP_ERR | 3
 REP_ERR_UNKNOWN, REP_ERR_TOO_BIG = REP_ERR | 6, REP_ERR | 9
@@ -123,6 +123,7 @@ class Client:
     def __init__(self, path, timeout=20.0):
         self.s = connect(path, timeout)
         self.structured = False
+        self.status = None  # the last BLOCK_STATUS chunk: (context, [(len, flags)])
         self.size = None
         self.tflags = None
         self.block = None
@@ -163,7 +164,7 @@ class Client:
         while True:
             r = self.opt_reply()
             out.append(r)
-            if r[1] != REP_INFO and r[1] != REP_SERVER:
+            if r[1] not in (REP_INFO, REP_SERVER, REP_META_CONTEXT):
                 return out
 
     @staticmethod
@@ -171,6 +172,12 @@ class Client:
         return (struct.pack(">I", len(name)) + name +
                 struct.pack(">H", len(infos)) +
                 b"".join(struct.pack(">H", i) for i in infos))
+
+    @staticmethod
+    def meta_data(name=b"", queries=()):
+        """NBD_OPT_{LIST,SET}_META_CONTEXT data: export name, queries."""
+        return (struct.pack(">I", len(name)) + name + struct.pack(">I", len(queries)) +
+                b"".join(struct.pack(">I", len(q)) + q for q in queries))
 
     def go(self, name=b"", structured=False, infos=(INFO_BLOCK_SIZE,)):
         """Finish a handshake started with start(); returns the replies."""
@@ -223,6 +230,12 @@ class Client:
             body = recvn(self.s, n)
             if rtype == REPLY_TYPE_OFFSET_DATA:
                 data += body[8:]
+            elif rtype == REPLY_TYPE_BLOCK_STATUS:
+                if n < 12 or (n - 4) % 8:
+                    raise AssertionError("block status chunk of %d bytes" % n)
+                ctx = struct.unpack(">I", body[:4])[0]
+                self.status = (ctx, [struct.unpack(">II", body[i:i + 8])
+                                     for i in range(4, n, 8)])
             elif rtype & 0x8000:
                 err = struct.unpack(">I", body[:4])[0]
             if flags & REPLY_FLAG_DONE:

@@ -179,12 +179,12 @@ static void check_validator(const uint8_t *d, size_t n)
 	for (int i = 0; i < N_EXPORTS; i++) {
 		for (int s = 0; s < 2; s++) {
 			struct nbd_export_limits lim;
-			nbd_export_limits_init(&lim, &vols[i].vol, s);
+			nbd_export_limits_init(&lim, &vols[i].vol, s, s);
 			if (nbd_request_check(&r, &lim) != 0)
 				continue;
 			bool ranged = r.type == NBD_CMD_READ || r.type == NBD_CMD_WRITE ||
 				      r.type == NBD_CMD_TRIM || r.type == NBD_CMD_WRITE_ZEROES ||
-				      r.type == NBD_CMD_CACHE;
+				      r.type == NBD_CMD_CACHE || r.type == NBD_CMD_BLOCK_STATUS;
 			if (ranged && (!vol_range_ok(&vols[i].vol, r.len, r.offset) ||
 				       r.offset % lim.block_min || r.len % lim.block_min))
 				contract_broken(&vols[i].vol, "validator passed", r.len, r.offset);

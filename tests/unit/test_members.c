@@ -1,7 +1,8 @@
 /* Members: mem, null and file behave as vols should — data round trips,
  * zeroing and trimming, bounds, read-only refusal, spec errors; the views
  * of mem and file show what read returns, and a file's view of bytes that
- * are gone fails with -EIO instead of killing the process. */
+ * are gone fails with -EIO instead of killing the process; their extents
+ * (base:allocation) show holes where nothing was written. */
 #include "check.h"
 #include "core/log.h"
 #include "member/member.h"
@@ -93,6 +94,97 @@ static void exercise_mem_pages(void)
 	vol_close(v);
 }
 
+/* Extents as a list of (length, flags) runs, merged where flags agree. */
+struct runs {
+	uint64_t len[16];
+	unsigned flags[16];
+	unsigned n, calls, stop_after;
+};
+
+static int runs_add(void *arg, uint64_t len, unsigned flags)
+{
+	struct runs *r = arg;
+
+	CHECK(len > 0);
+	r->calls++;
+	if (r->n && r->flags[r->n - 1] == flags) {
+		r->len[r->n - 1] += len;
+	} else if (r->n < 16) {
+		r->len[r->n] = len;
+		r->flags[r->n++] = flags;
+	}
+	return r->stop_after && r->calls == r->stop_after ? 7 : 0;
+}
+
+#define HZ (VOL_EXTENT_HOLE | VOL_EXTENT_ZERO)
+
+static void check_extents(void)
+{
+	enum { PG = 4096 };
+	unsigned char buf[PG];
+	struct runs r = { .n = 0 };
+	struct vol *v;
+	uint64_t len;
+	unsigned flags;
+
+	memset(buf, 0x11, sizeof(buf));
+	/* mem: a written page between holes; a hole again once trimmed. */
+	CHECK_EQ(member_open("mem:64k", 0, &v), 0);
+	CHECK_EQ(vol_write(v, buf, PG, 3 * PG, 0), 0);
+	CHECK_EQ(vol_extents(v, v->size, 0, runs_add, &r), 0);
+	CHECK_EQ(r.n, 3);
+	CHECK(r.len[0] == 3 * PG && r.flags[0] == HZ);
+	CHECK(r.len[1] == PG && r.flags[1] == 0);
+	CHECK(r.len[2] == v->size - 4 * PG && r.flags[2] == HZ);
+	/* A range inside, the walk stopped by its callback, the first run. */
+	r = (struct runs){ .stop_after = 1 };
+	CHECK_EQ(vol_extents(v, 3 * PG, 2 * PG, runs_add, &r), 7);
+	CHECK(r.n == 1 && r.len[0] == PG && r.flags[0] == HZ);
+	CHECK_EQ(vol_extent_first(v, 8 * PG, 3 * PG + 512, &len, &flags), 0);
+	CHECK(len == PG - 512 && flags == 0);
+	CHECK_EQ(vol_extents(v, PG, v->size, runs_add, &r), -EINVAL);
+	CHECK_EQ(vol_trim(v, PG, 3 * PG, 0), 0);
+	r = (struct runs){ .n = 0 };
+	CHECK_EQ(vol_extents(v, v->size, 0, runs_add, &r), 0);
+	CHECK(r.n == 1 && r.len[0] == v->size && r.flags[0] == HZ);
+	vol_close(v);
+
+	/* null: all hole; a disk model shows its inner member's. */
+	CHECK_EQ(member_open("null:64k", 0, &v), 0);
+	CHECK_EQ(vol_extent_first(v, 8192, 4096, &len, &flags), 0);
+	CHECK(len == 8192 && flags == HZ);
+	vol_close(v);
+	CHECK_EQ(member_open("sim:200M,seek=0,rot=0:null:64k", 0, &v), 0);
+	CHECK_EQ(vol_extent_first(v, 8192, 4096, &len, &flags), 0);
+	CHECK(len == 8192 && flags == HZ);
+	vol_close(v);
+
+	/* A sparse file: a hole, 8 KiB of data at 256 KiB, a hole to the
+	 * end (where the file system keeps no holes, all data: skipped). */
+	char path[] = "/tmp/uraid-test-extents-XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	CHECK(ftruncate(fd, 1 << 20) == 0);
+	CHECK(pwrite(fd, buf, PG, 256 << 10) == PG && pwrite(fd, buf, PG, (256 << 10) + PG) == PG);
+	off_t first = lseek(fd, 0, SEEK_DATA);
+	close(fd);
+	CHECK_EQ(member_open(path, 0, &v), 0);
+	r = (struct runs){ .n = 0 };
+	CHECK_EQ(vol_extents(v, v->size, 0, runs_add, &r), 0);
+	uint64_t total = 0;
+	for (unsigned i = 0; i < r.n; i++)
+		total += r.len[i];
+	CHECK_EQ(total, v->size);
+	if (first == 256 << 10) {
+		CHECK_EQ(r.n, 3);
+		CHECK(r.len[0] == 256 << 10 && r.flags[0] == HZ);
+		CHECK(r.len[1] >= 2 * PG && r.flags[1] == 0);
+		CHECK(r.flags[2] == HZ);
+	}
+	vol_close(v);
+	unlink(path);
+}
+
 int main(void)
 {
 	struct vol *v;
@@ -100,6 +192,7 @@ int main(void)
 	unsigned char buf[4096];
 
 	exercise_mem_pages();
+	check_extents();
 	CHECK_EQ(member_open("mem:1M", 0, &v), 0);
 	CHECK_EQ(v->size, 1 << 20);
 	exercise(v);

@@ -21,7 +21,7 @@ static void check_limits(uint32_t bmin, bool ro, bool structured)
 	struct nbd_export_limits l;
 	struct nbd_req r;
 
-	nbd_export_limits_init(&l, &v, structured);
+	nbd_export_limits_init(&l, &v, structured, false);
 	CHECK(l.tflags & NBD_FLAG_HAS_FLAGS);
 	CHECK(!(l.tflags & NBD_FLAG_SEND_FLUSH)); /* no volatile cache */
 	CHECK(!!(l.tflags & NBD_FLAG_READ_ONLY) == ro);
@@ -37,8 +37,8 @@ static void check_limits(uint32_t bmin, bool ro, bool structured)
 	CHECK_EQ(nbd_request_check(&r, &l), NBD_EINVAL);
 	r = req(NBD_CMD_READ, 0, 0, 128u << 10); /* over block_max */
 	CHECK_EQ(nbd_request_check(&r, &l), structured ? NBD_EOVERFLOW : NBD_EINVAL);
-	r = req(NBD_CMD_READ, NBD_CMD_FLAG_FUA, 0, bmin); /* FUA on a read */
-	CHECK_EQ(nbd_request_check(&r, &l), NBD_EINVAL);
+	r = req(NBD_CMD_READ, NBD_CMD_FLAG_FUA, 0, bmin); /* FUA on a read: no-op */
+	CHECK_EQ(nbd_request_check(&r, &l), 0);
 	r = req(NBD_CMD_READ, NBD_CMD_FLAG_DF, 0, bmin); /* DF not offered */
 	CHECK_EQ(nbd_request_check(&r, &l), NBD_EINVAL);
 	if (bmin > 1) {
@@ -77,6 +77,42 @@ static void check_limits(uint32_t bmin, bool ro, bool structured)
 	CHECK_EQ(nbd_request_check(&r, &l), NBD_EINVAL);
 }
 
+/* FUA, once offered, is taken on every command; BLOCK_STATUS only after
+ * base:allocation was selected (which needs structured replies). */
+static void check_fua_and_block_status(uint32_t bmin, bool structured)
+{
+	struct vol v = { .size = 1u << 20, .block_min = bmin, .block_max = 64u << 10,
+			 .caps = VOL_CAP_FLUSH };
+	struct nbd_export_limits l;
+	struct nbd_req r;
+
+	nbd_export_limits_init(&l, &v, structured, true);
+	CHECK(l.tflags & NBD_FLAG_SEND_FUA);
+	CHECK_EQ(l.meta_alloc, structured);
+	r = req(NBD_CMD_READ, NBD_CMD_FLAG_FUA, 0, bmin);
+	CHECK_EQ(nbd_request_check(&r, &l), 0);
+	r = req(NBD_CMD_FLUSH, NBD_CMD_FLAG_FUA, 0, 0);
+	CHECK_EQ(nbd_request_check(&r, &l), 0);
+	r = req(NBD_CMD_READ, NBD_CMD_FLAG_REQ_ONE, 0, bmin); /* REQ_ONE: block status only */
+	CHECK_EQ(nbd_request_check(&r, &l), NBD_EINVAL);
+
+	uint32_t ok = structured ? 0 : NBD_EINVAL;
+	r = req(NBD_CMD_BLOCK_STATUS, 0, 0, (uint32_t)v.size); /* no block_max limit */
+	CHECK_EQ(nbd_request_check(&r, &l), ok);
+	r = req(NBD_CMD_BLOCK_STATUS, NBD_CMD_FLAG_REQ_ONE | NBD_CMD_FLAG_FUA, bmin, bmin);
+	CHECK_EQ(nbd_request_check(&r, &l), ok);
+	r = req(NBD_CMD_BLOCK_STATUS, NBD_CMD_FLAG_NO_HOLE, 0, bmin);
+	CHECK_EQ(nbd_request_check(&r, &l), NBD_EINVAL);
+	r = req(NBD_CMD_BLOCK_STATUS, 0, 0, 0); /* nothing to describe */
+	CHECK_EQ(nbd_request_check(&r, &l), NBD_EINVAL);
+	r = req(NBD_CMD_BLOCK_STATUS, 0, v.size - bmin, 2 * bmin); /* past the end */
+	CHECK_EQ(nbd_request_check(&r, &l), NBD_EINVAL);
+	if (bmin > 1) {
+		r = req(NBD_CMD_BLOCK_STATUS, 0, 1, bmin);
+		CHECK_EQ(nbd_request_check(&r, &l), NBD_EINVAL);
+	}
+}
+
 static void check_errno_map(void)
 {
 	CHECK_EQ(nbd_errno_to_wire(0), 0);
@@ -98,6 +134,9 @@ int main(void)
 		for (int ro = 0; ro < 2; ro++)
 			for (int st = 0; st < 2; st++)
 				check_limits(bmins[i], ro, st);
+	for (unsigned i = 0; i < 3; i++)
+		for (int st = 0; st < 2; st++)
+			check_fua_and_block_status(bmins[i], st);
 	check_errno_map();
 	return check_done();
 }

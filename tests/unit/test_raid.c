@@ -292,6 +292,87 @@ static void test_view(void)
 	}
 }
 
+/* The first run of the array's extents from off to its end (see
+ * vol_extent_first). */
+static unsigned first_flags(struct vol *a, uint64_t off, uint64_t *run)
+{
+	unsigned flags = 99;
+
+	CHECK_EQ(vol_extent_first(a, a->size - off, off, run, &flags), 0);
+	return flags;
+}
+
+/* Extents (base:allocation) of an array come from its members' through
+ * the layout: RAID0 maps a member's data to its chunk of the array; a
+ * mirror is zeros only where every live copy is; a RAID5 chunk whose
+ * member is gone is data; written-behind data counts before it lands. */
+static void test_extents(void)
+{
+	const unsigned HZ = VOL_EXTENT_HOLE | VOL_EXTENT_ZERO;
+	const uint32_t CH = 64 << 10;
+	static char buf[64 << 10];
+	uint64_t run;
+
+	memset(buf, 0x3c, sizeof(buf));
+	/* RAID0 x2: member 1's first chunk is array chunk 1. */
+	struct raid_geom g0 = { .level = 0, .chunk = CH, .raid_disks = 2 };
+	struct vol *m[3] = { 0 }, *a;
+	for (unsigned i = 0; i < 2; i++)
+		CHECK_EQ(member_open("mem:1M", 0, &m[i]), 0);
+	CHECK_EQ(vol_write(m[1], buf, 4096, 0, 0), 0);
+	CHECK_EQ(raid_open(&g0, m, NULL, "x0", &a), 0);
+	CHECK_EQ(first_flags(a, 0, &run), HZ);
+	CHECK_EQ(run, CH);
+	CHECK_EQ(first_flags(a, CH, &run), 0);
+	CHECK_EQ(run, 4096);
+	CHECK_EQ(first_flags(a, CH + 4096, &run), HZ);
+	vol_close(a);
+
+	/* RAID1 x2: data on one copy alone is data; once that copy fails,
+	 * the other's hole shows. */
+	struct raid_geom g1 = { .level = 1, .raid_disks = 2 };
+	for (unsigned i = 0; i < 2; i++)
+		CHECK_EQ(member_open("mem:1M", 0, &m[i]), 0);
+	CHECK_EQ(vol_write(m[1], buf, 8192, 128 << 10, 0), 0);
+	CHECK_EQ(raid_open(&g1, m, NULL, "x1", &a), 0);
+	CHECK_EQ(first_flags(a, 0, &run), HZ);
+	CHECK_EQ(run, 128 << 10);
+	CHECK_EQ(first_flags(a, 128 << 10, &run), 0);
+	CHECK_EQ(run, 8192);
+	CHECK_EQ(raid_fail_member(a, 1), 0);
+	CHECK_EQ(first_flags(a, 0, &run), HZ);
+	CHECK_EQ(run, a->size); /* the whole array */
+	vol_close(a);
+
+	/* RAID5 x3 with member 1 missing: its chunks are data (rebuilt
+	 * from parity), the others' holes show. */
+	struct raid_geom g5 = { .level = 5, .layout = 2, .chunk = CH, .raid_disks = 3,
+				.dev_size = 1 << 20 };
+	for (unsigned i = 0; i < 3; i++)
+		CHECK_EQ(member_open("mem:1M", 0, &m[i]), 0);
+	vol_close(m[1]);
+	m[1] = NULL;
+	CHECK_EQ(raid_open(&g5, m, NULL, "x5", &a), 0);
+	/* left-symmetric, row 0: data chunks on members 0 and 1. */
+	CHECK_EQ(first_flags(a, 0, &run), HZ);
+	CHECK_EQ(run, CH);
+	CHECK_EQ(first_flags(a, CH, &run), 0);
+	CHECK_EQ(run, CH);
+	vol_close(a);
+
+	/* Write-behind forced on: a streamed write is data at once. */
+	for (unsigned i = 0; i < 2; i++)
+		CHECK_EQ(member_open("mem:1M", 0, &m[i]), 0);
+	CHECK_EQ(raid_open(&g1, m, NULL, "x1wb", &a), 0);
+	if (raid_set_writebehind(a, 1) == 0) {
+		for (int k = 0; k < 4; k++)
+			CHECK_EQ(vol_write(a, buf, sizeof(buf), (256 << 10) + k * sizeof(buf), 0), 0);
+		CHECK_EQ(first_flags(a, 256 << 10, &run), 0);
+		CHECK_EQ(run, 4 * sizeof(buf));
+	}
+	vol_close(a);
+}
+
 static void test_edges(void)
 {
 	struct vol *m[8], *a;
@@ -882,6 +963,7 @@ int main(void)
 	}
 	test_edges();
 	test_view();
+	test_extents();
 	test_ra_concurrent();
 	test_wb_durable();
 	test_wb_parity_concurrent();
