@@ -4,6 +4,8 @@
 #ifndef URAID_CLI_H
 #define URAID_CLI_H
 
+#include <stdbool.h>
+
 struct cli_command {
 	const char *name;
 	int (*run)(int argc, char **argv); /* argv[0] is the command name */
@@ -21,6 +23,13 @@ int cmd_examine(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_add(int argc, char **argv);
 int cmd_rebuild(int argc, char **argv);
+int cmd_detail(int argc, char **argv);
+int cmd_fail(int argc, char **argv);
+int cmd_remove(int argc, char **argv);
+/* The control socket's clients (cmd_control.c): whether path is a Unix
+ * socket (a `uraid serve --control` one), and the hot `uraid add`. */
+bool cli_is_control_socket(const char *path);
+int cmd_add_hot(const char *control, const char *spec, bool force, const char *array);
 int cmd_luks_format(int argc, char **argv);
 int cmd_luks_dump(int argc, char **argv);
 int cmd_luks_add_key(int argc, char **argv);

@@ -4,6 +4,10 @@
  *   uraid add [--spare] [--no-rebuild] [--force] NEW MEMBER...
  *   uraid rebuild [--force] MEMBER...
  *
+ * (`uraid add CONTROL NEW`, CONTROL a running serve's control socket, is
+ * the hot form: cmd_control.c sends it there, and md_array_add() does it
+ * with the same checks, md_manage.h's.)
+ *
  * add writes a v1.2 superblock on NEW for the array the MEMBERs hold and
  * records it in theirs (events + 1, the same role table everywhere).  If a
  * role is missing NEW takes it, marked as being recovered (feature
@@ -20,6 +24,7 @@
  * every member as it was.  The members are taken for the command (no
  * `uraid serve` can hold them meanwhile). */
 #include "cli.h"
+#include "stack.h"
 
 #include "core/log.h"
 #include "core/random.h"
@@ -84,28 +89,6 @@ static void rb_on_signal(int sig)
 
 /* ---- finding the array ---- */
 
-/* stat() a member spec: the path itself, or what follows the last ':' of
- * a wrapper spec (sim:80M:a.img). */
-static bool rb_stat(const char *spec, struct stat *st)
-{
-	const char *c = strrchr(spec, ':');
-
-	return stat(spec, st) == 0 || (c && stat(c + 1, st) == 0);
-}
-
-static bool rb_same_file(const char *a, const char *b)
-{
-	struct stat sa, sb;
-
-	if (strcmp(a, b) == 0)
-		return true;
-	if (!rb_stat(a, &sa) || !rb_stat(b, &sb))
-		return false;
-	if (S_ISBLK(sa.st_mode) && S_ISBLK(sb.st_mode))
-		return sa.st_rdev == sb.st_rdev;
-	return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
 static void rb_set_free(struct rb_set *s)
 {
 	for (unsigned i = 0; s->m && i < s->n; i++) {
@@ -140,7 +123,7 @@ static int rb_load(char **specs, unsigned n, struct rb_set *s)
 		struct rb_member *mm = &s->m[i];
 		mm->spec = specs[i];
 		for (unsigned j = 0; j < i; j++)
-			if (rb_same_file(specs[i], specs[j]))
+			if (stack_same_member(specs[i], specs[j]))
 				return err_set(-EINVAL, "%s is given twice", specs[i]);
 		err_clear();
 		r = member_open(specs[i], 0, &mm->vol);
@@ -362,111 +345,20 @@ static int rb_sync_all(struct rb_set *s)
 
 /* ---- uraid add ---- */
 
-/* Refuse a NEW that holds an md superblock (any version) or a LUKS
- * header.  *end_sb is set to the offset of a v1.0/0.90 superblock found at
- * the end (wiped when --force overrides). */
-static int rb_probe_new(struct vol *v, const char *spec, const struct rb_set *s, uint64_t *end_sb,
-                        bool force)
-{
-	uint8_t *buf;
-	struct md_super *sb = malloc(sizeof(*sb));
-	int r = 0;
-
-	*end_sb = UINT64_MAX;
-	if (!sb || posix_memalign((void **)&buf, 4096, 8192)) {
-		free(sb);
-		return -ENOMEM;
-	}
-	memset(buf, 0, 8192);
-	if (v->size >= 8192)
-		r = vol_read(v, buf, 8192, 0);
-	if (r < 0) {
-		r = err_set(r, "%s: reading it failed: %s", spec, strerror(-r));
-		goto out;
-	}
-	if (!force && memcmp(buf, "LUKS\xba\xbe", 6) == 0) {
-		r = err_set(-EEXIST,
-		            "%s holds a LUKS header; refusing to overwrite it (use "
-		            "--force)",
-		            spec);
-		goto out;
-	}
-	if (!force && md_super_decode(buf + MD_SB_OFFSET, sb) == 0) {
-		if (memcmp(sb->set_uuid, s->m[0].sb->set_uuid, 16) == 0)
-			r = err_set(-EEXIST,
-			            "%s is already a member of %s (slot %u, events %llu); "
-			            "to rebuild it from scratch use --force",
-			            spec, s->name, sb->dev_number, (unsigned long long)sb->events);
-		else
-			r = err_set(-EEXIST,
-			            "%s holds an md superblock of another array; refusing "
-			            "to overwrite it (use --force)",
-			            spec);
-		goto out;
-	}
-	if (!force && memcmp(buf, "\xfc\x4e\x2b\xa9", 4) == 0) {
-		r = err_set(-EEXIST,
-		            "%s holds an md superblock (v1.1); refusing to overwrite it "
-		            "(use --force)",
-		            spec);
-		goto out;
-	}
-	/* v1.0 and 0.90 superblocks live at the end (--force wipes one). */
-	uint64_t at[2];
-	r = md_find_end_supers(v, spec, at);
-	if (r > 0 && !force) {
-		r = err_set(-EEXIST,
-		            "%s holds an md superblock (%s); refusing to overwrite it (use --force)",
-		            spec, r & 1 ? "v1.0" : "0.90");
-	} else if (r > 0) {
-		*end_sb = at[r & 2 ? 1 : 0];
-		r = 0;
-	}
-out:
-	free(buf);
-	free(sb);
-	return r;
-}
-
-/* Copy the freshest member's write-intent bitmap (superblock and bits)
- * onto NEW: the kernel reads the bitmap from any in-sync member. */
-static int rb_copy_bitmap(struct vol *from, struct vol *to, const struct md_super *f)
-{
-	const struct md_sb1 *raw = (const struct md_sb1 *)f->raw;
-	int32_t bm = (int32_t)md_le32(raw->bitmap_offset);
-	int32_t bb = (int32_t)md_le32(raw->bblog_offset);
-	uint64_t start, end;
-	char *buf;
-	int r = 0;
-
-	if (!(f->feature_map & MD_FEATURE_BITMAP_OFFSET) || bm <= 0)
-		return 0;
-	start = (MD_SB_SECTOR + (uint64_t)bm) * 512;
-	end = md_le16(raw->bblog_size) && bb > bm ? (MD_SB_SECTOR + (uint64_t)bb) * 512
-	                                          : f->data_offset * 512;
-	if (posix_memalign((void **)&buf, 4096, 1 << 20))
-		return -ENOMEM;
-	for (uint64_t off = start; off < end && r == 0; off += 1 << 20) {
-		uint64_t len = end - off < (1 << 20) ? end - off : (1 << 20);
-		r = vol_read(from, buf, len, off);
-		if (r == 0)
-			r = vol_write(to, buf, len, off, 0);
-	}
-	free(buf);
-	return r < 0 ? err_set(r, "%s: copying the write-intent bitmap: %s", to->name, strerror(-r))
-	             : 0;
-}
-
 static void add_usage(FILE *f)
 {
 	fprintf(f, "usage: uraid add [--spare] [--no-rebuild] [--force] NEW MEMBER...\n"
+	           "       uraid add [--force] [--array md/NAME] CONTROL NEW\n"
 	           "Add NEW to the md array the MEMBERs hold (mdadm --add).  If a role is\n"
 	           "missing, NEW takes it and is rebuilt from the others at once (see\n"
 	           "`uraid rebuild`); if the array is whole, NEW becomes a spare.\n"
 	           "  --spare       add NEW as a spare even if a role is missing\n"
 	           "  --no-rebuild  only write the superblocks; `uraid rebuild` does the rest\n"
 	           "  --force       overwrite a NEW that holds an md superblock or a LUKS header\n"
-	           "  -v            more messages\n");
+	           "  -v            more messages\n"
+	           "The second form (CONTROL: a `uraid serve --control` socket) adds NEW to the\n"
+	           "array being served: a spare, that takes a missing role and is rebuilt while\n"
+	           "the array serves (--array: which array, when the stack has several).\n");
 }
 
 static int rebuild_run(char **specs, unsigned n, bool force);
@@ -478,13 +370,16 @@ int cmd_add(int argc, char **argv)
 	    {"no-rebuild", no_argument, NULL, 'N'},
 	    {"force", no_argument, NULL, 'f'},
 	    {"readonly", no_argument, NULL, 'R'},
+	    {"array", required_argument, NULL, 'A'},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
+	const char *array = NULL;
 	struct rb_set s = {0};
 	struct vol *nv = NULL, *arr = NULL;
 	struct md_super *nsb = NULL;
+	uint32_t *used = NULL;
 	bool spare = false, no_rebuild = false, force = false;
 	uint64_t end_sb;
 	unsigned role = MD_ROLE_SPARE, first = 0, slot;
@@ -498,6 +393,9 @@ int cmd_add(int argc, char **argv)
 			break;
 		case 'N':
 			no_rebuild = true;
+			break;
+		case 'A':
+			array = optarg;
 			break;
 		case 'f':
 			force = true;
@@ -522,9 +420,25 @@ int cmd_add(int argc, char **argv)
 		add_usage(stderr);
 		return 2;
 	}
+	if (cli_is_control_socket(argv[optind])) {
+		/* Hot add: the running serve does it. */
+		if (argc - optind != 2 || spare || no_rebuild) {
+			fprintf(stderr,
+			        "uraid: add: a running array takes one NEW member at a time "
+			        "(`uraid add [--force] [--array md/NAME] CONTROL NEW`); "
+			        "--spare and --no-rebuild are for the offline form\n");
+			return 2;
+		}
+		return cmd_add_hot(argv[optind], argv[optind + 1], force, array);
+	}
+	if (array) {
+		fprintf(stderr, "uraid: add: --array goes with a control socket (`uraid add "
+		                "--array md/NAME CONTROL NEW`)\n");
+		return 2;
+	}
 	const char *new_spec = argv[optind];
 	for (int i = optind + 1; i < argc; i++)
-		if (rb_same_file(new_spec, argv[i])) {
+		if (stack_same_member(new_spec, argv[i])) {
 			fprintf(stderr,
 			        "uraid: add: %s is the new member and also one of the "
 			        "members given; nothing was changed\n",
@@ -540,21 +454,11 @@ int cmd_add(int argc, char **argv)
 	r = member_open(new_spec, 0, &nv);
 	if (r < 0)
 		goto fail;
-	r = rb_probe_new(nv, new_spec, &s, &end_sb, force);
+	r = md_manage_probe_new(nv, new_spec, f->set_uuid, s.name, force, &end_sb);
+	if (r == 0)
+		r = md_manage_check_size(nv, new_spec, f, s.name);
 	if (r < 0)
 		goto fail;
-	uint64_t sectors = nv->size / 512;
-	if (sectors <= f->data_offset || sectors - f->data_offset < f->size) {
-		char need[32], have[32];
-		format_size((f->data_offset + f->size) * 512, need, sizeof(need));
-		format_size(nv->size, have, sizeof(have));
-		r = err_set(-ENOSPC,
-		            "%s is too small: %s, and %s needs %s (data from sector %llu, "
-		            "%llu sectors of it)",
-		            new_spec, have, s.name, need, (unsigned long long)f->data_offset,
-		            (unsigned long long)f->size);
-		goto fail;
-	}
 	/* The array must give its data back without the roles nobody holds in
 	 * sync; else a rebuild could not happen. */
 	r = rb_open_array(&s, &arr);
@@ -563,20 +467,19 @@ int cmd_add(int argc, char **argv)
 	vol_close(arr);
 	if (rb_missing(&s, &first) && !spare)
 		role = first;
-	/* A slot of our own: from raid_disks up (as mdadm picks it), one that
-	 * no device is recorded in and no member given uses. */
-	for (slot = s.raid_disks; slot < MD_SB_MAX_DEV; slot++) {
-		bool used = slot < s.max_dev && s.roles[slot] != MD_ROLE_SPARE;
-		for (unsigned i = 0; i < s.n; i++)
-			used |= s.m[i].sb->dev_number == slot;
-		if (!used)
-			break;
-	}
-	uint64_t sb_sectors = (256 + 2 * (uint64_t)(slot + 1) + 511) / 512;
-	if (slot >= MD_SB_MAX_DEV || MD_SB_SECTOR + sb_sectors > f->data_offset) {
-		r = err_set(-ENOSPC, "%s: no free device slot for another member", s.name);
+	/* A slot of our own, that no member given uses. */
+	used = malloc(s.n * sizeof(*used));
+	if (!used) {
+		r = -ENOMEM;
 		goto fail;
 	}
+	for (unsigned i = 0; i < s.n; i++)
+		used[i] = s.m[i].sb->dev_number;
+	r = md_manage_pick_slot(s.roles, s.max_dev, s.raid_disks, used, s.n, f->data_offset,
+	                        s.name);
+	if (r < 0)
+		goto fail;
+	slot = (unsigned)r;
 
 	/* Checked: from here on we write.  NEW's superblock is the freshest's
 	 * with NEW's own device fields. */
@@ -593,33 +496,13 @@ int cmd_add(int argc, char **argv)
 		r = -ENOMEM;
 		goto fail;
 	}
-	*nsb = *f;
-	nsb->dev_number = slot;
-	nsb->data_size = sectors - f->data_offset;
-	nsb->feature_map &= ~(MD_FEATURE_RECOVERY_OFFSET | MD_FEATURE_REPLACEMENT |
-	                      MD_FEATURE_BAD_BLOCKS | MD_FEATURE_RECOVERY_BITMAP);
-	nsb->recovery_offset = 0;
+	r = md_manage_new_super(nv, new_spec, f, s.m[s.fresh].vol, slot, end_sb, nsb);
+	if (r < 0)
+		goto fail;
 	if (role != MD_ROLE_SPARE)
 		md_manage_mark_recovering(nsb, s.roles, role);
 	md_manage_set_state(nsb, s.events, s.max_dev, s.roles);
-	((struct md_sb1 *)nsb->raw)->devflags = 0;
-	((struct md_sb1 *)nsb->raw)->cnt_corrected_read = 0;
-	r = random_fill(nsb->device_uuid, 16);
-	if (r < 0)
-		goto fail;
-	/* Old metadata, bitmaps and bad-block logs up to the data go; the
-	 * array's bitmap comes over; the superblock is written last of NEW's
-	 * bytes, then the others learn of it. */
-	r = vol_write_zeroes(nv, f->data_offset * 512 - MD_SB_OFFSET, MD_SB_OFFSET, VOL_MAY_TRIM);
-	if (r == 0 && end_sb != UINT64_MAX)
-		r = vol_write_zeroes(nv, 4096, end_sb, 0);
-	if (r < 0) {
-		r = err_set(r, "%s: zeroing the metadata area: %s", new_spec, strerror(-r));
-		goto fail;
-	}
-	r = rb_copy_bitmap(s.m[s.fresh].vol, nv, f);
-	if (r == 0)
-		r = md_super_write(nv, nsb);
+	r = md_super_write(nv, nsb);
 	if (r == 0)
 		r = rb_sync_all(&s);
 	if (r < 0)
@@ -636,6 +519,7 @@ fail:
 	rc = cli_fail("add", r);
 out:
 	free(nsb);
+	free(used);
 	vol_close(nv);
 	rb_set_free(&s);
 	if (rc == 0 && role != MD_ROLE_SPARE && !no_rebuild) {

@@ -5,9 +5,11 @@
  * has read, then the stack is flushed and closed, which is what leaves md
  * arrays in a clean state. */
 #include "cli.h"
+#include "control.h"
 #include "stack.h"
 
 #include "core/log.h"
+#include "member/member.h"
 #include "nbd/server.h"
 
 #include <errno.h>
@@ -29,6 +31,7 @@ struct serve_args {
 	const char *bind_addr;
 	const char *run_cmd;
 	const char *pid_file;
+	const char *control_path;
 	bool use_stdio;
 	bool foreground;
 	struct stack_opts stack;
@@ -63,6 +66,8 @@ static void serve_usage(FILE *f)
 		"Process:\n"
 		"  -f, --foreground       do not daemonize (--run and --stdio imply it)\n"
 		"  --pid-file FILE        write the server's pid to FILE\n"
+		"  --control PATH         accept management requests on a Unix socket at PATH\n"
+		"                         (uraid detail / fail / remove / add CONTROL ...)\n"
 		"Stack:\n"
 		"  -r, --readonly         open everything read-only; refuse writes\n"
 		"  --direct               open file members with O_DIRECT\n"
@@ -107,7 +112,7 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 {
 	enum { OPT_SOCKET = 256, OPT_PORT, OPT_BIND, OPT_RUN, OPT_STDIO, OPT_PIDFILE,
 	       OPT_DIRECT, OPT_KEYFILE, OPT_DEGRADED, OPT_THREADS, OPT_EXPORT, OPT_MAXCONN,
-	       OPT_HSTIMEOUT, OPT_NOREBUILD };
+	       OPT_HSTIMEOUT, OPT_NOREBUILD, OPT_CONTROL };
 	static const struct option lo[] = {
 		{ "socket", required_argument, NULL, OPT_SOCKET },
 		{ "port", required_argument, NULL, OPT_PORT },
@@ -116,6 +121,7 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 		{ "stdio", no_argument, NULL, OPT_STDIO },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "pid-file", required_argument, NULL, OPT_PIDFILE },
+		{ "control", required_argument, NULL, OPT_CONTROL },
 		{ "readonly", no_argument, NULL, 'r' },
 		{ "direct", no_argument, NULL, OPT_DIRECT },
 		{ "key-file", required_argument, NULL, OPT_KEYFILE },
@@ -161,6 +167,9 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 			break;
 		case OPT_PIDFILE:
 			a->pid_file = optarg;
+			break;
+		case OPT_CONTROL:
+			a->control_path = optarg;
 			break;
 		case 'r':
 			a->stack.readonly = true;
@@ -373,6 +382,9 @@ int cmd_serve(int argc, char **argv)
 	struct serve_args a = { 0 };
 	struct vol *top = NULL;
 	struct nbd_server *srv = NULL;
+	struct stack_info info;
+	struct control_target ct = { 0 };
+	struct control *ctl = NULL;
 	char tmpdir[] = "/tmp/uraid-serve-XXXXXX";
 	bool made_tmpdir = false;
 	char sockbuf[PATH_MAX], uri[PATH_MAX + 4200];
@@ -398,7 +410,7 @@ int cmd_serve(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	err_clear();
-	r = stack_open(argv + first, argc - first, &a.stack, &top);
+	r = stack_open_info(argv + first, argc - first, &a.stack, &top, &info);
 	if (r < 0)
 		return cli_fail("serve", r);
 	a.nbd.description = top->name; /* what nbdinfo shows */
@@ -427,6 +439,15 @@ int cmd_serve(int argc, char **argv)
 	if (r < 0) {
 		cli_fail("listen", r);
 		goto out;
+	}
+	if (a.control_path) {
+		ct = (struct control_target){ .top = top, .md = info.md, .luks = info.luks,
+					      .member_flags = a.stack.direct ? MEMBER_DIRECT : 0 };
+		r = control_start(a.control_path, &ct, &ctl);
+		if (r < 0) {
+			cli_fail("control", r);
+			goto out;
+		}
 	}
 	if (a.pid_file) {
 		r = write_pid_file(a.pid_file);
@@ -491,6 +512,8 @@ int cmd_serve(int argc, char **argv)
 
 out:
 	serve_server = NULL;
+	/* Before the stack closes: no management call runs on it then. */
+	control_stop(ctl);
 	nbd_server_free(srv);
 	if (top) {
 		r = vol_flush(top);

@@ -11,6 +11,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+
+static bool stack_stat(const char *spec, struct stat *st)
+{
+	const char *c = strrchr(spec, ':');
+
+	return stat(spec, st) == 0 || (c && stat(c + 1, st) == 0);
+}
+
+bool stack_same_member(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	if (strcmp(a, b) == 0)
+		return true;
+	if (!stack_stat(a, &sa) || !stack_stat(b, &sb))
+		return false;
+	if (S_ISBLK(sa.st_mode) && S_ISBLK(sb.st_mode))
+		return sa.st_rdev == sb.st_rdev;
+	return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
 
 int stack_open_members(char **specs, int n, const struct stack_opts *o,
 		       struct vol **members)
@@ -75,7 +96,8 @@ static int stack_assemble_md(struct vol **members, int n,
  * vol.  A writable open rewrites a damaged or stale LUKS2 header copy once
  * the passphrase has proved right; a read-only one never writes.  On
  * failure *top has been closed and set to NULL. */
-static int stack_unlock_luks(struct vol **top, const struct stack_opts *o)
+static int stack_unlock_luks(struct vol **top, const struct stack_opts *o,
+			     int *luks_version)
 {
 	struct luks_secret *pass = NULL, *vk = NULL;
 	struct luks_hdr *h = NULL;
@@ -103,9 +125,10 @@ static int stack_unlock_luks(struct vol **top, const struct stack_opts *o)
 			goto out;
 	}
 	r = luks_open_payload(h, *top, true, vk, top);
-	if (r == 0)
+	if (r == 0) {
 		log_info("LUKS%d volume unlocked with key slot %d", h->version, slot);
-	else
+		*luks_version = h->version;
+	} else
 		*top = NULL; /* luks_open_payload closed it */
 out:
 	if (r < 0 && *top) {
@@ -121,8 +144,18 @@ out:
 int stack_open(char **specs, int n, const struct stack_opts *o,
 	       struct vol **top)
 {
+	struct stack_info info;
+
+	return stack_open_info(specs, n, o, top, &info);
+}
+
+int stack_open_info(char **specs, int n, const struct stack_opts *o,
+		    struct vol **top, struct stack_info *info)
+{
 	struct vol **members;
 	int r;
+
+	memset(info, 0, sizeof(*info));
 
 	if (n < 1)
 		return err_set(-EINVAL, "no members given");
@@ -136,8 +169,11 @@ int stack_open(char **specs, int n, const struct stack_opts *o,
 	r = stack_assemble_md(members, n, o, top);
 	if (r < 0)
 		goto out;
+	info->md = md_array_raid(*top) ? *top : NULL;
 	/* LUKS on the assembled top vol; consumes *top on failure. */
-	r = stack_unlock_luks(top, o);
+	r = stack_unlock_luks(top, o, &info->luks);
+	if (r < 0)
+		info->md = NULL;
 out:
 	free(members);
 	return r;

@@ -24,6 +24,24 @@ struct stack_opts {
 int stack_open(char **specs, int n, const struct stack_opts *o,
 	       struct vol **top);
 
+/* What stack_open_info() found under the top vol, for those who manage a
+ * running stack (the control socket, control.h).  The vols belong to the
+ * stack: valid until the top vol is closed. */
+struct stack_info {
+	struct vol *md;  /* the md array assembled (arrays inside it are its
+			  * members: md_array_info()), or NULL */
+	int luks;        /* LUKS version unlocked on top of it, or 0 */
+};
+
+/* stack_open(), telling what it assembled. */
+int stack_open_info(char **specs, int n, const struct stack_opts *o,
+		    struct vol **top, struct stack_info *info);
+
+/* Whether two member specs name the same file or block device: the same
+ * string, or, stat()ed (a wrapper spec such as sim:80M:a.img by what
+ * follows its last ':'), the same inode or device number. */
+bool stack_same_member(const char *a, const char *b);
+
 /* Open the members alone, without probing (for commands that write
  * metadata: create, luks-format). */
 int stack_open_members(char **specs, int n, const struct stack_opts *o,

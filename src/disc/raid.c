@@ -152,6 +152,7 @@ int raid_member_fail(struct raid_array *a, unsigned role, int err,
 }
 
 static const struct vol_ops raid_ops;
+static void raid_rec_target_failed(struct raid_array *a, unsigned role, int err);
 
 struct raid_array *raid_array_of(struct vol *v)
 {
@@ -166,10 +167,68 @@ int raid_fail_member(struct vol *array, unsigned role)
 		return err_set(-EINVAL, "%s is not a RAID array", array->name);
 	if (role >= a->n)
 		return err_set(-EINVAL, "%s: no role %u", array->name, role);
+	if (atomic_load(&a->m[role].recovering)) {
+		raid_rec_target_failed(a, role, -EIO);
+		return 0;
+	}
 	int r = raid_member_fail(a, role, -EIO, true);
 	if (r < 0)
 		return err_set(r, "%s: failing member %u would lose data", array->name, role);
 	return 0;
+}
+
+int raid_detach_member(struct vol *array, struct vol *member)
+{
+	struct raid_array *a = raid_array_of(array);
+	int role = -1, r = -ENOENT;
+
+	if (!a || !member)
+		return -EINVAL;
+	/* Staged writes were planned against the members of their time. */
+	raid_wb_barrier(a);
+	pthread_mutex_lock(&a->fail_lock);
+	for (unsigned i = 0; i < a->n; i++) {
+		if (a->m[i].vol != member)
+			continue;
+		if (!atomic_load(&a->m[i].failed) || atomic_load(&a->m[i].recovering)) {
+			pthread_mutex_unlock(&a->fail_lock);
+			return -EBUSY;
+		}
+		role = (int)i;
+	}
+	for (unsigned i = 0; role < 0 && i < a->nretired; i++) {
+		if (a->retired[i] != member)
+			continue;
+		a->retired[i] = a->retired[--a->nretired];
+		r = 0;
+		break;
+	}
+	pthread_mutex_unlock(&a->fail_lock);
+	if (role >= 0) {
+		/* Failed, so nothing picks it any more; what was picked before
+		 * (a read-ahead part, a rebuild's read) counts in inflight. */
+		for (int t = 0; atomic_load(&a->m[role].inflight) > 0; t++) {
+			if (t == 10000)
+				return -EBUSY; /* hung in a request: left as it is */
+			usleep(1000);
+		}
+		/* Meanwhile a recovery may have begun on the role, retiring it. */
+		pthread_mutex_lock(&a->fail_lock);
+		if (a->m[role].vol == member) {
+			a->m[role].vol = NULL;
+			r = 0;
+		}
+		for (unsigned i = 0; r < 0 && i < a->nretired; i++) {
+			if (a->retired[i] != member)
+				continue;
+			a->retired[i] = a->retired[--a->nretired];
+			r = 0;
+		}
+		pthread_mutex_unlock(&a->fail_lock);
+	}
+	if (r == 0)
+		vol_close(member);
+	return r;
 }
 
 /* Are the live members slow enough for staging streams to pay?  At least one

@@ -37,8 +37,20 @@ struct raid_events {
 int raid_open(const struct raid_geom *g, struct vol **members,
 	      const struct raid_events *ev, const char *name, struct vol **out);
 
-/* Mark role as failed by the user (uraid fail): I/O stops going to it. */
+/* Mark role as failed by the user (uraid fail): I/O stops going to it.
+ * -EBUSY (err_set) if the array would lose data without it.  A role being
+ * recovered (raid_rebuild.h) can always go: its recovery is marked failed
+ * (raid_recover_error), for whoever runs the rebuild to abort. */
 int raid_fail_member(struct vol *array, unsigned role);
+
+/* Take member (a vol given to raid_open or raid_recover_begin) out of the
+ * array for good and close it: its role must have failed (and not be
+ * recovering), or the array retired it when a spare took its role.  Waits
+ * for the member I/O still in flight on the role.  The caller keeps new
+ * requests away from the array meanwhile (planned ones may still name
+ * it).  0, -EBUSY if its role is live or recovering (or I/O on it has
+ * not ended within 10 s), -ENOENT if the array does not hold it. */
+int raid_detach_member(struct vol *array, struct vol *member);
 
 /* Read-ahead for sequential streams on mirrors and stripes: mode 0 (the
  * default) engages it for streams on members slower than ~1 GiB/s, 1

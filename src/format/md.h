@@ -240,4 +240,72 @@ int md_assemble_all(struct vol **vols, int n, const struct md_assemble_opts *o, 
 /* The RAID array inside an assembled md array, or NULL if v is not one. */
 struct vol *md_array_raid(struct vol *v);
 
+/* ---- managing a running array (md_assemble.c; the control socket) ----
+ * mdadm --detail, --fail, --remove and --add on an array being served.
+ * Each call is one transition, recorded in the superblocks as the
+ * kernel's md records it (events + 1); calls may come from any thread,
+ * concurrently with I/O, but one at a time per array. */
+
+enum md_member_state {
+	MD_MEMBER_IN_SYNC,    /* active sync */
+	MD_MEMBER_REBUILDING, /* active, being recovered */
+	MD_MEMBER_SPARE,
+	MD_MEMBER_FAULTY,  /* failed, still attached (remove takes it out) */
+	MD_MEMBER_REMOVED, /* a role without a device */
+};
+
+struct md_member_info {
+	char name[256];  /* the member's spec (its vol name); "" for removed */
+	struct vol *vol; /* the member: another md array when nested; NULL
+	                  * for removed.  Valid until the next remove. */
+	int role;        /* 0..raid_disks-1, or -1 (spare, faulty and replaced) */
+	int slot;        /* dev_number, or -1 for removed */
+	enum md_member_state state;
+};
+
+struct md_array_info {
+	char name[48];     /* md/NAME */
+	char set_name[33]; /* as stored: host:NAME */
+	char uuid[36];
+	int level;
+	uint32_t layout;
+	uint32_t chunk; /* bytes; 0 without */
+	unsigned raid_disks;
+	uint64_t array_size; /* bytes */
+	uint64_t dev_size;   /* bytes of each member used (0: each its own) */
+	uint64_t events;
+	bool readonly;
+	bool active;   /* written since it started (else clean) */
+	bool degraded; /* a role without an in-sync member */
+	bool recovering;
+	uint64_t rec_done, rec_total; /* member bytes */
+	double rec_speed;             /* bytes/s of the rebuild running */
+	unsigned active_devs, working_devs, failed_devs, spare_devs;
+	unsigned nmembers;
+	struct md_member_info *m; /* roles in order, then spares, then faulty */
+};
+
+/* Describe the md array v.  -EINVAL if v is not one. */
+int md_array_info(struct vol *v, struct md_array_info *out);
+void md_array_info_free(struct md_array_info *info);
+
+/* Mark the member named member (its vol name) faulty (mdadm --fail): an
+ * in-sync member only if the array keeps every block without it (else
+ * -EBUSY); a member being rebuilt stops being rebuilt; a spare becomes a
+ * faulty spare.  0 or -errno with err_set(). */
+int md_array_fail(struct vol *v, const char *member);
+
+/* Take a faulty or spare member out (mdadm --remove): its slot is recorded
+ * as faulty-removed, and its vol closed (the file is free again).  -EBUSY
+ * (err_set) for an active member: fail it first. */
+int md_array_remove(struct vol *v, const char *member);
+
+/* Add nv (spec: its name for messages) to the running array (mdadm --add,
+ * hot): checked as `uraid add` checks a new member (md_manage.h), given a
+ * v1.2 superblock as a spare, recorded in every superblock, and, as md's
+ * hot spares do, it takes a role that is gone and is rebuilt while the
+ * array serves.  Takes nv on success.  -EROFS for a read-only array,
+ * -EINVAL for one without redundancy or online recovery. */
+int md_array_add(struct vol *v, struct vol *nv, bool force);
+
 #endif

@@ -35,15 +35,18 @@
 #include "disc/slice.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define MD_NEST_MAX 8 /* arrays inside arrays, at most */
 #define MD_REC_CHECKPOINT (64ull << 20) /* recovery_offset saved this often */
+#define MD_GATE_SLOTS 16                /* counters of requests inside the gate */
 
 /* Features we cannot serve correctly: refuse rather than corrupt. */
 #define MD_FEATURE_REFUSED                                                                         \
@@ -57,6 +60,7 @@ struct md_member {
 	bool recovering;   /* being rebuilt online (its sb says so) */
 	struct vol *slice; /* its data area (being recovered) */
 	bool slice_given;  /* the RAID vol owns slice */
+	struct vol *data;  /* its data area as the RAID vol holds it, or NULL */
 };
 
 struct md_array {
@@ -85,11 +89,97 @@ struct md_array {
 	atomic_bool rec_stop;    /* the array closes */
 	bool rec_dead;           /* recovery cannot go on: no more tries */
 	uint64_t rec_to, rec_saved;
+	/* What a rebuild running has done (for md_array_info). */
+	bool rec_running; /* with lock */
+	uint64_t rec_from, rec_t0_ns;
+	atomic_uint_fast64_t rec_pos;
+	unsigned spare_cap; /* entries allocated in spare */
+	/* The gate (md_io_*): requests count themselves in io_in (a slot
+	 * per thread, so that threads do not share one counter's cache
+	 * line); while io_hold is set new ones wait at the door
+	 * (md_array_remove takes a member's vol away, which requests planned
+	 * earlier could name). */
+	struct {
+		atomic_int n;
+		char pad[60];
+	} io_in[MD_GATE_SLOTS];
+	atomic_bool io_hold;
+	pthread_mutex_t io_lock;
+	pthread_cond_t io_cond;
 };
 
 static struct md_array *to_md(struct vol *v)
 {
 	return container_of(v, struct md_array, vol);
+}
+
+/* This thread's counter slot (ops are synchronous: a request leaves the
+ * gate on the thread that entered it). */
+static unsigned md_io_slot(void)
+{
+	static atomic_uint next;
+	static _Thread_local unsigned slot = UINT_MAX;
+
+	if (slot == UINT_MAX)
+		slot = atomic_fetch_add(&next, 1) % MD_GATE_SLOTS;
+	return slot;
+}
+
+/* Every request passes the gate: one atomic add and subtract on its
+ * thread's slot unless a management call holds it (then it waits for the
+ * call to finish). */
+static void md_io_enter(struct md_array *a)
+{
+	unsigned slot = md_io_slot();
+
+	for (;;) {
+		atomic_fetch_add(&a->io_in[slot].n, 1);
+		if (!atomic_load(&a->io_hold))
+			return;
+		atomic_fetch_sub(&a->io_in[slot].n, 1);
+		pthread_mutex_lock(&a->io_lock);
+		while (atomic_load(&a->io_hold))
+			pthread_cond_wait(&a->io_cond, &a->io_lock);
+		pthread_mutex_unlock(&a->io_lock);
+	}
+}
+
+static int md_io_leave(struct md_array *a, int r)
+{
+	atomic_fetch_sub(&a->io_in[md_io_slot()].n, 1);
+	return r;
+}
+
+static void md_io_release(struct md_array *a);
+
+/* Hold new requests at the gate and wait for those inside to finish:
+ * 0, or -EBUSY (and the gate open again) if they have not within 10 s (a
+ * member that hangs).  Not with a->lock held: a request may need it
+ * (md_mark_active, a member failing). */
+static int md_io_hold(struct md_array *a)
+{
+	int t = 0;
+
+	pthread_mutex_lock(&a->io_lock);
+	atomic_store(&a->io_hold, true);
+	pthread_mutex_unlock(&a->io_lock);
+	for (unsigned i = 0; i < MD_GATE_SLOTS; i++)
+		while (atomic_load(&a->io_in[i].n) > 0) {
+			if (++t == 50000) {
+				md_io_release(a);
+				return -EBUSY;
+			}
+			usleep(200);
+		}
+	return 0;
+}
+
+static void md_io_release(struct md_array *a)
+{
+	pthread_mutex_lock(&a->io_lock);
+	atomic_store(&a->io_hold, false);
+	pthread_cond_broadcast(&a->io_cond);
+	pthread_mutex_unlock(&a->io_lock);
 }
 
 /* Write the array state into every live member's superblock: events + 1.
@@ -172,44 +262,54 @@ static void md_member_failed(void *ctx, unsigned role, int err)
 
 static int md_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
 {
-	struct vol *raid = to_md(v)->raid;
-	return raid->ops->read(raid, buf, len, off);
+	struct md_array *a = to_md(v);
+	md_io_enter(a);
+	return md_io_leave(a, a->raid->ops->read(a->raid, buf, len, off));
 }
 
 static int md_view(struct vol *v, uint64_t len, uint64_t off, vol_view_fn fn, void *arg)
 {
-	return vol_view(to_md(v)->raid, len, off, fn, arg);
+	struct md_array *a = to_md(v);
+	md_io_enter(a);
+	return md_io_leave(a, vol_view(a->raid, len, off, fn, arg));
 }
 
 static int md_extents(struct vol *v, uint64_t len, uint64_t off, vol_extent_fn fn, void *arg)
 {
-	return vol_extents(to_md(v)->raid, len, off, fn, arg);
+	struct md_array *a = to_md(v);
+	md_io_enter(a);
+	return md_io_leave(a, vol_extents(a->raid, len, off, fn, arg));
 }
 
 static int md_write(struct vol *v, const void *buf, uint64_t len, uint64_t off, unsigned flags)
 {
 	struct md_array *a = to_md(v);
+	md_io_enter(a);
 	int r = md_mark_active(a);
-	return r < 0 ? r : a->raid->ops->write(a->raid, buf, len, off, flags);
+	return md_io_leave(a, r < 0 ? r : a->raid->ops->write(a->raid, buf, len, off, flags));
 }
 
 static int md_flush(struct vol *v)
 {
-	return vol_flush(to_md(v)->raid);
+	struct md_array *a = to_md(v);
+	md_io_enter(a);
+	return md_io_leave(a, vol_flush(a->raid));
 }
 
 static int md_trim(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
 {
 	struct md_array *a = to_md(v);
+	md_io_enter(a);
 	int r = md_mark_active(a);
-	return r < 0 ? r : vol_trim(a->raid, len, off, flags);
+	return md_io_leave(a, r < 0 ? r : vol_trim(a->raid, len, off, flags));
 }
 
 static int md_write_zeroes(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
 {
 	struct md_array *a = to_md(v);
+	md_io_enter(a);
 	int r = md_mark_active(a);
-	return r < 0 ? r : vol_write_zeroes(a->raid, len, off, flags);
+	return md_io_leave(a, r < 0 ? r : vol_write_zeroes(a->raid, len, off, flags));
 }
 
 static void md_free(struct md_array *a)
@@ -225,6 +325,8 @@ static void md_free(struct md_array *a)
 	free(a->retired);
 	pthread_cond_destroy(&a->rec_cond);
 	pthread_mutex_destroy(&a->lock);
+	pthread_cond_destroy(&a->io_cond);
+	pthread_mutex_destroy(&a->io_lock);
 	vol_fini(&a->vol);
 	free(a);
 }
@@ -400,8 +502,10 @@ static int md_rec_begin(struct md_array *a, unsigned role)
 	int r =
 	    raid_recover_begin(a->raid, role, mm->slice, md_manage_recovery_from(mm->sb, a->size));
 
-	if (r == 0)
+	if (r == 0) {
 		mm->slice_given = true;
+		mm->data = mm->slice;
+	}
 	return r;
 }
 
@@ -410,6 +514,7 @@ static int md_rec_progress(void *ctx, uint64_t done)
 	struct md_array *a = ctx;
 	bool stop = atomic_load(&a->rec_stop), failed = false;
 
+	atomic_store(&a->rec_pos, done);
 	for (unsigned role = 0; role < a->n; role++)
 		failed |= raid_recover_error(a->raid, role) != 0;
 	if (failed)
@@ -469,10 +574,14 @@ static void md_rec_run(struct md_array *a)
 	a->rec_saved = from;
 	log_info("%s: recovering %s from byte %llu of %llu, while serving", a->vol.name, list,
 	         (unsigned long long)from, (unsigned long long)a->rec_to);
-	pthread_mutex_unlock(&a->lock);
-
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	a->rec_running = true;
+	a->rec_from = from;
+	a->rec_t0_ns = (uint64_t)t0.tv_sec * 1000000000u + (uint64_t)t0.tv_nsec;
+	atomic_store(&a->rec_pos, from);
+	pthread_mutex_unlock(&a->lock);
+
 	err_clear();
 	r = raid_rebuild(a->raid, targets, from, a->rec_to, md_rec_progress, a);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -500,6 +609,7 @@ static void md_rec_run(struct md_array *a)
 		}
 	}
 	pthread_mutex_lock(&a->lock);
+	a->rec_running = false;
 	bool any_failed = false, synced = false;
 	for (unsigned role = 0; end && role < a->n; role++) {
 		if (end[role] < 0) {
@@ -547,8 +657,14 @@ static void *md_rec_main(void *arg)
 				pthread_mutex_unlock(&a->lock);
 				int r = md_rec_begin(a, (unsigned)role);
 				pthread_mutex_lock(&a->lock);
-				if (r < 0)
+				if (r < 0) {
 					md_rec_target_failed(a, (unsigned)role, r);
+				} else if (a->m[role].failed) {
+					/* Failed by request before it began. */
+					pthread_mutex_unlock(&a->lock);
+					raid_recover_abort(a->raid, (unsigned)role);
+					pthread_mutex_lock(&a->lock);
+				}
 				continue;
 			}
 		}
@@ -695,12 +811,15 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 	memcpy(a->roles, fresh->roles, sizeof(a->roles));
 	pthread_mutex_init(&a->lock, NULL);
 	pthread_cond_init(&a->rec_cond, NULL);
+	pthread_mutex_init(&a->io_lock, NULL);
+	pthread_cond_init(&a->io_cond, NULL);
 	a->recover = !o->readonly && !o->no_recovery && redundant && fresh->level != 4;
 	a->spare = calloc(k, sizeof(*a->spare));
 	if (!a->spare) {
 		r = -ENOMEM;
 		goto fail;
 	}
+	a->spare_cap = k;
 
 	/* Each member takes the role the freshest superblock gives its slot
 	 * (as the kernel does); stale, spare and faulty ones are left out. */
@@ -842,6 +961,8 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 	r = raid_open(&geom, slices, &ev, name, &a->raid);
 	if (r < 0)
 		goto fail;
+	for (unsigned role = 0; role < a->n; role++)
+		a->m[role].data = slices[role];
 	/* The RAID vol owns the slices now; the members stay ours (the
 	 * superblocks are written through them) and md_close() closes them. */
 	r = vol_init(&a->vol, &md_ops, name, a->raid->size, a->raid->block_min,
@@ -910,6 +1031,8 @@ fail:
 		if (a->max_dev || a->n) {
 			pthread_mutex_destroy(&a->lock);
 			pthread_cond_destroy(&a->rec_cond);
+			pthread_mutex_destroy(&a->io_lock);
+			pthread_cond_destroy(&a->io_cond);
 		}
 		free(a);
 	}
@@ -1012,5 +1135,453 @@ fail:
 out:
 	free(c);
 	free(g);
+	return r;
+}
+
+/* ---- managing a running array (md.h) ---- */
+
+static uint64_t md_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static struct md_array *md_of(struct vol *v)
+{
+	return v && v->ops == &md_ops ? to_md(v) : NULL;
+}
+
+/* Where a member is: its role, a spare or retired entry.  Called with
+ * a->lock held. */
+enum md_where { MD_AT_NONE, MD_AT_ROLE, MD_AT_SPARE, MD_AT_RETIRED };
+
+static enum md_where md_find(struct md_array *a, const char *name, struct vol *vol, unsigned *idx)
+{
+	for (unsigned i = 0; i < a->n; i++)
+		if (a->m[i].vol &&
+		    (a->m[i].vol == vol || (name && !strcmp(a->m[i].vol->name, name)))) {
+			*idx = i;
+			return MD_AT_ROLE;
+		}
+	for (unsigned i = 0; i < a->nspare; i++)
+		if (a->spare[i].vol == vol || (name && !strcmp(a->spare[i].vol->name, name))) {
+			*idx = i;
+			return MD_AT_SPARE;
+		}
+	for (unsigned i = 0; i < a->nretired; i++)
+		if (a->retired[i].vol && (a->retired[i].vol == vol ||
+		                          (name && !strcmp(a->retired[i].vol->name, name)))) {
+			*idx = i;
+			return MD_AT_RETIRED;
+		}
+	return MD_AT_NONE;
+}
+
+static void md_info_add(struct md_array_info *in, struct vol *vol, int role, int slot,
+                        enum md_member_state st)
+{
+	struct md_member_info *mi = &in->m[in->nmembers++];
+
+	snprintf(mi->name, sizeof(mi->name), "%s", vol ? vol->name : "");
+	mi->vol = vol;
+	mi->role = role;
+	mi->slot = slot;
+	mi->state = st;
+}
+
+int md_array_info(struct vol *v, struct md_array_info *in)
+{
+	struct md_array *a = md_of(v);
+
+	memset(in, 0, sizeof(*in));
+	if (!a)
+		return -EINVAL;
+	pthread_mutex_lock(&a->lock);
+	/* A failed role shows twice: "removed" in its place, faulty after. */
+	in->m = calloc(2 * a->n + a->nspare + a->nretired + 1, sizeof(*in->m));
+	if (!in->m) {
+		pthread_mutex_unlock(&a->lock);
+		return -ENOMEM;
+	}
+	const struct md_super *sb = NULL;
+	for (unsigned r = 0; r < a->n && !sb; r++)
+		sb = a->m[r].sb;
+	for (unsigned i = 0; i < a->nspare && !sb; i++)
+		sb = a->spare[i].sb;
+	snprintf(in->name, sizeof(in->name), "%s", a->vol.name);
+	if (sb) {
+		memcpy(in->set_name, sb->set_name, sizeof(in->set_name));
+		md_uuid_format(sb->set_uuid, in->uuid);
+		in->layout = sb->layout;
+		in->chunk = sb->chunk * 512;
+	}
+	in->level = a->level;
+	in->raid_disks = a->n;
+	in->array_size = a->vol.size;
+	in->dev_size = a->size * 512;
+	in->events = a->events;
+	in->readonly = a->readonly;
+	in->active = atomic_load(&a->active);
+	/* Roles in order: the member holding it, or "removed". */
+	for (unsigned r = 0; r < a->n; r++) {
+		struct md_member *mm = &a->m[r];
+		if (!mm->vol || mm->failed) {
+			in->degraded = true;
+			md_info_add(in, NULL, (int)r, -1, MD_MEMBER_REMOVED);
+		} else if (mm->recovering) {
+			in->degraded = in->recovering = true;
+			in->working_devs++;
+			in->spare_devs++;
+			md_info_add(in, mm->vol, (int)r, (int)mm->sb->dev_number,
+			            MD_MEMBER_REBUILDING);
+		} else {
+			in->active_devs++;
+			in->working_devs++;
+			md_info_add(in, mm->vol, (int)r, (int)mm->sb->dev_number,
+			            MD_MEMBER_IN_SYNC);
+		}
+	}
+	for (unsigned i = 0; i < a->nspare; i++) {
+		in->working_devs++;
+		in->spare_devs++;
+		md_info_add(in, a->spare[i].vol, -1, (int)a->spare[i].sb->dev_number,
+		            MD_MEMBER_SPARE);
+	}
+	for (unsigned r = 0; r < a->n; r++) {
+		struct md_member *mm = &a->m[r];
+		if (mm->vol && mm->failed) {
+			in->failed_devs++;
+			md_info_add(in, mm->vol, -1, mm->sb ? (int)mm->sb->dev_number : -1,
+			            MD_MEMBER_FAULTY);
+		}
+	}
+	for (unsigned i = 0; i < a->nretired; i++) {
+		struct md_member *mm = &a->retired[i];
+		if (!mm->vol)
+			continue;
+		in->failed_devs++;
+		md_info_add(in, mm->vol, -1, mm->sb ? (int)mm->sb->dev_number : -1,
+		            MD_MEMBER_FAULTY);
+	}
+	if (in->recovering) {
+		in->rec_total = a->size * 512;
+		in->rec_done = a->rec_running ? atomic_load(&a->rec_pos) : 0;
+		if (a->rec_running) {
+			double secs = (double)(md_now_ns() - a->rec_t0_ns) / 1e9;
+			uint64_t done = in->rec_done > a->rec_from ? in->rec_done - a->rec_from : 0;
+			in->rec_speed = secs > 0 ? (double)done / secs : 0;
+		} else {
+			/* Not running now: what the superblocks record. */
+			for (unsigned r = 0; r < a->n; r++)
+				if (a->m[r].vol && a->m[r].recovering)
+					in->rec_done = md_manage_recovery_from(a->m[r].sb, a->size);
+		}
+	}
+	pthread_mutex_unlock(&a->lock);
+	return 0;
+}
+
+void md_array_info_free(struct md_array_info *info)
+{
+	free(info->m);
+	info->m = NULL;
+	info->nmembers = 0;
+}
+
+int md_array_fail(struct vol *v, const char *member)
+{
+	struct md_array *a = md_of(v);
+	unsigned i;
+	int r = 0;
+
+	if (!a)
+		return err_set(-EINVAL, "%s is not an md array", v->name);
+	if (a->readonly)
+		return err_set(-EROFS, "%s is served read-only: its members are not changed",
+		               a->vol.name);
+	pthread_mutex_lock(&a->lock);
+	enum md_where at = md_find(a, member, NULL, &i);
+	if (at == MD_AT_NONE) {
+		pthread_mutex_unlock(&a->lock);
+		return err_set(-ENOENT, "%s has no member %s", a->vol.name, member);
+	}
+	if (at == MD_AT_RETIRED || (at == MD_AT_ROLE && a->m[i].failed)) {
+		pthread_mutex_unlock(&a->lock);
+		return 0; /* already faulty */
+	}
+	if (at == MD_AT_SPARE) {
+		/* A faulty spare: out of the standby list, kept until removed. */
+		struct md_member *nr = realloc(a->retired, (a->nretired + 1) * sizeof(*nr));
+		if (!nr) {
+			pthread_mutex_unlock(&a->lock);
+			return -ENOMEM;
+		}
+		a->retired = nr;
+		struct md_member sp = a->spare[i];
+		memmove(a->spare + i, a->spare + i + 1, (a->nspare - i - 1) * sizeof(*a->spare));
+		a->nspare--;
+		sp.failed = true;
+		if (sp.sb->dev_number < MD_SB_MAX_DEV)
+			a->roles[sp.sb->dev_number] = MD_ROLE_FAULTY;
+		a->retired[a->nretired++] = sp;
+		log_warn("%s: spare %s marked faulty by request", a->vol.name, sp.vol->name);
+		if (md_array_sync(a, atomic_load(&a->active)) < 0)
+			log_warn("%s: could not record the failure in any superblock", a->vol.name);
+		pthread_mutex_unlock(&a->lock);
+		return 0;
+	}
+	struct vol *vol = a->m[i].vol;
+	bool recovering = a->m[i].recovering, running = a->rec_running && !a->rec_dead;
+	pthread_mutex_unlock(&a->lock);
+	if (!recovering) {
+		/* raid_member_fail decides, atomically, whether the array can
+		 * lose it; md_member_failed records it. */
+		r = raid_fail_member(a->raid, i);
+		if (r == -EBUSY)
+			return err_set(
+			    -EBUSY,
+			    "%s: refusing to fail %s: the array cannot lose it (it holds "
+			    "the last in-sync copy of some data, or the parity has no "
+			    "member left to spare)",
+			    a->vol.name, member);
+		return r;
+	}
+	if (!running) {
+		/* No rebuild runs to notice: end its recovery here. */
+		if (a->m[i].slice_given)
+			raid_recover_abort(a->raid, i);
+		pthread_mutex_lock(&a->lock);
+		if (a->m[i].vol == vol && a->m[i].recovering)
+			md_rec_target_failed(a, i, -EIO);
+		pthread_mutex_unlock(&a->lock);
+		return 0;
+	}
+	/* The rebuild sees the error at its next piece and marks it faulty
+	 * (md_rec_run): wait for that, so that the caller sees it done. */
+	raid_fail_member(a->raid, i);
+	for (int t = 0; t < 3000; t++) {
+		pthread_mutex_lock(&a->lock);
+		bool done = a->m[i].vol != vol || a->m[i].failed;
+		pthread_mutex_unlock(&a->lock);
+		if (done)
+			return 0;
+		usleep(10000);
+	}
+	return err_set(-ETIMEDOUT,
+	               "%s: %s is marked failed, but the rebuild has not let go of it yet",
+	               a->vol.name, member);
+}
+
+/* Close what md holds of mm (the RAID vol let go of its data area). */
+static void md_member_close(struct md_member *mm)
+{
+	if (mm->slice && !mm->slice_given)
+		vol_close(mm->slice);
+	vol_close(mm->vol);
+	free(mm->sb);
+	memset(mm, 0, sizeof(*mm));
+}
+
+int md_array_remove(struct vol *v, const char *member)
+{
+	struct md_array *a = md_of(v);
+	unsigned i;
+	int r = 0;
+
+	if (!a)
+		return err_set(-EINVAL, "%s is not an md array", v->name);
+	if (a->readonly)
+		return err_set(-EROFS, "%s is served read-only: its members are not changed",
+		               a->vol.name);
+	pthread_mutex_lock(&a->lock);
+	enum md_where at = md_find(a, member, NULL, &i);
+	if (at == MD_AT_NONE) {
+		pthread_mutex_unlock(&a->lock);
+		return err_set(-ENOENT, "%s has no member %s", a->vol.name, member);
+	}
+	if (at == MD_AT_ROLE && !a->m[i].failed) {
+		bool rec = a->m[i].recovering;
+		pthread_mutex_unlock(&a->lock);
+		return err_set(-EBUSY,
+		               "%s: %s is an active member (%s): fail it first (`uraid fail`)",
+		               a->vol.name, member, rec ? "being rebuilt" : "in sync");
+	}
+	struct md_member *mm = at == MD_AT_ROLE    ? &a->m[i]
+	                       : at == MD_AT_SPARE ? &a->spare[i]
+	                                           : &a->retired[i];
+	struct vol *vol = mm->vol, *data = mm->data;
+	unsigned slot = mm->sb ? mm->sb->dev_number : MD_SB_MAX_DEV;
+	pthread_mutex_unlock(&a->lock);
+
+	if (data) {
+		/* The RAID vol may hold its data area (a failed role, or one
+		 * it retired): no request may be planned on it meanwhile. */
+		r = md_io_hold(a);
+		if (r == 0) {
+			r = raid_detach_member(a->raid, data);
+			md_io_release(a);
+		}
+		if (r == -ENOENT)
+			r = 0; /* never given, or given back */
+		if (r < 0)
+			return err_set(r,
+			               "%s: %s is still in use by the array (a request on it has "
+			               "not ended); try again",
+			               a->vol.name, member);
+	}
+	/* Found again: a spare may have taken its role meanwhile (retiring
+	 * it), or a rebuild failed it. */
+	pthread_mutex_lock(&a->lock);
+	at = md_find(a, NULL, vol, &i);
+	if (at == MD_AT_ROLE) {
+		md_member_close(&a->m[i]);
+	} else if (at == MD_AT_SPARE) {
+		md_member_close(&a->spare[i]);
+		memmove(a->spare + i, a->spare + i + 1, (a->nspare - i - 1) * sizeof(*a->spare));
+		a->nspare--;
+	} else if (at == MD_AT_RETIRED) {
+		md_member_close(&a->retired[i]);
+		memmove(a->retired + i, a->retired + i + 1,
+		        (a->nretired - i - 1) * sizeof(*a->retired));
+		a->nretired--;
+	}
+	if (slot < MD_SB_MAX_DEV && slot < a->max_dev)
+		a->roles[slot] = MD_ROLE_FAULTY; /* as md records a removed device */
+	log_info("%s: %s removed", a->vol.name, member);
+	if (md_array_sync(a, atomic_load(&a->active)) < 0)
+		log_warn("%s: could not record the removal in any superblock", a->vol.name);
+	pthread_mutex_unlock(&a->lock);
+	return 0;
+}
+
+int md_array_add(struct vol *v, struct vol *nv, bool force)
+{
+	struct md_array *a = md_of(v);
+	struct md_super *nsb = NULL;
+	const struct md_super *tmpl = NULL;
+	struct vol *tmpl_vol = NULL;
+	uint32_t *used = NULL;
+	uint64_t end_sb;
+	unsigned nused = 0;
+	int r;
+
+	if (!a)
+		return err_set(-EINVAL, "%s is not an md array", v->name);
+	if (a->readonly)
+		return err_set(-EROFS, "%s is served read-only: no member can be added",
+		               a->vol.name);
+	if (!a->recover)
+		return err_set(-EINVAL,
+		               "%s: %s has no online recovery here (a level without redundancy, or "
+		               "served with --no-rebuild)",
+		               a->vol.name, md_level_name(a->level));
+	if (nv->block_min > a->vol.block_min)
+		return err_set(-EINVAL, "%s: %s has blocks of %u bytes, the array %u", a->vol.name,
+		               nv->name, nv->block_min, a->vol.block_min);
+	/* Probed outside the lock (nv may be slow): what it is checked
+	 * against (uuid, data offset, size) never changes. */
+	nsb = malloc(sizeof(*nsb));
+	if (!nsb)
+		return -ENOMEM;
+	pthread_mutex_lock(&a->lock);
+	for (unsigned r2 = 0; r2 < a->n && !tmpl; r2++)
+		if (a->m[r2].vol && !a->m[r2].failed && !a->m[r2].recovering)
+			tmpl = a->m[r2].sb;
+	if (tmpl)
+		*nsb = *tmpl;
+	pthread_mutex_unlock(&a->lock);
+	if (!tmpl) {
+		free(nsb);
+		return err_set(-ENODEV, "%s: no member in sync to take the superblock from",
+		               a->vol.name);
+	}
+	r = md_manage_probe_new(nv, nv->name, nsb->set_uuid, a->vol.name, force, &end_sb);
+	if (r == 0)
+		r = md_manage_check_size(nv, nv->name, nsb, a->vol.name);
+	if (r < 0) {
+		free(nsb);
+		return r;
+	}
+	tmpl = NULL;
+	pthread_mutex_lock(&a->lock);
+	for (unsigned r2 = 0; r2 < a->n && !tmpl; r2++)
+		if (a->m[r2].vol && !a->m[r2].failed && !a->m[r2].recovering) {
+			tmpl = a->m[r2].sb;
+			tmpl_vol = a->m[r2].vol;
+		}
+	if (!tmpl) {
+		r = err_set(-ENODEV, "%s: no member in sync to take the superblock from",
+		            a->vol.name);
+		goto out;
+	}
+	used = calloc(a->n + a->nspare + a->nretired + 1, sizeof(*used));
+	if (!used) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (unsigned r2 = 0; r2 < a->n; r2++)
+		if (a->m[r2].sb)
+			used[nused++] = a->m[r2].sb->dev_number;
+	for (unsigned k = 0; k < a->nspare; k++)
+		used[nused++] = a->spare[k].sb->dev_number;
+	for (unsigned k = 0; k < a->nretired; k++)
+		if (a->retired[k].sb)
+			used[nused++] = a->retired[k].sb->dev_number;
+	r = md_manage_pick_slot(a->roles, a->max_dev, a->n, used, nused, tmpl->data_offset,
+	                        a->vol.name);
+	if (r < 0)
+		goto out;
+	unsigned slot = (unsigned)r;
+	if (a->nspare == a->spare_cap) {
+		struct md_member *ns = realloc(a->spare, (a->spare_cap + 4) * sizeof(*ns));
+		if (!ns) {
+			r = -ENOMEM;
+			goto out;
+		}
+		a->spare = ns;
+		a->spare_cap += 4;
+	}
+	/* Checked: from here on we write, NEW first. */
+	r = md_manage_new_super(nv, nv->name, tmpl, tmpl_vol, slot, end_sb, nsb);
+	if (r < 0)
+		goto out;
+	uint32_t old_max = a->max_dev;
+	if (slot >= a->max_dev) {
+		for (uint32_t k = a->max_dev; k < slot; k++)
+			a->roles[k] = MD_ROLE_SPARE;
+		a->max_dev = slot + 1;
+	}
+	a->roles[slot] = MD_ROLE_SPARE;
+	md_manage_set_state(nsb, a->events + 1, a->max_dev, a->roles);
+	nsb->resync_offset = atomic_load(&a->active) || a->unclean ? 0 : MD_MAX_SECTOR;
+	err_clear();
+	r = md_super_write(nv, nsb);
+	if (r < 0) {
+		a->max_dev = old_max;
+		goto out;
+	}
+	a->spare[a->nspare++] = (struct md_member){.vol = nv, .sb = nsb};
+	nsb = NULL;
+	log_info("%s: %s added as a spare (slot %u)", a->vol.name, nv->name, slot);
+	if (md_array_sync(a, atomic_load(&a->active)) < 0)
+		log_warn("%s: could not record the new member in any superblock", a->vol.name);
+	/* Hot spare logic: it takes a role that is gone, now. */
+	a->rec_dead = false;
+	if (!a->rec_started) {
+		int e = pthread_create(&a->rec_thread, NULL, md_rec_main, a);
+		if (e == 0)
+			a->rec_started = true;
+		else
+			log_warn("%s: cannot start the recovery thread: %s", a->vol.name,
+			         strerror(e));
+	} else {
+		pthread_cond_signal(&a->rec_cond);
+	}
+	r = 0;
+out:
+	pthread_mutex_unlock(&a->lock);
+	free(used);
+	free(nsb);
 	return r;
 }

@@ -5,8 +5,11 @@
 #include "md_manage.h"
 
 #include "core/log.h"
+#include "core/random.h"
+#include "core/units.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -75,4 +78,164 @@ void md_manage_recovery_done(struct md_super *sb)
 uint64_t md_manage_recovery_from(const struct md_super *sb, uint64_t size_sectors)
 {
 	return (sb->recovery_offset < size_sectors ? sb->recovery_offset : size_sectors) * 512;
+}
+
+/* ---- a new member ---- */
+
+int md_manage_probe_new(struct vol *v, const char *spec, const uint8_t set_uuid[16],
+                        const char *array, bool force, uint64_t *end_sb)
+{
+	uint8_t *buf;
+	struct md_super *sb = malloc(sizeof(*sb));
+	int r = 0;
+
+	*end_sb = UINT64_MAX;
+	if (!sb || posix_memalign((void **)&buf, 4096, 8192)) {
+		free(sb);
+		return -ENOMEM;
+	}
+	memset(buf, 0, 8192);
+	if (v->size >= 8192)
+		r = vol_read(v, buf, 8192, 0);
+	if (r < 0) {
+		r = err_set(r, "%s: reading it failed: %s", spec, strerror(-r));
+		goto out;
+	}
+	if (!force && memcmp(buf, "LUKS\xba\xbe", 6) == 0) {
+		r = err_set(-EEXIST,
+		            "%s holds a LUKS header; refusing to overwrite it (use "
+		            "--force)",
+		            spec);
+		goto out;
+	}
+	if (!force && md_super_decode(buf + MD_SB_OFFSET, sb) == 0) {
+		if (memcmp(sb->set_uuid, set_uuid, 16) == 0)
+			r = err_set(-EEXIST,
+			            "%s is already a member of %s (slot %u, events %llu); "
+			            "to rebuild it from scratch use --force",
+			            spec, array, sb->dev_number, (unsigned long long)sb->events);
+		else
+			r = err_set(-EEXIST,
+			            "%s holds an md superblock of another array; refusing "
+			            "to overwrite it (use --force)",
+			            spec);
+		goto out;
+	}
+	if (!force && memcmp(buf, "\xfc\x4e\x2b\xa9", 4) == 0) {
+		r = err_set(-EEXIST,
+		            "%s holds an md superblock (v1.1); refusing to overwrite it "
+		            "(use --force)",
+		            spec);
+		goto out;
+	}
+	/* v1.0 and 0.90 superblocks live at the end (--force wipes one). */
+	uint64_t at[2];
+	r = md_find_end_supers(v, spec, at);
+	if (r > 0 && !force) {
+		r = err_set(
+		    -EEXIST,
+		    "%s holds an md superblock (%s); refusing to overwrite it (use --force)", spec,
+		    r & 1 ? "v1.0" : "0.90");
+	} else if (r > 0) {
+		*end_sb = at[r & 2 ? 1 : 0];
+		r = 0;
+	}
+out:
+	free(buf);
+	free(sb);
+	return r;
+}
+
+int md_manage_check_size(struct vol *v, const char *spec, const struct md_super *tmpl,
+                         const char *array)
+{
+	uint64_t sectors = v->size / 512;
+	char need[32], have[32];
+
+	if (sectors > tmpl->data_offset && sectors - tmpl->data_offset >= tmpl->size)
+		return 0;
+	format_size((tmpl->data_offset + tmpl->size) * 512, need, sizeof(need));
+	format_size(v->size, have, sizeof(have));
+	return err_set(-ENOSPC,
+	               "%s is too small: %s, and %s needs %s (data from sector %llu, "
+	               "%llu sectors of it)",
+	               spec, have, array, need, (unsigned long long)tmpl->data_offset,
+	               (unsigned long long)tmpl->size);
+}
+
+int md_manage_pick_slot(const uint16_t *roles, uint32_t max_dev, unsigned raid_disks,
+                        const uint32_t *used, unsigned nused, uint64_t data_offset,
+                        const char *array)
+{
+	unsigned slot;
+
+	for (slot = raid_disks; slot < MD_SB_MAX_DEV; slot++) {
+		bool taken = slot < max_dev && roles[slot] != MD_ROLE_SPARE;
+		for (unsigned i = 0; i < nused; i++)
+			taken |= used[i] == slot;
+		if (!taken)
+			break;
+	}
+	uint64_t sb_sectors = (256 + 2 * (uint64_t)(slot + 1) + 511) / 512;
+	if (slot >= MD_SB_MAX_DEV || MD_SB_SECTOR + sb_sectors > data_offset)
+		return err_set(-ENOSPC, "%s: no free device slot for another member", array);
+	return (int)slot;
+}
+
+/* Copy the write-intent bitmap (superblock and bits) of the member from,
+ * whose superblock is f, onto to: the kernel reads the bitmap from any
+ * in-sync member. */
+static int md_manage_copy_bitmap(struct vol *from, struct vol *to, const struct md_super *f)
+{
+	const struct md_sb1 *raw = (const struct md_sb1 *)f->raw;
+	int32_t bm = (int32_t)md_le32(raw->bitmap_offset);
+	int32_t bb = (int32_t)md_le32(raw->bblog_offset);
+	uint64_t start, end;
+	char *buf;
+	int r = 0;
+
+	if (!(f->feature_map & MD_FEATURE_BITMAP_OFFSET) || bm <= 0)
+		return 0;
+	start = (MD_SB_SECTOR + (uint64_t)bm) * 512;
+	end = md_le16(raw->bblog_size) && bb > bm ? (MD_SB_SECTOR + (uint64_t)bb) * 512
+	                                          : f->data_offset * 512;
+	if (posix_memalign((void **)&buf, 4096, 1 << 20))
+		return -ENOMEM;
+	for (uint64_t off = start; off < end && r == 0; off += 1 << 20) {
+		uint64_t len = end - off < (1 << 20) ? end - off : (1 << 20);
+		r = vol_read(from, buf, len, off);
+		if (r == 0)
+			r = vol_write(to, buf, len, off, 0);
+	}
+	free(buf);
+	return r < 0 ? err_set(r, "%s: copying the write-intent bitmap: %s", to->name, strerror(-r))
+	             : 0;
+}
+
+int md_manage_new_super(struct vol *nv, const char *spec, const struct md_super *tmpl,
+                        struct vol *tmpl_vol, unsigned slot, uint64_t end_sb, struct md_super *nsb)
+{
+	int r;
+
+	*nsb = *tmpl;
+	nsb->dev_number = slot;
+	nsb->data_size = nv->size / 512 - tmpl->data_offset;
+	nsb->feature_map &= ~(MD_FEATURE_RECOVERY_OFFSET | MD_FEATURE_REPLACEMENT |
+	                      MD_FEATURE_BAD_BLOCKS | MD_FEATURE_RECOVERY_BITMAP);
+	nsb->recovery_offset = 0;
+	((struct md_sb1 *)nsb->raw)->devflags = 0;
+	((struct md_sb1 *)nsb->raw)->cnt_corrected_read = 0;
+	r = random_fill(nsb->device_uuid, 16);
+	if (r < 0)
+		return r;
+	/* Old metadata, bitmaps and bad-block logs up to the data go; the
+	 * array's bitmap comes over; the superblock is the caller's to write,
+	 * last of nv's bytes. */
+	r = vol_write_zeroes(nv, tmpl->data_offset * 512 - MD_SB_OFFSET, MD_SB_OFFSET,
+	                     VOL_MAY_TRIM);
+	if (r == 0 && end_sb != UINT64_MAX)
+		r = vol_write_zeroes(nv, 4096, end_sb, 0);
+	if (r < 0)
+		return err_set(r, "%s: zeroing the metadata area: %s", spec, strerror(-r));
+	return md_manage_copy_bitmap(tmpl_vol, nv, tmpl);
 }

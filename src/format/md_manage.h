@@ -45,4 +45,38 @@ void md_manage_recovery_done(struct md_super *sb);
  * offset, at most size_sectors). */
 uint64_t md_manage_recovery_from(const struct md_super *sb, uint64_t size_sectors);
 
+/* ---- a new member (`uraid add`, offline and on a running serve) ----
+ * The checks come first and write nothing; md_manage_new_super() is the
+ * first write.  Messages name spec (the new member) and array (md/NAME). */
+
+/* Refuse a new member v that holds a LUKS header or an md superblock of
+ * any version (of this array, set_uuid, or another), unless force.
+ * *end_sb gets the offset of a v1.0/0.90 superblock at its end, which
+ * --force wipes (UINT64_MAX: none).  -EEXIST with err_set(). */
+int md_manage_probe_new(struct vol *v, const char *spec, const uint8_t set_uuid[16],
+                        const char *array, bool force, uint64_t *end_sb);
+
+/* -ENOSPC with err_set() unless v holds tmpl's data area (data_offset
+ * and size sectors of data). */
+int md_manage_check_size(struct vol *v, const char *spec, const struct md_super *tmpl,
+                         const char *array);
+
+/* The device slot a new member takes: the first from raid_disks up (as
+ * mdadm picks it) that the role table (roles, max_dev) records no device
+ * in and no device present uses (used[0..nused), their dev_numbers), and
+ * whose role table still fits below data_offset.  The slot, or -ENOSPC
+ * with err_set(). */
+int md_manage_pick_slot(const uint16_t *roles, uint32_t max_dev, unsigned raid_disks,
+                        const uint32_t *used, unsigned nused, uint64_t data_offset,
+                        const char *array);
+
+/* Prepare the new member nv to take slot: *nsb becomes tmpl's superblock
+ * with nv's own device fields (slot, data size, a new device uuid, no
+ * recovery or bad-block state); nv's metadata area below the data is
+ * zeroed (and the end superblock at end_sb, if not UINT64_MAX), and
+ * tmpl_vol's write-intent bitmap copied onto it.  nsb's role and array
+ * state are the caller's to set before it writes nsb. */
+int md_manage_new_super(struct vol *nv, const char *spec, const struct md_super *tmpl,
+                        struct vol *tmpl_vol, unsigned slot, uint64_t end_sb, struct md_super *nsb);
+
 #endif

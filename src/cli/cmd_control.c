@@ -1,0 +1,308 @@
+/* cmd_control.c — the clients of a running serve's control socket
+ * (control.h): `uraid detail`, `uraid fail`, `uraid remove`, and the hot
+ * form of `uraid add` (cmd_rebuild.c hands it over when its first
+ * argument is a socket).  Each sends one JSON request and prints the
+ * reply; the exit code is 0 when the server says ok. */
+#include "cli.h"
+#include "control.h"
+
+#include "core/log.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+bool cli_is_control_socket(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
+/* Send req to the control socket at path; *reply gets the parsed answer.
+ * Returns 0, or 1 after printing why not. */
+static int control_call(const char *path, json_object *req, json_object **reply)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	const char *text = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	int fd = -1, rc = 1;
+
+	*reply = NULL;
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		fprintf(stderr, "uraid: %s: path too long for a Unix socket\n", path);
+		return 1;
+	}
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		fprintf(stderr, "uraid: %s: %s (is `uraid serve --control %s` running?)\n", path,
+		        strerror(errno), path);
+		goto out;
+	}
+	size_t n = strlen(text), off = 0;
+	while (off < n) {
+		ssize_t w = send(fd, text + off, n - off, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			fprintf(stderr, "uraid: %s: sending: %s\n", path, strerror(errno));
+			goto out;
+		}
+		off += (size_t)w;
+	}
+	if (send(fd, "\n", 1, MSG_NOSIGNAL) != 1) {
+		fprintf(stderr, "uraid: %s: sending: %s\n", path, strerror(errno));
+		goto out;
+	}
+	for (;;) {
+		if (len + 4096 > cap) {
+			char *nb = realloc(buf, cap = cap ? cap * 2 : 65536);
+			if (!nb) {
+				fprintf(stderr, "uraid: out of memory\n");
+				goto out;
+			}
+			buf = nb;
+		}
+		ssize_t got = read(fd, buf + len, cap - len - 1);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			fprintf(stderr, "uraid: %s: reading the reply: %s\n", path,
+			        strerror(errno));
+			goto out;
+		}
+		if (got == 0)
+			break;
+		len += (size_t)got;
+	}
+	if (!buf) {
+		fprintf(stderr, "uraid: %s: the server closed without a reply\n", path);
+		goto out;
+	}
+	buf[len] = '\0';
+	*reply = json_tokener_parse(buf);
+	if (!*reply || !json_object_is_type(*reply, json_type_object)) {
+		fprintf(stderr, "uraid: %s: the reply is not JSON\n", path);
+		json_object_put(*reply);
+		*reply = NULL;
+		goto out;
+	}
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return rc;
+}
+
+static json_object *jget(json_object *o, const char *key)
+{
+	json_object *v = NULL;
+	return o && json_object_object_get_ex(o, key, &v) ? v : NULL;
+}
+
+static const char *jstr(json_object *o, const char *key)
+{
+	json_object *v = jget(o, key);
+	return v ? json_object_get_string(v) : "";
+}
+
+static int64_t jint(json_object *o, const char *key)
+{
+	return json_object_get_int64(jget(o, key));
+}
+
+/* ok: print its message (unless quiet); else the error.  Exit code. */
+static int control_result(const char *cmd, json_object *reply, bool quiet)
+{
+	if (json_object_get_boolean(jget(reply, "ok"))) {
+		if (!quiet && *jstr(reply, "message"))
+			printf("uraid: %s\n", jstr(reply, "message"));
+		return 0;
+	}
+	fprintf(stderr, "uraid: %s: %s\n", cmd, jstr(reply, "error"));
+	return 1;
+}
+
+/* One request of op on member: fail, remove, add. */
+static int control_member_cmd(const char *cmd, const char *sock, const char *member, bool force,
+                              const char *array)
+{
+	json_object *req = json_object_new_object(), *reply = NULL;
+	int rc;
+
+	json_object_object_add(req, "op", json_object_new_string(cmd));
+	json_object_object_add(req, "member", json_object_new_string(member));
+	if (force)
+		json_object_object_add(req, "force", json_object_new_boolean(true));
+	if (array)
+		json_object_object_add(req, "array", json_object_new_string(array));
+	rc = control_call(sock, req, &reply);
+	if (rc == 0)
+		rc = control_result(cmd, reply, false);
+	json_object_put(req);
+	json_object_put(reply);
+	return rc;
+}
+
+int cmd_add_hot(const char *sock, const char *spec, bool force, const char *array)
+{
+	return control_member_cmd("add", sock, spec, force, array);
+}
+
+static const char *human(uint64_t bytes, char *buf, size_t len)
+{
+	if (bytes >= 1ull << 30)
+		snprintf(buf, len, "%.2f GiB", (double)bytes / 1073741824.0);
+	else
+		snprintf(buf, len, "%.2f MiB", (double)bytes / 1048576.0);
+	return buf;
+}
+
+static void detail_print_array(json_object *a)
+{
+	char h[32];
+	json_object *rec = jget(a, "recovery"), *ms = jget(a, "members");
+	size_t nm = ms ? json_object_array_length(ms) : 0;
+
+	printf("%s:\n", jstr(a, "name"));
+	if (*jstr(a, "parent"))
+		printf("      Member of : %s\n", jstr(a, "parent"));
+	printf("        Version : 1.2\n");
+	printf("     Raid Level : %s\n", jstr(a, "level"));
+	printf("     Array Size : %lld KiB (%s)\n", (long long)(jint(a, "array_size") >> 10),
+	       human((uint64_t)jint(a, "array_size"), h, sizeof(h)));
+	if (jint(a, "dev_size"))
+		printf("  Used Dev Size : %lld KiB (%s)\n", (long long)(jint(a, "dev_size") >> 10),
+		       human((uint64_t)jint(a, "dev_size"), h, sizeof(h)));
+	printf("   Raid Devices : %lld\n", (long long)jint(a, "raid_disks"));
+	printf("          State : %s\n", jstr(a, "state"));
+	printf(" Active Devices : %lld\n", (long long)jint(a, "active_devices"));
+	printf("Working Devices : %lld\n", (long long)jint(a, "working_devices"));
+	printf(" Failed Devices : %lld\n", (long long)jint(a, "failed_devices"));
+	printf("  Spare Devices : %lld\n", (long long)jint(a, "spare_devices"));
+	if (*jstr(a, "layout"))
+		printf("         Layout : %s\n", jstr(a, "layout"));
+	if (jint(a, "chunk"))
+		printf("     Chunk Size : %lldK\n", (long long)(jint(a, "chunk") >> 10));
+	if (rec)
+		printf(" Rebuild Status : %.1f%% complete (%.1f MiB/s)\n",
+		       json_object_get_double(jget(rec, "percent")),
+		       (double)jint(rec, "speed") / 1048576.0);
+	printf("           Name : %s\n", jstr(a, "set_name"));
+	printf("           UUID : %s\n", jstr(a, "uuid"));
+	printf("         Events : %lld\n\n", (long long)jint(a, "events"));
+	printf("    Number   RaidDevice State\n");
+	for (size_t i = 0; i < nm; i++) {
+		json_object *m = json_object_array_get_idx(ms, i);
+		char num[16] = "-", role[16] = "-";
+		if (jint(m, "slot") >= 0)
+			snprintf(num, sizeof(num), "%lld", (long long)jint(m, "slot"));
+		if (jint(m, "role") >= 0)
+			snprintf(role, sizeof(role), "%lld", (long long)jint(m, "role"));
+		printf("    %6s   %10s %-17s %s\n", num, role, jstr(m, "state"), jstr(m, "device"));
+	}
+	printf("\n");
+}
+
+static void detail_usage(FILE *f)
+{
+	fprintf(f, "usage: uraid detail [--json] CONTROL\n"
+	           "Show the md arrays a running `uraid serve --control CONTROL` serves, as\n"
+	           "mdadm --detail does: level, size, state, rebuild progress, members.\n"
+	           "  --json   print the server's JSON reply as it is\n");
+}
+
+int cmd_detail(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
+	};
+	json_object *req, *reply = NULL;
+	bool as_json = false;
+	int c, rc;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			as_json = true;
+			break;
+		case 'h':
+			detail_usage(stdout);
+			return 0;
+		default:
+			detail_usage(stderr);
+			return 2;
+		}
+	}
+	if (argc - optind != 1) {
+		detail_usage(stderr);
+		return 2;
+	}
+	req = json_object_new_object();
+	json_object_object_add(req, "op", json_object_new_string("detail"));
+	rc = control_call(argv[optind], req, &reply);
+	json_object_put(req);
+	if (rc)
+		return rc;
+	rc = control_result("detail", reply, true);
+	if (rc == 0 && as_json) {
+		printf("%s\n", json_object_to_json_string_ext(reply, JSON_C_TO_STRING_PRETTY));
+	} else if (rc == 0) {
+		json_object *ex = jget(reply, "export"), *arr = jget(reply, "arrays");
+		char h[32];
+		for (size_t i = 0; arr && i < json_object_array_length(arr); i++)
+			detail_print_array(json_object_array_get_idx(arr, i));
+		printf("Export %s: %lld bytes (%s)", jstr(ex, "name"), (long long)jint(ex, "size"),
+		       human((uint64_t)jint(ex, "size"), h, sizeof(h)));
+		if (jint(ex, "luks"))
+			printf(", LUKS%lld on the array", (long long)jint(ex, "luks"));
+		if (jget(ex, "connections"))
+			printf(", %lld NBD connection%s", (long long)jint(ex, "connections"),
+			       jint(ex, "connections") == 1 ? "" : "s");
+		printf("\n");
+	}
+	json_object_put(reply);
+	return rc;
+}
+
+static int member_cmd(int argc, char **argv, const char *what)
+{
+	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		printf("usage: uraid %s CONTROL MEMBER\n%s\n", argv[0], what);
+		return 0;
+	}
+	if (argc != 3) {
+		fprintf(stderr, "usage: uraid %s CONTROL MEMBER\n", argv[0]);
+		return 2;
+	}
+	return control_member_cmd(argv[0], argv[1], argv[2], false, NULL);
+}
+
+int cmd_fail(int argc, char **argv)
+{
+	return member_cmd(
+	    argc, argv,
+	    "Mark MEMBER faulty in the array a running `uraid serve --control CONTROL`\n"
+	    "serves (mdadm --fail); refused if the array cannot lose it.");
+}
+
+int cmd_remove(int argc, char **argv)
+{
+	return member_cmd(
+	    argc, argv,
+	    "Take a faulty or spare MEMBER out of the array a running `uraid serve\n"
+	    "--control CONTROL` serves (mdadm --remove) and close it; an active member\n"
+	    "must be failed first.");
+}

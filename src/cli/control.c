@@ -1,0 +1,608 @@
+/* control.c — the control socket of `uraid serve` (see control.h): parse a
+ * JSON request, find the md array and member it names in the stack being
+ * served, call the md layer's management (md.h), answer in JSON. */
+#include "control.h"
+#include "stack.h"
+
+#include "core/log.h"
+#include "format/md.h"
+#include "member/member.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define CONTROL_MAX_ARRAYS 64
+#define CONTROL_IO_TIMEOUT_S 5
+
+struct control {
+	const struct control_target *t;
+	char path[PATH_MAX];
+	int fd;
+	int stop_pipe[2];
+	pthread_t thread;
+};
+
+/* ---- the arrays of the stack ---- */
+
+/* The md arrays in the stack, outermost first: t->md and, depth first,
+ * the arrays among its members. */
+struct control_arrays {
+	struct vol *v[CONTROL_MAX_ARRAYS];
+	struct vol *parent[CONTROL_MAX_ARRAYS];
+	struct md_array_info info[CONTROL_MAX_ARRAYS];
+	unsigned n;
+};
+
+static void control_arrays_walk(struct control_arrays *ca, struct vol *v, struct vol *parent)
+{
+	unsigned me = ca->n;
+
+	if (ca->n == CONTROL_MAX_ARRAYS || md_array_info(v, &ca->info[me]) < 0)
+		return;
+	ca->v[me] = v;
+	ca->parent[me] = parent;
+	ca->n++;
+	for (unsigned i = 0; i < ca->info[me].nmembers; i++) {
+		struct vol *mv = ca->info[me].m[i].vol;
+		if (mv && md_array_raid(mv))
+			control_arrays_walk(ca, mv, v);
+	}
+}
+
+static void control_arrays_load(const struct control_target *t, struct control_arrays *ca)
+{
+	ca->n = 0;
+	if (t->md)
+		control_arrays_walk(ca, t->md, NULL);
+}
+
+static void control_arrays_free(struct control_arrays *ca)
+{
+	for (unsigned i = 0; i < ca->n; i++)
+		md_array_info_free(&ca->info[i]);
+	ca->n = 0;
+}
+
+/* The array holding a member that spec names (the same string or the same
+ * file) and that member's name there.  Returns the array's index or -1. */
+static int control_find_member(struct control_arrays *ca, const char *spec, const char **name)
+{
+	for (int pass = 0; pass < 2; pass++)
+		for (unsigned a = 0; a < ca->n; a++)
+			for (unsigned i = 0; i < ca->info[a].nmembers; i++) {
+				const char *mn = ca->info[a].m[i].name;
+				if (!*mn)
+					continue;
+				if (pass == 0 ? strcmp(mn, spec) == 0
+				              : stack_same_member(spec, mn)) {
+					*name = mn;
+					return (int)a;
+				}
+			}
+	return -1;
+}
+
+/* ---- detail ---- */
+
+static const char *control_state_name(enum md_member_state s)
+{
+	switch (s) {
+	case MD_MEMBER_IN_SYNC:
+		return "active sync";
+	case MD_MEMBER_REBUILDING:
+		return "spare rebuilding";
+	case MD_MEMBER_SPARE:
+		return "spare";
+	case MD_MEMBER_FAULTY:
+		return "faulty";
+	case MD_MEMBER_REMOVED:
+		return "removed";
+	}
+	return "?";
+}
+
+/* md's names for raid5/6 layouts and the raid10 copies word. */
+static void control_layout_name(const struct md_array_info *in, char *out, size_t len)
+{
+	static const char *const r5[] = {"left-asymmetric", "right-asymmetric", "left-symmetric",
+	                                 "right-symmetric", "parity-first",     "parity-last"};
+
+	out[0] = '\0';
+	if ((in->level == 5 || in->level == 6) && in->layout < 6)
+		snprintf(out, len, "%s", r5[in->layout]);
+	else if ((in->level == 5 || in->level == 6))
+		snprintf(out, len, "%u", in->layout);
+	else if (in->level == 10)
+		snprintf(out, len, "%s%u",
+		         MD_RAID10_FAR(in->layout) > 1 ? (in->layout & MD_RAID10_OFFSET ? "o" : "f")
+		                                       : "n",
+		         MD_RAID10_FAR(in->layout) > 1 ? MD_RAID10_FAR(in->layout)
+		                                       : MD_RAID10_NEAR(in->layout));
+}
+
+static json_object *control_array_json(const struct md_array_info *in, const char *parent)
+{
+	json_object *o = json_object_new_object(), *ms = json_object_new_array();
+	const char *lvl = md_level_name(in->level);
+	char state[64], layout[32];
+
+	snprintf(state, sizeof(state), "%s%s%s%s", in->active ? "active" : "clean",
+	         in->degraded ? ", degraded" : "", in->recovering ? ", recovering" : "",
+	         in->readonly ? ", read-only" : "");
+	control_layout_name(in, layout, sizeof(layout));
+	json_object_object_add(o, "name", json_object_new_string(in->name));
+	json_object_object_add(o, "set_name", json_object_new_string(in->set_name));
+	json_object_object_add(o, "uuid", json_object_new_string(in->uuid));
+	json_object_object_add(o, "parent", parent ? json_object_new_string(parent) : NULL);
+	json_object_object_add(o, "level", json_object_new_string(lvl ? lvl : "unknown"));
+	json_object_object_add(o, "layout", json_object_new_string(layout));
+	json_object_object_add(o, "chunk", json_object_new_int64((int64_t)in->chunk));
+	json_object_object_add(o, "raid_disks", json_object_new_int((int)in->raid_disks));
+	json_object_object_add(o, "array_size", json_object_new_int64((int64_t)in->array_size));
+	json_object_object_add(o, "dev_size", json_object_new_int64((int64_t)in->dev_size));
+	json_object_object_add(o, "events", json_object_new_int64((int64_t)in->events));
+	json_object_object_add(o, "state", json_object_new_string(state));
+	json_object_object_add(o, "active", json_object_new_boolean(in->active));
+	json_object_object_add(o, "degraded", json_object_new_boolean(in->degraded));
+	json_object_object_add(o, "recovering", json_object_new_boolean(in->recovering));
+	if (in->recovering) {
+		json_object *rec = json_object_new_object();
+		double pct =
+		    in->rec_total ? 100.0 * (double)in->rec_done / (double)in->rec_total : 0;
+		json_object_object_add(rec, "percent",
+		                       json_object_new_double((int)(pct * 10) / 10.0));
+		json_object_object_add(rec, "done", json_object_new_int64((int64_t)in->rec_done));
+		json_object_object_add(rec, "total", json_object_new_int64((int64_t)in->rec_total));
+		json_object_object_add(rec, "speed", json_object_new_int64((int64_t)in->rec_speed));
+		json_object_object_add(o, "recovery", rec);
+	}
+	json_object_object_add(o, "active_devices", json_object_new_int((int)in->active_devs));
+	json_object_object_add(o, "working_devices", json_object_new_int((int)in->working_devs));
+	json_object_object_add(o, "failed_devices", json_object_new_int((int)in->failed_devs));
+	json_object_object_add(o, "spare_devices", json_object_new_int((int)in->spare_devs));
+	for (unsigned i = 0; i < in->nmembers; i++) {
+		const struct md_member_info *mi = &in->m[i];
+		json_object *m = json_object_new_object();
+		json_object_object_add(m, "role", json_object_new_int(mi->role));
+		json_object_object_add(m, "slot", json_object_new_int(mi->slot));
+		json_object_object_add(m, "state",
+		                       json_object_new_string(control_state_name(mi->state)));
+		json_object_object_add(m, "device", json_object_new_string(mi->name));
+		json_object_array_add(ms, m);
+	}
+	json_object_object_add(o, "members", ms);
+	return o;
+}
+
+static json_object *control_detail(const struct control_target *t)
+{
+	struct control_arrays *ca = calloc(1, sizeof(*ca));
+	json_object *o = json_object_new_object(), *ex = json_object_new_object();
+	json_object *arr = json_object_new_array();
+
+	json_object_object_add(o, "ok", json_object_new_boolean(true));
+	json_object_object_add(ex, "name", json_object_new_string(t->top->name));
+	json_object_object_add(ex, "size", json_object_new_int64((int64_t)t->top->size));
+	json_object_object_add(ex, "luks", json_object_new_int(t->luks));
+	json_object_object_add(ex, "connections",
+	                       t->connections ? json_object_new_int((int)t->connections(t->ctx))
+	                                      : NULL);
+	json_object_object_add(o, "export", ex);
+	if (ca) {
+		control_arrays_load(t, ca);
+		for (unsigned i = 0; i < ca->n; i++) {
+			const char *parent = NULL;
+			for (unsigned j = 0; j < i; j++)
+				if (ca->v[j] == ca->parent[i])
+					parent = ca->info[j].name;
+			json_object_array_add(arr, control_array_json(&ca->info[i], parent));
+		}
+		control_arrays_free(ca);
+		free(ca);
+	}
+	json_object_object_add(o, "arrays", arr);
+	return o;
+}
+
+/* ---- fail, remove, add ---- */
+
+static json_object *control_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static json_object *control_error(const char *fmt, ...)
+{
+	json_object *o = json_object_new_object();
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	json_object_object_add(o, "ok", json_object_new_boolean(false));
+	json_object_object_add(o, "error", json_object_new_string(msg));
+	return o;
+}
+
+static json_object *control_ok(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static json_object *control_ok(const char *fmt, ...)
+{
+	json_object *o = json_object_new_object();
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	json_object_object_add(o, "ok", json_object_new_boolean(true));
+	json_object_object_add(o, "message", json_object_new_string(msg));
+	return o;
+}
+
+/* fail or remove the member spec names. */
+static json_object *control_member_op(const struct control_target *t, const char *op,
+                                      const char *spec)
+{
+	struct control_arrays *ca = calloc(1, sizeof(*ca));
+	json_object *reply;
+	const char *name = NULL;
+	int r;
+
+	if (!ca)
+		return control_error("out of memory");
+	control_arrays_load(t, ca);
+	int ai = control_find_member(ca, spec, &name);
+	if (ai < 0) {
+		reply = ca->n
+		            ? control_error("%s is not a member of any md array served here", spec)
+		            : control_error("no md array is served here");
+		goto out;
+	}
+	err_clear();
+	if (strcmp(op, "fail") == 0)
+		r = md_array_fail(ca->v[ai], name);
+	else
+		r = md_array_remove(ca->v[ai], name);
+	if (r < 0)
+		reply = control_error("%s", err_detail(r));
+	else
+		reply = control_ok("%s: %s %s", ca->info[ai].name, name,
+		                   strcmp(op, "fail") == 0 ? "is faulty" : "removed");
+out:
+	control_arrays_free(ca);
+	free(ca);
+	return reply;
+}
+
+static json_object *control_add(const struct control_target *t, const char *spec, const char *array,
+                                bool force)
+{
+	struct control_arrays *ca = calloc(1, sizeof(*ca));
+	struct vol *nv = NULL;
+	json_object *reply;
+	const char *name;
+	int ai = -1, r;
+
+	if (!ca)
+		return control_error("out of memory");
+	control_arrays_load(t, ca);
+	if (!ca->n) {
+		reply = control_error("no md array is served here");
+		goto out;
+	}
+	if (control_find_member(ca, spec, &name) >= 0) {
+		reply = control_error("%s is already a member of an array served here", spec);
+		goto out;
+	}
+	if (array) {
+		for (unsigned i = 0; i < ca->n && ai < 0; i++)
+			if (strcmp(ca->info[i].name, array) == 0)
+				ai = (int)i;
+		if (ai < 0) {
+			reply = control_error("no md array %s is served here", array);
+			goto out;
+		}
+	} else if (ca->n == 1) {
+		ai = 0;
+	} else {
+		/* The array that misses a member, if only one does. */
+		for (unsigned i = 0; i < ca->n; i++)
+			if (ca->info[i].degraded && ca->info[i].raid_disks) {
+				if (ai >= 0) {
+					ai = -2;
+					break;
+				}
+				ai = (int)i;
+			}
+		if (ai < 0) {
+			reply =
+			    control_error("%u md arrays are served here: say which one takes %s "
+			                  "(--array md/NAME)",
+			                  ca->n, spec);
+			goto out;
+		}
+	}
+	err_clear();
+	r = member_open(spec, t->member_flags, &nv);
+	if (r < 0) {
+		reply = control_error("%s", err_detail(r));
+		goto out;
+	}
+	err_clear();
+	r = md_array_add(ca->v[ai], nv, force);
+	if (r < 0) {
+		vol_close(nv);
+		reply = control_error("%s", err_detail(r));
+		goto out;
+	}
+	reply = control_ok("%s: %s added as a spare; it takes a missing role and is rebuilt "
+	                   "while serving",
+	                   ca->info[ai].name, spec);
+out:
+	control_arrays_free(ca);
+	free(ca);
+	return reply;
+}
+
+static const char *control_str(json_object *req, const char *key)
+{
+	json_object *v;
+
+	if (!json_object_object_get_ex(req, key, &v) || !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+char *control_handle(const struct control_target *t, const char *req, size_t len)
+{
+	json_tokener *tok = json_tokener_new();
+	json_object *in = NULL, *reply;
+	const char *op, *member;
+	char *out;
+
+	if (!tok)
+		return NULL;
+	while (len > 0 && (req[len - 1] == '\n' || req[len - 1] == '\r'))
+		len--;
+	if (len > CONTROL_REQ_MAX) {
+		reply = control_error("request too long (more than %u bytes)", CONTROL_REQ_MAX);
+		goto answer;
+	}
+	in = json_tokener_parse_ex(tok, req, (int)len);
+	if (!in || json_tokener_get_error(tok) != json_tokener_success ||
+	    json_tokener_get_parse_end(tok) != len || !json_object_is_type(in, json_type_object)) {
+		reply = control_error("malformed request: one JSON object expected, such as "
+		                      "{\"op\":\"detail\"}");
+		goto answer;
+	}
+	op = control_str(in, "op");
+	member = control_str(in, "member");
+	if (!op) {
+		reply = control_error("malformed request: no \"op\" string");
+	} else if (strcmp(op, "detail") == 0) {
+		reply = control_detail(t);
+	} else if (strcmp(op, "fail") == 0 || strcmp(op, "remove") == 0 || strcmp(op, "add") == 0) {
+		json_object *f;
+		bool force =
+		    json_object_object_get_ex(in, "force", &f) && json_object_get_boolean(f);
+		if (!member || !*member)
+			reply = control_error("%s needs a \"member\" string", op);
+		else if (strcmp(op, "add") == 0)
+			reply = control_add(t, member, control_str(in, "array"), force);
+		else
+			reply = control_member_op(t, op, member);
+	} else {
+		reply = control_error("unknown op \"%.64s\" (detail, fail, remove, add)", op);
+	}
+answer:
+	json_object_put(in);
+	json_tokener_free(tok);
+	if (!reply)
+		return NULL;
+	const char *s = json_object_to_json_string_ext(reply, JSON_C_TO_STRING_PLAIN);
+	out = s ? strdup(s) : NULL;
+	json_object_put(reply);
+	return out;
+}
+
+/* ---- the socket ---- */
+
+static void control_serve_one(struct control *c, int fd)
+{
+	struct timeval tv = {.tv_sec = CONTROL_IO_TIMEOUT_S};
+	char *buf = malloc(CONTROL_REQ_MAX + 1), *reply = NULL;
+	size_t len = 0;
+	bool too_long = false;
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (!buf)
+		return;
+	for (;;) {
+		ssize_t got = read(fd, buf + len, CONTROL_REQ_MAX + 1 - len);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			goto out; /* timed out or reset: no answer */
+		if (got == 0)
+			break;
+		len += (size_t)got;
+		if (memchr(buf + len - (size_t)got, '\n', (size_t)got))
+			break;
+		if (len > CONTROL_REQ_MAX) {
+			too_long = true;
+			break;
+		}
+	}
+	/* An oversized request is read on (up to a limit) before the
+	 * answer, so that the client is not reset before it reads it. */
+	for (size_t drained = 0; too_long && drained < (1u << 20);) {
+		ssize_t got = read(fd, buf, CONTROL_REQ_MAX);
+		if (got <= 0 || memchr(buf, '\n', (size_t)got))
+			break;
+		drained += (size_t)got;
+	}
+	char *nl = too_long ? NULL : memchr(buf, '\n', len);
+	if (nl)
+		len = (size_t)(nl - buf);
+	reply = control_handle(c->t, buf, too_long ? CONTROL_REQ_MAX + 1 : len);
+	if (reply) {
+		size_t n = strlen(reply), off = 0;
+		while (off < n) {
+			ssize_t w = send(fd, reply + off, n - off, MSG_NOSIGNAL);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0)
+				goto out;
+			off += (size_t)w;
+		}
+		if (send(fd, "\n", 1, MSG_NOSIGNAL) < 0) {
+			/* The client left: nothing to do. */
+		}
+	}
+out:
+	free(reply);
+	free(buf);
+}
+
+static void *control_main(void *arg)
+{
+	struct control *c = arg;
+
+	for (;;) {
+		struct pollfd p[2] = {{.fd = c->fd, .events = POLLIN},
+		                      {.fd = c->stop_pipe[0], .events = POLLIN}};
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			log_error("control: poll: %s", strerror(errno));
+			break;
+		}
+		if (p[1].revents)
+			break;
+		if (!(p[0].revents & POLLIN))
+			continue;
+		int fd = accept4(c->fd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			continue;
+		control_serve_one(c, fd);
+		close(fd);
+	}
+	return NULL;
+}
+
+/* Is a server listening at path? */
+static bool control_live(const struct sockaddr_un *sa)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	bool live;
+
+	if (fd < 0)
+		return false;
+	live = connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == 0;
+	close(fd);
+	return live;
+}
+
+int control_start(const char *path, const struct control_target *t, struct control **out)
+{
+	struct control *c = calloc(1, sizeof(*c));
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct stat st;
+	int r;
+
+	if (!c)
+		return -ENOMEM;
+	c->t = t;
+	c->fd = -1;
+	c->stop_pipe[0] = c->stop_pipe[1] = -1;
+	/* Absolute: a daemonized serve leaves its directory, and removes
+	 * the socket at exit from wherever it is. */
+	if (path[0] != '/') {
+		char cwd[PATH_MAX];
+		if (!getcwd(cwd, sizeof(cwd))) {
+			r = err_set(-errno, "--control: %s", strerror(errno));
+			goto fail;
+		}
+		if ((size_t)snprintf(c->path, sizeof(c->path), "%s/%s", cwd, path) >=
+		    sizeof(c->path)) {
+			r = err_set(-ENAMETOOLONG, "--control %s: path too long", path);
+			goto fail;
+		}
+	} else {
+		snprintf(c->path, sizeof(c->path), "%s", path);
+	}
+	if (strlen(c->path) >= sizeof(sa.sun_path)) {
+		r = err_set(-ENAMETOOLONG, "--control %s: path too long for a Unix socket", path);
+		goto fail;
+	}
+	memcpy(sa.sun_path, c->path, strlen(c->path) + 1);
+	if (lstat(c->path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			r = err_set(-EEXIST, "--control %s: exists and is not a socket", path);
+			goto fail;
+		}
+		if (control_live(&sa)) {
+			r = err_set(-EADDRINUSE, "--control %s: another server is listening there",
+			            path);
+			goto fail;
+		}
+		unlink(c->path); /* stale: its server is gone */
+	}
+	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c->fd < 0 || pipe2(c->stop_pipe, O_CLOEXEC) < 0) {
+		r = err_set(-errno, "--control: %s", strerror(errno));
+		goto fail;
+	}
+	mode_t old = umask(0077);
+	r = bind(c->fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (r < 0 || chmod(c->path, 0600) < 0 || listen(c->fd, 8) < 0) {
+		r = err_set(-errno, "--control %s: %s", path, strerror(errno));
+		unlink(c->path);
+		goto fail;
+	}
+	r = pthread_create(&c->thread, NULL, control_main, c);
+	if (r != 0) {
+		unlink(c->path);
+		r = err_set(-r, "--control: cannot start its thread: %s", strerror(r));
+		goto fail;
+	}
+	*out = c;
+	return 0;
+fail:
+	if (c->fd >= 0)
+		close(c->fd);
+	if (c->stop_pipe[0] >= 0) {
+		close(c->stop_pipe[0]);
+		close(c->stop_pipe[1]);
+	}
+	free(c);
+	return r;
+}
+
+void control_stop(struct control *c)
+{
+	if (!c)
+		return;
+	if (write(c->stop_pipe[1], "x", 1) != 1) {
+		/* A full pipe already says stop. */
+	}
+	pthread_join(c->thread, NULL);
+	close(c->fd);
+	close(c->stop_pipe[0]);
+	close(c->stop_pipe[1]);
+	unlink(c->path);
+	free(c);
+}

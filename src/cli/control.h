@@ -1,0 +1,54 @@
+/* control.h — the control socket of a running `uraid serve` (--control
+ * PATH): mdadm --detail, --fail, --remove and --add on the arrays being
+ * served.
+ *
+ * Protocol (docs/serve.md, "The control socket"): a Unix stream socket,
+ * one request per connection.  The client sends one JSON object (at most
+ * CONTROL_REQ_MAX bytes, ended by a newline or by shutting down its
+ * write side); the server answers with one JSON object and a newline,
+ * then closes.  Requests: {"op":"detail"}, {"op":"fail","member":SPEC},
+ * {"op":"remove","member":SPEC}, {"op":"add","member":SPEC[,"force":true]
+ * [,"array":"md/NAME"]}.  Replies carry "ok": true (and, for detail,
+ * "export" and "arrays"), or "ok": false and "error": a message.
+ *
+ * Requests are served one at a time by the control's own thread; each
+ * management call takes the md array's locks (md.h), so NBD I/O goes on
+ * beside it (remove holds new requests at the array's gate only while
+ * the RAID vol lets go of the member). */
+#ifndef URAID_CONTROL_H
+#define URAID_CONTROL_H
+
+#include "core/vol.h"
+
+#include <stddef.h>
+
+#define CONTROL_REQ_MAX (64u << 10)
+
+/* What the control socket manages: the stack being served. */
+struct control_target {
+	struct vol *top;       /* the exported vol */
+	struct vol *md;        /* the md array under it (stack_info), or NULL */
+	int luks;              /* LUKS version on top of md, or 0 */
+	unsigned member_flags; /* member_open() flags for added members */
+	/* NBD connections open now, or NULL if unknown. */
+	unsigned (*connections)(void *ctx);
+	void *ctx;
+};
+
+struct control;
+
+/* Listen on path (mode 0600; refused with -EADDRINUSE if a live server
+ * answers there, a stale socket is replaced) and serve requests on a
+ * thread of its own.  t must stay valid until control_stop().  0 or
+ * -errno with err_set(). */
+int control_start(const char *path, const struct control_target *t, struct control **out);
+
+/* Stop (after the request being served, if any), remove the socket. */
+void control_stop(struct control *c);
+
+/* Answer one request (len bytes, not NUL-terminated): the reply as a
+ * NUL-terminated JSON text to free(), or NULL when out of memory.
+ * Never fails on bad input: that gets an error reply. */
+char *control_handle(const struct control_target *t, const char *req, size_t len);
+
+#endif
