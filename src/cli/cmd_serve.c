@@ -80,6 +80,10 @@ static void serve_usage(FILE *f)
 		"  --threads N            worker threads per connection (default 16)\n"
 		"  --max-connections N    concurrent clients (default 16)\n"
 		"  --handshake-timeout S  drop clients that take longer to negotiate (10)\n"
+		"  --tls off|on|require   offer TLS (NBD_OPT_STARTTLS), or refuse clients\n"
+		"                         that do not use it (default off; on with a key)\n"
+		"  --tls-psk FILE         TLS pre-shared keys, username:hexkey lines (psktool)\n"
+		"  --tls-certificates DIR TLS X.509: DIR/server-cert.pem, DIR/server-key.pem\n"
 		"  -v, --verbose          more messages (twice: per-request debug)\n"
 		"  -h, --help             this text\n");
 }
@@ -112,7 +116,7 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 {
 	enum { OPT_SOCKET = 256, OPT_PORT, OPT_BIND, OPT_RUN, OPT_STDIO, OPT_PIDFILE,
 	       OPT_DIRECT, OPT_KEYFILE, OPT_DEGRADED, OPT_THREADS, OPT_EXPORT, OPT_MAXCONN,
-	       OPT_HSTIMEOUT, OPT_NOREBUILD, OPT_CONTROL };
+	       OPT_HSTIMEOUT, OPT_TLS, OPT_TLS_PSK, OPT_TLS_CERTS, OPT_NOREBUILD, OPT_CONTROL };
 	static const struct option lo[] = {
 		{ "socket", required_argument, NULL, OPT_SOCKET },
 		{ "port", required_argument, NULL, OPT_PORT },
@@ -131,12 +135,16 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 		{ "export-name", required_argument, NULL, OPT_EXPORT },
 		{ "max-connections", required_argument, NULL, OPT_MAXCONN },
 		{ "handshake-timeout", required_argument, NULL, OPT_HSTIMEOUT },
+		{ "tls", required_argument, NULL, OPT_TLS },
+		{ "tls-psk", required_argument, NULL, OPT_TLS_PSK },
+		{ "tls-certificates", required_argument, NULL, OPT_TLS_CERTS },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	unsigned u;
 	int c;
+	bool tls_set = false;
 
 	a->port = -1;
 	a->bind_addr = "127.0.0.1";
@@ -212,6 +220,25 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 			}
 			a->nbd.handshake_timeout_ms = u * 1000;
 			break;
+		case OPT_TLS:
+			if (strcmp(optarg, "off") == 0) {
+				a->nbd.tls = NBD_TLS_OFF;
+			} else if (strcmp(optarg, "on") == 0) {
+				a->nbd.tls = NBD_TLS_ON;
+			} else if (strcmp(optarg, "require") == 0) {
+				a->nbd.tls = NBD_TLS_REQUIRE;
+			} else {
+				fprintf(stderr, "uraid serve: --tls takes off, on or require\n");
+				return 2;
+			}
+			tls_set = true;
+			break;
+		case OPT_TLS_PSK:
+			a->nbd.tls_psk_file = optarg;
+			break;
+		case OPT_TLS_CERTS:
+			a->nbd.tls_cert_dir = optarg;
+			break;
 		case 'v':
 			log_verbosity = log_verbosity < LOG_INFO ? LOG_INFO : LOG_DEBUG;
 			break;
@@ -224,6 +251,18 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 		}
 	}
 	*first = optind;
+	/* A key or certificate alone turns TLS on (offered); --tls says more. */
+	if (a->nbd.tls_psk_file && a->nbd.tls_cert_dir) {
+		fprintf(stderr, "uraid serve: --tls-psk and --tls-certificates exclude each other\n");
+		return 2;
+	}
+	if (!tls_set && (a->nbd.tls_psk_file || a->nbd.tls_cert_dir))
+		a->nbd.tls = NBD_TLS_ON;
+	if (a->nbd.tls != NBD_TLS_OFF && !a->nbd.tls_psk_file && !a->nbd.tls_cert_dir) {
+		fprintf(stderr, "uraid serve: --tls %s needs --tls-psk or --tls-certificates\n",
+			a->nbd.tls == NBD_TLS_ON ? "on" : "require");
+		return 2;
+	}
 	if (optind >= argc) {
 		fprintf(stderr, "uraid serve: no members given\n");
 		return 2;
@@ -242,6 +281,12 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 		return 2;
 	}
 	return 0;
+}
+
+/* For uraid detail: the NBD connections open now. */
+static unsigned serve_connections(void *ctx)
+{
+	return nbd_server_connections(ctx);
 }
 
 /* Percent-encode an export name for the path part of an NBD URI. */
@@ -442,7 +487,8 @@ int cmd_serve(int argc, char **argv)
 	}
 	if (a.control_path) {
 		ct = (struct control_target){ .top = top, .md = info.md, .luks = info.luks,
-					      .member_flags = a.stack.direct ? MEMBER_DIRECT : 0 };
+					      .member_flags = a.stack.direct ? MEMBER_DIRECT : 0,
+					      .connections = serve_connections, .ctx = srv };
 		r = control_start(a.control_path, &ct, &ctl);
 		if (r < 0) {
 			cli_fail("control", r);

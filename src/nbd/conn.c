@@ -2,6 +2,7 @@
  * deadline (the handshake timeout), discarding unwanted input in pieces, and
  * whole-message writes that never raise SIGPIPE. */
 #include "internal.h"
+#include "tls.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -34,14 +35,25 @@ static int conn_wait_readable(struct nbd_conn *c)
 	}
 }
 
-/* One read(): returns bytes read (> 0), -ECONNRESET at EOF, or -errno. */
+/* One read(): returns bytes read (> 0), -ECONNRESET at EOF, or -errno.
+ * Under TLS, a read of the session, which may hold decrypted bytes that
+ * the socket no longer shows. */
 static ssize_t conn_read_once(struct nbd_conn *c, void *dst, size_t n)
 {
 	for (;;) {
-		if (c->deadline_ns) {
+		if (c->deadline_ns && !nbd_tls_pending(c)) {
 			int r = conn_wait_readable(c);
 			if (r < 0)
 				return r;
+		}
+		if (c->tls) {
+			ssize_t got = nbd_tls_recv(c, dst, n);
+			if (got != -EAGAIN)
+				return got;
+			struct pollfd p = { .fd = c->rfd, .events = POLLIN };
+			if (poll(&p, 1, -1) < 0 && errno != EINTR)
+				return -errno;
+			continue;
 		}
 		ssize_t got = read(c->rfd, dst, n);
 		if (got > 0)
@@ -121,7 +133,13 @@ int nbd_conn_send(struct nbd_conn *c, struct iovec *iov, int iovcnt)
 	pthread_mutex_lock(&c->wlock);
 	while (iovcnt > 0) {
 		ssize_t put;
-		if (c->wfd_is_socket) {
+		if (c->tls) {
+			put = nbd_tls_send(c, iov->iov_base, iov->iov_len);
+			if (put < 0) {
+				errno = (int)-put;
+				put = -1;
+			}
+		} else if (c->wfd_is_socket) {
 			struct msghdr m = { .msg_iov = iov, .msg_iovlen = (size_t)iovcnt };
 			put = sendmsg(c->wfd, &m, MSG_NOSIGNAL);
 		} else {

@@ -5,6 +5,7 @@
  * step; option data larger than NBD_MAX_OPTION is discarded in pieces and
  * never buffered. */
 #include "internal.h"
+#include "tls.h"
 
 #include "core/log.h"
 #include "proto.h"
@@ -248,6 +249,29 @@ static int opt_meta_context(struct nbd_conn *c, uint32_t opt, const unsigned cha
 	return send_opt_reply(c, opt, NBD_REP_ACK, NULL, 0);
 }
 
+/* NBD_OPT_STARTTLS (offered only with credentials): ACK in the clear,
+ * then the TLS handshake; what was negotiated before is forgotten, as the
+ * protocol says.  A client that sent more after the option, or whose TLS
+ * handshake fails, loses the connection. */
+static int opt_starttls(struct nbd_conn *c, uint32_t len)
+{
+	int r;
+
+	if (len || c->tls)
+		return send_opt_reply(c, NBD_OPT_STARTTLS, NBD_REP_ERR_INVALID, NULL, 0);
+	r = send_opt_reply(c, NBD_OPT_STARTTLS, NBD_REP_ACK, NULL, 0);
+	if (r < 0)
+		return r;
+	if (nbd_conn_buffered(c))
+		return -EPROTO; /* plaintext where the TLS handshake belongs */
+	r = nbd_tls_start(c->srv->tls, c);
+	if (r < 0)
+		return r;
+	c->structured = false;
+	c->meta_alloc = false;
+	return 0;
+}
+
 int nbd_handshake(struct nbd_conn *c)
 {
 	struct nbd_greeting g = {
@@ -289,7 +313,25 @@ int nbd_handshake(struct nbd_conn *c)
 		bool known = opt == NBD_OPT_EXPORT_NAME || opt == NBD_OPT_ABORT ||
 			     opt == NBD_OPT_LIST || opt == NBD_OPT_INFO ||
 			     opt == NBD_OPT_GO || opt == NBD_OPT_STRUCTURED_REPLY ||
-			     opt == NBD_OPT_LIST_META_CONTEXT || opt == NBD_OPT_SET_META_CONTEXT;
+			     opt == NBD_OPT_LIST_META_CONTEXT || opt == NBD_OPT_SET_META_CONTEXT ||
+			     (opt == NBD_OPT_STARTTLS && c->srv->tls);
+		/* Required TLS (the protocol's FORCEDTLS): before it is on,
+		 * every option but STARTTLS and ABORT is refused, and
+		 * EXPORT_NAME, which cannot be refused, ends the session. */
+		bool tls_missing = c->srv->tls_required && !c->tls && opt != NBD_OPT_STARTTLS &&
+				   opt != NBD_OPT_ABORT;
+		if (tls_missing && opt == NBD_OPT_EXPORT_NAME) {
+			r = -EPERM;
+			goto out;
+		}
+		if (tls_missing) {
+			r = nbd_conn_discard(c, len);
+			if (r == 0)
+				r = send_opt_reply(c, opt, NBD_REP_ERR_TLS_REQD, NULL, 0);
+			if (r < 0)
+				goto out;
+			continue;
+		}
 		log_debug("nbd: option %u, %u bytes", opt, len);
 		if (!known || len > NBD_MAX_OPTION) {
 			r = nbd_conn_discard(c, len);
@@ -329,6 +371,9 @@ int nbd_handshake(struct nbd_conn *c)
 			}
 			c->structured = true;
 			r = send_opt_reply(c, opt, NBD_REP_ACK, NULL, 0);
+			break;
+		case NBD_OPT_STARTTLS:
+			r = opt_starttls(c, len);
 			break;
 		case NBD_OPT_LIST_META_CONTEXT:
 		case NBD_OPT_SET_META_CONTEXT:

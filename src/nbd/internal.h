@@ -36,6 +36,8 @@ struct nbd_server {
 	unsigned threads;
 	unsigned max_conns;
 	unsigned hs_timeout_ms;
+	struct nbd_tls *tls; /* credentials, or NULL: no TLS */
+	bool tls_required;   /* no option but STARTTLS before TLS is on */
 
 	int lfd[NBD_MAX_LISTEN];
 	char *unix_path[NBD_MAX_LISTEN]; /* to unlink, or NULL */
@@ -56,6 +58,7 @@ struct nbd_conn {
 	bool wfd_is_socket; /* sendmsg(MSG_NOSIGNAL) rather than writev */
 	bool structured;
 	bool meta_alloc;    /* base:allocation selected (NBD_CMD_BLOCK_STATUS) */
+	void *tls;          /* the GnuTLS session once STARTTLS succeeded (tls.c) */
 	uint64_t deadline_ns; /* CLOCK_MONOTONIC; 0: reads do not time out */
 
 	/* Reading: one thread at a time, holding rlock.  Input is buffered so

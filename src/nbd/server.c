@@ -3,6 +3,7 @@
  * so its workers finish the requests already read and send their replies,
  * then wait for every connection to end.  See server.h. */
 #include "internal.h"
+#include "tls.h"
 
 #include "core/log.h"
 
@@ -45,6 +46,16 @@ int nbd_server_new(struct vol *vol, const struct nbd_server_opts *o,
 	    pipe2(s->stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
 		nbd_server_free(s);
 		return -ENOMEM;
+	}
+	if (o && o->tls != NBD_TLS_OFF) {
+		int r = o->tls_psk_file || o->tls_cert_dir
+				? nbd_tls_new(o->tls_psk_file, o->tls_cert_dir, &s->tls)
+				: err_set(-EINVAL, "TLS needs a PSK file or a certificate directory");
+		if (r < 0) {
+			nbd_server_free(s);
+			return r;
+		}
+		s->tls_required = o->tls == NBD_TLS_REQUIRE;
 	}
 	*out = s;
 	return 0;
@@ -249,6 +260,7 @@ int nbd_serve_connection(struct nbd_server *s, int rfd, int wfd)
 		c->next->prev = c->prev;
 	pthread_mutex_unlock(&s->lock);
 out_free:
+	nbd_tls_end(c);
 	pthread_mutex_destroy(&c->rlock);
 	pthread_mutex_destroy(&c->wlock);
 	pthread_cond_destroy(&c->budget_freed);
@@ -256,6 +268,17 @@ out_free:
 	free(c->rbuf);
 	free(c);
 	return r;
+}
+
+unsigned nbd_server_connections(struct nbd_server *s)
+{
+	unsigned n = 0;
+
+	pthread_mutex_lock(&s->lock);
+	for (const struct nbd_conn *c = s->conns; c; c = c->next)
+		n++;
+	pthread_mutex_unlock(&s->lock);
+	return n;
 }
 
 static void *slot_main(void *arg)
@@ -426,5 +449,6 @@ void nbd_server_free(struct nbd_server *s)
 	free(s->slots);
 	free(s->export_name);
 	free(s->description);
+	nbd_tls_free(s->tls);
 	free(s);
 }

@@ -20,6 +20,12 @@ struct nbd_server_opts {
 	unsigned threads;             /* workers per connection (default 16) */
 	unsigned max_connections;     /* concurrent connections (default 16) */
 	unsigned handshake_timeout_ms; /* default 10000; the whole handshake */
+	/* TLS (NBD_OPT_STARTTLS): off, offered, or required before any other
+	 * option.  Credentials: a PSK file ("username:hexkey" lines) or a
+	 * directory with server-cert.pem and server-key.pem. */
+	enum nbd_tls_mode { NBD_TLS_OFF, NBD_TLS_ON, NBD_TLS_REQUIRE } tls;
+	const char *tls_psk_file;
+	const char *tls_cert_dir;
 };
 
 struct nbd_server;
@@ -43,6 +49,9 @@ int nbd_server_listen_fd(struct nbd_server *s, int fd);
  * accepting, let every connection finish the requests it has read, and
  * return once all connections have ended.  Returns 0 or -errno. */
 int nbd_server_run(struct nbd_server *s);
+
+/* Connections being served now (handshake or transmission). */
+unsigned nbd_server_connections(struct nbd_server *s);
 
 /* Ask nbd_server_run() to return.  Async-signal-safe. */
 void nbd_server_stop(struct nbd_server *s);

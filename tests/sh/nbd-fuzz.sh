@@ -34,9 +34,9 @@ src=$SRCDIR/src
     -Wno-missing-field-initializers -I"$src" \
     "$SRCDIR/tests/fuzz/fuzz_nbd.c" \
     "$src"/nbd/conn.c "$src"/nbd/handshake.c "$src"/nbd/request.c \
-    "$src"/nbd/server.c "$src"/nbd/transmit.c \
+    "$src"/nbd/server.c "$src"/nbd/tls.c "$src"/nbd/transmit.c \
     "$src"/core/vol.c "$src"/core/log.c \
-    -pthread -o "$tmp/fuzz_nbd"
+    $(pkg-config --cflags --libs gnutls) -pthread -o "$tmp/fuzz_nbd"
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
