@@ -30,6 +30,7 @@ static double now_s(void)
 static double last_seconds;
 
 static double max_seconds; /* --seconds: a stream stops after this long */
+static unsigned trace;     /* --trace N: print each stream's first N requests */
 
 /* Stream total bytes through v in bs requests, from offset 0 (or for
  * max_seconds, if set, whichever ends first); returns MB/s or -1. */
@@ -45,7 +46,12 @@ static double stream(struct vol *v, bool wr, uint64_t bs, uint64_t total)
 	while (done < total) {
 		if (off + bs > v->size)
 			off = 0;
+		double t1 = now_s();
 		int r = wr ? vol_write(v, buf, bs, off, 0) : vol_read(v, buf, bs, off);
+		if (done / bs < trace)
+			printf("    %s at %llu MiB: %.1f ms (at %.1f ms)\n", wr ? "write" : "read",
+			       (unsigned long long)(off >> 20), (now_s() - t1) * 1e3,
+			       (now_s() - t0) * 1e3);
 		if (r < 0) {
 			fprintf(stderr, "raidseq: %s at %llu: %s\n", wr ? "write" : "read",
 				(unsigned long long)off, strerror(-r));
@@ -92,7 +98,8 @@ static void usage(void)
 		"               [--read|--write] [--bs B] [--chunk C] [--layout n2|f2|o2]\n"
 		"               [--total T] [--member SPEC] [--no-baseline]\n"
 		"               [--reps N] [--seconds S]   (N streams from offset 0, each\n"
-		"                                           at most S seconds, as uraid bench)\n");
+		"                                           at most S seconds, as uraid bench)\n"
+		"               [--trace N]  (print each stream's first N requests' times)\n");
 }
 
 int main(int argc, char **argv)
@@ -105,7 +112,8 @@ int main(int argc, char **argv)
 		{ "chunk", 1, 0, 'c' }, { "layout", 1, 0, 'L' },
 		{ "total", 1, 0, 't' }, { "member", 1, 0, 'm' },
 		{ "no-baseline", 0, 0, 'n' }, { "reps", 1, 0, 'N' },
-		{ "seconds", 1, 0, 'S' }, { 0, 0, 0, 0 },
+		{ "seconds", 1, 0, 'S' }, { "trace", 1, 0, 'T' },
+		{ 0, 0, 0, 0 },
 	};
 	int level = 1, c;
 	unsigned disks = 2, layout = 0x102;
@@ -165,6 +173,9 @@ int main(int argc, char **argv)
 			break;
 		case 'S':
 			max_seconds = atof(optarg);
+			break;
+		case 'T':
+			trace = (unsigned)atoi(optarg);
 			break;
 		default:
 			return usage(), 2;

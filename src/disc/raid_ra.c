@@ -4,10 +4,12 @@
  * directly, and raid_ra_invalidate() around every change of the array.
  */
 #include "raid_internal.h"
+#include "raid_ra_sched.h"
 
 #include "core/log.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,19 +17,21 @@
  * A single reader with one request in flight keeps only one disk busy at a
  * time, however each request is split: on a mirror every disk would skip
  * what the others read, and on the disk model (as on a disk) the platter
- * keeps turning under the head.  So once a stream is seen (three
+ * keeps turning under the head.  So once a stream is seen (two
  * back-to-back reads of >= 64 KiB) on slow members (under 1 GiB/s,
  * measured), the array is read ahead in pieces of whole stripes.  The
- * pieces are dealt to the copies in stretches: stretch t is read from copy
- * t % copies of every extent, so on a mirror each disk streams a long
- * stretch of its own and then skips the others' at the cost of at most one
- * rotation (docs/raid.md works the numbers).
+ * pieces are dealt to the copies in stretches of consecutive pieces, each
+ * to the copy that will be free first and as long as the stream's age asks
+ * for (raid_ra_sched.h), so on a mirror each disk streams a stretch of its
+ * own and then skips the others' at the cost of at most one rotation, and
+ * a stream cut short leaves little read for nobody (docs/raid.md works
+ * the numbers).
  *
  * Every member has a lane thread that reads its parts of the pieces in
- * piece order, each part one transfer straight into its place in the
- * piece's buffer (laid out member-major by raid_piece.c; the reader's copy
- * out does the gather), and goes on to its next part without waiting for
- * the other disks: no disk waits for the slowest one.
+ * piece order straight into their places in the piece's buffer (laid out
+ * member-major by raid_piece.c; the reader's copy out does the gather),
+ * and goes on to its next part without waiting for the other disks: no
+ * disk waits for the slowest one.
  *
  * Pieces live in a ring of K slots covering the window [F, F+K) of pieces
  * from the reader's position F; piece p goes to slot p % K.  Lanes only
@@ -47,6 +51,23 @@
 #define RAID_RA_STRETCH (64u << 20)       /* per mirror disk */
 #define RAID_RA_PIECE (2u << 20)          /* per data disk */
 #define RAID_RA_MAX (256u << 20)          /* all slots' buffers together */
+#define RAID_RA_XFER (512u << 10)         /* a young stream's lane transfers */
+#define RAID_RA_YOUNG_NS 1000000000u      /* a stream is young for 1 s */
+/* A stream is seen at its second back-to-back read (of >= 64 KiB): every
+ * read before it goes to one disk. */
+#define RAID_RA_SEQ 1
+/* The stretch schedule's model of a disk (raid_ra_sched.h): what a copy
+ * loses skipping the others' stretch (a 7200 rpm rotation), what one that
+ * must seek to a stream's start loses (a seek and half a rotation), and
+ * how a stretch grows with the stream's age t: RAID_RA_GROW * sqrt(skip *
+ * t) of transfer (docs/raid.md derives it). */
+#define RAID_RA_SKIP_NS 8333333u
+#define RAID_RA_SEEK_NS 12700000u
+#define RAID_RA_GROW 3
+/* A stretch is at least this many skips long (133 ms of transfer at a
+ * 7200 rpm rotation): shorter ones lose more to skipping than they save
+ * at a stream's end, even for a stream of a few tenths of a second. */
+#define RAID_RA_FLOOR_SKIPS 16
 
 enum raid_ra_state { RA_EMPTY, RA_FILLING, RA_READY, RA_FAILED };
 enum raid_ra_part { PART_NONE, PART_NEED, PART_BUSY, PART_DONE };
@@ -83,6 +104,11 @@ struct raid_ra {
 	int mode;         /* raid_set_readahead() */
 	uint64_t next;    /* where the last read ended */
 	unsigned seq;     /* back-to-back reads so far */
+	uint64_t first;   /* where in piece origin the stream started (bytes) */
+	bool served;      /* the stream's reads continued and were served */
+	uint64_t xfer;    /* a lane's longest transfer */
+	uint64_t disk_bytes; /* a piece's bytes on each disk it touches */
+	struct raid_ra_sched sched; /* which copy reads which stretch */
 };
 
 struct raid_ra_lane {
@@ -90,21 +116,117 @@ struct raid_ra_lane {
 	unsigned role;
 };
 
-/* The stretch piece p belongs to.  Stretches start at one piece where the
- * stream began and double up to ra->stretch, so every copy is busy from the
- * stream's first request (a short stream reads at N disks' speed too),
- * while a long one still skips at most one rotation per full stretch. */
-static uint64_t raid_ra_stretch_of(const struct raid_ra *ra, uint64_t p)
-{
-	uint64_t rel = p >= ra->origin ? p - ra->origin : p;
-	uint64_t t = 0;
+/* ---- the stretch schedule (raid_ra_sched.h) ---- */
 
-	for (uint64_t len = 1; len < ra->stretch; len *= 2, t++) {
-		if (rel < len)
-			return t;
-		rel -= len;
+int raid_ra_sched_init(struct raid_ra_sched *s, unsigned copies, uint64_t max, unsigned cap)
+{
+	*s = (struct raid_ra_sched){
+		.copies = copies < RAID_RA_SCHED_COPIES ? copies : RAID_RA_SCHED_COPIES,
+		.max = max ? max : 1,
+		.piece_ns = 1,
+		.skip_ns = RAID_RA_SKIP_NS,
+		.grow = RAID_RA_GROW,
+		.floor = RAID_RA_FLOOR_SKIPS,
+		.limit = UINT64_MAX,
+		.cap = cap < 2 ? 2 : cap,
+	};
+	s->ring = calloc(s->cap, sizeof(*s->ring));
+	return s->ring ? 0 : -ENOMEM;
+}
+
+void raid_ra_sched_free(struct raid_ra_sched *s)
+{
+	free(s->ring);
+	s->ring = NULL;
+}
+
+void raid_ra_sched_begin(struct raid_ra_sched *s, uint64_t origin, uint64_t piece_ns,
+			 const uint64_t *delay_ns)
+{
+	s->dealt = origin;
+	s->piece_ns = piece_ns ? piece_ns : 1;
+	for (unsigned c = 0; c < s->copies; c++) {
+		s->clock[c] = delay_ns ? delay_ns[c] : 0;
+		s->end[c] = UINT64_MAX;
 	}
-	return t + rel / ra->stretch;
+	s->head = 0;
+	s->n = 0;
+}
+
+/* Deal the next stretch to the copy that will be free first (ties to the
+ * lowest), as long as the stream's age when it starts asks for. */
+static void raid_ra_sched_deal(struct raid_ra_sched *s)
+{
+	unsigned c = 0;
+
+	for (unsigned i = 1; i < s->copies; i++)
+		if (s->clock[i] < s->clock[c])
+			c = i;
+	uint64_t t = s->clock[c], latest = 0;
+	if (s->end[c] != UINT64_MAX && s->end[c] != s->dealt)
+		t += s->skip_ns;
+	for (unsigned i = 0; i < s->copies; i++)
+		if (i != c && s->clock[i] > latest)
+			latest = s->clock[i];
+	/* The stretch x the stream's age asks for, but at least floor
+	 * skips long and a piece for every copy.  It
+	 * ends x / copies after the copy that will be free last, so the
+	 * copies' stretches end evenly spread: the reader, waiting on the
+	 * copy whose stretch it is in, has the others' ready behind it, and
+	 * a stream cut short leaves less read for nobody than if all ended
+	 * together. */
+	double x = s->grow * sqrt((double)s->skip_ns * (double)t);
+	if (x < (double)s->floor * (double)s->skip_ns)
+		x = (double)s->floor * (double)s->skip_ns;
+	if (x < (double)s->copies * (double)s->piece_ns)
+		x = (double)s->copies * (double)s->piece_ns;
+	double until = (double)(latest > t ? latest : t) + x / s->copies;
+	uint64_t len = (uint64_t)((until - (double)t) / (double)s->piece_ns + 0.5);
+	/* Near the end of the array, the pieces left shared among the
+	 * copies: one copy reading the last long stretch alone would keep
+	 * the reader waiting at one disk's speed. */
+	uint64_t left = s->limit > s->dealt ? s->limit - s->dealt : 1;
+	if (len * s->copies > left)
+		len = (left + s->copies - 1) / s->copies;
+	if (len < 1)
+		len = 1;
+	if (len > s->max)
+		len = s->max;
+	if (s->n == s->cap) { /* cannot happen with cap as documented */
+		s->head = (s->head + 1) % s->cap;
+		s->n--;
+	}
+	s->ring[(s->head + s->n++) % s->cap] = (struct raid_ra_stretch){ s->dealt, c };
+	s->dealt += len;
+	s->clock[c] = t + len * s->piece_ns;
+	s->end[c] = s->dealt;
+}
+
+/* Forget the stretches that end at or before front. */
+static void raid_ra_sched_prune(struct raid_ra_sched *s, uint64_t front)
+{
+	while (s->n > 1 && s->ring[(s->head + 1) % s->cap].start <= front) {
+		s->head = (s->head + 1) % s->cap;
+		s->n--;
+	}
+}
+
+unsigned raid_ra_sched_copy(struct raid_ra_sched *s, uint64_t p, uint64_t front)
+{
+	if (s->copies <= 1)
+		return 0;
+	if (s->dealt < front)
+		s->dealt = front;
+	raid_ra_sched_prune(s, front);
+	while (s->dealt <= p)
+		raid_ra_sched_deal(s);
+	raid_ra_sched_prune(s, front);
+	for (unsigned i = s->n; i-- > 0;) {
+		const struct raid_ra_stretch *e = &s->ring[(s->head + i) % s->cap];
+		if (e->start <= p)
+			return e->copy;
+	}
+	return s->ring[s->head].copy; /* p before front: not asked for */
 }
 
 /* The copy of [off, off+len) that piece p reads: its stretch's copy if
@@ -112,7 +234,8 @@ static uint64_t raid_ra_stretch_of(const struct raid_ra *ra, uint64_t p)
 static int raid_ra_copy(struct raid_array *a, const struct raid_loc *loc,
 			unsigned nc, uint64_t p)
 {
-	unsigned want = (unsigned)(raid_ra_stretch_of(a->ra, p) % nc);
+	struct raid_ra *ra = a->ra;
+	unsigned want = raid_ra_sched_copy(&ra->sched, p, ra->front) % nc;
 
 	if (!atomic_load(&a->m[loc[want].role].failed))
 		return (int)want;
@@ -145,6 +268,14 @@ static int raid_ra_layout(struct raid_array *a, struct raid_ra_slot *s, uint64_t
 {
 	uint64_t start = p * a->ra->piece;
 	uint64_t len = a->vol.size - start < a->ra->piece ? a->vol.size - start : a->ra->piece;
+
+	/* The stream's first piece from where the stream began: its start
+	 * was read directly, and reading it again would cost a disk that
+	 * much of the stream's first milliseconds. */
+	if (p == a->ra->origin && a->ra->first > start && a->ra->first < start + len) {
+		len -= a->ra->first - start;
+		start = a->ra->first;
+	}
 	const struct raid_runs *rs = &s->map.stage;
 	int count = 0;
 
@@ -161,14 +292,33 @@ static int raid_ra_layout(struct raid_array *a, struct raid_ra_slot *s, uint64_t
 	return count;
 }
 
+/* Whether the part of slot s a lane took at generation gen is still
+ * wanted: not when the slot was invalidated or the stream ended since. */
+static bool raid_ra_part_wanted(struct raid_ra *ra, struct raid_ra_slot *s, uint64_t gen)
+{
+	pthread_mutex_lock(&ra->lock);
+	bool wanted = !ra->stop && s->gen == gen && !s->stale;
+	pthread_mutex_unlock(&ra->lock);
+	return wanted;
+}
+
 /* Read role's part of the piece in s straight into its place in the
- * buffer: one transfer per run (runs are contiguous on the member). */
-static int raid_ra_read_part(struct raid_array *a, struct raid_ra_slot *s,
-			     unsigned role)
+ * buffer, in transfers of at most most bytes along each run (runs are
+ * contiguous on the member).  Between transfers it stops with -ECANCELED
+ * once the part is no longer wanted: a stream's next one (a new stream's
+ * first reads, direct) then waits for one short transfer on the disk,
+ * not for a whole part read for nobody. */
+static int raid_ra_read_part(struct raid_array *a, struct raid_ra_slot *s, uint64_t most,
+			     unsigned role, uint64_t gen)
 {
 	struct raid_member *m = &a->m[role];
 	struct vol *v = m->vol;
 	const struct raid_runs *rs = &s->map.stage;
+	struct raid_ra *ra = a->ra;
+	bool first = true;
+
+	if (most > v->block_max)
+		most = v->block_max;
 	int r = 0;
 
 	atomic_fetch_add(&m->inflight, 1);
@@ -176,8 +326,13 @@ static int raid_ra_read_part(struct raid_array *a, struct raid_ra_slot *s,
 		const struct raid_run *run = &rs->run[i];
 		for (uint64_t at = run->moff; at < run->moff + run->len && !r;) {
 			uint64_t n = run->moff + run->len - at;
-			if (n > v->block_max)
-				n = v->block_max;
+			if (n > most)
+				n = most;
+			if (!first && !raid_ra_part_wanted(ra, s, gen)) {
+				r = -ECANCELED;
+				break;
+			}
+			first = false;
 			uint64_t t0 = raid_now_ns();
 			r = v->ops->read(v, s->buf + run->pos + (at - run->moff), n, at);
 			if (!r)
@@ -223,6 +378,22 @@ static uint64_t raid_ra_next_part(struct raid_array *a, unsigned role)
 	return UINT64_MAX;
 }
 
+/* How long a lane's transfers for piece p are.  Short (ra->xfer) only
+ * while a mirror's stream is young, under RAID_RA_YOUNG_NS of every
+ * copy's transfer since it began: a transfer ends a little after the next
+ * is asked for (2 % of the disk models' time at 512 KiB), which an old
+ * stream would pay for nothing, its end being a small part of it.
+ * Caller holds the lock. */
+static uint64_t raid_ra_xfer_of(struct raid_array *a, uint64_t p)
+{
+	struct raid_ra *ra = a->ra;
+
+	if (a->copies <= 1 || p < ra->origin)
+		return UINT64_MAX;
+	uint64_t age = (p - ra->origin) * ra->sched.piece_ns / a->copies;
+	return age < RAID_RA_YOUNG_NS ? ra->xfer : UINT64_MAX;
+}
+
 static void *raid_ra_lane_run(void *arg)
 {
 	struct raid_ra_lane *l = arg;
@@ -241,8 +412,9 @@ static void *raid_ra_lane_run(void *arg)
 		uint64_t gen = s->gen;
 		s->part[l->role] = PART_BUSY;
 		s->loading++;
+		uint64_t xfer = raid_ra_xfer_of(a, p);
 		pthread_mutex_unlock(&ra->lock);
-		int r = raid_ra_read_part(a, s, l->role);
+		int r = raid_ra_read_part(a, s, xfer, l->role, gen);
 		pthread_mutex_lock(&ra->lock);
 		s->loading--;
 		if (s->gen != gen || s->stale) {
@@ -310,10 +482,24 @@ int raid_ra_init(struct raid_array *a)
 		free(ra); /* read-ahead off */
 		return 0;
 	}
+	ra->front = ra->npieces; /* no stream yet */
+	ra->disk_bytes = ra->piece / width;
+	ra->xfer = RAID_RA_XFER;
+	env = getenv("URAID_RA_XFER");
+	if (env && strtoull(env, NULL, 0) >= 4096)
+		ra->xfer = strtoull(env, NULL, 0);
 	ra->slot = calloc(ra->nslots, sizeof(*ra->slot));
 	ra->thread = calloc(a->n, sizeof(*ra->thread));
-	if (!ra->slot || !ra->thread)
+	if (!ra->slot || !ra->thread ||
+	    raid_ra_sched_init(&ra->sched, a->copies, ra->stretch, ra->nslots + 2) < 0)
 		goto nomem;
+	ra->sched.limit = ra->npieces;
+	env = getenv("URAID_RA_GROW");
+	if (env && atoi(env) > 0)
+		ra->sched.grow = (unsigned)atoi(env);
+	env = getenv("URAID_RA_FLOOR");
+	if (env)
+		ra->sched.floor = (unsigned)atoi(env);
 	for (unsigned i = 0; i < ra->nslots; i++) {
 		ra->slot[i].part = calloc(a->n, 1);
 		if (!ra->slot[i].part)
@@ -325,6 +511,7 @@ int raid_ra_init(struct raid_array *a)
 	a->ra = ra;
 	return 0;
 nomem:
+	raid_ra_sched_free(&ra->sched);
 	for (unsigned i = 0; ra->slot && i < ra->nslots; i++)
 		free(ra->slot[i].part);
 	free(ra->slot);
@@ -353,6 +540,7 @@ void raid_ra_destroy(struct raid_array *a)
 	pthread_cond_destroy(&ra->done);
 	pthread_cond_destroy(&ra->work);
 	pthread_mutex_destroy(&ra->lock);
+	raid_ra_sched_free(&ra->sched);
 	free(ra->slot);
 	free(ra->thread);
 	free(ra);
@@ -401,6 +589,43 @@ static void raid_ra_drop(struct raid_ra *ra)
 	}
 }
 
+/* A stream begins at off: set the schedule up from there.  A copy whose
+ * disk has just read up to the stream's start (its first reads went
+ * there, directly) starts at once, the others after a seek, so the
+ * schedule deals the first stretch to the one in place.  Caller holds the
+ * lock. */
+static void raid_ra_begin(struct raid_array *a, uint64_t off)
+{
+	struct raid_ra *ra = a->ra;
+	struct raid_loc loc[RAID_MAX_COPIES];
+	uint64_t delay[RAID_RA_SCHED_COPIES] = { 0 };
+	uint64_t ns_per_mib = 0;
+	unsigned nc = 0;
+
+	ra->origin = off / ra->piece;
+	ra->first = off;
+	if (a->copies <= 1)
+		return;
+	a->lvl->map(a->priv, &a->g, off, ra->piece, loc, &nc);
+	for (unsigned c = 0; c < nc && c < RAID_RA_SCHED_COPIES; c++) {
+		uint64_t last = atomic_load(&a->m[loc[c].role].last_end);
+		bool placed = last <= loc[c].off && loc[c].off - last < ra->disk_bytes;
+		delay[c] = placed ? 0 : RAID_RA_SEEK_NS;
+	}
+	/* The fastest live member's measured speed: the others' may include
+	 * time queued behind another request. */
+	for (unsigned r = 0; r < a->n; r++) {
+		uint64_t ns = atomic_load(&a->m[r].ns_per_mib);
+		if (!atomic_load(&a->m[r].failed) && ns && (!ns_per_mib || ns < ns_per_mib))
+			ns_per_mib = ns;
+	}
+	if (!ns_per_mib)
+		ns_per_mib = RAID_SLOW_NS_PER_MIB;
+	raid_ra_sched_begin(&ra->sched, ra->origin,
+			    (uint64_t)((double)ns_per_mib * (double)ra->disk_bytes / (1 << 20)),
+			    delay);
+}
+
 /* Serve a read from read-ahead when it continues a stream.  Returns
  * -EAGAIN when the caller should read directly. */
 int raid_ra_read(struct raid_array *a, char *buf, uint64_t len, uint64_t off)
@@ -420,13 +645,24 @@ int raid_ra_read(struct raid_array *a, char *buf, uint64_t len, uint64_t off)
 	 * new stream on RAID5 of four models 90 ms, a fifth of a 0.4 s run.
 	 * Not while the stream's reader waits in here for a piece. */
 	uint64_t at = off / ra->piece;
+	bool again = false;
 	if (ra->seq == 0 && !ra->reading && ra->front < ra->npieces &&
 	    (at < ra->front || at >= ra->front + ra->nslots)) {
+		/* A stream read ahead and then cut short is, as often as
+		 * not, followed by another (a benchmark's next run, the next
+		 * file): take this read as the new stream's first, so that
+		 * every disk starts for it now, the seeks overlapped,
+		 * instead of one disk at a time serving it directly until
+		 * it is seen.  Only after a stream that was served: a
+		 * random reader pays for this once, not on every read. */
+		again = ra->served;
+		ra->served = false;
 		ra->front = ra->npieces;
 		raid_ra_drop(ra);
 	}
 	if (ra->mode < 0 ||
-	    (ra->mode == 0 && (ra->seq < 2 || len < (64u << 10) || !raid_members_slow(a))))
+	    (ra->mode == 0 && ((ra->seq < RAID_RA_SEQ && !again) || len < (64u << 10) ||
+			       !raid_members_slow(a))))
 		goto out;
 	/* A degraded RAID5/6 rebuilds on the direct path (raid_ra_layout). */
 	if (raid_ra_parity_degraded(a))
@@ -440,7 +676,7 @@ int raid_ra_read(struct raid_array *a, char *buf, uint64_t len, uint64_t off)
 	uint64_t front = off / ra->piece;
 	if (front < ra->front || front >= ra->front + ra->nslots) {
 		raid_ra_drop(ra); /* a new stream: what the old one left is not ours */
-		ra->origin = front;
+		raid_ra_begin(a, off);
 	}
 	ra->front = front;
 	pthread_cond_broadcast(&ra->work);
@@ -473,6 +709,8 @@ int raid_ra_read(struct raid_array *a, char *buf, uint64_t len, uint64_t off)
 		r = 0;
 	}
 	ra->reading = false;
+	if (r == 0 && ra->seq >= RAID_RA_SEQ)
+		ra->served = true;
 out:
 	pthread_mutex_unlock(&ra->lock);
 	return r;
