@@ -218,19 +218,27 @@ static json_object *control_detail(const struct control_target *t)
 
 /* ---- fail, remove, add ---- */
 
+/* {"ok":true,"message":...} or {"ok":false,"error":...}. */
+static json_object *control_vreply(bool ok, const char *fmt, va_list ap)
+{
+	json_object *o = json_object_new_object();
+	char msg[1024];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	json_object_object_add(o, "ok", json_object_new_boolean(ok));
+	json_object_object_add(o, ok ? "message" : "error", json_object_new_string(msg));
+	return o;
+}
+
 static json_object *control_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static json_object *control_error(const char *fmt, ...)
 {
-	json_object *o = json_object_new_object();
-	char msg[1024];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	json_object *o = control_vreply(false, fmt, ap);
 	va_end(ap);
-	json_object_object_add(o, "ok", json_object_new_boolean(false));
-	json_object_object_add(o, "error", json_object_new_string(msg));
 	return o;
 }
 
@@ -238,15 +246,11 @@ static json_object *control_ok(const char *fmt, ...) __attribute__((format(print
 
 static json_object *control_ok(const char *fmt, ...)
 {
-	json_object *o = json_object_new_object();
-	char msg[1024];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	json_object *o = control_vreply(true, fmt, ap);
 	va_end(ap);
-	json_object_object_add(o, "ok", json_object_new_boolean(true));
-	json_object_object_add(o, "message", json_object_new_string(msg));
 	return o;
 }
 

@@ -1289,11 +1289,13 @@ void md_array_info_free(struct md_array_info *info)
 	info->nmembers = 0;
 }
 
-int md_array_fail(struct vol *v, const char *member)
+/* The running array v and where member is in it, for the management
+ * calls that change members: 0 with a->lock held, or -errno with err_set()
+ * detail (not an md array, served read-only, no such member), unlocked. */
+static int md_locate(struct vol *v, const char *member, struct md_array **ap,
+                     enum md_where *at, unsigned *idx)
 {
 	struct md_array *a = md_of(v);
-	unsigned i;
-	int r = 0;
 
 	if (!a)
 		return err_set(-EINVAL, "%s is not an md array", v->name);
@@ -1301,11 +1303,24 @@ int md_array_fail(struct vol *v, const char *member)
 		return err_set(-EROFS, "%s is served read-only: its members are not changed",
 		               a->vol.name);
 	pthread_mutex_lock(&a->lock);
-	enum md_where at = md_find(a, member, NULL, &i);
-	if (at == MD_AT_NONE) {
+	*at = md_find(a, member, NULL, idx);
+	if (*at == MD_AT_NONE) {
 		pthread_mutex_unlock(&a->lock);
 		return err_set(-ENOENT, "%s has no member %s", a->vol.name, member);
 	}
+	*ap = a;
+	return 0;
+}
+
+int md_array_fail(struct vol *v, const char *member)
+{
+	struct md_array *a;
+	enum md_where at;
+	unsigned i;
+	int r = md_locate(v, member, &a, &at, &i);
+
+	if (r < 0)
+		return r;
 	if (at == MD_AT_RETIRED || (at == MD_AT_ROLE && a->m[i].failed)) {
 		pthread_mutex_unlock(&a->lock);
 		return 0; /* already faulty */
@@ -1385,21 +1400,13 @@ static void md_member_close(struct md_member *mm)
 
 int md_array_remove(struct vol *v, const char *member)
 {
-	struct md_array *a = md_of(v);
+	struct md_array *a;
+	enum md_where at;
 	unsigned i;
-	int r = 0;
+	int r = md_locate(v, member, &a, &at, &i);
 
-	if (!a)
-		return err_set(-EINVAL, "%s is not an md array", v->name);
-	if (a->readonly)
-		return err_set(-EROFS, "%s is served read-only: its members are not changed",
-		               a->vol.name);
-	pthread_mutex_lock(&a->lock);
-	enum md_where at = md_find(a, member, NULL, &i);
-	if (at == MD_AT_NONE) {
-		pthread_mutex_unlock(&a->lock);
-		return err_set(-ENOENT, "%s has no member %s", a->vol.name, member);
-	}
+	if (r < 0)
+		return r;
 	if (at == MD_AT_ROLE && !a->m[i].failed) {
 		bool rec = a->m[i].recovering;
 		pthread_mutex_unlock(&a->lock);
