@@ -303,21 +303,59 @@ static void uri_append_name(char *out, size_t cap, const char *name)
 	out[n] = '\0';
 }
 
+/* The user a PSK file names first ("alice" of "alice:hexkey"), for a
+ * client URI; "" if it cannot be read (the server checked it already). */
+static void psk_first_user(const char *path, char *user, size_t cap)
+{
+	FILE *f = fopen(path, "r");
+	char line[1024];
+
+	user[0] = '\0';
+	if (!f)
+		return;
+	while (!user[0] && fgets(line, sizeof(line), f)) {
+		size_t n = strcspn(line, ":\r\n");
+		if (line[n] == ':' && n > 0 && n < cap) {
+			memcpy(user, line, n);
+			user[n] = '\0';
+		}
+	}
+	fclose(f);
+}
+
+/* The export's URI, as --run hands it over and clients use it.  With TLS
+ * required, an nbds URI that says how (libnbd's query parameters): the
+ * PSK file and its first user, or the certificate directory, which must
+ * then hold the CA's ca-cert.pem too, as nbdkit's layout has it. */
 static void make_uri(const struct serve_args *a, const char *sock, int port,
 		     char *uri, size_t cap)
 {
 	const char *name = a->nbd.export_name ? a->nbd.export_name : "";
+	bool tls = a->nbd.tls == NBD_TLS_REQUIRE;
+	const char *cred = a->nbd.tls_psk_file ? a->nbd.tls_psk_file : a->nbd.tls_cert_dir;
+	char user[256] = "", at[260] = "", full[PATH_MAX];
 
+	if (tls && a->nbd.tls_psk_file) {
+		psk_first_user(a->nbd.tls_psk_file, user, sizeof(user));
+		if (user[0])
+			snprintf(at, sizeof(at), "%s@", user);
+	}
 	if (sock) {
-		snprintf(uri, cap, "nbd+unix:///");
+		snprintf(uri, cap, "%s+unix://%s/", tls ? "nbds" : "nbd", at);
 		uri_append_name(uri, cap, name);
 		size_t n = strlen(uri);
 		snprintf(uri + n, cap - n, "?socket=%s", sock);
 	} else {
 		bool v6 = strchr(a->bind_addr, ':') != NULL;
-		snprintf(uri, cap, "nbd://%s%s%s:%d/", v6 ? "[" : "", a->bind_addr,
-			 v6 ? "]" : "", port);
+		snprintf(uri, cap, "%s://%s%s%s%s:%d/", tls ? "nbds" : "nbd", at, v6 ? "[" : "",
+			 a->bind_addr, v6 ? "]" : "", port);
 		uri_append_name(uri, cap, name);
+	}
+	if (tls && cred) {
+		size_t n = strlen(uri);
+		snprintf(uri + n, cap - n, "%s%s=%s", sock ? "&" : "?",
+			 a->nbd.tls_psk_file ? "tls-psk-file" : "tls-certificates",
+			 realpath(cred, full) ? full : cred);
 	}
 }
 

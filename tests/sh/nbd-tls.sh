@@ -64,6 +64,12 @@ PY
 nbdinfo "$tls" >/dev/null || fail "psk: the server stopped serving after refusals"
 stop_server "$server_pid"
 
+# --run hands its command a URI that starts TLS with the key's user.
+out=$("$URAID" serve --tls require --tls-psk "$tmp/keys.psk" \
+    --run 'echo "$uri"; nbdinfo "$uri"' "$tmp/d.img" 2>/dev/null) || fail "require: --run: $out"
+grep -q "^nbds+unix://alice@/" <<<"$out" && grep -q "with TLS" <<<"$out" ||
+    fail "require: --run's URI does not start TLS: $out"
+
 # --tls on: TLS offered, not required.
 start_server "$tmp/o.sock" --tls on --tls-psk "$tmp/keys.psk" "$tmp/d.img" 2>/dev/null
 nbdinfo "nbd+unix:///?socket=$tmp/o.sock" | grep -q "without TLS" || fail "on: a plain client"
