@@ -50,6 +50,11 @@ static ssize_t conn_read_once(struct nbd_conn *c, void *dst, size_t n)
 			ssize_t got = nbd_tls_recv(c, dst, n);
 			if (got != -EAGAIN)
 				return got;
+			/* During the handshake the socket has a receive
+			 * timeout (nbd_tls_start): a client that stopped in
+			 * the middle of a record is out of time. */
+			if (c->deadline_ns)
+				return -ETIMEDOUT;
 			struct pollfd p = { .fd = c->rfd, .events = POLLIN };
 			if (poll(&p, 1, -1) < 0 && errno != EINTR)
 				return -errno;

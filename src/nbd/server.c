@@ -240,6 +240,7 @@ int nbd_serve_connection(struct nbd_server *s, int rfd, int wfd)
 	if (c->wfd_is_socket) {
 		tv = (struct timeval){ 0 };
 		setsockopt(wfd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+		setsockopt(rfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)); /* set by TLS */
 	}
 	if (r == 0) {
 		log_debug("nbd: client entered transmission (structured replies %s)",

@@ -159,7 +159,9 @@ int nbd_tls_start(struct nbd_tls *t, struct nbd_conn *c)
 	gnutls_transport_set_int2(s, c->rfd, c->wfd);
 	/* The handshake, too, is bounded by the negotiation's deadline:
 	 * GnuTLS's own timer, and a receive timeout on the socket so that
-	 * a silent client cannot hold a read forever. */
+	 * a silent client cannot hold a read forever.  The timeout stays
+	 * for the rest of the negotiation (a record cut short would block a
+	 * read past the deadline); the server clears it after. */
 	unsigned ms = tls_ms_left(c);
 	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
 	if (c->wfd_is_socket)
@@ -168,10 +170,6 @@ int nbd_tls_start(struct nbd_tls *t, struct nbd_conn *c)
 	do {
 		g = gnutls_handshake(s);
 	} while (g < 0 && !gnutls_error_is_fatal(g) && g != GNUTLS_E_AGAIN);
-	if (c->wfd_is_socket) {
-		tv = (struct timeval){ 0 };
-		setsockopt(c->rfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	}
 	if (g < 0) {
 		log_warn("nbd: TLS handshake failed: %s", gnutls_strerror(g));
 		gnutls_deinit(s);

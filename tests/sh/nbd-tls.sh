@@ -9,6 +9,8 @@
 #  - --tls on: plain and TLS clients both get in.
 #  - X.509 (--tls-certificates DIR): a client that checks the server's
 #    certificate against its CA and host name connects.
+#  - A client that stalls inside the TLS handshake is dropped at the
+#    handshake timeout.
 #  - Bad settings are clear errors before anything listens.
 . "$(dirname "$0")/nbd-lib.sh"
 requires nbdinfo nbdcopy qemu-img openssl python3 cmp
@@ -69,6 +71,25 @@ out=$("$URAID" serve --tls require --tls-psk "$tmp/keys.psk" \
     --run 'echo "$uri"; nbdinfo "$uri"' "$tmp/d.img" 2>/dev/null) || fail "require: --run: $out"
 grep -q "^nbds+unix://alice@/" <<<"$out" && grep -q "with TLS" <<<"$out" ||
     fail "require: --run's URI does not start TLS: $out"
+
+# A client that stops in the middle of the TLS handshake (a record header
+# promising bytes that never come) is dropped at the handshake timeout.
+start_server "$tmp/h.sock" --handshake-timeout 2 --tls require --tls-psk "$tmp/keys.psk" \
+    "$tmp/d.img" 2>/dev/null
+python3 - "$tmp/h.sock" <<'PY' || fail "a stalled TLS handshake was not dropped"
+import socket, struct, sys, time
+s = socket.socket(socket.AF_UNIX); s.settimeout(15); s.connect(sys.argv[1])
+s.recv(18)
+s.sendall(struct.pack(">I", 3) + struct.pack(">QII", 0x49484156454F5054, 5, 0))
+if struct.unpack(">I", s.recv(20)[12:16])[0] != 1:
+    sys.exit("STARTTLS not acknowledged")
+s.sendall(b"\x16\x03\x01\x00\x64")
+t = time.time()
+sys.exit(0 if s.recv(100) == b"" and time.time() - t < 10 else 1)
+PY
+nbdinfo "nbds+unix://alice@/?socket=$tmp/h.sock&tls-psk-file=$tmp/keys.psk" >/dev/null ||
+    fail "the server stopped serving after a stalled handshake"
+stop_server "$server_pid"
 
 # --tls on: TLS offered, not required.
 start_server "$tmp/o.sock" --tls on --tls-psk "$tmp/keys.psk" "$tmp/d.img" 2>/dev/null
