@@ -63,21 +63,6 @@ print(s.makefile().read())
 EOF
 }
 
-# examine_ok NAME FILES...: mdadm accepts them all, active, one events count
-examine_ok() {
-    local name=$1 out ev="" e
-    shift
-    for f in "$@"; do
-        out=$(mdadm --examine "$f" 2>&1) || fail "$name: mdadm --examine $f: $out"
-        grep -q "Checksum : .* - correct" <<<"$out" || fail "$name: $f: checksum: $out"
-        grep -q "Device Role : Active device" <<<"$out" || fail "$name: $f: $(grep Role <<<"$out")"
-        grep -q "Recovery Offset" <<<"$out" && fail "$name: $f still being recovered"
-        e=$(sed -n 's/ *Events : //p' <<<"$out")
-        [ -z "$ev" ] || [ "$e" = "$ev" ] || fail "$name: events $e on $f, $ev on another member"
-        ev=$e
-    done
-}
-
 # run NAME LEVEL DISKS VICTIM OPTS...: the whole story on one array
 run() {
     local name=$1 level=$2 disks=$3 victim=$4 out uri state
@@ -150,13 +135,7 @@ run() {
     stop_server "$server_pid" || fail "$name: stop: $(cat "$tmp/$name.log")"
     [ ! -e "$(ctl "$name")" ] || fail "$name: control socket left behind"
 
-    out=$("$URAID" check "${files[@]}" 2>&1) || fail "$name: check: $out"
-    grep -q "the copies agree" <<<"$out" || fail "$name: $out"
-    "$URAID" serve --readonly --run "nbdcopy \"\$uri\" $tmp/out" "${files[@]}" 2>/dev/null ||
-        fail "$name: read back"
-    cmp -s "$tmp/out" "$tmp/$name.p3" || fail "$name: data differs from what the client wrote"
-    rm -f "$tmp/out"
-    examine_ok "$name" "${files[@]}"
+    verify "$name" "$tmp/$name.p3" "${files[@]}"
     echo "ok: $name: detail, fail, remove, hot add"
 }
 

@@ -55,28 +55,6 @@ wait_sync() {
     fail "$1: $2 never got in sync: $(cat "$tmp/$1.log")"
 }
 
-# verify NAME PATTERN MEMBERS...: checks after the server stopped
-verify() {
-    local name=$1 pat=$2 out ev="" e state
-    shift 2
-    out=$("$URAID" check "$@" 2>&1) || fail "$name: check: $out"
-    grep -q "the copies agree" <<<"$out" || fail "$name: $out"
-    "$URAID" serve --readonly --run "nbdcopy \"\$uri\" $tmp/out" "$@" 2>/dev/null ||
-        fail "$name: read back"
-    cmp -s "$tmp/out" "$pat" || fail "$name: what the client reads differs from what it wrote"
-    rm -f "$tmp/out"
-    for f in "$@"; do
-        out=$(mdadm --examine "$f" 2>&1) || fail "$name: mdadm --examine $f: $out"
-        grep -q "Checksum : .* - correct" <<<"$out" || fail "$name: $f: mdadm checksum: $out"
-        grep -q "Device Role : Active device" <<<"$out" || fail "$name: $f: $(grep Role <<<"$out")"
-        grep -q "Recovery Offset" <<<"$out" && fail "$name: $f still being recovered"
-        state=$(sed -n 's/ *Array State : \([^ ]*\) .*/\1/p' <<<"$out")
-        [ "$state" = "$(printf 'A%.0s' "$@")" ] || fail "$name: $f: array state '$state'"
-        e=$(sed -n 's/ *Events : //p' <<<"$out")
-        [ -z "$ev" ] || [ "$e" = "$ev" ] || fail "$name: events $e on $f, $ev on another member"
-        ev=$e
-    done
-}
 
 # same_data A B: the data areas of two RAID1 members are byte-identical
 same_data() {

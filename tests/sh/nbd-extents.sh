@@ -60,7 +60,7 @@ stop_server "$server_pid"
 start_server "$tmp/m.sock" mem:32M 2>/dev/null
 uri="nbd+unix:///?socket=$tmp/m.sock"
 head -c $MiB /dev/urandom > "$tmp/one"
-nbdcopy "$tmp/one" "$uri" 2>/dev/null || true # fills [0, 1 MiB); the rest stays a hole
+nbdcopy "$tmp/one" "$uri" || fail "mem: nbdcopy" # [0, 1 MiB); the rest stays a hole
 nbdinfo --map "$uri" | awk 'NR == 1 && !($1 == 0 && $3 == 0) { exit 1 }' ||
     fail "mem: the first MiB, written, is not data: $(nbdinfo --map "$uri")"
 [ "$(map "$uri" | tail -1 | cut -d' ' -f3)" = zero ] || fail "mem: the unwritten end is not a hole"

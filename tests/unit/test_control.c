@@ -8,6 +8,7 @@
  *    released); a hot add of a blank file is rebuilt in the background;
  *  - the writer never sees an error or a wrong byte meanwhile. */
 #include "check.h"
+#include "member_files.h"
 
 #include "cli/cli.h"
 #include "cli/control.h"
@@ -30,28 +31,6 @@
 #define MEMBER_SIZE (8u << 20)
 #define BLOCK 4096u
 
-/* cmd_create reports through cli_fail, which lives in main.c. */
-int cli_fail(const char *what, int r)
-{
-	fprintf(stderr, "uraid: %s: %s\n", what, err_detail(r));
-	return 1;
-}
-
-static char dir[64];
-
-static const char *path(int i)
-{
-	static char p[8][96];
-	snprintf(p[i], sizeof(p[i]), "%s/m%d.img", dir, i);
-	return p[i];
-}
-
-static void make_member(int i)
-{
-	int fd = open(path(i), O_RDWR | O_CREAT | O_TRUNC, 0600);
-	CHECK(fd >= 0 && ftruncate(fd, MEMBER_SIZE) == 0);
-	close(fd);
-}
 
 /* The reply to text, parsed; *ok says whether the server said ok. */
 static json_object *ask(const struct control_target *t, const char *text, bool *ok)
@@ -187,7 +166,7 @@ int main(void)
 	if (!mkdtemp(dir))
 		return 77;
 	for (int i = 0; i < 4; i++)
-		make_member(i);
+		member_file_make(i, MEMBER_SIZE);
 	char *cargv[] = {
 	    "create",        "--level=1", "--assume-clean", (char *)path(0), (char *)path(1),
 	    (char *)path(2), NULL};

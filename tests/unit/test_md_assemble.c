@@ -5,6 +5,7 @@
  * members get a clear answer; a failing member is recorded as faulty in
  * the survivors; an array of arrays assembles. */
 #include "check.h"
+#include "member_files.h"
 
 #include "cli/cli.h"
 #include "cli/stack.h"
@@ -23,29 +24,11 @@
 
 #define MEMBER_SIZE (8u << 20)
 
-/* cmd_create reports through cli_fail, which lives in main.c. */
-int cli_fail(const char *what, int r)
-{
-	fprintf(stderr, "uraid: %s: %s\n", what, err_detail(r));
-	return 1;
-}
-
-static char dir[64];
-
-static const char *path(int i)
-{
-	static char p[8][96];
-	snprintf(p[i], sizeof(p[i]), "%s/m%d.img", dir, i);
-	return p[i];
-}
-
+/* Blank members 0 .. n-1 (member_files.h). */
 static void make_members(int n)
 {
-	for (int i = 0; i < n; i++) {
-		int fd = open(path(i), O_RDWR | O_CREAT | O_TRUNC, 0600);
-		CHECK(fd >= 0 && ftruncate(fd, MEMBER_SIZE) == 0);
-		close(fd);
-	}
+	for (int i = 0; i < n; i++)
+		member_file_make(i, MEMBER_SIZE);
 }
 
 /* FNV-1a over the whole file: "was anything written?" */
