@@ -7,6 +7,7 @@
 #   URAID=/path/to/uraid bench/fio-agreement.sh 5
 #   RT=1 bench/fio-agreement.sh          (both tools and their servers at
 #                                         real-time priority: see below)
+#   KINDS=mem WORKLOADS=write bench/fio-agreement.sh 5   (a subset of rows)
 #
 # Both tools see the same thing:
 #  - the same server: the bench serves a single member from a file on
@@ -79,8 +80,8 @@ run_fio() { # kind workload
 
 for r in $(seq "$rounds"); do
     echo "== round $r" >&2
-    for kind in sata80 mem; do
-        for w in write read randread-qd32; do
+    for kind in ${KINDS:-sata80 mem}; do
+        for w in ${WORKLOADS:-write read randread-qd32}; do
             if [ $((r % 2)) = 1 ]; then run_bench $kind $w; run_fio $kind $w
             else run_fio $kind $w; run_bench $kind $w; fi
         done

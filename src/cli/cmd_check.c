@@ -29,13 +29,20 @@ static void check_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: uraid check [--repair] [--degraded] MEMBER...\n"
+		"       uraid check [--repair | --stop] [--wait] [--array md/NAME] CONTROL\n"
 		"Read every copy of every block of the RAID1/10 array the members hold, or\n"
 		"every stripe of a RAID5/6 with its parity, and report where they disagree\n"
 		"(md's \"check\"). Changes nothing.\n"
 		"  --repair     make them agree (md's \"repair\"): the first copy is written\n"
 		"               over the others; RAID5/6 parity is recomputed from the data\n"
 		"  --degraded   also check an array that is missing members\n"
-		"  -v           more messages\n");
+		"  -v           more messages\n"
+		"The second form (CONTROL: a `uraid serve --control` socket) checks the array\n"
+		"being served, beside its clients, in the background (md's sync_action):\n"
+		"`uraid detail` shows its progress and outcome.\n"
+		"  --wait       wait for the end and report as the first form does\n"
+		"  --stop       interrupt the check running\n"
+		"  --array      which array, when several with redundancy are served\n");
 }
 
 struct check_show {
@@ -58,6 +65,9 @@ int cmd_check(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "repair", no_argument, NULL, 'r' },
 		{ "degraded", no_argument, NULL, 'd' },
+		{ "stop", no_argument, NULL, 's' },
+		{ "wait", no_argument, NULL, 'w' },
+		{ "array", required_argument, NULL, 'a' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -66,7 +76,8 @@ int cmd_check(int argc, char **argv)
 	struct raid_check_report rep;
 	struct check_show show = { 0 };
 	struct vol *top = NULL;
-	bool repair = false;
+	bool repair = false, stop = false, wait = false;
+	const char *array = NULL;
 	int c, r;
 
 	optind = 1;
@@ -78,6 +89,15 @@ int cmd_check(int argc, char **argv)
 			break;
 		case 'd':
 			so.run_degraded = true;
+			break;
+		case 's':
+			stop = true;
+			break;
+		case 'w':
+			wait = true;
+			break;
+		case 'a':
+			array = optarg;
 			break;
 		case 'v':
 			log_verbosity = log_verbosity < LOG_INFO ? LOG_INFO : LOG_DEBUG;
@@ -94,6 +114,19 @@ int cmd_check(int argc, char **argv)
 		check_usage(stderr);
 		return 2;
 	}
+	if (argc - optind == 1 && cli_is_control_socket(argv[optind])) {
+		if (stop && repair) {
+			fprintf(stderr, "uraid: check: --stop and --repair do not go together\n");
+			return 2;
+		}
+		return cmd_check_hot(argv[optind], stop ? "stop" : repair ? "repair" : "check", array,
+		                     wait);
+	}
+	if (stop || wait || array) {
+		fprintf(stderr, "uraid: check: --stop, --wait and --array are for a running serve's "
+		                "CONTROL socket\n");
+		return 2;
+	}
 	r = stack_open(argv + optind, argc - optind, &so, &top);
 	if (r < 0)
 		return cli_fail("check", r);
@@ -103,7 +136,8 @@ int cmd_check(int argc, char **argv)
 		vol_close(top);
 		return 1;
 	}
-	r = raid_check(raid, repair, &rep, check_on_mismatch, &show);
+	struct raid_check_cb cb = { .on_mismatch = check_on_mismatch, .ctx = &show };
+	r = raid_check(raid, repair, &rep, &cb);
 	if (r < 0) {
 		vol_close(top);
 		return cli_fail("check", r);

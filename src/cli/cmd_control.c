@@ -158,6 +158,89 @@ int cmd_add_hot(const char *sock, const char *spec, bool force, const char *arra
 	return control_member_cmd("add", sock, spec, force, array);
 }
 
+/* The array named name in a detail reply, or NULL. */
+static json_object *detail_array(json_object *reply, const char *name)
+{
+	json_object *arr = jget(reply, "arrays");
+
+	for (size_t i = 0; arr && i < json_object_array_length(arr); i++) {
+		json_object *a = json_object_array_get_idx(arr, i);
+		if (strcmp(jstr(a, "name"), name) == 0)
+			return a;
+	}
+	return NULL;
+}
+
+/* Wait for the check of array name to end; print its outcome.  Exit code
+ * as the offline check's. */
+static int check_wait(const char *sock, const char *name)
+{
+	json_object *req = json_object_new_object(), *reply = NULL, *a = NULL;
+	int rc;
+
+	json_object_object_add(req, "op", json_object_new_string("detail"));
+	for (;;) {
+		json_object_put(reply);
+		reply = NULL;
+		rc = control_call(sock, req, &reply);
+		if (rc == 0)
+			rc = control_result("check", reply, true);
+		if (rc)
+			goto out;
+		a = detail_array(reply, name);
+		if (!a) {
+			fprintf(stderr, "uraid: check: %s is no longer served\n", name);
+			rc = 1;
+			goto out;
+		}
+		if (!jget(a, "check"))
+			break;
+		usleep(200 * 1000);
+	}
+	json_object *last = jget(a, "last_check");
+	const char *status = jstr(last, "status");
+	bool repair = strcmp(jstr(last, "action"), "repair") == 0;
+	printf("%s: %s %s", name, repair ? "repair" : "check", *status ? status : "ended");
+	if (strcmp(status, "failed") == 0)
+		printf(" (%s; the server's log says more)", jstr(last, "error"));
+	if (jint(last, "mismatched"))
+		printf(": %lld bytes in %lld ranges differ%s", (long long)jint(last, "mismatched"),
+		       (long long)jint(last, "ranges"), repair ? ", repaired" : "");
+	else if (strcmp(status, "completed") == 0)
+		printf(": the copies agree");
+	if (jint(last, "read_errors"))
+		printf(", %lld read errors", (long long)jint(last, "read_errors"));
+	printf("\n");
+	rc = strcmp(status, "completed") != 0 || jint(last, "read_errors") ||
+	     (jint(last, "mismatched") && !repair);
+out:
+	json_object_put(req);
+	json_object_put(reply);
+	return rc;
+}
+
+int cmd_check_hot(const char *sock, const char *action, const char *array, bool wait)
+{
+	json_object *req = json_object_new_object(), *reply = NULL;
+	int rc;
+
+	json_object_object_add(req, "op", json_object_new_string("check"));
+	json_object_object_add(req, "action", json_object_new_string(action));
+	if (array)
+		json_object_object_add(req, "array", json_object_new_string(array));
+	rc = control_call(sock, req, &reply);
+	if (rc == 0)
+		rc = control_result("check", reply, wait);
+	if (rc == 0 && wait && strcmp(action, "stop") != 0) {
+		char name[64];
+		snprintf(name, sizeof(name), "%s", jstr(reply, "array"));
+		rc = check_wait(sock, name);
+	}
+	json_object_put(req);
+	json_object_put(reply);
+	return rc;
+}
+
 static const char *human(uint64_t bytes, char *buf, size_t len)
 {
 	if (bytes >= 1ull << 30)
@@ -197,6 +280,19 @@ static void detail_print_array(json_object *a)
 		printf(" Rebuild Status : %.1f%% complete (%.1f MiB/s)\n",
 		       json_object_get_double(jget(rec, "percent")),
 		       (double)jint(rec, "speed") / 1048576.0);
+	json_object *chk = jget(a, "check"), *last = jget(a, "last_check");
+	if (chk && json_object_get_boolean(jget(chk, "running")))
+		printf("   Check Status : %s %.1f%% complete (%.1f MiB/s)\n", jstr(chk, "action"),
+		       json_object_get_double(jget(chk, "percent")),
+		       (double)jint(chk, "speed") / 1048576.0);
+	else if (chk)
+		printf("   Check Status : %s waiting for the recovery\n", jstr(chk, "action"));
+	if (last)
+		printf("     Last Check : %s %s, %lld bytes differ%s, %lld read errors\n",
+		       jstr(last, "action"), jstr(last, "status"), (long long)jint(last, "mismatched"),
+		       jint(last, "mismatched") && !strcmp(jstr(last, "action"), "repair")
+		           ? " (repaired)" : "",
+		       (long long)jint(last, "read_errors"));
 	printf("           Name : %s\n", jstr(a, "set_name"));
 	printf("           UUID : %s\n", jstr(a, "uuid"));
 	printf("         Events : %lld\n\n", (long long)jint(a, "events"));

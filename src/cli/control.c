@@ -168,6 +168,43 @@ static json_object *control_array_json(const struct md_array_info *in, const cha
 		json_object_object_add(rec, "speed", json_object_new_int64((int64_t)in->rec_speed));
 		json_object_object_add(o, "recovery", rec);
 	}
+	if (in->checking || in->check_pending) {
+		json_object *chk = json_object_new_object();
+		double pct =
+		    in->check_total ? 100.0 * (double)in->check_done / (double)in->check_total : 0;
+		json_object_object_add(chk, "action",
+		                       json_object_new_string(in->check_repair ? "repair" : "check"));
+		json_object_object_add(chk, "running", json_object_new_boolean(in->checking));
+		json_object_object_add(chk, "percent",
+		                       json_object_new_double((int)(pct * 10) / 10.0));
+		json_object_object_add(chk, "done", json_object_new_int64((int64_t)in->check_done));
+		json_object_object_add(chk, "total", json_object_new_int64((int64_t)in->check_total));
+		json_object_object_add(chk, "speed", json_object_new_int64((int64_t)in->check_speed));
+		json_object_object_add(o, "check", chk);
+	}
+	if (in->check_ended) {
+		json_object *last = json_object_new_object();
+		const char *status = in->check_status == 0        ? "completed"
+		                     : in->check_status == -EINTR ? "interrupted"
+		                                                  : "failed";
+		json_object_object_add(
+		    last, "action", json_object_new_string(in->check_ended_repair ? "repair" : "check"));
+		json_object_object_add(last, "status", json_object_new_string(status));
+		if (in->check_status < 0 && in->check_status != -EINTR)
+			json_object_object_add(last, "error",
+			                       json_object_new_string(strerror(-in->check_status)));
+		json_object_object_add(last, "mismatched",
+		                       json_object_new_int64((int64_t)in->check_mismatched));
+		/* md's mismatch_cnt counts 512-byte sectors. */
+		json_object_object_add(last, "mismatch_cnt",
+		                       json_object_new_int64((int64_t)(in->check_mismatched >> 9)));
+		json_object_object_add(last, "ranges", json_object_new_int64((int64_t)in->check_ranges));
+		json_object_object_add(last, "repaired",
+		                       json_object_new_int64((int64_t)in->check_repaired));
+		json_object_object_add(last, "read_errors",
+		                       json_object_new_int64((int64_t)in->check_read_errors));
+		json_object_object_add(o, "last_check", last);
+	}
 	json_object_object_add(o, "active_devices", json_object_new_int((int)in->active_devs));
 	json_object_object_add(o, "working_devices", json_object_new_int((int)in->working_devs));
 	json_object_object_add(o, "failed_devices", json_object_new_int((int)in->failed_devs));
@@ -359,6 +396,64 @@ out:
 	return reply;
 }
 
+/* Start (or stop) a check of the array named array, or of the one array
+ * with redundancy served here. */
+static json_object *control_check(const struct control_target *t, const char *action,
+                                  const char *array)
+{
+	struct control_arrays *ca;
+	enum md_check_action act;
+	json_object *reply;
+	int ai = -1, r;
+
+	if (!action || strcmp(action, "check") == 0)
+		act = MD_CHECK_CHECK;
+	else if (strcmp(action, "repair") == 0)
+		act = MD_CHECK_REPAIR;
+	else if (strcmp(action, "stop") == 0)
+		act = MD_CHECK_STOP;
+	else
+		return control_error("unknown check action \"%.32s\" (check, repair, stop)", action);
+	ca = calloc(1, sizeof(*ca));
+	if (!ca)
+		return control_error("out of memory");
+	control_arrays_load(t, ca);
+	for (unsigned i = 0; i < ca->n; i++) {
+		bool redundant = ca->info[i].level == 1 || ca->info[i].level == 10 ||
+		                 ca->info[i].level == 5 || ca->info[i].level == 6;
+		if (array ? strcmp(ca->info[i].name, array) != 0 : !redundant)
+			continue;
+		if (ai >= 0) {
+			reply = control_error("%u md arrays with redundancy are served here: say "
+			                      "which one (--array md/NAME)",
+			                      ca->n);
+			goto out;
+		}
+		ai = (int)i;
+	}
+	if (ai < 0) {
+		reply = array      ? control_error("no md array %s is served here", array)
+		        : ca->n    ? control_error("no md array served here keeps copies or parity")
+		                   : control_error("no md array is served here");
+		goto out;
+	}
+	err_clear();
+	r = md_array_check(ca->v[ai], act);
+	if (r < 0)
+		reply = control_error("%s", err_detail(r));
+	else if (act == MD_CHECK_STOP)
+		reply = control_ok("%s: check stopped", ca->info[ai].name);
+	else
+		reply = control_ok("%s: %s started while serving (`uraid detail` shows it)",
+		                   ca->info[ai].name, act == MD_CHECK_REPAIR ? "repair" : "check");
+	if (r == 0)
+		json_object_object_add(reply, "array", json_object_new_string(ca->info[ai].name));
+out:
+	control_arrays_free(ca);
+	free(ca);
+	return reply;
+}
+
 static const char *control_str(json_object *req, const char *key)
 {
 	json_object *v;
@@ -406,8 +501,10 @@ char *control_handle(const struct control_target *t, const char *req, size_t len
 			reply = control_add(t, member, control_str(in, "array"), force);
 		else
 			reply = control_member_op(t, op, member);
+	} else if (strcmp(op, "check") == 0) {
+		reply = control_check(t, control_str(in, "action"), control_str(in, "array"));
 	} else {
-		reply = control_error("unknown op \"%.64s\" (detail, fail, remove, add)", op);
+		reply = control_error("unknown op \"%.64s\" (detail, fail, remove, add, check)", op);
 	}
 answer:
 	json_object_put(in);

@@ -670,7 +670,14 @@ static int raid_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
  *     completed over data the write put there.
  * With no recovery running a write only counts itself in wr_fast (one
  * atomic add and sub): raid_recover_begin sets rec_on and waits for those
- * counted before to finish, so every write either saw rec_on or is over. */
+ * counted before to finish, so every write either saw rec_on or is over.
+ *
+ * A scrub of a mirror level (raid_check on a live array) uses the same
+ * barrier instead of a recovery: writes register the range of every copy
+ * they change, and the scrub's window holds the extent it compares, so it
+ * never sees one copy written and the other not yet (which a repair would
+ * then undo).  Parity levels need no window for that: their writes and
+ * the scrub's stripe reads take the stripe's lock. */
 
 static bool raid_rec_overlap(uint64_t lo, uint64_t hi, uint64_t lo2, uint64_t hi2)
 {
@@ -693,7 +700,8 @@ static void raid_rec_range(struct raid_array *a, uint64_t len, uint64_t off,
 			if (a->lvl->parity) {
 				lo -= lo % a->g.chunk;
 				hi = lo + a->g.chunk;
-			} else if (!atomic_load(&a->m[loc[c].role].recovering)) {
+			} else if (!atomic_load(&a->m[loc[c].role].recovering) &&
+				   !atomic_load(&a->rec.scrub)) {
 				continue;
 			}
 			io->lo = lo < io->lo ? lo : io->lo;
@@ -873,6 +881,9 @@ int raid_recover_begin(struct vol *array, unsigned role, struct vol *target, uin
 	if (!a->lvl->redundant)
 		return err_set(-EINVAL, "%s: %s has no redundancy to recover", array->name,
 			       a->lvl->kind);
+	if (atomic_load(&rc->scrub))
+		return err_set(-EBUSY, "%s: a check is running: recovery waits for it",
+			       array->name);
 	if (role >= a->n || !atomic_load(&a->m[role].failed) ||
 	    atomic_load(&a->m[role].recovering))
 		return err_set(-EINVAL, "%s: role %u is not missing: nothing to recover",
@@ -924,6 +935,43 @@ int raid_recover_begin(struct vol *array, unsigned role, struct vol *target, uin
 	log_info("%s: member %u (%s) is being recovered from %llu bytes on", array->name, role,
 		 target->name, (unsigned long long)from);
 	return 0;
+}
+
+int raid_scrub_begin(struct raid_array *a)
+{
+	struct raid_rec *rc = &a->rec;
+
+	pthread_mutex_lock(&rc->lock);
+	bool busy = rc->n > 0 || atomic_load(&rc->scrub);
+	if (!busy) {
+		atomic_store(&rc->scrub, true);
+		rc->lo = rc->hi = rc->point = 0; /* point 0: nothing to rebuild */
+	}
+	pthread_mutex_unlock(&rc->lock);
+	if (busy)
+		return err_set(-EBUSY, "%s: a recovery or another check is running",
+			       a->vol.name);
+	if (a->lvl->parity)
+		return 0;
+	rc->wb_mode = raid_wb_mode(a);
+	raid_set_writebehind(&a->vol, -1);
+	atomic_store(&a->rec_on, true);
+	while (atomic_load(&a->wr_fast) > 0)
+		usleep(200);
+	raid_wb_barrier(a);
+	return 0;
+}
+
+void raid_scrub_end(struct raid_array *a)
+{
+	struct raid_rec *rc = &a->rec;
+
+	if (!a->lvl->parity) {
+		raid_rec_window(a, 0, 0, 0);
+		atomic_store(&a->rec_on, false);
+		raid_set_writebehind(&a->vol, rc->wb_mode);
+	}
+	atomic_store(&rc->scrub, false);
 }
 
 /* End the recovery of role: in sync, or failed. */

@@ -75,13 +75,25 @@ struct raid_check_report {
 	uint64_t read_errors; /* extents a member could not read */
 };
 
-/* Scrub a redundant array nobody else is using: read every copy of every
- * block and compare (md's "check"); with repair, write the first copy that
- * read over those that differ (md's "repair").  on_mismatch, if set, gets
- * each run of differing blocks (array offsets).  0 (whatever was found) or
- * -errno with err_set() detail; -EINVAL for a level without copies. */
+/* What raid_check() tells its caller as it goes (each may be NULL). */
+struct raid_check_cb {
+	/* each run of differing blocks (array offsets) */
+	void (*on_mismatch)(void *ctx, uint64_t off, uint64_t len);
+	/* array bytes compared so far; non-zero stops the check (-EINTR) */
+	int (*progress)(void *ctx, uint64_t done);
+	void *ctx;
+};
+
+/* Scrub a redundant array: read every copy of every block and compare
+ * (md's "check"); with repair, write the first copy that read over those
+ * that differ (md's "repair").  RAID5/6: every stripe's parity recomputed
+ * and compared, rewritten by a repair.  Safe beside client I/O on the same
+ * array (a write never lands half-seen in what is compared), but not
+ * beside a recovery: -EBUSY then.  0 (whatever was found), -EINTR when
+ * progress stopped it (rep says how far it got), or -errno with err_set()
+ * detail; -EINVAL for a level without copies. */
 int raid_check(struct vol *array, bool repair, struct raid_check_report *rep,
-	       void (*on_mismatch)(void *ctx, uint64_t off, uint64_t len), void *ctx);
+	       const struct raid_check_cb *cb);
 
 /* How many bytes of array each level makes of the given geometry and member
  * sizes (for create and for validating superblocks). */

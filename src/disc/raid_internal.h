@@ -100,8 +100,12 @@ struct raid_rec {
 	uint64_t lo, hi;
 	uint64_t point;
 	struct raid_rec_io *io; /* writes in flight, registered */
-	int wb_mode;            /* write-behind's mode before recovery began */
+	int wb_mode;            /* write-behind's mode before recovery (or a scrub) began */
 	unsigned n;             /* roles being recovered */
+	/* A scrub runs (raid_check): mirror writes register every copy's
+	 * range, so that the scrub's window sees no write half done.  Never
+	 * with a recovery: one of the two at a time. */
+	atomic_bool scrub;
 };
 
 struct raid_ra; /* read-ahead state (raid_ra.c) */
@@ -162,6 +166,11 @@ int raid_read_members(struct raid_array *a, char *buf, uint64_t len, uint64_t of
  * point: writes into it wait from now on, and this returns once none is
  * in flight there.  lo >= hi clears it. */
 void raid_rec_window(struct raid_array *a, uint64_t lo, uint64_t hi, uint64_t point);
+/* A scrub of a (live) array begins: writes register from now on, with
+ * write-behind off (what it held written out).  -EBUSY while a recovery or
+ * another scrub runs. */
+int raid_scrub_begin(struct raid_array *a);
+void raid_scrub_end(struct raid_array *a);
 /* Rebuild member offsets [lo, hi) (whole chunks) of every role being
  * recovered from the others, and write them there (raid_rebuild.c): a
  * parity write below the recovery point calls it for its rows. */

@@ -280,6 +280,16 @@ struct md_array_info {
 	bool recovering;
 	uint64_t rec_done, rec_total; /* member bytes */
 	double rec_speed;             /* bytes/s of the rebuild running */
+	/* A check (md's sync_action "check" or "repair"): the one running,
+	 * else the last one's outcome since the array started. */
+	bool checking, check_repair;    /* running; a repair */
+	bool check_pending;             /* asked for, waiting for a recovery */
+	uint64_t check_done, check_total; /* array bytes */
+	double check_speed;               /* bytes/s of the check running */
+	bool check_ended;                 /* one ended: the fields below */
+	bool check_ended_repair;
+	int check_status; /* 0 completed, -EINTR interrupted, -errno failed */
+	uint64_t check_mismatched, check_ranges, check_repaired, check_read_errors;
 	unsigned active_devs, working_devs, failed_devs, spare_devs;
 	unsigned nmembers;
 	struct md_member_info *m; /* roles in order, then spares, then faulty */
@@ -307,5 +317,20 @@ int md_array_remove(struct vol *v, const char *member);
  * array serves.  Takes nv on success.  -EROFS for a read-only array,
  * -EINVAL for one without redundancy or online recovery. */
 int md_array_add(struct vol *v, struct vol *nv, bool force);
+
+/* md's sync_action for checks, on a running array. */
+enum md_check_action {
+	MD_CHECK_STOP,   /* interrupt the check running (or asked for) */
+	MD_CHECK_CHECK,  /* compare the copies (parity), change nothing */
+	MD_CHECK_REPAIR, /* and make them agree (raid_check's repair) */
+};
+
+/* Start a check or repair of the whole running array beside client I/O
+ * (raid_check()), in the background: md_array_info shows its progress and
+ * its outcome.  It waits while a recovery runs, and a member that fails
+ * or a member added interrupts it (as md's do).  0, or -errno with
+ * err_set(): -EBUSY when one runs already, -EROFS to repair a read-only
+ * array, -EINVAL for a level without redundancy. */
+int md_array_check(struct vol *v, enum md_check_action action);
 
 #endif

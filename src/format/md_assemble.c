@@ -94,6 +94,17 @@ struct md_array {
 	uint64_t rec_from, rec_t0_ns;
 	atomic_uint_fast64_t rec_pos;
 	unsigned spare_cap; /* entries allocated in spare */
+	/* A check (md_array_check), run by the recovery thread when there
+	 * is no recovery to run; with lock, but for the atomics. */
+	enum md_check_action scrub_req; /* asked for: STOP for none */
+	bool scrub_running, scrub_repair;
+	atomic_bool scrub_stop;
+	atomic_uint_fast64_t scrub_pos; /* array bytes compared */
+	uint64_t scrub_t0_ns;
+	unsigned scrub_shown; /* mismatches logged (by the thread) */
+	bool scrub_ended, scrub_ended_repair;
+	int scrub_status;
+	struct raid_check_report scrub_rep;
 	/* The gate (md_io_*): requests count themselves in io_in (a slot
 	 * per thread, so that threads do not share one counter's cache
 	 * line); while io_hold is set new ones wait at the door
@@ -237,6 +248,14 @@ static int md_mark_active(struct md_array *a)
 	return r;
 }
 
+static bool md_degraded(struct md_array *a)
+{
+	for (unsigned r = 0; r < a->n; r++)
+		if (!a->m[r].vol || a->m[r].failed || a->m[r].recovering)
+			return true;
+	return false;
+}
+
 static void md_member_failed(void *ctx, unsigned role, int err)
 {
 	struct md_array *a = ctx;
@@ -254,6 +273,8 @@ static void md_member_failed(void *ctx, unsigned role, int err)
 		         mm->vol ? mm->vol->name : "?", strerror(err < 0 ? -err : err));
 		if (!a->readonly && md_array_sync(a, atomic_load(&a->active)) < 0)
 			log_warn("%s: could not record the failure in any superblock", a->vol.name);
+		if (a->scrub_running)
+			atomic_store(&a->scrub_stop, true); /* as md's: a failure ends it */
 		if (a->rec_started)
 			pthread_cond_signal(&a->rec_cond); /* a spare may take the role */
 	}
@@ -641,6 +662,73 @@ static void md_rec_run(struct md_array *a)
 	free(targets);
 }
 
+/* ---- checks: md's sync_action "check" and "repair" ---- */
+
+static uint64_t md_now_ns(void);
+
+#define MD_CHECK_SHOW_MAX 20 /* mismatches logged, then only counted */
+
+static void md_scrub_mismatch(void *ctx, uint64_t off, uint64_t len)
+{
+	struct md_array *a = ctx;
+
+	if (a->scrub_shown++ < MD_CHECK_SHOW_MAX)
+		log_warn("%s: check: copies differ: %llu bytes at %llu%s", a->vol.name,
+		         (unsigned long long)len, (unsigned long long)off,
+		         a->scrub_repair ? " (repaired)" : "");
+}
+
+static int md_scrub_progress(void *ctx, uint64_t done)
+{
+	struct md_array *a = ctx;
+
+	atomic_store(&a->scrub_pos, done);
+	return atomic_load(&a->rec_stop) || atomic_load(&a->scrub_stop);
+}
+
+/* Run the check asked for.  Called with a->lock held; drops it while the
+ * check runs. */
+static void md_scrub_run(struct md_array *a)
+{
+	struct raid_check_report rep;
+	struct raid_check_cb cb = {md_scrub_mismatch, md_scrub_progress, a};
+	const char *what = a->scrub_req == MD_CHECK_REPAIR ? "repair" : "check";
+
+	a->scrub_repair = a->scrub_req == MD_CHECK_REPAIR;
+	a->scrub_req = MD_CHECK_STOP;
+	a->scrub_running = true;
+	a->scrub_shown = 0;
+	a->scrub_t0_ns = md_now_ns();
+	atomic_store(&a->scrub_pos, 0);
+	pthread_mutex_unlock(&a->lock);
+
+	log_info("%s: %s of %llu bytes begins, while serving", a->vol.name, what,
+	         (unsigned long long)a->vol.size);
+	err_clear();
+	int r = raid_check(a->raid, a->scrub_repair, &rep, &cb);
+	double secs = (double)(md_now_ns() - a->scrub_t0_ns) / 1e9;
+	if (r == 0)
+		log_info("%s: %s done: %llu bytes in %.1f s, %llu bytes in %llu ranges differ%s, "
+		         "%llu read errors",
+		         a->vol.name, what, (unsigned long long)rep.checked, secs,
+		         (unsigned long long)rep.mismatched, (unsigned long long)rep.ranges,
+		         a->scrub_repair && rep.mismatched ? " (repaired)" : "",
+		         (unsigned long long)rep.read_errors);
+	else if (r == -EINTR)
+		log_warn("%s: %s interrupted at byte %llu", a->vol.name, what,
+		         (unsigned long long)rep.checked);
+	else
+		log_error("%s: %s failed: %s", a->vol.name, what, err_detail(r));
+
+	pthread_mutex_lock(&a->lock);
+	a->scrub_running = false;
+	a->scrub_ended = true;
+	a->scrub_ended_repair = a->scrub_repair;
+	a->scrub_status = r;
+	a->scrub_rep = rep;
+	atomic_store(&a->scrub_stop, false);
+}
+
 static void *md_rec_main(void *arg)
 {
 	struct md_array *a = arg;
@@ -650,7 +738,7 @@ static void *md_rec_main(void *arg)
 		bool todo = false;
 		for (unsigned role = 0; role < a->n; role++)
 			todo |= a->m[role].recovering;
-		if (!todo && !a->rec_dead) {
+		if (!todo && !a->rec_dead && a->recover) {
 			int role = md_rec_promote(a);
 			if (role >= 0) {
 				/* Not under a->lock: it waits for writes in flight. */
@@ -667,6 +755,10 @@ static void *md_rec_main(void *arg)
 				}
 				continue;
 			}
+		}
+		if ((!todo || a->rec_dead) && a->scrub_req != MD_CHECK_STOP) {
+			md_scrub_run(a);
+			continue;
 		}
 		if (!todo || a->rec_dead) {
 			pthread_cond_wait(&a->rec_cond, &a->lock);
@@ -1264,6 +1356,26 @@ int md_array_info(struct vol *v, struct md_array_info *in)
 		md_info_add(in, mm->vol, -1, mm->sb ? (int)mm->sb->dev_number : -1,
 		            MD_MEMBER_FAULTY);
 	}
+	in->checking = a->scrub_running;
+	in->check_repair = a->scrub_running ? a->scrub_repair : a->scrub_req == MD_CHECK_REPAIR;
+	in->check_pending = a->scrub_req != MD_CHECK_STOP;
+	if (a->scrub_running) {
+		in->check_total = a->vol.size;
+		in->check_done = atomic_load(&a->scrub_pos);
+		double secs = (double)(md_now_ns() - a->scrub_t0_ns) / 1e9;
+		in->check_speed = secs > 0 ? (double)in->check_done / secs : 0;
+	}
+	in->check_ended = a->scrub_ended;
+	if (a->scrub_ended) {
+		in->check_ended_repair = a->scrub_ended_repair;
+		in->check_status = a->scrub_status;
+		in->check_mismatched = a->scrub_rep.mismatched;
+		in->check_ranges = a->scrub_rep.ranges;
+		in->check_repaired = a->scrub_rep.repaired;
+		in->check_read_errors = a->scrub_rep.read_errors;
+		if (a->scrub_status < 0 && a->scrub_status != -EINTR)
+			in->check_done = a->scrub_rep.checked;
+	}
 	if (in->recovering) {
 		in->rec_total = a->size * 512;
 		in->rec_done = a->rec_running ? atomic_load(&a->rec_pos) : 0;
@@ -1573,8 +1685,11 @@ int md_array_add(struct vol *v, struct vol *nv, bool force)
 	log_info("%s: %s added as a spare (slot %u)", a->vol.name, nv->name, slot);
 	if (md_array_sync(a, atomic_load(&a->active)) < 0)
 		log_warn("%s: could not record the new member in any superblock", a->vol.name);
-	/* Hot spare logic: it takes a role that is gone, now. */
+	/* Hot spare logic: it takes a role that is gone, now (a check
+	 * running gives way). */
 	a->rec_dead = false;
+	if (a->scrub_running)
+		atomic_store(&a->scrub_stop, true);
 	if (!a->rec_started) {
 		int e = pthread_create(&a->rec_thread, NULL, md_rec_main, a);
 		if (e == 0)
@@ -1590,5 +1705,55 @@ out:
 	pthread_mutex_unlock(&a->lock);
 	free(used);
 	free(nsb);
+	return r;
+}
+
+int md_array_check(struct vol *v, enum md_check_action action)
+{
+	struct md_array *a = md_of(v);
+	int r = 0;
+
+	if (!a)
+		return err_set(-EINVAL, "%s is not an md array", v->name);
+	if (a->level != 1 && a->level != 10 && a->level != 5 && a->level != 6)
+		return err_set(-EINVAL, "%s: %s keeps no second copy or parity to check",
+		               a->vol.name, md_level_name(a->level));
+	if (action == MD_CHECK_REPAIR && a->readonly)
+		return err_set(-EROFS, "%s is served read-only: it can be checked, not repaired",
+		               a->vol.name);
+	pthread_mutex_lock(&a->lock);
+	if (action != MD_CHECK_STOP && md_degraded(a)) {
+		r = err_set(-EINVAL, "%s is degraded: a check needs every copy (add a member first)",
+		            a->vol.name);
+		goto out;
+	}
+	if (action == MD_CHECK_STOP) {
+		a->scrub_req = MD_CHECK_STOP;
+		if (a->scrub_running)
+			atomic_store(&a->scrub_stop, true);
+		goto out;
+	}
+	if (a->scrub_running || a->scrub_req != MD_CHECK_STOP) {
+		r = err_set(-EBUSY, "%s: a %s is running already", a->vol.name,
+		            a->scrub_running && a->scrub_repair ? "repair" : "check");
+		goto out;
+	}
+	a->scrub_req = action;
+	if (!a->rec_started) {
+		/* Arrays without spares or recovery have no thread yet. */
+		int e = pthread_create(&a->rec_thread, NULL, md_rec_main, a);
+		if (e != 0) {
+			a->scrub_req = MD_CHECK_STOP;
+			r = err_set(-e, "%s: cannot start the check: %s", a->vol.name, strerror(e));
+			goto out;
+		}
+		a->rec_started = true;
+	} else {
+		pthread_cond_signal(&a->rec_cond);
+	}
+	log_info("%s: %s asked for", a->vol.name,
+	         action == MD_CHECK_REPAIR ? "repair" : "check");
+out:
+	pthread_mutex_unlock(&a->lock);
 	return r;
 }

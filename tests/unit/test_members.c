@@ -160,8 +160,12 @@ static void check_extents(void)
 	vol_close(v);
 
 	/* A sparse file: a hole, 8 KiB of data at 256 KiB, a hole to the
-	 * end (where the file system keeps no holes, all data: skipped). */
-	char path[] = "/tmp/uraid-test-extents-XXXXXX";
+	 * end.  On tmpfs, which always keeps holes; where there is none,
+	 * /tmp, and if its file system keeps no holes the layout is not
+	 * checked (only that the extents cover the file), and we say so. */
+	char path[64];
+	snprintf(path, sizeof(path), "%s/uraid-test-extents-XXXXXX",
+	         access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
 	int fd = mkstemp(path);
 	CHECK(fd >= 0);
 	CHECK(ftruncate(fd, 1 << 20) == 0);
@@ -180,6 +184,9 @@ static void check_extents(void)
 		CHECK(r.len[0] == 256 << 10 && r.flags[0] == HZ);
 		CHECK(r.len[1] >= 2 * PG && r.flags[1] == 0);
 		CHECK(r.flags[2] == HZ);
+	} else {
+		fprintf(stderr, "test_members: %s keeps no holes: sparse-file extents not checked\n",
+		        path);
 	}
 	vol_close(v);
 	unlink(path);

@@ -599,7 +599,7 @@ static void test_wb_parity_concurrent(void)
 		CHECK_EQ(w[i].bad, 0);
 	}
 	CHECK_EQ(vol_flush(a), 0);
-	CHECK_EQ(raid_check(a, false, &rep, NULL, NULL), 0);
+	CHECK_EQ(raid_check(a, false, &rep, NULL), 0);
 	CHECK_EQ(rep.mismatched, 0);
 	CHECK_EQ(vol_read(a, want, a->size, 0), 0);
 	CHECK_EQ(raid_fail_member(a, 0), 0);

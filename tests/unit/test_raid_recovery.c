@@ -182,7 +182,7 @@ static void run(const struct cfg *c, unsigned gone, bool target_fails)
 	}
 	if (!target_fails) {
 		struct raid_check_report rep = {0};
-		CHECK(raid_check(arr, false, &rep, NULL, NULL) == 0);
+		CHECK(raid_check(arr, false, &rep, NULL) == 0);
 		if (rep.mismatched) {
 			fprintf(stderr,
 			        "level %d layout %u disks %u: %llu bytes differ after the online "
