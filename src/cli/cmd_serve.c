@@ -67,7 +67,7 @@ static void serve_usage(FILE *f)
 		"  -f, --foreground       do not daemonize (--run and --stdio imply it)\n"
 		"  --pid-file FILE        write the server's pid to FILE\n"
 		"  --control PATH         accept management requests on a Unix socket at PATH\n"
-		"                         (uraid detail / fail / remove / add CONTROL ...)\n"
+		"                         (uraid detail / fail / remove / add / check CONTROL)\n"
 		"Stack:\n"
 		"  -r, --readonly         open everything read-only; refuse writes\n"
 		"  --direct               open file members with O_DIRECT\n"

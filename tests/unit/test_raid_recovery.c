@@ -17,6 +17,7 @@
  * starting from a non-zero point. */
 #include "check.h"
 #include "mem_vol.h"
+#include "raid_race.h"
 
 #include "core/log.h"
 #include "disc/raid.h"
@@ -31,56 +32,8 @@
 #include <string.h>
 
 #define MAXD 6
-#define WRITERS 4
-#define BLOCK (64u << 10)
 
-struct cfg {
-	int level;
-	unsigned layout, disks;
-	uint32_t chunk;
-};
-
-struct writers {
-	struct vol *arr;
-	char *ref; /* what the array should hold */
-	atomic_bool stop;
-	atomic_ulong writes;
-	unsigned long long seed[WRITERS];
-	int err[WRITERS];
-};
-
-struct writer {
-	struct writers *w;
-	unsigned id;
-};
-
-/* Rewrite random parts of this writer's blocks (block % WRITERS == id). */
-static void *writer_main(void *arg)
-{
-	struct writer *me = arg;
-	struct writers *w = me->w;
-	uint64_t blocks = w->arr->size / BLOCK;
-	char *buf = malloc(BLOCK);
-
-	while (buf && !atomic_load(&w->stop)) {
-		uint64_t b = check_rand(&w->seed[me->id]) % (blocks / WRITERS) * WRITERS + me->id;
-		uint64_t in = check_rand(&w->seed[me->id]) % (BLOCK / 4096) * 4096;
-		uint64_t len = 4096 * (1 + check_rand(&w->seed[me->id]) % ((BLOCK - in) / 4096));
-		for (uint64_t i = 0; i < len; i++)
-			buf[i] = (char)check_rand(&w->seed[me->id]);
-		int r = vol_write(w->arr, buf, len, b * BLOCK + in, 0);
-		if (r < 0) {
-			w->err[me->id] = r;
-			break;
-		}
-		memcpy(w->ref + b * BLOCK + in, buf, len);
-		atomic_fetch_add(&w->writes, 1);
-	}
-	free(buf);
-	return NULL;
-}
-
-static struct vol *open_degraded(const struct cfg *c, struct vol **m, uint64_t size, unsigned gone)
+static struct vol *open_degraded(const struct race_cfg *c, struct vol **m, uint64_t size, unsigned gone)
 {
 	struct raid_geom g = {.level = c->level,
 	                      .layout = c->layout,
@@ -96,13 +49,11 @@ static struct vol *open_degraded(const struct cfg *c, struct vol **m, uint64_t s
 	return a;
 }
 
-static void run(const struct cfg *c, unsigned gone, bool target_fails)
+static void run(const struct race_cfg *c, unsigned gone, bool target_fails)
 {
 	const uint64_t size = 12u << 20; /* three rebuild pieces */
 	struct vol *m[MAXD] = {0}, *t[MAXD] = {0}, *tslice = NULL, *arr;
 	struct writers w = {0};
-	struct writer wr[WRITERS];
-	pthread_t th[WRITERS];
 	unsigned long long seed = 0x5eed + (unsigned long long)c->level * 77 + gone;
 	uint64_t from;
 
@@ -112,6 +63,7 @@ static void run(const struct cfg *c, unsigned gone, bool target_fails)
 	if (!arr)
 		return;
 	w.arr = arr;
+	w.span = arr->size;
 	w.ref = malloc(arr->size);
 	char *back = malloc(arr->size);
 	CHECK(w.ref && back);
@@ -152,17 +104,9 @@ static void run(const struct cfg *c, unsigned gone, bool target_fails)
 	CHECK_EQ(raid_recover_begin(arr, gone, tslice, from), 0);
 	t[gone] = tslice;
 
-	for (unsigned i = 0; i < WRITERS; i++) {
-		wr[i] = (struct writer){&w, i};
-		w.seed[i] = seed + i * 1000003u;
-		CHECK(pthread_create(&th[i], NULL, writer_main, &wr[i]) == 0);
-	}
+	writers_start(&w, seed);
 	int r = raid_rebuild(arr, t, from, size, NULL, NULL);
-	atomic_store(&w.stop, true);
-	for (unsigned i = 0; i < WRITERS; i++) {
-		pthread_join(th[i], NULL);
-		CHECK_EQ(w.err[i], 0);
-	}
+	writers_stop(&w);
 	CHECK(atomic_load(&w.writes) > 0);
 	if (target_fails) {
 		CHECK(r < 0 || raid_recover_error(arr, gone) < 0);
@@ -202,18 +146,10 @@ static void run(const struct cfg *c, unsigned gone, bool target_fails)
 
 int main(void)
 {
-	static const struct cfg cfgs[] = {
-	    {1, 0, 2, 0},
-	    {10, 0x102, 4, 64 << 10}, /* near 2 */
-	    {10, 0x201, 4, 64 << 10}, /* far 2 */
-	    {5, 2, 3, 64 << 10},
-	    {6, 2, 4, 64 << 10},
-	};
-
 	log_verbosity = LOG_ERROR;
-	for (unsigned i = 0; i < sizeof(cfgs) / sizeof(cfgs[0]); i++)
-		run(&cfgs[i], cfgs[i].disks - 1, false);
-	run(&cfgs[0], 0, true);
-	run(&cfgs[3], 1, true);
+	for (unsigned i = 0; i < RACE_CFGS; i++)
+		run(&race_cfgs[i], race_cfgs[i].disks - 1, false);
+	run(&race_cfgs[0], 0, true);
+	run(&race_cfgs[3], 1, true);
 	return check_done();
 }

@@ -18,6 +18,7 @@
  * A check asked for while a recovery runs is refused (-EBUSY). */
 #include "check.h"
 #include "mem_vol.h"
+#include "raid_race.h"
 
 #include "core/log.h"
 #include "disc/raid.h"
@@ -33,80 +34,18 @@
 #include <unistd.h>
 
 #define MAXD 6
-#define WRITERS 4
-#define BLOCK (64u << 10)
 
-struct cfg {
-	int level;
-	unsigned layout, disks;
-	uint32_t chunk;
-};
-
-struct writers {
-	struct vol *arr;
-	char *ref; /* what the array should hold */
-	atomic_bool stop;
-	atomic_ulong writes;
-	unsigned long long seed[WRITERS];
-	int err[WRITERS];
-};
-
-struct writer {
-	struct writers *w;
-	unsigned id;
-};
-
-/* Rewrite random parts of this writer's blocks (block % WRITERS == id) in
- * the first half of the array. */
-static void *writer_main(void *arg)
+/* raid_check on the writers' array while they write. */
+static int check_beside_writers(struct writers *w, unsigned long long seed, bool repair,
+				struct raid_check_report *rep)
 {
-	struct writer *me = arg;
-	struct writers *w = me->w;
-	uint64_t blocks = w->arr->size / 2 / BLOCK;
-	char *buf = malloc(BLOCK);
-
-	while (buf && !atomic_load(&w->stop)) {
-		uint64_t b = check_rand(&w->seed[me->id]) % (blocks / WRITERS) * WRITERS + me->id;
-		uint64_t in = check_rand(&w->seed[me->id]) % (BLOCK / 4096) * 4096;
-		uint64_t len = 4096 * (1 + check_rand(&w->seed[me->id]) % ((BLOCK - in) / 4096));
-		for (uint64_t i = 0; i < len; i++)
-			buf[i] = (char)check_rand(&w->seed[me->id]);
-		int r = vol_write(w->arr, buf, len, b * BLOCK + in, 0);
-		if (r < 0) {
-			w->err[me->id] = r;
-			break;
-		}
-		memcpy(w->ref + b * BLOCK + in, buf, len);
-		atomic_fetch_add(&w->writes, 1);
-	}
-	free(buf);
-	return NULL;
-}
-
-/* raid_check on arr while the writers run; *rep gets its report. */
-static int check_beside_writers(struct writers *w, bool repair, struct raid_check_report *rep)
-{
-	struct writer wr[WRITERS];
-	pthread_t th[WRITERS];
-
-	atomic_store(&w->stop, false);
-	for (unsigned i = 0; i < WRITERS; i++) {
-		wr[i] = (struct writer){w, i};
-		CHECK(pthread_create(&th[i], NULL, writer_main, &wr[i]) == 0);
-	}
-	/* Let the writers get going first. */
-	while (atomic_load(&w->writes) < 8)
-		usleep(100);
+	writers_start(w, seed);
 	int r = raid_check(w->arr, repair, rep, NULL);
-	atomic_store(&w->stop, true);
-	for (unsigned i = 0; i < WRITERS; i++) {
-		pthread_join(th[i], NULL);
-		CHECK_EQ(w->err[i], 0);
-	}
+	writers_stop(w);
 	return r;
 }
 
-static void run(const struct cfg *c)
+static void run(const struct race_cfg *c)
 {
 	const uint64_t size = 8u << 20;
 	struct raid_geom g = {.level = c->level,
@@ -129,14 +68,13 @@ static void run(const struct cfg *c)
 	if (!arr)
 		return;
 	w.arr = arr;
+	w.span = arr->size / 2;
 	w.ref = malloc(arr->size);
 	char *back = malloc(arr->size), junk[4096];
 	CHECK(w.ref && back);
 	for (uint64_t i = 0; i < arr->size; i++)
 		w.ref[i] = (char)check_rand(&seed);
 	CHECK(vol_write(arr, w.ref, arr->size, 0, 0) == 0);
-	for (unsigned i = 0; i < WRITERS; i++)
-		w.seed[i] = seed + i * 1000003u;
 
 	/* The planted fault: member 0's last 4 KiB, in the last row. */
 	memset(junk, 0x5a, sizeof(junk));
@@ -145,7 +83,7 @@ static void run(const struct cfg *c)
 	                    ? (uint64_t)c->chunk * (c->disks - (c->level == 6 ? 2 : 1))
 	                    : sizeof(junk);
 
-	CHECK_EQ(check_beside_writers(&w, false, &rep), 0);
+	CHECK_EQ(check_beside_writers(&w, seed, false, &rep), 0);
 	if (rep.mismatched != want || rep.ranges != 1) {
 		fprintf(stderr,
 		        "level %d layout %#x: the check beside %lu writes found %llu bytes in %llu "
@@ -157,7 +95,7 @@ static void run(const struct cfg *c)
 	}
 	CHECK_EQ(rep.checked, arr->size);
 
-	CHECK_EQ(check_beside_writers(&w, true, &rep), 0);
+	CHECK_EQ(check_beside_writers(&w, seed + 1, true, &rep), 0);
 	CHECK(rep.mismatched >= want);
 	CHECK_EQ(raid_check(arr, false, &rep, NULL), 0);
 	CHECK_EQ(rep.mismatched, 0);
@@ -200,17 +138,9 @@ static void refused_during_recovery(void)
 
 int main(void)
 {
-	static const struct cfg cfgs[] = {
-	    {1, 0, 2, 0},
-	    {10, 0x102, 4, 64 << 10}, /* near 2 */
-	    {10, 0x201, 4, 64 << 10}, /* far 2 */
-	    {5, 2, 3, 64 << 10},
-	    {6, 2, 4, 64 << 10},
-	};
-
 	log_verbosity = LOG_ERROR;
-	for (unsigned i = 0; i < sizeof(cfgs) / sizeof(cfgs[0]); i++)
-		run(&cfgs[i]);
+	for (unsigned i = 0; i < RACE_CFGS; i++)
+		run(&race_cfgs[i]);
 	refused_during_recovery();
 	return check_done();
 }
