@@ -1,8 +1,9 @@
 #!/bin/bash
 # demo.sh — the main job, on built-in defaults: a small RAID1 + LUKS2
 # volume on two temporary files, served over NBD and used by real clients
-# (nbdinfo, nbdcopy, fio), then `uraid bench`'s default run: a short table
-# of layouts over disk models, each with the ceiling that binds it.
+# (nbdinfo, nbdcopy, fio), managed while it serves (detail, a check), then
+# `uraid bench`'s default run: a short table of layouts over disk models,
+# each with the ceiling that binds it.
 #
 #   scripts/demo.sh            everything (about two minutes here)
 #   DEMO_BENCH=0 scripts/demo.sh   skip the bench table
@@ -50,6 +51,11 @@ for spec in write:1M:1 read:1M:1 write:1M:16 read:1M:16 randread:4k:32 randwrite
 done
 EOS
 "$uraid" serve --key-file key --run 'bash ./client.sh' a.img b.img
+
+step "uraid serve --control ctl: manage the array while it serves (mdadm --detail, md's check)"
+"$uraid" serve --key-file key --control ctl \
+    --run "'$uraid' detail ctl | grep -E 'Raid Level|State :|Devices|active sync|Export'; '$uraid' check --wait ctl" \
+    a.img b.img
 
 step "after a clean stop both members are consistent:"
 "$uraid" examine a.img b.img | grep -E 'State :|Events' || true
