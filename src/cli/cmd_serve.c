@@ -84,6 +84,9 @@ static void serve_usage(FILE *f)
 		"                         that do not use it (default off; on with a key)\n"
 		"  --tls-psk FILE         TLS pre-shared keys, username:hexkey lines (psktool)\n"
 		"  --tls-certificates DIR TLS X.509: DIR/server-cert.pem, DIR/server-key.pem\n"
+		"  --tls-verify-peer      X.509: only clients with a certificate issued by\n"
+		"                         DIR/ca-cert.pem, not revoked in DIR/ca-crl.pem\n"
+		"                         (if present), get a TLS session (no effect with a PSK)\n"
 		"  -v, --verbose          more messages (twice: per-request debug)\n"
 		"  -h, --help             this text\n");
 }
@@ -116,7 +119,8 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 {
 	enum { OPT_SOCKET = 256, OPT_PORT, OPT_BIND, OPT_RUN, OPT_STDIO, OPT_PIDFILE,
 	       OPT_DIRECT, OPT_KEYFILE, OPT_DEGRADED, OPT_THREADS, OPT_EXPORT, OPT_MAXCONN,
-	       OPT_HSTIMEOUT, OPT_TLS, OPT_TLS_PSK, OPT_TLS_CERTS, OPT_NOREBUILD, OPT_CONTROL };
+	       OPT_HSTIMEOUT, OPT_TLS, OPT_TLS_PSK, OPT_TLS_CERTS, OPT_TLS_VERIFY, OPT_NOREBUILD,
+	       OPT_CONTROL };
 	static const struct option lo[] = {
 		{ "socket", required_argument, NULL, OPT_SOCKET },
 		{ "port", required_argument, NULL, OPT_PORT },
@@ -138,6 +142,7 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 		{ "tls", required_argument, NULL, OPT_TLS },
 		{ "tls-psk", required_argument, NULL, OPT_TLS_PSK },
 		{ "tls-certificates", required_argument, NULL, OPT_TLS_CERTS },
+		{ "tls-verify-peer", no_argument, NULL, OPT_TLS_VERIFY },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -239,6 +244,9 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 		case OPT_TLS_CERTS:
 			a->nbd.tls_cert_dir = optarg;
 			break;
+		case OPT_TLS_VERIFY:
+			a->nbd.tls_verify_peer = true;
+			break;
 		case 'v':
 			log_verbosity = log_verbosity < LOG_INFO ? LOG_INFO : LOG_DEBUG;
 			break;
@@ -261,6 +269,13 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 	if (a->nbd.tls != NBD_TLS_OFF && !a->nbd.tls_psk_file && !a->nbd.tls_cert_dir) {
 		fprintf(stderr, "uraid serve: --tls %s needs --tls-psk or --tls-certificates\n",
 			a->nbd.tls == NBD_TLS_ON ? "on" : "require");
+		return 2;
+	}
+	/* Accepted with a PSK, as nbdkit does (the key is the client's proof),
+	 * but not where it would check nothing at all. */
+	if (a->nbd.tls_verify_peer && a->nbd.tls == NBD_TLS_OFF) {
+		fprintf(stderr, "uraid serve: --tls-verify-peer %s\n",
+			tls_set ? "contradicts --tls off" : "needs --tls-certificates DIR");
 		return 2;
 	}
 	if (optind >= argc) {

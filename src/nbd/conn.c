@@ -50,9 +50,9 @@ static ssize_t conn_read_once(struct nbd_conn *c, void *dst, size_t n)
 			ssize_t got = nbd_tls_recv(c, dst, n);
 			if (got != -EAGAIN)
 				return got;
-			/* During the handshake the socket has a receive
-			 * timeout (nbd_tls_start): a client that stopped in
-			 * the middle of a record is out of time. */
+			/* During the handshake TLS reads wait only until
+			 * the deadline (tls.c): a client that stopped in the
+			 * middle of a record is out of time. */
 			if (c->deadline_ns)
 				return -ETIMEDOUT;
 			struct pollfd p = { .fd = c->rfd, .events = POLLIN };
@@ -136,15 +136,15 @@ int nbd_conn_send(struct nbd_conn *c, struct iovec *iov, int iovcnt)
 	int r = 0;
 
 	pthread_mutex_lock(&c->wlock);
+	if (c->tls) {
+		r = nbd_tls_sendv(c, iov, iovcnt);
+		/* EAGAIN: the handshake's send timeout (see below). */
+		pthread_mutex_unlock(&c->wlock);
+		return r == -EAGAIN ? -ETIMEDOUT : r;
+	}
 	while (iovcnt > 0) {
 		ssize_t put;
-		if (c->tls) {
-			put = nbd_tls_send(c, iov->iov_base, iov->iov_len);
-			if (put < 0) {
-				errno = (int)-put;
-				put = -1;
-			}
-		} else if (c->wfd_is_socket) {
+		if (c->wfd_is_socket) {
 			struct msghdr m = { .msg_iov = iov, .msg_iovlen = (size_t)iovcnt };
 			put = sendmsg(c->wfd, &m, MSG_NOSIGNAL);
 		} else {

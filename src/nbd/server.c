@@ -49,7 +49,8 @@ int nbd_server_new(struct vol *vol, const struct nbd_server_opts *o,
 	}
 	if (o && o->tls != NBD_TLS_OFF) {
 		int r = o->tls_psk_file || o->tls_cert_dir
-				? nbd_tls_new(o->tls_psk_file, o->tls_cert_dir, &s->tls)
+				? nbd_tls_new(o->tls_psk_file, o->tls_cert_dir,
+					      o->tls_verify_peer, &s->tls)
 				: err_set(-EINVAL, "TLS needs a PSK file or a certificate directory");
 		if (r < 0) {
 			nbd_server_free(s);
@@ -240,7 +241,6 @@ int nbd_serve_connection(struct nbd_server *s, int rfd, int wfd)
 	if (c->wfd_is_socket) {
 		tv = (struct timeval){ 0 };
 		setsockopt(wfd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-		setsockopt(rfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)); /* set by TLS */
 	}
 	if (r == 0) {
 		log_debug("nbd: client entered transmission (structured replies %s)",

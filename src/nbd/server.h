@@ -26,6 +26,10 @@ struct nbd_server_opts {
 	enum nbd_tls_mode { NBD_TLS_OFF, NBD_TLS_ON, NBD_TLS_REQUIRE } tls;
 	const char *tls_psk_file;
 	const char *tls_cert_dir;
+	/* X.509: require a client certificate issued by tls_cert_dir's
+	 * ca-cert.pem (and not in its ca-crl.pem, if any).  No effect with
+	 * a PSK, whose key already authenticates the client (as in nbdkit). */
+	bool tls_verify_peer;
 };
 
 struct nbd_server;

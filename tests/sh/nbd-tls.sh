@@ -8,18 +8,22 @@
 #    NBD_REP_ERR_TLS_REQD for its options (raw wire check) and no data.
 #  - --tls on: plain and TLS clients both get in.
 #  - X.509 (--tls-certificates DIR): a client that checks the server's
-#    certificate against its CA and host name connects.
+#    certificate against its CA and host name connects; TLS works over
+#    --stdio's pipes too.  (Client certificates: nbd-tls-peer.sh; records
+#    cut short after the handshake: nbd-tls-robust.sh.)
 #  - A client that stalls inside the TLS handshake is dropped at the
 #    handshake timeout.
 #  - Bad settings are clear errors before anything listens.
 . "$(dirname "$0")/nbd-lib.sh"
+. "$(dirname "$0")/nbd-tls-lib.sh"
 requires nbdinfo nbdcopy qemu-img openssl python3 cmp
 
 psk_key() { head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
 printf 'alice:%s\n' "$(psk_key)" > "$tmp/keys.psk"
 printf 'alice:%s\n' "$(psk_key)" > "$tmp/wrong.psk"
 chmod 600 "$tmp/keys.psk" "$tmp/wrong.psk"
-truncate -s 32M "$tmp/d.img"
+img=$tmp/d.img
+truncate -s 32M "$img"
 head -c 4M /dev/urandom > "$tmp/data"
 
 start_server "$tmp/s.sock" --tls require --tls-psk "$tmp/keys.psk" "$tmp/d.img" 2>"$tmp/serve.log"
@@ -98,35 +102,26 @@ nbdinfo "nbds+unix://alice@/?socket=$tmp/o.sock&tls-psk-file=$tmp/keys.psk" | gr
     fail "on: a TLS client"
 stop_server "$server_pid"
 
-# X.509: a CA, and a server certificate for localhost signed by it.
+# X.509: a CA, and a server certificate for localhost issued by it.
+pki_ca "$tmp/ca" "uraid test CA"
 pki=$tmp/pki
-mkdir "$pki"
-openssl req -x509 -newkey rsa:2048 -nodes -keyout "$pki/ca-key.pem" -out "$pki/ca-cert.pem" \
-    -subj /CN=uraid-test-ca -days 2 2>/dev/null
-openssl req -newkey rsa:2048 -nodes -keyout "$pki/server-key.pem" -out "$pki/server.csr" \
-    -subj /CN=localhost -addext subjectAltName=DNS:localhost 2>/dev/null
-openssl x509 -req -in "$pki/server.csr" -CA "$pki/ca-cert.pem" -CAkey "$pki/ca-key.pem" \
-    -CAcreateserial -out "$pki/server-cert.pem" -days 2 -copy_extensions copy 2>/dev/null ||
-    fail "openssl could not sign the test certificate"
+pki_server "$tmp/ca" "$pki"
 start_server "$tmp/x.sock" --tls require --tls-certificates "$pki" "$tmp/d.img" 2>/dev/null
 x509="nbds+unix:///?socket=$tmp/x.sock&tls-certificates=$pki&tls-hostname=localhost"
 nbdinfo "$x509" | grep -q "with TLS" || fail "x509: nbdinfo"
 nbdcopy "$x509" "$tmp/out2" && cmp -n $((4 << 20)) "$tmp/data" "$tmp/out2" || fail "x509: read back"
 stop_server "$server_pid"
+# --stdio on pipes (not a socketpair, which is what libnbd would give):
+# the TLS session must not need socket calls.
+python3 "$(dirname "$0")/nbd-tls-client.py" - "$pki" list \
+    "$URAID" serve --stdio --tls require --tls-certificates "$pki" "$img" ||
+    fail "x509: TLS over --stdio's pipes"
 
 # Bad settings: a clear error, exit status 2 or 1, nothing listens.
-expect_refused() { # WHAT PATTERN ARGS...
-    local what=$1 pat=$2 rc=0 out
-    shift 2
-    out=$(timeout 20 "$URAID" serve -f --socket "$tmp/bad.sock" "$@" "$tmp/d.img" 2>&1) || rc=$?
-    [ "$rc" != 0 ] || fail "$what: accepted"
-    grep -q "$pat" <<<"$out" || fail "$what: message: $out"
-    [ ! -e "$tmp/bad.sock" ] || fail "$what: a socket was left"
-}
-expect_refused "require without a key" "needs --tls-psk" --tls require
-expect_refused "an unknown mode" "takes off, on or require" --tls maybe --tls-psk "$tmp/keys.psk"
-expect_refused "a missing PSK file" "nosuch.psk" --tls-psk "$tmp/nosuch.psk"
+tls_expect_refused "require without a key" "needs --tls-psk" --tls require
+tls_expect_refused "an unknown mode" "takes off, on or require" --tls maybe --tls-psk "$tmp/keys.psk"
+tls_expect_refused "a missing PSK file" "nosuch.psk" --tls-psk "$tmp/nosuch.psk"
 printf 'not a key file\n' > "$tmp/garbage.psk"
-expect_refused "a malformed PSK file" "garbage.psk" --tls-psk "$tmp/garbage.psk"
-expect_refused "a directory without certificates" "server-cert.pem" --tls-certificates "$tmp"
+tls_expect_refused "a malformed PSK file" "garbage.psk" --tls-psk "$tmp/garbage.psk"
+tls_expect_refused "a directory without certificates" "server-cert.pem" --tls-certificates "$tmp"
 echo "ok: TLS with PSK (libnbd, qemu) and X.509; require refuses plain clients"
