@@ -18,6 +18,7 @@
 #include "core/random.h"
 #include "core/units.h"
 #include "format/md.h"
+#include "format/md_bitmap.h"
 #include "member/member.h"
 
 #include <errno.h>
@@ -39,6 +40,8 @@ struct create_opts {
 	const char *name;
 	bool assume_clean;
 	bool force;
+	int bitmap;            /* 1 internal, 0 none, -1 not given (mdadm's rule) */
+	uint64_t bitmap_chunk; /* bytes; 0: mdadm's choice */
 };
 
 /* Foreign signatures that create refuses to overwrite without --force. */
@@ -111,13 +114,16 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 	    {"layout", required_argument, NULL, 'p'},
 	    {"assume-clean", no_argument, NULL, 'A'},
 	    {"force", no_argument, NULL, 'f'},
+	    {"bitmap", required_argument, NULL, 'b'},
+	    {"bitmap-chunk", required_argument, NULL, 'B'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "l:n:c:N:p:fh", opts, NULL)) != -1) {
+	o->bitmap = -1;
+	while ((c = getopt_long(argc, argv, "l:n:c:N:p:fb:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'l':
 			if (md_level_parse(optarg, &o->level) < 0 ||
@@ -173,18 +179,51 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 		case 'f':
 			o->force = true;
 			break;
+		case 'b':
+			if (strcmp(optarg, "internal") && strcmp(optarg, "none")) {
+				fprintf(stderr,
+				        "uraid: create: --bitmap is 'internal' or 'none' (no bitmap "
+				        "files)\n");
+				return 2;
+			}
+			o->bitmap = strcmp(optarg, "internal") == 0;
+			break;
+		case 'B': {
+			/* mdadm's unit is KiB here too. */
+			char *end;
+			uint64_t bytes;
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (*optarg && !*end)
+				bytes = (uint64_t)v * 1024;
+			else if (parse_size(optarg, &bytes) < 0)
+				bytes = 0;
+			if (bytes < 4096 || (bytes & (bytes - 1)) || bytes > (1ull << 30)) {
+				fprintf(stderr,
+				        "uraid: create: bitmap chunk '%s' must be a power of two from "
+				        "4K to 1G\n",
+				        optarg);
+				return 2;
+			}
+			o->bitmap_chunk = bytes;
+			break;
+		}
 		case 'h':
 			printf(
 			    "usage: uraid create --level=0|1|10|5|6|linear [--raid-devices=N] "
 			    "[--chunk=SIZE]\n"
 			    "                    [--layout=n2|f2|o2|left-symmetric|...] [--name=NAME] "
 			    "[--assume-clean]\n"
-			    "                    [--force] MEMBER...\n"
+			    "                    [--bitmap=internal|none] [--bitmap-chunk=SIZE] "
+			    "[--force] MEMBER...\n"
 			    "Write md v1.2 superblocks (as mdadm --create) making a new array.\n"
 			    "MEMBER may be 'missing' for a degraded RAID1/10/5/6.  --chunk is in KiB\n"
 			    "unless a suffix is given (default 512K).  Without --assume-clean the\n"
 			    "data areas of RAID1/10/5/6 members are zeroed so that mirrors agree\n"
-			    "and parity matches (zeros are their own parity).\n");
+			    "and parity matches (zeros are their own parity).\n"
+			    "--bitmap=internal keeps an md write-intent bitmap (so that a crash costs\n"
+			    "a resync of the chunks being written only); as with mdadm it is the\n"
+			    "default for RAID1/10/5/6 arrays above 100 GiB.  --bitmap-chunk is in KiB\n"
+			    "(default: mdadm's, at least 64M).\n");
 			return 1;
 		default:
 			return 2;
@@ -224,7 +263,37 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 		return 2;
 	} else if (o->level == 0)
 		o->layout = MD_RAID0_ORIG_LAYOUT;
+	if (o->bitmap == 1 && o->level != 1 && o->level != 10 && o->level != 5 && o->level != 6) {
+		fprintf(stderr, "uraid: create: a write-intent bitmap needs raid1, 10, 5 or 6\n");
+		return 2;
+	}
+	if (o->bitmap_chunk && o->bitmap == 0) {
+		fprintf(stderr, "uraid: create: --bitmap-chunk with --bitmap=none\n");
+		return 2;
+	}
+	if (o->bitmap_chunk && o->bitmap == -1)
+		o->bitmap = 1;
 	return 0;
+}
+
+/* The array bytes of a new array whose members each use size sectors (as
+ * the kernel sizes it). */
+static uint64_t create_array_bytes(const struct create_opts *o, unsigned n, uint64_t size)
+{
+	uint64_t chunk = (uint64_t)o->chunk_kib * 2;
+
+	switch (o->level) {
+	case 1:
+		return size * 512;
+	case 5:
+	case 6:
+		return size * (n - (unsigned)(o->level - 4)) * 512;
+	case 10:
+		return size / chunk / MD_RAID10_FAR(o->layout) * n / MD_RAID10_NEAR(o->layout) *
+		       chunk * 512;
+	default:
+		return 0;
+	}
 }
 
 /* mdadm's array name: "host:name" when it fits, else the name alone. */
@@ -252,7 +321,7 @@ int cmd_create(int argc, char **argv)
 	char **specs;
 	unsigned n, missing = 0, i;
 	uint64_t min_sectors = UINT64_MAX, data_offset, min_avail = UINT64_MAX;
-	uint8_t set_uuid[16];
+	uint8_t set_uuid[16], *bm_block = NULL;
 	int rc, r;
 
 	rc = create_parse(argc, argv, &o);
@@ -400,6 +469,54 @@ int cmd_create(int argc, char **argv)
 				sb->feature_map |= MD_FEATURE_RAID0_LAYOUT;
 	}
 
+	/* The write-intent bitmap: 4 KiB after the superblock (bitmap_offset
+	 * 8), in the room mdadm keeps for it, all clear (the array starts
+	 * clean), events matching the superblock's. */
+	uint64_t bm_room = 0;
+	if (sb->size >= 128)
+		bm_room = sb->size - 128 >= 200ull * 1024 * 1024 * 2 ? 256
+		          : sb->size - 8 > 8ull * 1024 * 1024 * 2    ? 128
+		                                                     : 8;
+	struct md_bitmap_info bmi = {0};
+	if (o.bitmap == -1)
+		o.bitmap = (o.level == 1 || o.level == 10 || o.level == 5 || o.level == 6) &&
+		           create_array_bytes(&o, n, sb->size) > (100ull << 30);
+	if (o.bitmap == 1) {
+		struct md_bitmap_geom g;
+		uint64_t index;
+		if (!bm_room || data_offset < MD_SB_SECTOR + 8 + bm_room ||
+		    md_bitmap_geom_init(&g, o.level, n, sb->chunk, sb->size,
+		                        create_array_bytes(&o, n, sb->size)) < 0) {
+			fprintf(stderr, "uraid: create: no room for a write-intent bitmap\n");
+			rc = 1;
+			goto out;
+		}
+		index = md_bitmap_index_size(&g);
+		uint64_t chunk = md_bitmap_pick_chunk(index, bm_room * 512, o.bitmap_chunk);
+		if (!chunk) {
+			fprintf(stderr,
+			        "uraid: create: a bitmap chunk of %llu bytes needs more bits than "
+			        "the %llu bytes of bitmap room hold; take a larger one\n",
+			        (unsigned long long)o.bitmap_chunk,
+			        (unsigned long long)bm_room * 512);
+			rc = 1;
+			goto out;
+		}
+		bmi.version = MD_BITMAP_V;
+		memcpy(bmi.uuid, set_uuid, 16);
+		bmi.sync_size = index / 512;
+		bmi.chunksize = (uint32_t)chunk;
+		bmi.daemon_sleep = MD_BITMAP_DEFAULT_SLEEP;
+		bmi.sectors_reserved = (uint32_t)bm_room;
+		if (posix_memalign((void **)&bm_block, 4096, 4096)) {
+			rc = cli_fail("create", -ENOMEM);
+			goto out;
+		}
+		memset(bm_block, 0, 4096);
+		md_bitmap_encode(&bmi, bm_block);
+		sb->feature_map |= MD_FEATURE_BITMAP_OFFSET;
+	}
+
 	/* Data first: wipe any old superblock (with --force) and the space up
 	 * to the data (old bitmaps, bad-block logs), zero the mirrors so they
 	 * agree; the new superblocks come last. */
@@ -413,6 +530,8 @@ int cmd_create(int argc, char **argv)
 		    !o.assume_clean)
 			r = vol_write_zeroes(m[i], m[i]->size - data_offset * 512,
 			                     data_offset * 512, VOL_MAY_TRIM);
+		if (r == 0 && bm_block)
+			r = vol_write(m[i], bm_block, 4096, (MD_SB_SECTOR + 8) * 512, 0);
 		if (r == 0)
 			r = vol_flush(m[i]);
 		if (r < 0) {
@@ -445,6 +564,8 @@ int cmd_create(int argc, char **argv)
 			raw->bblog_size = htole16(8);
 			raw->bblog_offset = htole32((uint32_t)(8 + bm));
 		}
+		if (bm_block)
+			((struct md_sb1 *)sb->raw)->bitmap_offset = htole32(8);
 		err_clear();
 		r = md_super_write(m[i], sb);
 		if (r < 0) {
@@ -455,8 +576,11 @@ int cmd_create(int argc, char **argv)
 	{
 		char uuid[36];
 		md_uuid_format(set_uuid, uuid);
-		printf("uraid: created %s array %s (%s) on %u members%s\n", md_level_name(o.level),
+		printf("uraid: created %s array %s (%s) on %u members%s", md_level_name(o.level),
 		       sb->set_name, uuid, n, missing ? ", degraded" : "");
+		if (bm_block)
+			printf(", internal bitmap of %u KiB chunks", bmi.chunksize / 1024);
+		printf("\n");
 	}
 	rc = 0;
 out:
@@ -465,5 +589,6 @@ out:
 			vol_close(m[i]);
 	free(m);
 	free(sb);
+	free(bm_block);
 	return rc;
 }

@@ -6,6 +6,7 @@
 
 #include "core/log.h"
 #include "format/md.h"
+#include "format/md_bitmap.h"
 #include "member/member.h"
 
 #include <errno.h>
@@ -142,6 +143,56 @@ static void examine_print(const char *name, const struct md_super *s)
 	printf(" ('A' == active, '.' == missing, 'R' == replacing)\n");
 }
 
+/* The internal write-intent bitmap in brief, as `mdadm -X` shows it:
+ * chunk size, events, events cleared, dirty chunks.  Informational: a
+ * damaged bitmap is described, never an error of examine. */
+static void examine_bitmap(struct vol *m, const struct md_super *s)
+{
+	int32_t off;
+	uint64_t at, end, chunks, dirty = 0;
+	struct md_bitmap_info b;
+	uint8_t *buf = NULL;
+	char hb[64];
+
+	if (!(s->feature_map & MD_FEATURE_BITMAP_OFFSET))
+		return;
+	memcpy(&off, s->raw + offsetof(struct md_sb1, bitmap_offset), 4);
+	off = (int32_t)md_le32((uint32_t)off);
+	at = (s->super_offset + (uint64_t)(int64_t)off) * 512;
+	end = s->data_offset * 512;
+	if (off <= 0 || end <= at + MD_BITMAP_HDR || end > m->size) {
+		printf("\n  Bitmap Status : not examined (offset %d)\n", off);
+		return;
+	}
+	if (posix_memalign((void **)&buf, 4096, end - at) || vol_read(m, buf, end - at, at) < 0) {
+		printf("\n  Bitmap Status : unreadable\n");
+		free(buf);
+		return;
+	}
+	err_clear();
+	if (md_bitmap_decode(buf, &b, "bitmap") < 0 || md_bitmap_check(&b, s->set_uuid, "bitmap")) {
+		printf("\n  Bitmap Status : %s\n", err_detail(-EINVAL));
+		free(buf);
+		return;
+	}
+	chunks = (b.sync_size * 512 + b.chunksize - 1) / b.chunksize;
+	if (md_bitmap_bytes(chunks) > end - at)
+		chunks = (end - at - MD_BITMAP_HDR) * 8;
+	for (uint64_t c = 0; c < chunks; c++)
+		dirty += (buf[MD_BITMAP_HDR + c / 8] >> (c % 8)) & 1;
+	printf("\n   Bitmap Chunk : %u KiB\n", b.chunksize / 1024);
+	printf("  Bitmap Events : %llu\n", (unsigned long long)b.events);
+	printf(" Bitmap Cleared : %llu\n", (unsigned long long)b.events_cleared);
+	printf("Bitmap Sync Size : %llu sectors%s\n", (unsigned long long)b.sync_size,
+	       examine_human(b.sync_size * 512, hb, sizeof(hb)));
+	printf("  Bitmap Status : %llu of %llu chunks dirty, %s\n", (unsigned long long)dirty,
+	       (unsigned long long)chunks,
+	       b.state & MD_BITMAP_STALE ? "stale"
+	       : b.events < s->events    ? "out of date (events behind the superblock's)"
+	                                 : "up to date");
+	free(buf);
+}
+
 static int examine_one(const char *spec)
 {
 	struct vol *m = NULL;
@@ -177,6 +228,7 @@ static int examine_one(const char *spec)
 		goto out;
 	}
 	examine_print(spec, s);
+	examine_bitmap(m, s);
 	err_clear();
 	r = md_super_check(s, m->size, spec);
 	if (r < 0) {

@@ -27,6 +27,7 @@
  * that resync of an unclean array and the recovery offsets of members a
  * rebuild is about to restart below them. */
 #include "md.h"
+#include "md_bitmap.h"
 #include "md_manage.h"
 
 #include "core/log.h"
@@ -61,6 +62,7 @@ struct md_member {
 	struct vol *slice; /* its data area (being recovered) */
 	bool slice_given;  /* the RAID vol owns slice */
 	struct vol *data;  /* its data area as the RAID vol holds it, or NULL */
+	bool bm_ok;        /* its write-intent bitmap on disk is ours */
 };
 
 struct md_array {
@@ -117,6 +119,13 @@ struct md_array {
 	atomic_bool io_hold;
 	pthread_mutex_t io_lock;
 	pthread_cond_t io_cond;
+	/* The internal write-intent bitmap we keep up (writable arrays with
+	 * a usable one; md_bm_*), its changes under lock. */
+	struct md_bitmap *bm;
+	struct md_bitmap_geom bmg;
+	uint64_t bm_at;     /* its byte offset on each member */
+	bool bm_trusted;    /* found up to date: a resync may follow it */
+	uint64_t bm_pass_ns; /* last lazy clearing pass (with lock) */
 };
 
 static struct md_array *to_md(struct vol *v)
@@ -200,6 +209,10 @@ static int md_array_sync(struct md_array *a, bool active)
 	int written = 0, last = -EIO;
 
 	a->events++;
+	/* The bitmap's events first, as md does: a bitmap behind the
+	 * superblock is out of date for the kernel. */
+	if (a->bm)
+		md_bitmap_set_events(a->bm, a->events);
 	for (unsigned r = 0; r < a->n; r++) {
 		struct md_member *mm = &a->m[r];
 		struct md_super *sb = mm->sb;
@@ -248,12 +261,104 @@ static int md_mark_active(struct md_array *a)
 	return r;
 }
 
+/* ---- the write-intent bitmap (md_bitmap.h) ---- */
+
+/* Whether a role has no in-sync member: bits are then kept (they name
+ * what the missing member missed) and events_cleared stays. */
 static bool md_degraded(struct md_array *a)
 {
 	for (unsigned r = 0; r < a->n; r++)
 		if (!a->m[r].vol || a->m[r].failed || a->m[r].recovering)
 			return true;
 	return false;
+}
+
+/* md_bitmap_io.write: the image's bytes [off, off+len) to every live
+ * member (all of it to a member whose bitmap is not known to be ours yet),
+ * flushed.  Called with a->lock held. */
+static int md_bm_io_write(void *ctx, const uint8_t *img, size_t off, size_t len)
+{
+	struct md_array *a = ctx;
+	size_t img_len;
+	int written = 0, last = -EIO;
+
+	md_bitmap_image(a->bm, &img_len);
+	for (unsigned r = 0; r < a->n; r++) {
+		struct md_member *mm = &a->m[r];
+		size_t o = mm->bm_ok ? off : 0, l = mm->bm_ok ? len : img_len;
+		int e;
+
+		if (!mm->vol || mm->failed)
+			continue;
+		e = vol_write(mm->vol, img + o, l, a->bm_at + o, 0);
+		if (e == 0)
+			e = vol_flush(mm->vol);
+		if (e < 0) {
+			mm->bm_ok = false;
+			last = err_set(e, "%s: %s", mm->vol->name, strerror(-e));
+			continue;
+		}
+		mm->bm_ok = true;
+		written++;
+	}
+	return written ? 0 : last;
+}
+
+/* Before a write of array bytes [off, off+len): its chunks' bits durable.
+ * On success the caller calls md_bm_end once the write is done. */
+static int md_bm_start(struct md_array *a, uint64_t off, uint64_t len)
+{
+	uint64_t first, end;
+	int r;
+
+	if (!a->bm || !len)
+		return 0;
+	md_bitmap_map(&a->bmg, off, len, &first, &end);
+	if (md_bitmap_start(a->bm, first, end))
+		return 0;
+	pthread_mutex_lock(&a->lock);
+	r = md_bitmap_mark(a->bm, first, end);
+	pthread_mutex_unlock(&a->lock);
+	if (r < 0)
+		md_bitmap_end(a->bm, first, end);
+	return r;
+}
+
+static int md_bm_end(struct md_array *a, uint64_t off, uint64_t len, int r)
+{
+	uint64_t first, end;
+
+	if (a->bm && len) {
+		md_bitmap_map(&a->bmg, off, len, &first, &end);
+		md_bitmap_end(a->bm, first, end);
+	}
+	return r;
+}
+
+static uint64_t md_now_ns(void);
+
+/* After every member was flushed by a flush that began at begun: a lazy
+ * clearing pass, at most one per daemon_sleep seconds (md's bitmap daemon
+ * period), none while degraded.  Only a flush that began after the
+ * previous pass may run one: a write counted out of its chunk may still
+ * be held in the RAID layer's write-behind, and the pass that clears its
+ * bit (the one after the pass that saw it start) must come after a flush
+ * that was asked for once it was held, so that wrote it out. */
+static void md_bm_after_flush(struct md_array *a, uint64_t begun)
+{
+	uint64_t now, period;
+
+	if (!a->bm)
+		return;
+	now = md_now_ns();
+	period = (uint64_t)md_bitmap_header(a->bm)->daemon_sleep * 1000000000u;
+	if (pthread_mutex_trylock(&a->lock) != 0)
+		return; /* busy: the next flush will do */
+	if (begun >= a->bm_pass_ns && now - a->bm_pass_ns >= period && !md_degraded(a)) {
+		a->bm_pass_ns = now;
+		md_bitmap_clear_idle(a->bm, a->events);
+	}
+	pthread_mutex_unlock(&a->lock);
 }
 
 static void md_member_failed(void *ctx, unsigned role, int err)
@@ -307,14 +412,22 @@ static int md_write(struct vol *v, const void *buf, uint64_t len, uint64_t off, 
 	struct md_array *a = to_md(v);
 	md_io_enter(a);
 	int r = md_mark_active(a);
-	return md_io_leave(a, r < 0 ? r : a->raid->ops->write(a->raid, buf, len, off, flags));
+	if (r == 0)
+		r = md_bm_start(a, off, len);
+	if (r == 0)
+		r = md_bm_end(a, off, len, a->raid->ops->write(a->raid, buf, len, off, flags));
+	return md_io_leave(a, r);
 }
 
 static int md_flush(struct vol *v)
 {
 	struct md_array *a = to_md(v);
 	md_io_enter(a);
-	return md_io_leave(a, vol_flush(a->raid));
+	uint64_t begun = md_now_ns();
+	int r = vol_flush(a->raid);
+	if (r == 0)
+		md_bm_after_flush(a, begun);
+	return md_io_leave(a, r);
 }
 
 static int md_trim(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
@@ -322,7 +435,11 @@ static int md_trim(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
 	struct md_array *a = to_md(v);
 	md_io_enter(a);
 	int r = md_mark_active(a);
-	return md_io_leave(a, r < 0 ? r : vol_trim(a->raid, len, off, flags));
+	if (r == 0)
+		r = md_bm_start(a, off, len);
+	if (r == 0)
+		r = md_bm_end(a, off, len, vol_trim(a->raid, len, off, flags));
+	return md_io_leave(a, r);
 }
 
 static int md_write_zeroes(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
@@ -330,7 +447,11 @@ static int md_write_zeroes(struct vol *v, uint64_t len, uint64_t off, unsigned f
 	struct md_array *a = to_md(v);
 	md_io_enter(a);
 	int r = md_mark_active(a);
-	return md_io_leave(a, r < 0 ? r : vol_write_zeroes(a->raid, len, off, flags));
+	if (r == 0)
+		r = md_bm_start(a, off, len);
+	if (r == 0)
+		r = md_bm_end(a, off, len, vol_write_zeroes(a->raid, len, off, flags));
+	return md_io_leave(a, r);
 }
 
 static void md_free(struct md_array *a)
@@ -344,6 +465,7 @@ static void md_free(struct md_array *a)
 	free(a->m);
 	free(a->spare);
 	free(a->retired);
+	md_bitmap_free(a->bm);
 	pthread_cond_destroy(&a->rec_cond);
 	pthread_mutex_destroy(&a->lock);
 	pthread_cond_destroy(&a->io_cond);
@@ -382,6 +504,10 @@ static void md_close(struct vol *v)
 		/* Data durable first, then the clean mark. */
 		int r = vol_flush(a->raid);
 		pthread_mutex_lock(&a->lock);
+		/* Every write done and durable: the bitmap ends clear, with
+		 * events_cleared at the events the clean mark takes. */
+		if (r == 0 && a->bm && !md_degraded(a))
+			md_bitmap_clear_all(a->bm, a->events + 1);
 		if (r == 0)
 			r = md_array_sync(a, false);
 		pthread_mutex_unlock(&a->lock);
@@ -418,27 +544,61 @@ struct vol *md_array_raid(struct vol *v)
 	return v->ops == &md_ops ? to_md(v)->raid : NULL;
 }
 
-/* Make the copies of an array found unclean agree before anyone uses
- * it: read every block (from one copy) and write it back (to all).
- * The array is marked active by the first write and, once this is
- * done, may be marked clean at close.  Runs before the array is
- * served, so no client write can race with it. */
-static int md_resync(struct md_array *a)
+/* Read array bytes [from, to) (from one copy) and write them back (to
+ * all), in pieces of the buffer's size. */
+static int md_resync_range(struct md_array *a, void *buf, uint64_t piece, uint64_t from,
+                           uint64_t to)
 {
-	const uint64_t piece = 1u << 20;
-	uint64_t size = a->vol.size;
-	void *buf;
 	int r = 0;
 
-	if (posix_memalign(&buf, 4096, piece))
-		return -ENOMEM;
-	log_warn("%s: array was not shut down cleanly; resyncing its %llu bytes", a->vol.name,
-	         (unsigned long long)size);
-	for (uint64_t off = 0; off < size && r == 0; off += piece) {
-		uint64_t len = size - off < piece ? size - off : piece;
+	for (uint64_t off = from; off < to && r == 0; off += piece) {
+		uint64_t len = to - off < piece ? to - off : piece;
 		r = vol_read(a->raid, buf, len, off);
 		if (r == 0)
 			r = vol_write(&a->vol, buf, len, off, 0);
+	}
+	return r;
+}
+
+/* Make the copies of an array found unclean agree before anyone uses
+ * it: read every block (from one copy) and write it back (to all) — or,
+ * with a bitmap found up to date, only the blocks of the chunks whose
+ * bits are set (the others saw no write in flight at the crash).  The
+ * array is marked active first and, once this is done, may be marked
+ * clean at close.  Runs before the array is served, so no client write
+ * can race with it. */
+static int md_resync(struct md_array *a)
+{
+	const uint64_t piece = 1u << 20;
+	uint64_t size = a->vol.size, done = 0;
+	void *buf;
+	int r;
+
+	if (posix_memalign(&buf, 4096, piece))
+		return -ENOMEM;
+	r = md_mark_active(a);
+	if (r == 0 && a->bm && a->bm_trusted) {
+		const struct md_bitmap_info *h = md_bitmap_header(a->bm);
+		uint64_t n = md_bitmap_chunks(a->bm), dirty = md_bitmap_dirty(a->bm);
+		log_warn("%s: array was not shut down cleanly; resyncing the %llu of %llu "
+		         "write-intent bitmap chunks that are dirty (chunk %u bytes)",
+		         a->vol.name, (unsigned long long)dirty, (unsigned long long)n,
+		         h->chunksize);
+		for (uint64_t c = 0; c < n && r == 0; c++) {
+			uint64_t off, len;
+			if (!md_bitmap_test(a->bm, c))
+				continue;
+			md_bitmap_unmap(&a->bmg, c * h->chunksize, (c + 1) * h->chunksize, &off,
+			                &len);
+			r = md_resync_range(a, buf, piece, off, off + len);
+			done += len;
+		}
+	} else if (r == 0) {
+		log_warn("%s: array was not shut down cleanly; resyncing its %llu bytes%s",
+		         a->vol.name, (unsigned long long)size,
+		         a->bm ? " (its write-intent bitmap is out of date)" : "");
+		r = md_resync_range(a, buf, piece, 0, size);
+		done = size;
 	}
 	if (r == 0)
 		r = vol_flush(a->raid);
@@ -446,6 +606,11 @@ static int md_resync(struct md_array *a)
 	if (r < 0)
 		return err_set(r, "%s: resync failed: %s", a->vol.name, strerror(-r));
 	a->unclean = false;
+	pthread_mutex_lock(&a->lock);
+	if (a->bm && !md_degraded(a))
+		md_bitmap_clear_all(a->bm, a->events);
+	pthread_mutex_unlock(&a->lock);
+	log_info("%s: resync done (%llu bytes rewritten)", a->vol.name, (unsigned long long)done);
 	return 0;
 }
 
@@ -664,8 +829,6 @@ static void md_rec_run(struct md_array *a)
 
 /* ---- checks: md's sync_action "check" and "repair" ---- */
 
-static uint64_t md_now_ns(void);
-
 #define MD_CHECK_SHOW_MAX 20 /* mismatches logged, then only counted */
 
 static void md_scrub_mismatch(void *ctx, uint64_t off, uint64_t len)
@@ -800,6 +963,135 @@ static int md_rec_start(struct md_array *a)
 		               strerror(r));
 	a->rec_started = true;
 	return 0;
+}
+
+/* A writable start of an array whose superblock (fresh) records an
+ * internal write-intent bitmap: a->bm is kept up from now on, and
+ * a->bm_trusted says whether its bits may guide a resync (found valid on
+ * some member and not behind the superblock's events; the bits of every
+ * such member are merged).  One that is out of date starts over, all
+ * clear with the array's events (a resync due now covers everything).
+ * One that cannot be used at all is warned about and left alone: a crash
+ * then costs a full resync, as before. */
+static void md_bm_load(struct md_array *a, const struct md_super *fresh)
+{
+	const struct md_sb1 *raw = (const struct md_sb1 *)fresh->raw;
+	int32_t bo = (int32_t)md_le32(raw->bitmap_offset);
+	int32_t bb = (int32_t)md_le32(raw->bblog_offset);
+	struct md_bitmap_io io = {.write = md_bm_io_write, .ctx = a};
+	struct md_bitmap_info ref, h;
+	struct md_bitmap *b = NULL;
+	uint64_t end, room, ref_events = 0;
+	uint32_t unit = 512;
+	uint8_t *buf = NULL;
+	char why[256] = "no member holds a valid one";
+	bool have = false;
+	int r;
+
+	if (!(fresh->feature_map & MD_FEATURE_BITMAP_OFFSET) || a->readonly)
+		return;
+	if (md_bitmap_geom_init(&a->bmg, a->level, a->n, fresh->chunk, a->size, a->vol.size) <
+	    0) {
+		log_warn("%s: a write-intent bitmap on a %s array is not used", a->vol.name,
+		         md_level_name(a->level));
+		return;
+	}
+	for (unsigned i = 0; i < a->n; i++)
+		if (a->m[i].vol && a->m[i].vol->block_min > unit)
+			unit = a->m[i].vol->block_min;
+	a->bm_at = (fresh->super_offset + (uint64_t)(int64_t)bo) * 512;
+	end = fresh->data_offset * 512;
+	if (md_le16(raw->bblog_size) && bb > bo &&
+	    (fresh->super_offset + (uint64_t)bb) * 512 < end)
+		end = (fresh->super_offset + (uint64_t)bb) * 512;
+	if (bo <= 0 || a->bm_at % unit || end < a->bm_at + unit) {
+		snprintf(why, sizeof(why), "bitmap offset %d does not fit (units of %u bytes)", bo,
+		         unit);
+		goto unusable;
+	}
+	room = end - a->bm_at;
+	if (posix_memalign((void **)&buf, 4096, unit)) {
+		snprintf(why, sizeof(why), "out of memory");
+		goto unusable;
+	}
+	/* The reference header: the valid one of the freshest member. */
+	for (unsigned i = 0; i < a->n; i++) {
+		struct md_member *mm = &a->m[i];
+		if (!mm->vol || mm->failed)
+			continue;
+		err_clear();
+		r = vol_read(mm->vol, buf, unit, a->bm_at);
+		if (r == 0)
+			r = md_bitmap_decode(buf, &h, mm->vol->name);
+		if (r == 0)
+			r = md_bitmap_check(&h, fresh->set_uuid, mm->vol->name);
+		if (r < 0) {
+			snprintf(why, sizeof(why), "%s", err_detail(r));
+			continue;
+		}
+		if (!have || mm->sb->events > ref_events) {
+			ref = h;
+			ref_events = mm->sb->events;
+			have = true;
+		}
+	}
+	if (!have)
+		goto unusable;
+	a->bm_trusted = ref.events >= fresh->events && !(ref.state & MD_BITMAP_STALE);
+	if (!a->bm_trusted) {
+		log_warn("%s: write-intent bitmap is out of date (events %llu, array %llu%s): "
+		         "starting it over",
+		         a->vol.name, (unsigned long long)ref.events,
+		         (unsigned long long)fresh->events,
+		         ref.state & MD_BITMAP_STALE ? ", marked stale" : "");
+		ref.events = ref.events_cleared = fresh->events;
+		ref.state &= ~(MD_BITMAP_STALE | MD_BITMAP_WRITE_ERROR);
+	}
+	err_clear();
+	r = md_bitmap_new(&ref, md_bitmap_index_size(&a->bmg), unit, room, NULL, &io,
+	                  a->vol.name, &b);
+	if (r < 0) {
+		snprintf(why, sizeof(why), "%s", err_detail(r));
+		goto unusable;
+	}
+	size_t img_len;
+	const uint8_t *img = md_bitmap_image(b, &img_len);
+	free(buf);
+	if (posix_memalign((void **)&buf, 4096, img_len)) {
+		md_bitmap_free(b);
+		buf = NULL;
+		snprintf(why, sizeof(why), "out of memory");
+		goto unusable;
+	}
+	/* Two passes over the members: merge the bits of every up-to-date
+	 * bitmap, then note which members hold exactly ours. */
+	for (int pass = 0; pass < 2; pass++)
+		for (unsigned i = 0; i < a->n; i++) {
+			struct md_member *mm = &a->m[i];
+			if (!mm->vol || mm->failed)
+				continue;
+			err_clear();
+			if (vol_read(mm->vol, buf, img_len, a->bm_at) < 0 ||
+			    md_bitmap_decode(buf, &h, mm->vol->name) < 0 ||
+			    md_bitmap_check(&h, fresh->set_uuid, mm->vol->name) < 0)
+				continue;
+			if (pass == 1)
+				mm->bm_ok = memcmp(buf, img, img_len) == 0;
+			else if (a->bm_trusted && h.chunksize == ref.chunksize &&
+			         h.events >= fresh->events && !(h.state & MD_BITMAP_STALE))
+				md_bitmap_merge(b, buf);
+		}
+	free(buf);
+	a->bm = b;
+	log_info("%s: keeping its write-intent bitmap (%llu chunks of %u bytes, %llu dirty)",
+	         a->vol.name, (unsigned long long)md_bitmap_chunks(b), ref.chunksize,
+	         (unsigned long long)md_bitmap_dirty(b));
+	return;
+unusable:
+	free(buf);
+	log_warn("%s: write-intent bitmap unusable (%s): not kept up; after a crash the whole "
+	         "array is resynced",
+	         a->vol.name, why);
 }
 
 /* One vol being probed: a member, or an array assembled in an earlier
@@ -1073,6 +1365,7 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 	         missing || recovering ? ", degraded" : "", o->readonly ? ", read-only" : "",
 	         recovering ? ", recovering" : "");
 	free(slices);
+	md_bm_load(a, fresh);
 	bool clean = md_super_clean(fresh);
 	free(fresh);
 	if (redundant && !clean) {

@@ -1,65 +1,106 @@
 #!/bin/bash
-# md-kernel-bitmap.sh — an array with a write-intent bitmap (mdadm's
-# default above 100 GiB) that uraid served and then lost without a clean
-# stop.  uraid does not update the bitmap (docs/md.md), so the kernel must
-# not trust it: with the superblocks' events ahead of the bitmap's, md
-# forces a full resync.  Shown in a linux-peer VM:
-#   1. the kernel creates a RAID1 with an internal bitmap and writes it;
-#   2. uraid serve writes new data, is killed (SIGKILL), and 4 KiB of one
-#      member's data is changed behind its back (a torn write the bitmap
-#      does not know about);
-#   3. the kernel assembles the array: it reports the bitmap out of date,
-#      resyncs the whole array, its check then finds no mismatch, and it
-#      reads what uraid wrote.
+# md-kernel-bitmap.sh — arrays with a write-intent bitmap (mdadm's default
+# above 100 GiB) that uraid served and then lost without a clean stop.
+# uraid keeps the bitmap as md does (docs/md.md), so the kernel trusts it
+# and resyncs only the chunks uraid was writing.  Shown in a linux-peer VM
+# on a RAID1 (bitmap indexed by member sectors = array sectors) and a
+# RAID5 on 3 (indexed by member sectors: array MiB 2k is member MiB k):
+#   1. the kernel creates each array with an internal bitmap (1 MiB
+#      chunks) and writes it;
+#   2. uraid serve writes the 4 MiB pattern at the start (RAID1: bitmap
+#      chunks 0-3; RAID5: 0-1), is killed (SIGKILL), and 4 KiB of the
+#      second member is changed behind its back in a dirty chunk (a torn
+#      write of a write in flight; on the RAID5, its parity block) and in
+#      chunk 20, which no write touched (the witness);
+#   3. in the guest, mdadm -X finds those chunks dirty and the bitmap's
+#      events equal to the superblock's; the kernel assembles the array
+#      without calling the bitmap out of date and resyncs from the bitmap:
+#      its check then counts the witness alone (one mismatch: the torn
+#      write was resynced; a full resync would have erased both); after a
+#      repair the check finds no mismatch, and the kernel reads what uraid
+#      wrote.
 # Skips (77) when QEMU, a kernel image or linux-peer is not available.
 MB=4
 . "$(dirname "$0")/peer-lib.sh"
 command -v mdadm >/dev/null || { echo "skip: mdadm missing"; exit 77; }
 
-add_images bm 2 200M
+add_images r1 2 32M
+add_images r5 3 32M
 {
     guest_header
-    echo "mdadm --create /dev/md0 --run --metadata=1.2 --level=1 --raid-devices=2 --bitmap=internal --bitmap-chunk=1M --assume-clean ${devs[bm]} >/tmp/c.log 2>&1 || { echo create-failed; cat /tmp/c.log; }"
-    echo "dd if=/dev/zero bs=1M count=32 2>/dev/null | tr '\\0' A | dd of=/dev/md0 bs=1M oflag=direct 2>/dev/null; sync"
-    echo "mdadm --stop /dev/md0 >/dev/null 2>&1 && echo created"
+    echo "mdadm --create /dev/md0 --run --metadata=1.2 --level=1 --raid-devices=2 --bitmap=internal --bitmap-chunk=1M --assume-clean ${devs[r1]} >/tmp/c.log 2>&1 || { echo create-failed; cat /tmp/c.log; }"
+    echo "mdadm --create /dev/md1 --run --metadata=1.2 --level=5 --chunk=64 --raid-devices=3 --bitmap=internal --bitmap-chunk=1M --assume-clean ${devs[r5]} >/tmp/c.log 2>&1 || { echo create-failed; cat /tmp/c.log; }"
+    for md in 0 1; do
+        echo "dd if=/dev/zero bs=1M count=1 2>/dev/null | tr '\\0' A | dd of=/dev/md$md bs=1M oflag=direct 2>/dev/null; sync"
+        echo "mdadm --stop /dev/md$md >/dev/null 2>&1 && echo created $md"
+    done
     echo 'exit 0'
 } > "$D/job.sh"
 run_peer "${imgs[@]}"
-grep -q "^created" <<<"$out" || { echo "$out"; echo "FAIL: the kernel did not create the array"; exit 1; }
-# shellcheck disable=SC2086
-set -- ${files[bm]}
-$URAID examine "$1" | grep -q "Internal Bitmap" || { echo "FAIL: no internal bitmap"; exit 1; }
+for md in 0 1; do
+    grep -q "^created $md" <<<"$out" || { echo "$out"; echo "FAIL: the kernel did not create md$md"; exit 1; }
+done
 
-# uraid writes the pattern over the start and is killed.
-$URAID serve -f --socket "$D/s.sock" "$@" 2>"$D/serve.log" &
-pid=$!
-for _ in $(seq 100); do [ -S "$D/s.sock" ] && break; sleep 0.1; done
-nbdcopy --flush "$D/pat" "nbd+unix:///?socket=$D/s.sock" || { echo "FAIL: nbdcopy"; exit 1; }
-kill -KILL $pid
-wait $pid 2>/dev/null || true
-$URAID examine "$1" | grep -q "State : active" || { echo "FAIL: not left active"; exit 1; }
-off=$($URAID examine "$2" | sed -n 's/ *Data Offset : \([0-9]*\) sectors/\1/p')
-head -c 4096 /dev/urandom | dd of="$2" bs=4096 seek=$(((off * 512 + (100 << 20)) / 4096)) conv=notrunc 2>/dev/null
+# uraid writes the pattern over the start of NAME and is killed; then the
+# torn write (at member MiB TORN) and the witness go onto its second member.
+serve_and_crash() {
+    local name=$1 torn=$2 pid off
+    # shellcheck disable=SC2086
+    set -- ${files[$name]}
+    $URAID examine "$1" | grep -q "Internal Bitmap" || { echo "FAIL: $name: no internal bitmap"; exit 1; }
+    rm -f "$D/s.sock"
+    $URAID serve -f --socket "$D/s.sock" "$@" 2>"$D/serve.log" &
+    pid=$!
+    for _ in $(seq 100); do [ -S "$D/s.sock" ] && break; sleep 0.1; done
+    nbdcopy --flush "$D/pat" "nbd+unix:///?socket=$D/s.sock" || { echo "FAIL: $name: nbdcopy"; exit 1; }
+    kill -KILL $pid
+    wait $pid 2>/dev/null || true
+    $URAID examine "$1" | grep -q "State : active" || { echo "FAIL: $name: not left active"; exit 1; }
+    off=$($URAID examine "$2" | sed -n 's/ *Data Offset : \([0-9]*\) sectors/\1/p')
+    for mib in "$torn" 20; do
+        head -c 4096 /dev/urandom |
+            dd of="$2" bs=4096 seek=$(((off * 512 + (mib << 20)) / 4096)) conv=notrunc 2>/dev/null
+    done
+}
+# RAID1: member MiB 2 is in dirty chunk 2.  RAID5 (left-symmetric on 3,
+# 64 KiB chunks): member MiB 1 is row 16, whose parity the second member
+# holds (16 % 3 = 1), in dirty chunk 1: the resync rewrites that parity
+# from the data, so what the kernel reads stays uraid's.
+serve_and_crash r1 2
+serve_and_crash r5 1
 
 {
     guest_header
     echo "dmesg -c >/dev/null"
-    echo "mdadm --assemble /dev/md0 ${devs[bm]} >/tmp/a.log 2>&1 || { echo assemble-failed; cat /tmp/a.log; }"
-    echo "dmesg | grep -q 'bitmap file is out of date' && echo stale-bitmap"
-    echo "for i in \$(seq 600); do [ \"\$(cat /sys/block/md0/md/sync_action)\" = idle ] && break; sleep 0.2; done"
-    echo "dmesg | grep -q 'md: md0: resync done' && echo resynced"
-    echo "echo check > /sys/block/md0/md/sync_action; sleep 0.5"
-    echo "for i in \$(seq 600); do [ \"\$(cat /sys/block/md0/md/sync_action)\" = idle ] && break; sleep 0.2; done"
-    echo "echo \"mismatch \$(cat /sys/block/md0/md/mismatch_cnt)\""
-    echo "echo \"data \$(dd if=/dev/md0 bs=1M count=\$MB 2>/dev/null | sha256sum | cut -d' ' -f1)\""
-    echo "mdadm --stop /dev/md0 >/dev/null 2>&1"
+    echo "waitidle() { for i in \$(seq 600); do [ \"\$(cat /sys/block/md\$1/md/sync_action)\" = idle ] && break; sleep 0.2; done; }"
+    echo "act() { echo \$2 > /sys/block/md\$1/md/sync_action; sleep 0.5; waitidle \$1; }"
+    for md in 0 1; do
+        name=r1; [ $md = 1 ] && name=r5
+        first=${devs[$name]%% *}
+        echo "mdadm -X $first | sed -n 's/.* \\([0-9]*\\) dirty.*/md$md dirty \\1/p'"
+        echo "bev=\$(mdadm -X $first | sed -n 's/^ *Events : //p'); sev=\$(mdadm -E $first | sed -n 's/^ *Events : //p')"
+        echo "[ -n \"\$bev\" ] && [ \"\$bev\" = \"\$sev\" ] && echo md$md events-match"
+        echo "mdadm --assemble /dev/md$md ${devs[$name]} >/tmp/a.log 2>&1 || { echo assemble-failed; cat /tmp/a.log; }"
+        echo "dmesg | grep -q 'md$md: bitmap file is out of date' && echo md$md stale-bitmap"
+        echo "waitidle $md"
+        echo "dmesg | grep -q 'md: md$md: resync done' && echo md$md resynced"
+        echo "act $md check; echo \"md$md witness \$(cat /sys/block/md$md/md/mismatch_cnt)\""
+        echo "act $md repair; act $md check; echo \"md$md mismatch \$(cat /sys/block/md$md/md/mismatch_cnt)\""
+        echo "echo \"md$md data \$(dd if=/dev/md$md bs=1M count=\$MB 2>/dev/null | sha256sum | cut -d' ' -f1)\""
+        echo "mdadm --stop /dev/md$md >/dev/null 2>&1"
+    done
     echo 'exit 0'
 } > "$D/job.sh"
 run_peer "${imgs[@]}"
 fail=0
-for w in stale-bitmap resynced "mismatch 0" "data $want"; do
-    grep -q "^$w" <<<"$out" || { echo "FAIL: expected '$w' from the kernel"; fail=1; }
+# One witness block: raid1 checks in 64 KiB blocks (128 sectors), raid5 in
+# 4 KiB stripes (8 sectors).
+for w in "md0 dirty 4" "md0 events-match" "md0 resynced" "md0 witness 128" "md0 mismatch 0" \
+    "md0 data $want" "md1 dirty 2" "md1 events-match" "md1 resynced" "md1 witness 8" \
+    "md1 mismatch 0" "md1 data $want"; do
+    grep -q "^$w\$" <<<"$out" || { echo "FAIL: expected '$w' from the kernel"; fail=1; }
 done
+grep "stale-bitmap" <<<"$out" && { echo "FAIL: the kernel found our bitmap out of date"; fail=1; }
 [ $fail = 0 ] || echo "$out"
-[ $fail = 0 ] && echo "ok: the kernel finds the bitmap out of date, resyncs all, 0 mismatches, reads uraid's data"
+[ $fail = 0 ] && echo "ok: the kernel trusts uraid's bitmap on RAID1 and RAID5 (the written chunks dirty, events equal, not out of date), resyncs from it alone, 0 mismatches after repair, reads uraid's data"
 exit $fail
