@@ -25,11 +25,15 @@ void log_msg(enum log_level lvl, const char *fmt, ...)
 
 int err_set(int err, const char *fmt, ...)
 {
+	char msg[sizeof(err_buf)];
 	va_list ap;
 
+	/* Formatted apart first: the arguments may include err_detail(),
+	 * which is err_buf itself ("%s: %s", name, err_detail(r)). */
 	va_start(ap, fmt);
-	vsnprintf(err_buf, sizeof(err_buf), fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	memcpy(err_buf, msg, sizeof(msg));
 	return err;
 }
 

@@ -30,6 +30,8 @@
 #define LUKS2_STRIPES 4000u
 #define LUKS2_AREA_ALIGN 4096u
 #define LUKS2_DIGEST_MAX_MS 125u
+#define LUKS2_ARGON2_MAX_MEMORY (4u << 20) /* KiB: cryptsetup's limit, 4 GiB */
+#define LUKS2_ARGON2_MAX_CPUS 64u
 
 /* The binary header (all integers big-endian). */
 struct luks2_bin {
@@ -202,6 +204,12 @@ static int luks2_parse_kdf(json_object *k, struct luks_kdf *kdf)
 	if (ju32(k, "time", &kdf->iterations) < 0 || ju32(k, "memory", &kdf->memory) < 0 ||
 	    ju32(k, "cpus", &kdf->cpus) < 0)
 		return -EINVAL;
+	/* What an unlock would allocate and start, bounded before it does:
+	 * argon2 touches every KiB of its memory and runs a thread per lane,
+	 * and a header could ask for 4 TiB or 2^24 lanes. */
+	if (kdf->iterations == 0 || kdf->cpus == 0 || kdf->cpus > LUKS2_ARGON2_MAX_CPUS ||
+	    kdf->memory < 8 * kdf->cpus || kdf->memory > LUKS2_ARGON2_MAX_MEMORY)
+		return -EINVAL;
 	return 0;
 }
 
@@ -295,6 +303,13 @@ static int luks2_parse(struct luks_hdr *h)
 	if (!ks || !dg || !sg || !cfg || !jget(j, "tokens"))
 		return err_set(-EINVAL, "LUKS2 metadata lacks keyslots, digests, "
 		                        "segments, tokens or config");
+	/* json_object_object_foreach() needs objects (on anything else it
+	 * dereferences NULL). */
+	if (!json_object_is_type(ks, json_type_object) ||
+	    !json_object_is_type(dg, json_type_object) ||
+	    !json_object_is_type(sg, json_type_object))
+		return err_set(-EINVAL,
+		               "LUKS2 metadata: keyslots, digests or segments is not an object");
 	if (ju64(cfg, "json_size", &json_size) < 0 || json_size != h->hdr_size - LUKS2_BIN_SIZE ||
 	    ju64(cfg, "keyslots_size", &h->keyslots_size) < 0 ||
 	    h->keyslots_size % LUKS2_AREA_ALIGN)
@@ -365,12 +380,26 @@ static int luks2_parse(struct luks_hdr *h)
 			return err_set(-EINVAL, "segment %d: bad offset", seg_id);
 		strcpy(s->cipher, enc);
 		h->data_offset = s->offset;
+		/* Key material inside the data segment: the first write of
+		 * data destroys it (and a key slot written there later would
+		 * overwrite data). */
+		for (int k = 0; k < LUKS_SLOTS_MAX; k++) {
+			const struct luks_keyslot *sl = &h->slots[k];
+			if (sl->active && sl->area_offset + sl->area_size > s->offset &&
+			    (!s->size || sl->area_offset < s->offset ||
+			     sl->area_offset - s->offset < s->size))
+				return err_set(-EINVAL,
+				               "key slot %d: area overlaps data segment %d", k,
+				               seg_id);
+		}
 		/* The volume key size is that of the key slots bound to the
 		 * digest that lists this segment. */
 		json_object_object_foreach(dg, gkey, gval)
 		{
 			json_object *segs = jget(gval, "segments");
 			int gid = luks2_id(gkey);
+			if (segs && !json_object_is_type(segs, json_type_array))
+				return err_set(-EINVAL, "digest %d: segments is not an array", gid);
 			for (size_t i = 0; segs && i < json_object_array_length(segs); i++) {
 				const char *sk =
 				    json_object_get_string(json_object_array_get_idx(segs, i));
@@ -637,6 +666,12 @@ static int luks2_area_find(const struct luks_hdr *h, uint64_t size, uint64_t *of
 	uint64_t start = 2 * h->hdr_size, end = start + h->keyslots_size;
 	uint64_t cand = start;
 	bool moved = true;
+
+	/* Never into the data segment, whatever keyslots_size says. */
+	if (end < start)
+		end = UINT64_MAX;
+	if (h->seg.cipher[0] && h->seg.offset < end)
+		end = h->seg.offset;
 
 	while (moved) {
 		moved = false;

@@ -142,7 +142,10 @@ int md_super_check(const struct md_super *s, uint64_t member_bytes, const char *
 		return err_set(-EINVAL, "%s: RAID0 layout flag on a level %d array", name,
 		               s->level);
 	if (s->level == 0 || s->level == 10 || s->level >= 4) {
-		if (s->chunk == 0 || (s->level == 10 && !is_pow2(s->chunk)))
+		/* In bytes the chunk must fit 32 bits (raid_geom.chunk): a
+		 * larger one would wrap into a different, wrong geometry. */
+		if (s->chunk == 0 || s->chunk > UINT32_MAX / 512 ||
+		    (s->level == 10 && !is_pow2(s->chunk)))
 			return err_set(-EUCLEAN, "%s: md chunk size %u sectors is invalid", name,
 			               s->chunk);
 	}

@@ -1,7 +1,8 @@
 /* test_luks.c — the LUKS building blocks and the LUKS2 life cycle on a
  * memory member: AF split/merge, PBKDF2 known answers, the key-slot area
  * cipher against the data-path crypt vol, format / unlock / add / change /
- * remove, payload round trip, and header damage (one copy, both copies).
+ * remove, payload round trip, header damage (one copy, both copies), and
+ * JSON of the wrong shape.
  * Interop with cryptsetup and qemu is in tests/sh/luks-*.sh. */
 #include "check.h"
 
@@ -11,6 +12,8 @@
 #include "member/member.h"
 
 #include <errno.h>
+#include <openssl/evp.h>
+#include <stdio.h>
 #include <string.h>
 
 static struct luks_secret *secret(const char *s)
@@ -233,6 +236,81 @@ static void test_lifecycle(uint32_t sector, uint32_t key_bytes, const struct luk
 	vol_close(dev);
 }
 
+/* Replace the first `from` in both LUKS2 JSON areas by `to` and give
+ * both copies their checksums again: a header as a foreign tool (or a
+ * damaged disk) could have written it. */
+static void rewrite_json(struct vol *dev, const char *from, const char *to)
+{
+	static unsigned char area[16384], json[12288];
+	static const unsigned char zero[64];
+
+	for (uint64_t off = 0; off <= 16384; off += 16384) {
+		CHECK_EQ(vol_read(dev, area, sizeof(area), off), 0);
+		char *j = (char *)area + 4096, *at = strstr(j, from);
+		CHECK(at != NULL);
+		if (!at)
+			return;
+		size_t head = (size_t)(at - j);
+		memset(json, 0, sizeof(json));
+		memcpy(json, j, head);
+		snprintf((char *)json + head, sizeof(json) - head, "%s%s", to, at + strlen(from));
+		memcpy(area + 4096, json, sizeof(json));
+		EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+		CHECK(ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) &&
+		      EVP_DigestUpdate(ctx, area, 448) && EVP_DigestUpdate(ctx, zero, 64) &&
+		      EVP_DigestUpdate(ctx, area + 512, sizeof(area) - 512) &&
+		      EVP_DigestFinal_ex(ctx, area + 448, NULL));
+		EVP_MD_CTX_free(ctx);
+		CHECK_EQ(vol_write(dev, area, sizeof(area), off, 0), 0);
+	}
+}
+
+/* JSON that parses but says the wrong thing (tests/fuzz/fuzz_luks.c
+ * findings): refused with a reason, never a crash. */
+static void test_json_shapes(void)
+{
+	static const struct {
+		const char *from, *to, *why;
+		bool argon;
+	} cases[] = {
+	    /* were NULL dereferences in json_object_object_foreach */
+	    {"\"keyslots\":{", "\"keyslots\":[],\"k\":{", "is not an object"},
+	    {"\"segments\":{\"0\"", "\"segments\":7,\"s\":{\"0\"", "is not an object"},
+	    /* was an assertion failure in json_object_array_length */
+	    {"\"segments\":[\"0\"]", "\"segments\":{\"0\":0}", "segments is not an array"},
+	    /* key material inside the data segment */
+	    {"\"offset\":\"16777216\"", "\"offset\":\"65536\"",
+	     "key slot 0: area overlaps data segment 0"},
+	    /* argon2 asking for 4 TiB or 2^24 lanes, before an unlock tries */
+	    {"\"memory\":1024", "\"memory\":4294967295", "key slot 0: bad kdf", true},
+	    {"\"cpus\":1", "\"cpus\":16777215", "key slot 0: bad kdf", true},
+	};
+	struct luks_secret *pw = secret("pw");
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct luks2_format_opts fo = {.key_bytes = 32,
+		                               .sector_size = 512,
+		                               .pbkdf = cases[i].argon ? fast_argon : fast_pbkdf2};
+		struct luks_hdr *h = NULL;
+		struct vol *dev;
+		CHECK_EQ(mem_member_open("20M", 0, &dev), 0);
+		CHECK_EQ(luks2_format(dev, &fo, pw), 0);
+		CHECK_EQ(luks_load(dev, &h), 0);
+		luks_hdr_free(h);
+		h = NULL;
+		rewrite_json(dev, cases[i].from, cases[i].to);
+		err_clear();
+		CHECK_EQ(luks_load(dev, &h), -EINVAL);
+		/* the reason, once, after the device name */
+		const char *d = err_detail(-EINVAL);
+		CHECK(strstr(d, cases[i].why) != NULL);
+		CHECK(strncmp(d, dev->name, strlen(dev->name)) == 0 &&
+		      strstr(d + 1, dev->name) == NULL);
+		vol_close(dev);
+	}
+	luks_secret_free(pw);
+}
+
 int main(void)
 {
 	log_verbosity = LOG_ERROR;
@@ -243,5 +321,6 @@ int main(void)
 	test_lifecycle(512, 64, &fast_argon);
 	test_lifecycle(4096, 32, &fast_pbkdf2);
 	test_lifecycle(4096, 64, &fast_argon);
+	test_json_shapes();
 	return check_done();
 }

@@ -185,6 +185,16 @@ static void dmg_super_offset(uint8_t *buf)
 	fix_csum(buf);
 }
 
+/* A raid0 chunk of 4 GiB + 4 KiB: in bytes it wraps 32 bits to 4 KiB, a
+ * different geometry (a fuzz_md finding). */
+static void dmg_chunk_wrap(uint8_t *buf)
+{
+	struct md_sb1 *sb = (struct md_sb1 *)buf;
+	sb->level = htole32(0);
+	sb->chunksize = htole32((1u << 23) + 8);
+	fix_csum(buf);
+}
+
 static void test_damage(void)
 {
 	expect_bad(dmg_csum, -EUCLEAN, "checksum");
@@ -196,6 +206,7 @@ static void test_damage(void)
 	expect_bad(dmg_maxdev, -EUCLEAN, "max_dev");
 	expect_bad(dmg_level, -EINVAL, "level");
 	expect_bad(dmg_super_offset, -EINVAL, "v1.2");
+	expect_bad(dmg_chunk_wrap, -EUCLEAN, "chunk size");
 }
 
 static void test_read_from_member(void)

@@ -1,0 +1,296 @@
+/* fuzz_md.c — libFuzzer target for what a read-only start does with the
+ * md members of a foreign disk: md v1.2 superblock decoding and checking
+ * (src/format/md.c), assembly (md_assemble_all() with readonly set, as
+ * `uraid serve --readonly` calls it) and reads through whatever array
+ * assembles, degraded ones included.
+ *
+ * Input:
+ *   byte 0    flags: bits 0-1 members - 1 (1 to 4); bit 2 run_degraded;
+ *             bit 3 fix the checksum of every md superblock in the blobs
+ *             (else the fuzzer rarely gets past md_super_check); bit 4
+ *             members have 4096-byte blocks (else 512); bit 7 one member
+ *             (bits 5-6 pick it) fails every read past its superblock
+ *   then per member, 6 bytes: le32 member size in 512-byte sectors, le16
+ *             blob length
+ *   then the blobs, one per member in order (the last may be cut short by
+ *             the end of the input)
+ * A member reads as its blob at byte 4096 (where v1.2 keeps the
+ * superblock: blob byte 0 is the superblock's first byte, and with a small
+ * data_offset the data area, and a nested array's superblock, follow in
+ * the same blob) and zeros everywhere else; its size is the given one,
+ * raised to hold the blob and capped at 1 TiB (nothing is allocated for
+ * it).
+ *
+ * The member vols check the vol contract and abort when it is broken, and
+ * abort on any write: a read-only start must not change a byte.  Every
+ * error must come back as a clean errno.
+ *
+ * Build and run: tests/sh/format-fuzz.sh (clang -fsanitize=fuzzer,...). */
+#include "core/log.h"
+#include "core/vol.h"
+#include "format/md.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FUZZ_MAX_MEMBERS 4
+#define FUZZ_BLOB_AT 4096u
+#define FUZZ_MEMBER_MAX (1ull << 40)
+#define FUZZ_READ_MAX (64u << 10)
+
+struct fuzz_member {
+	struct vol vol;
+	const unsigned char *blob;
+	size_t blob_len;
+	uint64_t fail_from; /* reads reaching past here fail with EIO */
+};
+
+static void contract_broken(const struct vol *v, const char *op, uint64_t len, uint64_t off)
+{
+	fprintf(stderr, "fuzz_md: %s reached %s with off=%llu len=%llu (size %llu, block_min %u)\n",
+	        op, v->name, (unsigned long long)off, (unsigned long long)len,
+	        (unsigned long long)v->size, v->block_min);
+	abort();
+}
+
+static int fm_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
+{
+	struct fuzz_member *m = container_of(v, struct fuzz_member, vol);
+	uint64_t b0 = FUZZ_BLOB_AT, b1 = FUZZ_BLOB_AT + m->blob_len;
+
+	if (!vol_range_ok(v, len, off) || off % v->block_min || len % v->block_min)
+		contract_broken(v, "read", len, off);
+	if (off + len > m->fail_from)
+		return -EIO;
+	memset(buf, 0, len);
+	if (off < b1 && off + len > b0) {
+		uint64_t from = off > b0 ? off : b0, to = off + len < b1 ? off + len : b1;
+		memcpy((unsigned char *)buf + (from - off), m->blob + (from - b0), to - from);
+	}
+	return 0;
+}
+
+static int fm_write(struct vol *v, const void *buf, uint64_t len, uint64_t off, unsigned flags)
+{
+	(void)buf;
+	(void)flags;
+	contract_broken(v, "write (read-only start)", len, off);
+	return -EROFS;
+}
+
+static int fm_trim(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
+{
+	(void)flags;
+	contract_broken(v, "trim (read-only start)", len, off);
+	return -EROFS;
+}
+
+static int fm_flush(struct vol *v)
+{
+	(void)v;
+	return 0;
+}
+
+static void fm_close(struct vol *v)
+{
+	struct fuzz_member *m = container_of(v, struct fuzz_member, vol);
+	vol_fini(v);
+	free(m);
+}
+
+static const struct vol_ops fm_ops = {
+    .kind = "fuzz",
+    .read = fm_read,
+    .write = fm_write,
+    .flush = fm_flush,
+    .trim = fm_trim,
+    .write_zeroes = fm_trim,
+    .close = fm_close,
+};
+
+static bool verbose; /* FUZZ_VERBOSE set: say what each input did */
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	(void)argc;
+	(void)argv;
+	verbose = getenv("FUZZ_VERBOSE") != NULL;
+	log_verbosity =
+	    verbose ? LOG_DEBUG : -1; /* damaged superblocks are expected: no warnings */
+	return 0;
+}
+
+static uint32_t le32_at(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Give every md superblock in blob (at a 512-byte boundary of the member)
+ * the checksum it should have, so that mutations reach the checks behind
+ * the checksum. */
+static void fix_csums(unsigned char *blob, size_t len)
+{
+	unsigned char sb[MD_SB_BLOCK];
+
+	for (size_t at = 0; at + 256 <= len; at += 512) {
+		if (le32_at(blob + at) != MD_SB_MAGIC)
+			continue;
+		size_t n = len - at < MD_SB_BLOCK ? len - at : MD_SB_BLOCK;
+		memset(sb, 0, sizeof(sb));
+		memcpy(sb, blob + at, n);
+		uint32_t c = htole32(md_sb_csum(sb));
+		size_t co = offsetof(struct md_sb1, sb_csum);
+		memcpy(blob + at + co, &c, 4);
+	}
+}
+
+/* What `uraid examine` does with a member: decode whatever is there,
+ * check it, print its fields (formatting only: the output is dropped). */
+static void examine(struct vol *v)
+{
+	struct md_super *s = malloc(sizeof(*s));
+	char uuid[36], line[512];
+
+	if (!s)
+		return;
+	err_clear();
+	if (md_super_read(v, s) == -ENOENT) {
+		free(s);
+		return;
+	}
+	md_uuid_format(s->set_uuid, uuid);
+	const char *lvl = md_level_name(s->level);
+	snprintf(line, sizeof(line), "%s %s %s %u %u %08x %d", uuid, s->set_name,
+	         lvl ? lvl : "-unknown-", md_super_role(s), s->raid_disks, md_sb_csum(s->raw),
+	         md_super_clean(s));
+	free(s);
+}
+
+static int count_run(void *arg, uint64_t run_len, unsigned flags)
+{
+	(void)run_len;
+	(void)flags;
+	return ++*(int *)arg >= 64; /* enough */
+}
+
+/* Read the start, middle and end of an assembled vol, and ask for the
+ * extents of its start. */
+static void read_some(struct vol *v)
+{
+	uint64_t len = v->size < FUZZ_READ_MAX ? v->size : FUZZ_READ_MAX;
+	uint64_t at[3];
+	void *buf;
+
+	if (v->block_max && len > v->block_max)
+		len = v->block_max;
+	len -= len % v->block_min;
+	if (!len)
+		return;
+	int runs = 0;
+	vol_extents(v, len, 0, count_run, &runs);
+	if (posix_memalign(&buf, 4096, len))
+		return;
+	at[0] = 0;
+	at[1] = v->size / 2 / v->block_min * v->block_min;
+	at[2] = v->size - len;
+	for (int i = 0; i < 3; i++) {
+		uint64_t off = at[i];
+		if (off + len > v->size)
+			off = v->size - len;
+		int e = vol_read(v, buf, len, off);
+		if (verbose)
+			fprintf(stderr, "fuzz_md:   read %llu at %llu: %d\n",
+			        (unsigned long long)len, (unsigned long long)off, e);
+	}
+	free(buf);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct vol *vols[FUZZ_MAX_MEMBERS];
+	struct vol **out = NULL;
+	unsigned char *blobs;
+	size_t pos, bpos;
+	int n, nout = 0, r;
+
+	if (size < 1)
+		return 0;
+	uint8_t flags = data[0];
+	n = (flags & 3) + 1;
+	pos = 1;
+	if (size < pos + 6 * (size_t)n)
+		return 0;
+	blobs = malloc(size);
+	if (!blobs)
+		return 0;
+	memcpy(blobs, data, size);
+	bpos = pos + 6 * (size_t)n;
+	for (int i = 0; i < n; i++) {
+		const uint8_t *h = data + pos + 6 * (size_t)i;
+		uint64_t sectors = le32_at(h);
+		size_t blen = (size_t)h[4] | (size_t)h[5] << 8;
+		uint32_t bmin = flags & 0x10 ? 4096 : 512;
+		struct fuzz_member *m = calloc(1, sizeof(*m));
+		char name[8];
+
+		if (!m)
+			abort();
+		if (blen > size - bpos)
+			blen = size - bpos;
+		if (flags & 0x08)
+			fix_csums(blobs + bpos, blen);
+		m->blob = blobs + bpos;
+		m->blob_len = blen;
+		bpos += blen;
+		uint64_t bytes = sectors * 512;
+		if (bytes < FUZZ_BLOB_AT + blen)
+			bytes = FUZZ_BLOB_AT + blen;
+		if (bytes > FUZZ_MEMBER_MAX)
+			bytes = FUZZ_MEMBER_MAX;
+		bytes = (bytes + bmin - 1) / bmin * bmin;
+		m->fail_from = (flags & 0x80) && ((flags >> 5) & 3) == i
+		                   ? FUZZ_BLOB_AT + MD_SB_BLOCK
+		                   : UINT64_MAX;
+		snprintf(name, sizeof(name), "m%d", i);
+		if (vol_init(&m->vol, &fm_ops, name, bytes, bmin, VOL_CAP_READONLY) < 0)
+			abort();
+		m->vol.block_max = 1u << 30;
+		vols[i] = &m->vol;
+	}
+
+	for (int i = 0; i < n; i++)
+		examine(vols[i]);
+
+	struct md_assemble_opts o = {.readonly = true, .run_degraded = flags & 0x04};
+	err_clear();
+	r = md_assemble_all(vols, n, &o, &out, &nout);
+	if (verbose)
+		fprintf(stderr, "fuzz_md: %d members: %s, %d vol(s)\n", n,
+		        r < 0 ? err_detail(r) : "assembled", r < 0 ? 0 : nout);
+	if (r < 0) {
+		/* A clean rejection: a negative errno. */
+		if (r < -4095)
+			abort();
+	} else {
+		if (nout < 1 || nout > n)
+			abort();
+		for (int i = 0; i < nout; i++) {
+			struct vol *v = out[i];
+			struct md_array_info info;
+			if (md_array_raid(v) && md_array_info(v, &info) == 0)
+				md_array_info_free(&info);
+			if (!(v->caps & VOL_CAP_READONLY) && md_array_raid(v))
+				abort(); /* a read-only start gave a writable array */
+			if (verbose)
+				fprintf(stderr, "fuzz_md:   %s: %s, %llu bytes\n", v->name,
+				        v->ops->kind, (unsigned long long)v->size);
+			read_some(v);
+			vol_close(v);
+		}
+		free(out);
+	}
+	free(blobs);
+	return 0;
+}
