@@ -9,6 +9,7 @@
 #include "stack.h"
 
 #include "core/log.h"
+#include "core/units.h"
 #include "member/member.h"
 #include "nbd/server.h"
 
@@ -75,6 +76,11 @@ static void serve_usage(FILE *f)
 		"  --degraded             start arrays that are missing members\n"
 		"  --no-rebuild           do not recover md members online (members being\n"
 		"                         rebuilt and spares are left out; `uraid rebuild`)\n"
+		"  --sync-speed-max RATE  md's speed_limit_max: online recoveries and checks\n"
+		"                         go at most RATE bytes/s of each member (e.g. 200M;\n"
+		"                         default: no limit)\n"
+		"  --sync-speed-min RATE  md's speed_limit_min: while clients use the array,\n"
+		"                         at most RATE (default: no limit)\n"
 		"NBD:\n"
 		"  --export-name NAME     export name accepted besides \"\" (default \"\")\n"
 		"  --threads N            worker threads per connection (default 16)\n"
@@ -119,7 +125,7 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 {
 	enum { OPT_SOCKET = 256, OPT_PORT, OPT_BIND, OPT_RUN, OPT_STDIO, OPT_PIDFILE,
 	       OPT_DIRECT, OPT_KEYFILE, OPT_DEGRADED, OPT_THREADS, OPT_EXPORT, OPT_MAXCONN,
-	       OPT_HSTIMEOUT, OPT_TLS, OPT_TLS_PSK, OPT_TLS_CERTS, OPT_TLS_VERIFY, OPT_NOREBUILD,
+	       OPT_HSTIMEOUT, OPT_TLS, OPT_TLS_PSK, OPT_TLS_CERTS, OPT_TLS_VERIFY, OPT_NOREBUILD, OPT_SYNCMIN, OPT_SYNCMAX,
 	       OPT_CONTROL };
 	static const struct option lo[] = {
 		{ "socket", required_argument, NULL, OPT_SOCKET },
@@ -135,6 +141,8 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 		{ "key-file", required_argument, NULL, OPT_KEYFILE },
 		{ "degraded", no_argument, NULL, OPT_DEGRADED },
 		{ "no-rebuild", no_argument, NULL, OPT_NOREBUILD },
+		{ "sync-speed-min", required_argument, NULL, OPT_SYNCMIN },
+		{ "sync-speed-max", required_argument, NULL, OPT_SYNCMAX },
 		{ "threads", required_argument, NULL, OPT_THREADS },
 		{ "export-name", required_argument, NULL, OPT_EXPORT },
 		{ "max-connections", required_argument, NULL, OPT_MAXCONN },
@@ -198,6 +206,15 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 			break;
 		case OPT_NOREBUILD:
 			a->stack.no_recovery = true;
+			break;
+		case OPT_SYNCMIN:
+		case OPT_SYNCMAX:
+			if (parse_size(optarg, c == OPT_SYNCMIN ? &a->stack.sync_min
+			                                        : &a->stack.sync_max) < 0) {
+				fprintf(stderr, "uraid serve: bad --%s '%s' (bytes per second: 50M)\n",
+				        c == OPT_SYNCMIN ? "sync-speed-min" : "sync-speed-max", optarg);
+				return 2;
+			}
 			break;
 		case OPT_THREADS:
 			if (parse_uint(optarg, 1, 1024, &a->nbd.threads) < 0) {
@@ -276,6 +293,10 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 	if (a->nbd.tls_verify_peer && a->nbd.tls == NBD_TLS_OFF) {
 		fprintf(stderr, "uraid serve: --tls-verify-peer %s\n",
 			tls_set ? "contradicts --tls off" : "needs --tls-certificates DIR");
+		return 2;
+	}
+	if (a->stack.sync_min && a->stack.sync_max && a->stack.sync_min > a->stack.sync_max) {
+		fprintf(stderr, "uraid serve: --sync-speed-min is above --sync-speed-max\n");
 		return 2;
 	}
 	if (optind >= argc) {

@@ -57,7 +57,9 @@ static int stack_assemble_md(struct vol **members, int n,
 {
 	struct md_assemble_opts mo = { .readonly = o->readonly,
 				       .run_degraded = o->run_degraded,
-				       .no_recovery = o->no_recovery };
+				       .no_recovery = o->no_recovery,
+				       .sync_min = o->sync_min,
+				       .sync_max = o->sync_max };
 	struct vol **vols = NULL;
 	int nvols = 0, r;
 

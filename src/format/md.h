@@ -216,6 +216,10 @@ struct md_assemble_opts {
 	bool no_recovery;  /* writable, but no online recovery: members under
 	                    * recovery and spares are left out, as read-only
 	                    * starts leave them */
+	/* md's speed_limit_min and _max for online recoveries and checks,
+	 * bytes per second of each member (0: no limit): a sync runs at most
+	 * at sync_max, and at most at sync_min while clients use the array. */
+	uint64_t sync_min, sync_max;
 };
 
 /* Find the md arrays on vols[0..n) and assemble them, repeatedly, so that

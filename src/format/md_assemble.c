@@ -107,6 +107,11 @@ struct md_array {
 	bool scrub_ended, scrub_ended_repair;
 	int scrub_status;
 	struct raid_check_report scrub_rep;
+	/* Speed limits of recoveries and checks (md_sync_throttle), and the
+	 * recovery thread's state for them. */
+	uint64_t sync_min, sync_max; /* bytes/s of each member; 0: none */
+	uint64_t sync_mark_ns, sync_mark_done;
+	unsigned sync_ops;
 	/* The gate (md_io_*): requests count themselves in io_in (a slot
 	 * per thread, so that threads do not share one counter's cache
 	 * line); while io_hold is set new ones wait at the door
@@ -114,7 +119,8 @@ struct md_array {
 	 * earlier could name). */
 	struct {
 		atomic_int n;
-		char pad[60];
+		atomic_uint ops; /* requests that entered: clients are busy */
+		char pad[56];
 	} io_in[MD_GATE_SLOTS];
 	atomic_bool io_hold;
 	pthread_mutex_t io_lock;
@@ -154,8 +160,10 @@ static void md_io_enter(struct md_array *a)
 
 	for (;;) {
 		atomic_fetch_add(&a->io_in[slot].n, 1);
-		if (!atomic_load(&a->io_hold))
+		if (!atomic_load(&a->io_hold)) {
+			atomic_fetch_add_explicit(&a->io_in[slot].ops, 1, memory_order_relaxed);
 			return;
+		}
 		atomic_fetch_sub(&a->io_in[slot].n, 1);
 		pthread_mutex_lock(&a->io_lock);
 		while (atomic_load(&a->io_hold))
@@ -695,6 +703,50 @@ static int md_rec_begin(struct md_array *a, unsigned role)
 	return r;
 }
 
+/* ---- speed limits (md's speed_limit_min / speed_limit_max) ---- */
+
+#define MD_SYNC_MARK_NS 3000000000ull /* the window a speed is taken over */
+#define MD_SYNC_NAP_US 50000u          /* naps short enough to hear a stop */
+
+static unsigned md_client_ops(struct md_array *a)
+{
+	unsigned ops = 0;
+
+	for (unsigned i = 0; i < MD_GATE_SLOTS; i++)
+		ops += atomic_load_explicit(&a->io_in[i].ops, memory_order_relaxed);
+	return ops;
+}
+
+/* A sync (a recovery, a check) has done bytes of each member since it
+ * began (begin: true at its start): hold it until it is down to its speed
+ * limit, sync_max, or sync_min when clients entered the array since the
+ * last piece, as md yields to them.  The speed is taken since a mark
+ * moved every few seconds.  Called by the recovery thread only, without
+ * a->lock; returns early once stop is set. */
+static void md_sync_throttle(struct md_array *a, uint64_t done, bool begin, atomic_bool *stop)
+{
+	uint64_t now = md_now_ns();
+	unsigned ops = md_client_ops(a);
+	bool busy = !begin && ops != a->sync_ops;
+	uint64_t limit = busy && a->sync_min ? a->sync_min : a->sync_max;
+
+	a->sync_ops = ops;
+	if (begin || now - a->sync_mark_ns >= MD_SYNC_MARK_NS || done < a->sync_mark_done) {
+		a->sync_mark_ns = now;
+		a->sync_mark_done = done;
+		return;
+	}
+	if (!limit)
+		return;
+	uint64_t due = a->sync_mark_ns +
+	               (uint64_t)((double)(done - a->sync_mark_done) * 1e9 / (double)limit);
+	while (now < due && !atomic_load(stop) && !atomic_load(&a->rec_stop)) {
+		uint64_t us = (due - now) / 1000;
+		usleep(us < MD_SYNC_NAP_US ? (useconds_t)us + 1 : MD_SYNC_NAP_US);
+		now = md_now_ns();
+	}
+}
+
 static int md_rec_progress(void *ctx, uint64_t done)
 {
 	struct md_array *a = ctx;
@@ -722,7 +774,9 @@ static int md_rec_progress(void *ctx, uint64_t done)
 		log_debug("%s: recovery at %llu of %llu bytes", a->vol.name,
 		          (unsigned long long)done, (unsigned long long)a->rec_to);
 	}
-	return stop;
+	if (!stop)
+		md_sync_throttle(a, done, false, &a->rec_stop);
+	return atomic_load(&a->rec_stop);
 }
 
 /* One rebuild of every recovering role, from the lowest offset recorded
@@ -764,6 +818,7 @@ static void md_rec_run(struct md_array *a)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	a->rec_running = true;
 	a->rec_from = from;
+	md_sync_throttle(a, from, true, &a->rec_stop);
 	a->rec_t0_ns = (uint64_t)t0.tv_sec * 1000000000u + (uint64_t)t0.tv_nsec;
 	atomic_store(&a->rec_pos, from);
 	pthread_mutex_unlock(&a->lock);
@@ -846,6 +901,10 @@ static int md_scrub_progress(void *ctx, uint64_t done)
 	struct md_array *a = ctx;
 
 	atomic_store(&a->scrub_pos, done);
+	/* The limits are per member, as md's are: the array bytes checked
+	 * so far in bytes of each member. */
+	md_sync_throttle(a, (uint64_t)((double)done * (double)(a->size * 512) / (double)a->vol.size),
+	                 false, &a->scrub_stop);
 	return atomic_load(&a->rec_stop) || atomic_load(&a->scrub_stop);
 }
 
@@ -863,6 +922,7 @@ static void md_scrub_run(struct md_array *a)
 	a->scrub_shown = 0;
 	a->scrub_t0_ns = md_now_ns();
 	atomic_store(&a->scrub_pos, 0);
+	md_sync_throttle(a, 0, true, &a->scrub_stop);
 	pthread_mutex_unlock(&a->lock);
 
 	log_info("%s: %s of %llu bytes begins, while serving", a->vol.name, what,
@@ -1198,6 +1258,8 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 	pthread_mutex_init(&a->io_lock, NULL);
 	pthread_cond_init(&a->io_cond, NULL);
 	a->recover = !o->readonly && !o->no_recovery && redundant && fresh->level != 4;
+	a->sync_min = o->sync_min;
+	a->sync_max = o->sync_max;
 	a->spare = calloc(k, sizeof(*a->spare));
 	if (!a->spare) {
 		r = -ENOMEM;
@@ -1306,7 +1368,9 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 
 	geom.level = fresh->level;
 	geom.raid_disks = a->n;
-	geom.chunk = fresh->chunk * 512;
+	/* RAID1 has no chunk, whatever the superblock says (the kernel
+	 * ignores it too): a stray one must not refuse 4 KiB-block members. */
+	geom.chunk = fresh->level == 1 ? 0 : fresh->chunk * 512;
 	geom.layout = fresh->layout;
 	if (fresh->level == 1 || fresh->level == 10 || fresh->level == 5 || fresh->level == 6)
 		geom.dev_size = fresh->size * 512;

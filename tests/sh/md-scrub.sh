@@ -11,11 +11,14 @@
 #   count on every member.
 #   On slow members: a check shows its progress in `uraid detail`, a
 #   second request is refused while it runs, and `--stop` interrupts it.
+#   Speed limits: --sync-speed-max holds a check and an online rebuild
+#   down, --sync-speed-min holds a check down while a client reads (lower
+#   bounds of time only: no machine is too fast for them).
 #   Refusals with clear errors: a repair on a read-only serve (a check is
 #   allowed there, and writes nothing), an array without redundancy, a
 #   degraded one.
 . "$(dirname "$0")/md-lib.sh"
-requires nbdcopy nbdinfo mdadm cmp md5sum python3
+requires nbdcopy nbdinfo mdadm cmp md5sum python3 fio
 
 SIZE=20M
 
@@ -100,6 +103,52 @@ done
 [ "$(jarr slow "a['last_check']['status']")" = interrupted ] || fail "slow: not interrupted: $(cat "$tmp/j")"
 stop_server "$server_pid" || fail "slow: stop"
 echo "ok: slow: progress, one at a time, stop"
+
+# Speed limits (md's speed_limit_max / _min): lower bounds only, which no
+# machine can beat (a faster one only waits more).
+SIZE=12M
+make_array lim 1 2
+start_server "$tmp/lim.sock" --control "$(ctl lim)" --sync-speed-max 4M "${files[@]}" 2> "$tmp/lim.log"
+t0=$(date +%s%N)
+"$URAID" check --wait "$(ctl lim)" > /dev/null || fail "lim: check"
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+[ "$ms" -ge 2000 ] || fail "lim: 11 MiB checked in $ms ms at --sync-speed-max 4M"
+"$URAID" fail "$(ctl lim)" "${files[1]}" > /dev/null || fail "lim: fail"
+"$URAID" remove "$(ctl lim)" "${files[1]}" > /dev/null || fail "lim: remove"
+rm "${files[1]}"
+truncate -s $SIZE "${files[1]}"
+t0=$(date +%s%N)
+"$URAID" add "$(ctl lim)" "${files[1]}" > /dev/null || fail "lim: add"
+for _ in $(seq 400); do
+    [ "$(jarr lim "a['recovering'] or a['degraded']")" = False ] && break
+    sleep 0.05
+done
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+[ "$(jarr lim "a['degraded']")" = False ] || fail "lim: not rebuilt: $(cat "$tmp/lim.log")"
+[ "$ms" -ge 2000 ] || fail "lim: 11 MiB rebuilt in $ms ms at --sync-speed-max 4M"
+stop_server "$server_pid" || fail "lim: stop"
+verify lim "$tmp/lim.data" "${files[@]}"
+
+start_server "$tmp/lim.sock" --control "$(ctl lim)" --sync-speed-min 2M "${files[@]}" 2> "$tmp/lim.log"
+fio --name=busy --ioengine=nbd --uri="nbd+unix:///?socket=$tmp/lim.sock" --rw=randread --bs=4k \
+    --iodepth=1 --size=8M --runtime=20 --time_based --rate_iops=200 > /dev/null 2>&1 & busy=$!
+for _ in $(seq 200); do
+    "$URAID" detail --json "$(ctl lim)" > "$tmp/j"
+    [ "$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['export']['connections'])" "$tmp/j")" = 1 ] && break
+    sleep 0.05
+done
+sleep 0.2
+t0=$(date +%s%N)
+"$URAID" check --wait "$(ctl lim)" > /dev/null || fail "lim: check beside a client"
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+kill $busy; wait $busy 2>/dev/null || true
+[ "$ms" -ge 3000 ] || fail "lim: 11 MiB checked beside a client in $ms ms at --sync-speed-min 2M"
+stop_server "$server_pid" || fail "lim: stop"
+out=$("$URAID" serve --sync-speed-min 2M --sync-speed-max 1M --socket "$tmp/x.sock" "${files[@]}" 2>&1) &&
+    fail "lim: min above max accepted"
+grep -q "above" <<<"$out" || fail "lim: min above max: $out"
+echo "ok: speed limits"
+SIZE=20M
 
 # Refusals.
 make_array ro 1 2
