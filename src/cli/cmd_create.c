@@ -104,6 +104,27 @@ out:
 	return r;
 }
 
+/* A chunk size argument as mdadm takes it: a bare number is KiB, else a
+ * size with its unit; a power of two from 4 KiB to 1 GiB.  Bytes, or 0
+ * after saying why. */
+static uint64_t create_chunk_arg(const char *arg, const char *what)
+{
+	char *end;
+	uint64_t bytes;
+	unsigned long v = strtoul(arg, &end, 10);
+
+	if (*arg && !*end)
+		bytes = (uint64_t)v * 1024;
+	else if (parse_size(arg, &bytes) < 0)
+		bytes = 0;
+	if (bytes < 4096 || (bytes & (bytes - 1)) || bytes > (1ull << 30)) {
+		fprintf(stderr, "uraid: create: %s '%s' must be a power of two from 4K to 1G\n",
+		        what, arg);
+		return 0;
+	}
+	return bytes;
+}
+
 static int create_parse(int argc, char **argv, struct create_opts *o)
 {
 	static const struct option opts[] = {
@@ -148,21 +169,9 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 			break;
 		}
 		case 'c': {
-			/* mdadm's unit is KiB: a bare number means KiB. */
-			char *end;
-			uint64_t bytes;
-			unsigned long v = strtoul(optarg, &end, 10);
-			if (*optarg && !*end)
-				bytes = (uint64_t)v * 1024;
-			else if (parse_size(optarg, &bytes) < 0)
-				bytes = 0;
-			if (bytes < 4096 || (bytes & (bytes - 1)) || bytes > (1ull << 30)) {
-				fprintf(stderr,
-				        "uraid: create: chunk '%s' must be a power of two from 4K "
-				        "to 1G\n",
-				        optarg);
+			uint64_t bytes = create_chunk_arg(optarg, "chunk");
+			if (!bytes)
 				return 2;
-			}
 			o->chunk_kib = (uint32_t)(bytes / 1024);
 			o->chunk_set = true;
 			break;
@@ -189,21 +198,9 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 			o->bitmap = strcmp(optarg, "internal") == 0;
 			break;
 		case 'B': {
-			/* mdadm's unit is KiB here too. */
-			char *end;
-			uint64_t bytes;
-			unsigned long v = strtoul(optarg, &end, 10);
-			if (*optarg && !*end)
-				bytes = (uint64_t)v * 1024;
-			else if (parse_size(optarg, &bytes) < 0)
-				bytes = 0;
-			if (bytes < 4096 || (bytes & (bytes - 1)) || bytes > (1ull << 30)) {
-				fprintf(stderr,
-				        "uraid: create: bitmap chunk '%s' must be a power of two from "
-				        "4K to 1G\n",
-				        optarg);
+			uint64_t bytes = create_chunk_arg(optarg, "bitmap chunk");
+			if (!bytes)
 				return 2;
-			}
 			o->bitmap_chunk = bytes;
 			break;
 		}
@@ -355,7 +352,7 @@ int cmd_create(int argc, char **argv)
 	}
 	if ((o.level == 5 || o.level == 6) && n < (o.level == 6 ? 4u : 2u)) {
 		fprintf(stderr, "uraid: create: raid%d needs at least %u members\n", o.level,
-		        o.level == 6 ? 4 : 2);
+		        o.level == 6 ? 4u : 2u);
 		return 2;
 	}
 	if ((o.level == 5 || o.level == 6) && missing > (unsigned)(o.level - 4)) {

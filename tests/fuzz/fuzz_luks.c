@@ -29,6 +29,9 @@
  * and aborts on any write: loading, dumping and unlocking change nothing.
  *
  * Build and run: tests/sh/format-fuzz.sh (clang -fsanitize=fuzzer,...). */
+#define FUZZ_NAME "fuzz_luks"
+#include "fuzz_vol.h"
+
 #include "core/log.h"
 #include "core/vol.h"
 #include "format/luks.h"
@@ -59,15 +62,6 @@ struct fuzz_dev {
 
 static FILE *devnull;
 
-static void contract_broken(const struct vol *v, const char *op, uint64_t len, uint64_t off)
-{
-	fprintf(stderr,
-	        "fuzz_luks: %s reached %s with off=%llu len=%llu (size %llu, block_min %u)\n", op,
-	        v->name, (unsigned long long)off, (unsigned long long)len,
-	        (unsigned long long)v->size, v->block_min);
-	abort();
-}
-
 /* Copy the device's [off, off+len) into buf: the image, then zeros. */
 static void dev_bytes(const struct fuzz_dev *d, void *buf, uint64_t len, uint64_t off)
 {
@@ -88,27 +82,12 @@ static int fd_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
 	return 0;
 }
 
-static int fd_write(struct vol *v, const void *buf, uint64_t len, uint64_t off, unsigned flags)
-{
-	(void)buf;
-	(void)flags;
-	contract_broken(v, "write (nothing may be written)", len, off);
-	return -EROFS;
-}
-
-static int fd_trim(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
-{
-	(void)flags;
-	contract_broken(v, "trim (nothing may be written)", len, off);
-	return -EROFS;
-}
-
 static const struct vol_ops fd_ops = {
     .kind = "fuzz",
     .read = fd_read,
-    .write = fd_write,
-    .trim = fd_trim,
-    .write_zeroes = fd_trim,
+    .write = fuzz_ro_write,
+    .trim = fuzz_ro_trim,
+    .write_zeroes = fuzz_ro_trim,
 };
 
 static bool verbose; /* FUZZ_VERBOSE set: say what each input did */

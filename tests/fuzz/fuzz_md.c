@@ -26,6 +26,9 @@
  * error must come back as a clean errno.
  *
  * Build and run: tests/sh/format-fuzz.sh (clang -fsanitize=fuzzer,...). */
+#define FUZZ_NAME "fuzz_md"
+#include "fuzz_vol.h"
+
 #include "core/log.h"
 #include "core/vol.h"
 #include "format/md.h"
@@ -47,14 +50,6 @@ struct fuzz_member {
 	uint64_t fail_from; /* reads reaching past here fail with EIO */
 };
 
-static void contract_broken(const struct vol *v, const char *op, uint64_t len, uint64_t off)
-{
-	fprintf(stderr, "fuzz_md: %s reached %s with off=%llu len=%llu (size %llu, block_min %u)\n",
-	        op, v->name, (unsigned long long)off, (unsigned long long)len,
-	        (unsigned long long)v->size, v->block_min);
-	abort();
-}
-
 static int fm_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
 {
 	struct fuzz_member *m = container_of(v, struct fuzz_member, vol);
@@ -70,21 +65,6 @@ static int fm_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
 		memcpy((unsigned char *)buf + (from - off), m->blob + (from - b0), to - from);
 	}
 	return 0;
-}
-
-static int fm_write(struct vol *v, const void *buf, uint64_t len, uint64_t off, unsigned flags)
-{
-	(void)buf;
-	(void)flags;
-	contract_broken(v, "write (read-only start)", len, off);
-	return -EROFS;
-}
-
-static int fm_trim(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
-{
-	(void)flags;
-	contract_broken(v, "trim (read-only start)", len, off);
-	return -EROFS;
 }
 
 static int fm_flush(struct vol *v)
@@ -103,10 +83,10 @@ static void fm_close(struct vol *v)
 static const struct vol_ops fm_ops = {
     .kind = "fuzz",
     .read = fm_read,
-    .write = fm_write,
+    .write = fuzz_ro_write,
     .flush = fm_flush,
-    .trim = fm_trim,
-    .write_zeroes = fm_trim,
+    .trim = fuzz_ro_trim,
+    .write_zeroes = fuzz_ro_trim,
     .close = fm_close,
 };
 

@@ -43,10 +43,12 @@ for c in "${cases[@]}"; do
     $URAID create $opts --name=t "${files[@]}" > /dev/null
     uuid=$($URAID examine "${files[0]}" | sed -n 's/^ *Array UUID : //p')
     for ((i = 0; i < n; i++)); do
-        l=$(losetup -f --show -r "${files[i]}"); loops+=("$l")
+        l=$(losetup -f --show -r "${files[i]}"); loops=("$l")
         theirs=$(mdadm --examine "$l")
         ours=$($URAID examine "${files[i]}")
-        losetup -d "$l"
+        # Forgotten once detached: the exit trap must not detach a loop
+        # device another test has taken since.
+        losetup -d "$l"; loops=()
         for want in "Raid Level : $level" "Raid Devices : $n" "Array UUID : $uuid" \
                     "Device Role : Active device $i" "$layout" "$chunk"; do
             [ -z "$want" ] && continue

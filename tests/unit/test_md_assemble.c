@@ -47,21 +47,6 @@ static uint64_t file_hash(int i)
 	return h;
 }
 
-static int create(const char *first, ...)
-{
-	char *argv[32];
-	int argc = 0;
-	va_list ap;
-
-	argv[argc++] = (char *)"create";
-	va_start(ap, first);
-	for (const char *a = first; a && argc < 31; a = va_arg(ap, const char *))
-		argv[argc++] = (char *)a;
-	va_end(ap);
-	argv[argc] = NULL;
-	return cmd_create(argc, argv);
-}
-
 /* Assemble the members order[0..n) into exactly one vol. */
 static int assemble(const int *order, int n, bool ro, bool degraded, struct vol **out)
 {

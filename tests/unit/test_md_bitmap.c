@@ -371,21 +371,6 @@ static struct vol *rec_open(int i)
 	return &r->vol;
 }
 
-static int create(const char *first, ...)
-{
-	char *argv[32];
-	int argc = 0;
-	va_list ap;
-
-	argv[argc++] = (char *)"create";
-	va_start(ap, first);
-	for (const char *a = first; a && argc < 31; a = va_arg(ap, const char *))
-		argv[argc++] = (char *)a;
-	va_end(ap);
-	argv[argc] = NULL;
-	return cmd_create(argc, argv);
-}
-
 static struct vol *assemble(const int *idx, int n, bool recording)
 {
 	struct md_assemble_opts o = {0};
