@@ -23,6 +23,7 @@ int cmd_examine(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_add(int argc, char **argv);
 int cmd_rebuild(int argc, char **argv);
+int cmd_grow(int argc, char **argv);
 int cmd_detail(int argc, char **argv);
 int cmd_fail(int argc, char **argv);
 int cmd_remove(int argc, char **argv);

@@ -239,3 +239,32 @@ int md_manage_new_super(struct vol *nv, const char *spec, const struct md_super 
 		return err_set(r, "%s: zeroing the metadata area: %s", spec, strerror(-r));
 	return md_manage_copy_bitmap(tmpl_vol, nv, tmpl);
 }
+
+/* ---- the number of copies ---- */
+
+int md_manage_check_raid_disks(const uint16_t *roles, uint32_t max_dev, unsigned old, unsigned n,
+                               const char *array)
+{
+	if (n < 1 || n >= MD_ROLE_MAX || n > MD_SB_MAX_DEV)
+		return err_set(-EINVAL, "%s: %u devices is out of range (1 to %u)", array, n,
+		               MD_SB_MAX_DEV);
+	for (uint32_t slot = 0; n < old && slot < max_dev && slot < MD_SB_MAX_DEV; slot++)
+		if (roles[slot] >= n && roles[slot] < old)
+			return err_set(-EBUSY,
+			               "%s: role %u (slot %u) is held by a member: fail and "
+			               "remove the members in roles >= %u first",
+			               array, roles[slot], slot, n);
+	return 0;
+}
+
+int md_manage_free_role(const uint16_t *roles, uint32_t max_dev, unsigned raid_disks)
+{
+	for (unsigned role = 0; role < raid_disks; role++) {
+		bool held = false;
+		for (uint32_t slot = 0; slot < max_dev && slot < MD_SB_MAX_DEV && !held; slot++)
+			held = roles[slot] == role;
+		if (!held)
+			return (int)role;
+	}
+	return -1;
+}

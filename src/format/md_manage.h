@@ -79,4 +79,19 @@ int md_manage_pick_slot(const uint16_t *roles, uint32_t max_dev, unsigned raid_d
 int md_manage_new_super(struct vol *nv, const char *spec, const struct md_super *tmpl,
                         struct vol *tmpl_vol, unsigned slot, uint64_t end_sb, struct md_super *nsb);
 
+/* ---- the number of copies (`uraid grow --raid-devices`, RAID1) ----
+ * md's raid1 changes raid_disks at once, without a reshape: the roles
+ * from the old count up start out missing; dropping roles is allowed
+ * only when nobody holds them. */
+
+/* Whether the role table (roles, max_dev) lets raid_disks go from old to
+ * n: growing always does (n up to MD_ROLE_MAX - 1); shrinking only if no
+ * slot records a role in [n, old).  -EBUSY with err_set() naming array,
+ * the role and its slot otherwise; -EINVAL for n == 0 or too large. */
+int md_manage_check_raid_disks(const uint16_t *roles, uint32_t max_dev, unsigned old, unsigned n,
+                               const char *array);
+
+/* The lowest role below raid_disks that no slot of roles records, or -1. */
+int md_manage_free_role(const uint16_t *roles, uint32_t max_dev, unsigned raid_disks);
+
 #endif

@@ -137,7 +137,7 @@ for _ in $(seq 200); do
     [ "$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['export']['connections'])" "$tmp/j")" = 1 ] && break
     sleep 0.05
 done
-sleep 0.2
+sleep 0.5 # its first requests are on their way
 t0=$(date +%s%N)
 "$URAID" check --wait "$(ctl lim)" > /dev/null || fail "lim: check beside a client"
 ms=$(( ($(date +%s%N) - t0) / 1000000 ))
