@@ -1,13 +1,17 @@
 #!/bin/bash
 # fio-agreement.sh — uraid bench's figures against fio's on the same volume:
 # one member served by `uraid serve`, 1 MiB sequential write and read at
-# qd 1 and 4 KiB random reads at qd 32.  ROUNDS rounds, medians.
+# qd 1 and 4 KiB random reads at qd 1 and 32.  ROUNDS rounds, medians.
 #
 #   bench/fio-agreement.sh [ROUNDS]      (default 3)
 #   URAID=/path/to/uraid bench/fio-agreement.sh 5
 #   RT=1 bench/fio-agreement.sh          (both tools and their servers at
 #                                         real-time priority: see below)
-#   KINDS=mem WORKLOADS=write bench/fio-agreement.sh 5   (a subset of rows)
+#   KINDS=mem WORKLOADS=write bench/fio-agreement.sh 5   (a subset of rows;
+#                                         kinds: sata80 mem file, file being
+#                                         a file on FILE_DIR, default /var/tmp,
+#                                         with O_DIRECT)
+#   RUNTIME=4 bench/fio-agreement.sh     (seconds per figure, default 2)
 #
 # Both tools see the same thing:
 #  - the same server: the bench serves a single member from a file on
@@ -36,9 +40,10 @@ command -v fio >/dev/null || { echo "fio-agreement: fio not installed" >&2; exit
 rt=()
 [ "${RT:-0}" = 1 ] && rt=(chrt -f 50)
 dir=$(mktemp -d /dev/shm/fio-agreement.XXXXXX)
+fdir=$(mktemp -d "${FILE_DIR:-/var/tmp}/fio-agreement.XXXXXX") # 'file' members: this machine's disk
 pid=""
-trap '[ -n "$pid" ] && kill $pid 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"' EXIT
-runtime=2
+trap '[ -n "$pid" ] && kill $pid 2>/dev/null; wait 2>/dev/null; rm -rf "$dir" "$fdir"' EXIT
+runtime=${RUNTIME:-2}
 size=64M
 
 fio_run() { # URI rw bs qd -> "bytes/s IOPS"
@@ -53,7 +58,7 @@ fio_run() { # URI rw bs qd -> "bytes/s IOPS"
 }
 
 run_bench() { # kind workload
-    "${rt[@]}" "$uraid" bench --members "$1" --layout single --workload "$2" --size $size --reps 1 \
+    "${rt[@]}" "$uraid" bench --members "$1" --dir "$fdir" --layout single --workload "$2" --size $size --reps 1 \
         --runtime ${runtime}s --time-based --no-ceilings --json "$dir/b.json" >/dev/null 2>&1
     python3 - "$dir/b.json" "$1" >> "$dir/rows" <<'PY'
 import json, sys
@@ -64,24 +69,30 @@ PY
 }
 
 run_fio() { # kind workload
-    local uri="nbd+unix:///?socket=$dir/s.sock" spec
-    rm -f "$dir/m.img" "$dir/s.sock"
-    fallocate -l $size "$dir/m.img" 2>/dev/null || truncate -s $size "$dir/m.img"
-    if [ "$1" = mem ]; then spec="$dir/m.img"; else spec="sim:$1:$dir/m.img"; fi
-    "${rt[@]}" "$uraid" serve --foreground --socket "$dir/s.sock" "$spec" 2>/dev/null & pid=$!
+    local uri="nbd+unix:///?socket=$dir/s.sock" spec m="$dir/m.img"
+    [ "$1" = file ] && m="$fdir/m.img"
+    rm -f "$m" "$dir/s.sock"
+    fallocate -l $size "$m" 2>/dev/null || truncate -s $size "$m"
+    case $1 in
+    mem) spec=("$m") ;;
+    file) spec=(--direct "$m") ;; # the bench opens file members with O_DIRECT
+    *) spec=("sim:$1:$m") ;;
+    esac
+    "${rt[@]}" "$uraid" serve --foreground --socket "$dir/s.sock" "${spec[@]}" 2>/dev/null & pid=$!
     for _ in $(seq 100); do [ -S "$dir/s.sock" ] && break; sleep 0.1; done
     case $2 in
     write) echo "fio $1 $2 $(fio_run "$uri" write 1M 1)" ;;
     read) echo "fio $1 $2 $(fio_run "$uri" read 1M 1)" ;;
+    randread-qd1) echo "fio $1 $2 $(fio_run "$uri" randread 4k 1)" ;;
     randread-qd32) echo "fio $1 $2 $(fio_run "$uri" randread 4k 32)" ;;
     esac >> "$dir/rows"
-    kill $pid; wait $pid 2>/dev/null || true; pid=""; rm -f "$dir/m.img"
+    kill $pid; wait $pid 2>/dev/null || true; pid=""; rm -f "$m"
 }
 
 for r in $(seq "$rounds"); do
     echo "== round $r" >&2
     for kind in ${KINDS:-sata80 mem}; do
-        for w in ${WORKLOADS:-write read randread-qd32}; do
+        for w in ${WORKLOADS:-write read randread-qd1 randread-qd32}; do
             if [ $((r % 2)) = 1 ]; then run_bench $kind $w; run_fio $kind $w
             else run_fio $kind $w; run_bench $kind $w; fi
         done
@@ -95,8 +106,8 @@ for line in open(sys.argv[1]):
     tool, kind, w, bw, iops = line.split()
     v.setdefault((kind, w, tool), []).append((float(bw), float(iops)))
 print(f"{'member':8} {'workload':14} {'bench':>14} {'fio':>14} {'bench/fio':>9}  per round")
-for kind in ("sata80", "mem"):
-    for w in ("write", "read", "randread-qd32"):
+for kind in ("sata80", "mem", "file"):
+    for w in ("write", "read", "randread-qd1", "randread-qd32"):
         b, f = v.get((kind, w, "bench")), v.get((kind, w, "fio"))
         if not b or not f:
             continue
