@@ -89,9 +89,10 @@ struct raid_check_cb {
  * that differ (md's "repair").  RAID5/6: every stripe's parity recomputed
  * and compared, rewritten by a repair.  Safe beside client I/O on the same
  * array (a write never lands half-seen in what is compared), but not
- * beside a recovery: -EBUSY then.  0 (whatever was found), -EINTR when
- * progress stopped it (rep says how far it got), or -errno with err_set()
- * detail; -EINVAL for a level without copies. */
+ * beside a recovery: -EBUSY then (md_assemble runs both from one thread,
+ * as md does; the refusal is a guard, not a lock).  0 (whatever was
+ * found), -EINTR when progress stopped it (rep says how far it got), or
+ * -errno with err_set() detail; -EINVAL for a level without copies. */
 int raid_check(struct vol *array, bool repair, struct raid_check_report *rep,
 	       const struct raid_check_cb *cb);
 
