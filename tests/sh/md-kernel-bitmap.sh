@@ -3,12 +3,13 @@
 # above 100 GiB) that uraid served and then lost without a clean stop.
 # uraid keeps the bitmap as md does (docs/md.md), so the kernel trusts it
 # and resyncs only the chunks uraid was writing.  Shown in a linux-peer VM
-# on a RAID1 (bitmap indexed by member sectors = array sectors) and a
-# RAID5 on 3 (indexed by member sectors: array MiB 2k is member MiB k):
+# on a RAID1 (bitmap indexed by member sectors = array sectors), a RAID5
+# on 3 (indexed by member sectors: array MiB 2k is member MiB k) and a
+# RAID10 near-2 on 4 (indexed by array sectors):
 #   1. the kernel creates each array with an internal bitmap (1 MiB
 #      chunks) and writes it;
-#   2. uraid serve writes the 4 MiB pattern at the start (RAID1: bitmap
-#      chunks 0-3; RAID5: 0-1), is killed (SIGKILL), and 4 KiB of the
+#   2. uraid serve writes the 4 MiB pattern at the start (RAID1 and
+#      RAID10: bitmap chunks 0-3; RAID5: 0-1), is killed (SIGKILL), and 4 KiB of the
 #      second member is changed behind its back in a dirty chunk (a torn
 #      write of a write in flight; on the RAID5, its parity block) and in
 #      chunk 20, which no write touched (the witness);
@@ -26,18 +27,20 @@ command -v mdadm >/dev/null || { echo "skip: mdadm missing"; exit 77; }
 
 add_images r1 2 32M
 add_images r5 3 32M
+add_images r10 4 32M
 {
     guest_header
     echo "mdadm --create /dev/md0 --run --metadata=1.2 --level=1 --raid-devices=2 --bitmap=internal --bitmap-chunk=1M --assume-clean ${devs[r1]} >/tmp/c.log 2>&1 || { echo create-failed; cat /tmp/c.log; }"
     echo "mdadm --create /dev/md1 --run --metadata=1.2 --level=5 --chunk=64 --raid-devices=3 --bitmap=internal --bitmap-chunk=1M --assume-clean ${devs[r5]} >/tmp/c.log 2>&1 || { echo create-failed; cat /tmp/c.log; }"
-    for md in 0 1; do
+    echo "mdadm --create /dev/md2 --run --metadata=1.2 --level=10 --layout=n2 --chunk=64 --raid-devices=4 --bitmap=internal --bitmap-chunk=1M --assume-clean ${devs[r10]} >/tmp/c.log 2>&1 || { echo create-failed; cat /tmp/c.log; }"
+    for md in 0 1 2; do
         echo "dd if=/dev/zero bs=1M count=1 2>/dev/null | tr '\\0' A | dd of=/dev/md$md bs=1M oflag=direct 2>/dev/null; sync"
         echo "mdadm --stop /dev/md$md >/dev/null 2>&1 && echo created $md"
     done
     echo 'exit 0'
 } > "$D/job.sh"
 run_peer "${imgs[@]}"
-for md in 0 1; do
+for md in 0 1 2; do
     grep -q "^created $md" <<<"$out" || { echo "$out"; echo "FAIL: the kernel did not create md$md"; exit 1; }
 done
 
@@ -66,16 +69,20 @@ serve_and_crash() {
 # 64 KiB chunks): member MiB 1 is row 16, whose parity the second member
 # holds (16 % 3 = 1), in dirty chunk 1: the resync rewrites that parity
 # from the data, so what the kernel reads stays uraid's.
+# RAID10 near-2 on 4, 64 KiB chunks: the second member mirrors the even
+# chunks, so member MiB 1 (row 16) holds array chunk 32, at array MiB 2:
+# dirty chunk 2; member MiB 20 is array MiB 40, which no write touched.
 serve_and_crash r1 2
 serve_and_crash r5 1
+serve_and_crash r10 1
 
 {
     guest_header
     echo "dmesg -c >/dev/null"
     echo "waitidle() { for i in \$(seq 600); do [ \"\$(cat /sys/block/md\$1/md/sync_action)\" = idle ] && break; sleep 0.2; done; }"
     echo "act() { echo \$2 > /sys/block/md\$1/md/sync_action; sleep 0.5; waitidle \$1; }"
-    for md in 0 1; do
-        name=r1; [ $md = 1 ] && name=r5
+    for md in 0 1 2; do
+        name=r1; [ $md = 1 ] && name=r5; [ $md = 2 ] && name=r10
         first=${devs[$name]%% *}
         echo "mdadm -X $first | sed -n 's/.* \\([0-9]*\\) dirty.*/md$md dirty \\1/p'"
         echo "bev=\$(mdadm -X $first | sed -n 's/^ *Events : //p'); sev=\$(mdadm -E $first | sed -n 's/^ *Events : //p')"
@@ -97,10 +104,16 @@ fail=0
 # 4 KiB stripes (8 sectors).
 for w in "md0 dirty 4" "md0 events-match" "md0 resynced" "md0 witness 128" "md0 mismatch 0" \
     "md0 data $want" "md1 dirty 2" "md1 events-match" "md1 resynced" "md1 witness 8" \
-    "md1 mismatch 0" "md1 data $want"; do
+    "md1 mismatch 0" "md1 data $want" "md2 dirty 4" "md2 events-match" "md2 resynced" \
+    "md2 mismatch 0" "md2 data $want"; do
     grep -q "^$w\$" <<<"$out" || { echo "FAIL: expected '$w' from the kernel"; fail=1; }
 done
+# RAID10's check block: one witness block, whatever its size (a full
+# resync would have left none).
+w10=$(sed -n 's/^md2 witness \([0-9]*\)$/\1/p' <<<"$out")
+[ -n "$w10" ] && [ "$w10" -ge 8 ] && [ "$w10" -le 128 ] ||
+    { echo "FAIL: md2: the kernel's check counted '$w10' mismatched sectors, not one witness block"; fail=1; }
 grep "stale-bitmap" <<<"$out" && { echo "FAIL: the kernel found our bitmap out of date"; fail=1; }
 [ $fail = 0 ] || echo "$out"
-[ $fail = 0 ] && echo "ok: the kernel trusts uraid's bitmap on RAID1 and RAID5 (the written chunks dirty, events equal, not out of date), resyncs from it alone, 0 mismatches after repair, reads uraid's data"
+[ $fail = 0 ] && echo "ok: the kernel trusts uraid's bitmap on RAID1, RAID5 and RAID10 (the written chunks dirty, events equal, not out of date), resyncs from it alone, 0 mismatches after repair, reads uraid's data"
 exit $fail
