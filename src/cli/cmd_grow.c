@@ -81,37 +81,22 @@ static int grow_load(char **specs, unsigned n, struct grow_set *s)
 	int r;
 
 	s->m = calloc(n, sizeof(*s->m));
-	if (!s->m)
+	struct vol **vols = calloc(n, sizeof(*vols));
+	struct md_super **sbs = calloc(n, sizeof(*sbs));
+	if (!s->m || !vols || !sbs) {
+		free(vols);
+		free(sbs);
 		return -ENOMEM;
-	s->n = n;
-	for (unsigned i = 0; i < n; i++) {
-		struct grow_dev *d = &s->m[i];
-		d->spec = specs[i];
-		for (unsigned j = 0; j < i; j++)
-			if (stack_same_member(specs[i], specs[j]))
-				return err_set(-EINVAL, "%s is given twice", specs[i]);
-		err_clear();
-		r = member_open(specs[i], 0, &d->vol);
-		if (r < 0)
-			return r;
-		d->sb = malloc(sizeof(*d->sb));
-		if (!d->sb)
-			return -ENOMEM;
-		err_clear();
-		r = md_super_read(d->vol, d->sb);
-		if (r == -ENOENT)
-			return err_set(r,
-			               "%s holds no md superblock (a new member is given with "
-			               "--add NEW)",
-			               specs[i]);
-		if (r < 0)
-			return r;
-		if (memcmp(d->sb->set_uuid, s->m[0].sb->set_uuid, 16) != 0)
-			return err_set(-EINVAL, "%s and %s belong to different arrays", specs[0],
-			               specs[i]);
-		if (d->sb->events > s->m[s->fresh].sb->events)
-			s->fresh = i;
 	}
+	s->n = n;
+	r = stack_open_md_members(specs, n, vols, sbs, &s->fresh,
+	                          "a new member is given with --add NEW");
+	for (unsigned i = 0; i < n; i++)
+		s->m[i] = (struct grow_dev){.spec = specs[i], .vol = vols[i], .sb = sbs[i]};
+	free(vols);
+	free(sbs);
+	if (r < 0)
+		return r;
 	f = s->m[s->fresh].sb;
 	const char *colon = strchr(f->set_name, ':');
 	snprintf(s->name, sizeof(s->name), "md/%s", colon ? colon + 1 : f->set_name);

@@ -116,43 +116,22 @@ static int rb_load(char **specs, unsigned n, struct rb_set *s)
 
 	memset(s, 0, sizeof(*s));
 	s->m = calloc(n, sizeof(*s->m));
-	if (!s->m)
+	struct vol **vols = calloc(n, sizeof(*vols));
+	struct md_super **sbs = calloc(n, sizeof(*sbs));
+	if (!s->m || !vols || !sbs) {
+		free(vols);
+		free(sbs);
 		return -ENOMEM;
-	s->n = n;
-	for (unsigned i = 0; i < n; i++) {
-		struct rb_member *mm = &s->m[i];
-		mm->spec = specs[i];
-		for (unsigned j = 0; j < i; j++)
-			if (stack_same_member(specs[i], specs[j]))
-				return err_set(-EINVAL, "%s is given twice", specs[i]);
-		err_clear();
-		r = member_open(specs[i], 0, &mm->vol);
-		if (r < 0)
-			return r;
-		mm->sb = malloc(sizeof(*mm->sb));
-		if (!mm->sb)
-			return -ENOMEM;
-		err_clear();
-		r = md_super_read(mm->vol, mm->sb);
-		if (r == -ENOENT)
-			return err_set(r,
-			               "%s holds no md superblock (a new member is added with "
-			               "`uraid add NEW MEMBER...`)",
-			               specs[i]);
-		if (r < 0)
-			return r;
-		if (memcmp(mm->sb->set_uuid, s->m[0].sb->set_uuid, 16) != 0) {
-			char u0[36], u1[36];
-			md_uuid_format(s->m[0].sb->set_uuid, u0);
-			md_uuid_format(mm->sb->set_uuid, u1);
-			return err_set(-EINVAL,
-			               "%s (array %.35s) and %s (array %.35s) belong to "
-			               "different arrays",
-			               specs[0], u0, specs[i], u1);
-		}
-		if (mm->sb->events > s->m[s->fresh].sb->events)
-			s->fresh = i;
 	}
+	s->n = n;
+	r = stack_open_md_members(specs, n, vols, sbs, &s->fresh,
+				  "a new member is added with `uraid add NEW MEMBER...`");
+	for (unsigned i = 0; i < n; i++)
+		s->m[i] = (struct rb_member){ .spec = specs[i], .vol = vols[i], .sb = sbs[i] };
+	free(vols);
+	free(sbs);
+	if (r < 0)
+		return r;
 	f = s->m[s->fresh].sb;
 	const char *colon = strchr(f->set_name, ':');
 	snprintf(s->name, sizeof(s->name), "md/%s", colon ? colon + 1 : f->set_name);

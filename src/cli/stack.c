@@ -50,6 +50,46 @@ int stack_open_members(char **specs, int n, const struct stack_opts *o,
 	return 0;
 }
 
+int stack_open_md_members(char **specs, unsigned n, struct vol **vols, struct md_super **sbs,
+			  unsigned *fresh, const char *hint)
+{
+	*fresh = 0;
+	for (unsigned i = 0; i < n; i++)
+		vols[i] = NULL, sbs[i] = NULL;
+	for (unsigned i = 0; i < n; i++) {
+		int r;
+
+		for (unsigned j = 0; j < i; j++)
+			if (stack_same_member(specs[i], specs[j]))
+				return err_set(-EINVAL, "%s is given twice", specs[i]);
+		err_clear();
+		r = member_open(specs[i], 0, &vols[i]);
+		if (r < 0)
+			return r;
+		sbs[i] = malloc(sizeof(*sbs[i]));
+		if (!sbs[i])
+			return -ENOMEM;
+		err_clear();
+		r = md_super_read(vols[i], sbs[i]);
+		if (r == -ENOENT)
+			return err_set(r, "%s holds no md superblock (%s)", specs[i], hint);
+		if (r < 0)
+			return r;
+		if (memcmp(sbs[i]->set_uuid, sbs[0]->set_uuid, 16) != 0) {
+			char u0[36], u1[36];
+			md_uuid_format(sbs[0]->set_uuid, u0);
+			md_uuid_format(sbs[i]->set_uuid, u1);
+			return err_set(-EINVAL,
+				       "%s (array %.35s) and %s (array %.35s) belong to "
+				       "different arrays",
+				       specs[0], u0, specs[i], u1);
+		}
+		if (sbs[i]->events > sbs[*fresh]->events)
+			*fresh = i;
+	}
+	return 0;
+}
+
 /* The md step: assemble the arrays on members[0..n) (see md.h) and
  * require that they make exactly one volume.  Consumes the members. */
 static int stack_assemble_md(struct vol **members, int n,

@@ -48,4 +48,14 @@ bool stack_same_member(const char *a, const char *b);
 int stack_open_members(char **specs, int n, const struct stack_opts *o,
 		       struct vol **members);
 
+/* Open the md members specs[0..n) writable, for a command that rewrites
+ * their superblocks (add, rebuild, grow): none given twice, each holding a
+ * v1.2 superblock of one and the same array.  vols[i] and sbs[i] (malloc'd)
+ * are the caller's to close and free, also on error (NULL where not
+ * reached); *fresh is the index of the highest events.  hint ends the
+ * error for a member without a superblock (how a new one is given). */
+struct md_super;
+int stack_open_md_members(char **specs, unsigned n, struct vol **vols, struct md_super **sbs,
+			  unsigned *fresh, const char *hint);
+
 #endif
