@@ -110,7 +110,7 @@ struct md_array {
 	/* Speed limits of recoveries and checks (md_sync_throttle), and the
 	 * recovery thread's state for them. */
 	uint64_t sync_min, sync_max; /* bytes/s of each member; 0: none */
-	uint64_t sync_mark_ns, sync_mark_done;
+	uint64_t sync_mark_ns, sync_mark_done, sync_limit, sync_busy_until;
 	unsigned sync_ops;
 	/* The gate (md_io_*): requests count themselves in io_in (a slot
 	 * per thread, so that threads do not share one counter's cache
@@ -707,6 +707,7 @@ static int md_rec_begin(struct md_array *a, unsigned role)
 
 #define MD_SYNC_MARK_NS 3000000000ull /* the window a speed is taken over */
 #define MD_SYNC_NAP_US 50000u          /* naps short enough to hear a stop */
+#define MD_SYNC_IDLE_NS 500000000ull   /* clients idle after this long without a request */
 
 static unsigned md_client_ops(struct md_array *a)
 {
@@ -719,21 +720,31 @@ static unsigned md_client_ops(struct md_array *a)
 
 /* A sync (a recovery, a check) has done bytes of each member since it
  * began (begin: true at its start): hold it until it is down to its speed
- * limit, sync_max, or sync_min when clients entered the array since the
- * last piece, as md yields to them.  The speed is taken since a mark
- * moved every few seconds.  Called by the recovery thread only, without
- * a->lock; returns early once stop is set. */
+ * limit, sync_max, or sync_min while clients use the array (a request
+ * entered it in the last half second), as md yields to them.  The speed is taken since a mark
+ * moved every few seconds and whenever the limit changes.  Called by the
+ * recovery thread only, without a->lock; returns early once stop is set. */
 static void md_sync_throttle(struct md_array *a, uint64_t done, bool begin, atomic_bool *stop)
 {
 	uint64_t now = md_now_ns();
 	unsigned ops = md_client_ops(a);
-	bool busy = !begin && ops != a->sync_ops;
+
+	/* Clients are busy from a request seen until MD_SYNC_IDLE_NS without
+	 * one: a few requests a second keep the sync at sync_min. */
+	if (!begin && ops != a->sync_ops)
+		a->sync_busy_until = now + MD_SYNC_IDLE_NS;
+	a->sync_ops = ops;
+	bool busy = !begin && now < a->sync_busy_until;
 	uint64_t limit = busy && a->sync_min ? a->sync_min : a->sync_max;
 
-	a->sync_ops = ops;
-	if (begin || now - a->sync_mark_ns >= MD_SYNC_MARK_NS || done < a->sync_mark_done) {
+	/* A new mark when the window is over, and when the limit changes
+	 * (clients came or went): what went by at one limit is not paid for
+	 * at the other. */
+	if (begin || now - a->sync_mark_ns >= MD_SYNC_MARK_NS || done < a->sync_mark_done ||
+	    limit != a->sync_limit) {
 		a->sync_mark_ns = now;
 		a->sync_mark_done = done;
+		a->sync_limit = limit;
 		return;
 	}
 	if (!limit)
