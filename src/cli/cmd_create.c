@@ -260,7 +260,7 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 		return 2;
 	} else if (o->level == 0)
 		o->layout = MD_RAID0_ORIG_LAYOUT;
-	if (o->bitmap == 1 && o->level != 1 && o->level != 10 && o->level != 5 && o->level != 6) {
+	if (o->bitmap == 1 && !md_level_redundant(o->level)) {
 		fprintf(stderr, "uraid: create: a write-intent bitmap needs raid1, 10, 5 or 6\n");
 		return 2;
 	}
@@ -345,7 +345,7 @@ int cmd_create(int argc, char **argv)
 				return 2;
 			}
 	}
-	if (missing && o.level != 1 && o.level != 10 && o.level != 5 && o.level != 6) {
+	if (missing && !md_level_redundant(o.level)) {
 		fprintf(stderr,
 		        "uraid: create: 'missing' members need a redundant level (1, 10, 5 or 6)\n");
 		return 2;
@@ -476,7 +476,7 @@ int cmd_create(int argc, char **argv)
 		                                                     : 8;
 	struct md_bitmap_info bmi = {0};
 	if (o.bitmap == -1)
-		o.bitmap = (o.level == 1 || o.level == 10 || o.level == 5 || o.level == 6) &&
+		o.bitmap = md_level_redundant(o.level) &&
 		           create_array_bytes(&o, n, sb->size) > (100ull << 30);
 	if (o.bitmap == 1) {
 		struct md_bitmap_geom g;
@@ -523,7 +523,7 @@ int cmd_create(int argc, char **argv)
 		err_clear();
 		r = vol_write_zeroes(m[i], data_offset * 512 - MD_SB_OFFSET, MD_SB_OFFSET,
 		                     VOL_MAY_TRIM);
-		if (r == 0 && (o.level == 1 || o.level == 10 || o.level == 5 || o.level == 6) &&
+		if (r == 0 && md_level_redundant(o.level) &&
 		    !o.assume_clean)
 			r = vol_write_zeroes(m[i], m[i]->size - data_offset * 512,
 			                     data_offset * 512, VOL_MAY_TRIM);

@@ -141,7 +141,7 @@ static int rb_load(char **specs, unsigned n, struct rb_set *s)
 	s->events = f->events;
 	s->max_dev = f->max_dev;
 	memcpy(s->roles, f->roles, sizeof(s->roles));
-	if (f->level != 1 && f->level != 10 && f->level != 5 && f->level != 6)
+	if (!md_level_redundant(f->level))
 		return err_set(-EINVAL, "%s is %s: %s", s->name, md_level_name(f->level),
 		               f->level == 0 || f->level == MD_LEVEL_LINEAR
 		                   ? "it has no redundancy, so a lost member cannot be rebuilt"

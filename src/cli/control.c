@@ -419,8 +419,7 @@ static json_object *control_check(const struct control_target *t, const char *ac
 		return control_error("out of memory");
 	control_arrays_load(t, ca);
 	for (unsigned i = 0; i < ca->n; i++) {
-		bool redundant = ca->info[i].level == 1 || ca->info[i].level == 10 ||
-		                 ca->info[i].level == 5 || ca->info[i].level == 6;
+		bool redundant = md_level_redundant(ca->info[i].level);
 		if (array ? strcmp(ca->info[i].name, array) != 0 : !redundant)
 			continue;
 		if (ai >= 0) {

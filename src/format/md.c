@@ -265,6 +265,11 @@ static const struct {
     {10, "raid10"},
 };
 
+bool md_level_redundant(int level)
+{
+	return level == 1 || level == 10 || level == 5 || level == 6;
+}
+
 const char *md_level_name(int level)
 {
 	for (size_t i = 0; i < sizeof(md_levels) / sizeof(md_levels[0]); i++)

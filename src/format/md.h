@@ -182,6 +182,10 @@ static inline bool md_super_clean(const struct md_super *s)
 
 /* "raid1", "linear", ... or NULL for a level we do not know. */
 const char *md_level_name(int level);
+/* RAID1, RAID10, RAID5 and RAID6: the levels that keep a copy or parity of
+ * every block, so that a member can be lost, rebuilt or checked, and that
+ * carry a write-intent bitmap. */
+bool md_level_redundant(int level);
 
 /* Parse "0", "raid0", "linear", "10", ... into an md level. */
 int md_level_parse(const char *s, int *level);

@@ -1383,7 +1383,7 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 	 * ignores it too): a stray one must not refuse 4 KiB-block members. */
 	geom.chunk = fresh->level == 1 ? 0 : fresh->chunk * 512;
 	geom.layout = fresh->layout;
-	if (fresh->level == 1 || fresh->level == 10 || fresh->level == 5 || fresh->level == 6)
+	if (md_level_redundant(fresh->level))
 		geom.dev_size = fresh->size * 512;
 	if (fresh->level == 0 && !(fresh->feature_map & MD_FEATURE_RAID0_LAYOUT)) {
 		/* Without a layout only single-zone RAID0 is unambiguous; the
@@ -2083,7 +2083,7 @@ int md_array_check(struct vol *v, enum md_check_action action)
 
 	if (!a)
 		return err_set(-EINVAL, "%s is not an md array", v->name);
-	if (a->level != 1 && a->level != 10 && a->level != 5 && a->level != 6)
+	if (!md_level_redundant(a->level))
 		return err_set(-EINVAL, "%s: %s keeps no second copy or parity to check",
 		               a->vol.name, md_level_name(a->level));
 	if (action == MD_CHECK_REPAIR && a->readonly)

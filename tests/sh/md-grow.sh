@@ -54,16 +54,6 @@ rm -f "$tmp/out"
 echo "ok: grown to four without a new member: degraded, served"
 
 # Refusals: a clear message, a non-zero exit, and no file changed.
-refuse() { # WANT CMD...
-    local want=$1 rc=0 out a
-    shift
-    : > "$tmp/sums"
-    for a in "$@"; do [ -f "$a" ] && md5sum "$a" >> "$tmp/sums"; done
-    out=$("$URAID" "$@" 2>&1) || rc=$?
-    [ "$rc" != 0 ] || fail "uraid $* succeeded"
-    grep -q -- "$want" <<<"$out" || fail "uraid $*: wanted '$want', got: $out"
-    md5sum --quiet -c "$tmp/sums" || fail "uraid $* changed a file"
-}
 refuse "fail and remove the members in roles >= 2" grow -n 2 "${files[@]}"
 refuse "not given" grow -n 3 "$tmp/g.0" "$tmp/g.1"
 truncate -s 2M "$tmp/small"

@@ -5,7 +5,8 @@
 # ($tmp/NAME.0 ...; their list in files[]) and fills it through
 # `uraid serve` with random data, kept in $tmp/NAME.data; and `verify NAME
 # PATTERN MEMBERS...`, the checks once a server is stopped (uraid check,
-# the data read back, mdadm --examine on every member).
+# the data read back, mdadm --examine on every member); and `refuse WANT
+# CMD...`, an offline command that must fail, say WANT and change no file.
 . "$(dirname "${BASH_SOURCE[0]}")/nbd-lib.sh"
 
 field() { "$URAID" examine "$1" 2>/dev/null | sed -n "s/^ *$2 : \([0-9]*\).*/\1/p"; }
@@ -44,4 +45,17 @@ verify() {
         [ -z "$ev" ] || [ "$e" = "$ev" ] || fail "$name: events $e on $f, $ev on another member"
         ev=$e
     done
+}
+
+# refuse WANT CMD...: `uraid CMD` must fail saying WANT and change none of
+# the files it names
+refuse() {
+    local want=$1 rc=0 out a
+    shift
+    : > "$tmp/sums"
+    for a in "$@"; do [ -f "$a" ] && md5sum "$a" >> "$tmp/sums"; done
+    out=$("$URAID" "$@" 2>&1) || rc=$?
+    [ "$rc" != 0 ] || fail "uraid $* succeeded"
+    grep -q -- "$want" <<<"$out" || fail "uraid $*: wanted '$want', got: $out"
+    md5sum --quiet -c "$tmp/sums" || fail "uraid $* changed a file"
 }

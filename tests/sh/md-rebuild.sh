@@ -143,16 +143,6 @@ files=("$tmp/sp.0" "$tmp/sp.1")
 verify sp 1
 
 # Refusals: a clear message, a non-zero exit, and no member changed.
-refuse() { # WANT CMD...: run uraid CMD, which must fail saying WANT and
-    local want=$1 rc=0 out a  # change none of the files it names
-    shift
-    : > "$tmp/sums"
-    for a in "$@"; do [ -f "$a" ] && md5sum "$a" >> "$tmp/sums"; done
-    out=$("$URAID" "$@" 2>&1) || rc=$?
-    [ "$rc" != 0 ] || fail "uraid $* succeeded"
-    grep -q -- "$want" <<<"$out" || fail "uraid $*: wanted '$want', got: $out"
-    md5sum --quiet -c "$tmp/sums" || fail "uraid $* changed a member"
-}
 truncate -s $SIZE "$tmp/z.0" "$tmp/z.1" "$tmp/blank" "$tmp/blank2"
 "$URAID" create --level=0 --chunk=64 "$tmp/z.0" "$tmp/z.1" >/dev/null 2>&1
 refuse "no redundancy" add "$tmp/blank" "$tmp/z.0"
