@@ -26,6 +26,7 @@
 #include "cli.h"
 #include "stack.h"
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/random.h"
 #include "core/units.h"
@@ -517,13 +518,6 @@ struct rb_progress {
 	int err; /* a checkpoint that failed */
 };
 
-static uint64_t rb_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Make [0, done) durable on every target and say so in its superblock. */
 static int rb_checkpoint(struct rb_progress *p, uint64_t done)
 {
@@ -542,7 +536,7 @@ static int rb_checkpoint(struct rb_progress *p, uint64_t done)
 
 static void rb_show(struct rb_progress *p, uint64_t done, bool last)
 {
-	uint64_t now = rb_now_ns();
+	uint64_t now = clock_now_ns();
 	char a[32], b[32];
 
 	if (!p->tty || (!last && now - p->last_show < 500000000u))
@@ -715,7 +709,7 @@ static int rebuild_run(char **specs, unsigned n, bool force)
 	sigaction(SIGTERM, &sa, &old_term);
 	handlers = true;
 	p.tty = isatty(STDOUT_FILENO);
-	p.t0 = rb_now_ns();
+	p.t0 = clock_now_ns();
 	r = raid_rebuild(arr, tslice, p.from, p.to, rb_on_progress, &p);
 	rb_show(&p, r == 0 ? p.to : p.saved, true);
 	if (r == -EINTR && p.err < 0) {
@@ -760,7 +754,7 @@ static int rebuild_run(char **specs, unsigned n, bool force)
 	if (r < 0)
 		goto fail;
 	{
-		double secs = (double)(rb_now_ns() - p.t0) / 1e9;
+		double secs = (double)(clock_now_ns() - p.t0) / 1e9;
 		char a[32];
 		format_size((p.to - p.from) * ntargets, a, sizeof(a));
 		unsigned gone = rb_missing(&s, &first);

@@ -11,6 +11,7 @@
 #define URAID_RAID_INTERNAL_H
 
 #include "raid.h"
+#include "core/clock.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -142,7 +143,6 @@ struct raid_array {
  * for. */
 #define RAID_SLOW_NS_PER_MIB 1000000u /* under ~1 GiB/s */
 
-uint64_t raid_now_ns(void);
 /* At least one live member measured slower than RAID_SLOW_NS_PER_MIB and
  * none faster (members not measured yet do not count). */
 bool raid_members_slow(struct raid_array *a);

@@ -30,6 +30,7 @@
 #include "md_bitmap.h"
 #include "md_manage.h"
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "disc/raid.h"
 #include "disc/raid_rebuild.h"
@@ -343,8 +344,6 @@ static int md_bm_end(struct md_array *a, uint64_t off, uint64_t len, int r)
 	return r;
 }
 
-static uint64_t md_now_ns(void);
-
 /* After every member was flushed by a flush that began at begun: a lazy
  * clearing pass, at most one per daemon_sleep seconds (md's bitmap daemon
  * period), none while degraded.  Only a flush that began after the
@@ -358,7 +357,7 @@ static void md_bm_after_flush(struct md_array *a, uint64_t begun)
 
 	if (!a->bm)
 		return;
-	now = md_now_ns();
+	now = clock_now_ns();
 	period = (uint64_t)md_bitmap_header(a->bm)->daemon_sleep * 1000000000u;
 	if (pthread_mutex_trylock(&a->lock) != 0)
 		return; /* busy: the next flush will do */
@@ -431,7 +430,7 @@ static int md_flush(struct vol *v)
 {
 	struct md_array *a = to_md(v);
 	md_io_enter(a);
-	uint64_t begun = md_now_ns();
+	uint64_t begun = clock_now_ns();
 	int r = vol_flush(a->raid);
 	if (r == 0)
 		md_bm_after_flush(a, begun);
@@ -726,7 +725,7 @@ static unsigned md_client_ops(struct md_array *a)
  * recovery thread only, without a->lock; returns early once stop is set. */
 static void md_sync_throttle(struct md_array *a, uint64_t done, bool begin, atomic_bool *stop)
 {
-	uint64_t now = md_now_ns();
+	uint64_t now = clock_now_ns();
 	unsigned ops = md_client_ops(a);
 
 	/* Clients are busy from a request seen until MD_SYNC_IDLE_NS without
@@ -754,7 +753,7 @@ static void md_sync_throttle(struct md_array *a, uint64_t done, bool begin, atom
 	while (now < due && !atomic_load(stop) && !atomic_load(&a->rec_stop)) {
 		uint64_t us = (due - now) / 1000;
 		usleep(us < MD_SYNC_NAP_US ? (useconds_t)us + 1 : MD_SYNC_NAP_US);
-		now = md_now_ns();
+		now = clock_now_ns();
 	}
 }
 
@@ -825,19 +824,17 @@ static void md_rec_run(struct md_array *a)
 	a->rec_saved = from;
 	log_info("%s: recovering %s from byte %llu of %llu, while serving", a->vol.name, list,
 	         (unsigned long long)from, (unsigned long long)a->rec_to);
-	struct timespec t0, t1;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	uint64_t t0 = clock_now_ns();
 	a->rec_running = true;
 	a->rec_from = from;
 	md_sync_throttle(a, from, true, &a->rec_stop);
-	a->rec_t0_ns = (uint64_t)t0.tv_sec * 1000000000u + (uint64_t)t0.tv_nsec;
+	a->rec_t0_ns = t0;
 	atomic_store(&a->rec_pos, from);
 	pthread_mutex_unlock(&a->lock);
 
 	err_clear();
 	r = raid_rebuild(a->raid, targets, from, a->rec_to, md_rec_progress, a);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	double secs = (double)(clock_now_ns() - t0) / 1e9;
 	char detail[512];
 	snprintf(detail, sizeof(detail), "%s", r < 0 ? err_detail(r) : "");
 	/* The RAID vol's state first (it waits for writes in flight, which
@@ -931,7 +928,7 @@ static void md_scrub_run(struct md_array *a)
 	a->scrub_req = MD_CHECK_STOP;
 	a->scrub_running = true;
 	a->scrub_shown = 0;
-	a->scrub_t0_ns = md_now_ns();
+	a->scrub_t0_ns = clock_now_ns();
 	atomic_store(&a->scrub_pos, 0);
 	md_sync_throttle(a, 0, true, &a->scrub_stop);
 	pthread_mutex_unlock(&a->lock);
@@ -940,7 +937,7 @@ static void md_scrub_run(struct md_array *a)
 	         (unsigned long long)a->vol.size);
 	err_clear();
 	int r = raid_check(a->raid, a->scrub_repair, &rep, &cb);
-	double secs = (double)(md_now_ns() - a->scrub_t0_ns) / 1e9;
+	double secs = (double)(clock_now_ns() - a->scrub_t0_ns) / 1e9;
 	if (r == 0)
 		log_info("%s: %s done: %llu bytes in %.1f s, %llu bytes in %llu ranges differ%s, "
 		         "%llu read errors",
@@ -1600,13 +1597,6 @@ out:
 
 /* ---- managing a running array (md.h) ---- */
 
-static uint64_t md_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static struct md_array *md_of(struct vol *v)
 {
 	return v && v->ops == &md_ops ? to_md(v) : NULL;
@@ -1730,7 +1720,7 @@ int md_array_info(struct vol *v, struct md_array_info *in)
 	if (a->scrub_running) {
 		in->check_total = a->vol.size;
 		in->check_done = atomic_load(&a->scrub_pos);
-		double secs = (double)(md_now_ns() - a->scrub_t0_ns) / 1e9;
+		double secs = (double)(clock_now_ns() - a->scrub_t0_ns) / 1e9;
 		in->check_speed = secs > 0 ? (double)in->check_done / secs : 0;
 	}
 	in->check_ended = a->scrub_ended;
@@ -1748,7 +1738,7 @@ int md_array_info(struct vol *v, struct md_array_info *in)
 		in->rec_total = a->size * 512;
 		in->rec_done = a->rec_running ? atomic_load(&a->rec_pos) : 0;
 		if (a->rec_running) {
-			double secs = (double)(md_now_ns() - a->rec_t0_ns) / 1e9;
+			double secs = (double)(clock_now_ns() - a->rec_t0_ns) / 1e9;
 			uint64_t done = in->rec_done > a->rec_from ? in->rec_done - a->rec_from : 0;
 			in->rec_speed = secs > 0 ? (double)done / secs : 0;
 		} else {
