@@ -278,7 +278,7 @@ static int rb_open_array(struct rb_set *s, struct vol **out)
 		               mm->spec, &slices[role]);
 	}
 	if (r == 0) {
-		unsigned parity = f->level == 6 ? 2 : f->level == 5 ? 1 : 0;
+		unsigned parity = md_level_parity(f->level);
 		if (parity && s->raid_disks - have > parity)
 			r = err_set(-ENODEV,
 			            "%s: %s can rebuild at most %u member%s, but %u of %u "

@@ -1188,7 +1188,7 @@ static const struct vol_ops raid_ops = {
 	.extents = raid_alloc_extents,
 };
 
-static const struct raid_level *raid_level_of(int level)
+const struct raid_level *raid_level_of(int level)
 {
 	switch (level) {
 	case RAID_LEVEL_LINEAR:

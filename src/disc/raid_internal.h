@@ -66,6 +66,11 @@ extern const struct raid_level raid5_level;
 extern const struct raid_level raid6_level;
 extern const struct raid_level linear_level;
 
+/* The discipline of md level number level, or NULL for one uraid does not
+ * run: its descriptor is the one place for what the engine knows of it
+ * (parity count, redundancy). */
+const struct raid_level *raid_level_of(int level);
+
 /* Per-member state of an open array. */
 struct raid_member {
 	struct vol *vol;   /* NULL when missing */

@@ -1236,7 +1236,7 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 			goto fail;
 		}
 	}
-	redundant = fresh->level == 1 || fresh->level == 10 || fresh->level >= 4;
+	redundant = md_level_redundant(fresh->level);
 	if (fresh->raid_disks > MD_SB_MAX_DEV) {
 		r = err_set(-EINVAL, "%s: %u devices is more than uraid handles", name,
 		            fresh->raid_disks);
@@ -1265,7 +1265,7 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 	pthread_cond_init(&a->rec_cond, NULL);
 	pthread_mutex_init(&a->io_lock, NULL);
 	pthread_cond_init(&a->io_cond, NULL);
-	a->recover = !o->readonly && !o->no_recovery && redundant && fresh->level != 4;
+	a->recover = !o->readonly && !o->no_recovery && redundant;
 	a->sync_min = o->sync_min;
 	a->sync_max = o->sync_max;
 	a->spare = calloc(k, sizeof(*a->spare));
