@@ -29,12 +29,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* What we cannot update correctly (cmd_rebuild.c refuses the same). */
-#define GROW_FEATURE_REFUSED                                                                       \
-	(MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_JOURNAL | MD_FEATURE_PPL |                         \
-	 MD_FEATURE_MULTIPLE_PPLS | MD_FEATURE_CLUSTERED | MD_FEATURE_NEW_OFFSET |                 \
-	 MD_FEATURE_REPLACEMENT)
-
 struct grow_dev {
 	const char *spec;
 	struct vol *vol;
@@ -121,11 +115,6 @@ static int grow_load(char **specs, unsigned n, struct grow_set *s)
 			return err_set(-EINVAL,
 			               "%s: %s and %s disagree on level, size or device count",
 			               s->name, d->spec, s->m[s->fresh].spec);
-		if (sb->feature_map & GROW_FEATURE_REFUSED)
-			return err_set(-ENOTSUP,
-			               "%s: %s uses md features 0x%x (reshape, journal, PPL, "
-			               "cluster or replacement) that uraid does not update",
-			               s->name, d->spec, sb->feature_map & GROW_FEATURE_REFUSED);
 		for (unsigned j = 0; j < i; j++)
 			if (s->m[j].sb->dev_number == slot)
 				return err_set(-EINVAL,

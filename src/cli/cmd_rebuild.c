@@ -50,12 +50,6 @@
 
 #define RB_CHECKPOINT (64ull << 20) /* recovery_offset saved this often */
 
-/* What we cannot update correctly: refused, as assembly refuses it. */
-#define RB_FEATURE_REFUSED                                                                         \
-	(MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_JOURNAL | MD_FEATURE_PPL |                         \
-	 MD_FEATURE_MULTIPLE_PPLS | MD_FEATURE_CLUSTERED | MD_FEATURE_NEW_OFFSET |                 \
-	 MD_FEATURE_REPLACEMENT)
-
 struct rb_member {
 	const char *spec;
 	struct vol *vol; /* the whole member */
@@ -170,12 +164,6 @@ static int rb_load(char **specs, unsigned n, struct rb_set *s)
 			               "%s: %s and %s disagree on level, layout, chunk, "
 			               "size or device count",
 			               s->name, mm->spec, s->m[s->fresh].spec);
-		if (sb->feature_map & RB_FEATURE_REFUSED)
-			return err_set(-ENOTSUP,
-			               "%s: %s uses md features 0x%x (reshape, journal, "
-			               "PPL, cluster or replacement) that uraid does not "
-			               "update",
-			               s->name, mm->spec, sb->feature_map & RB_FEATURE_REFUSED);
 		if (mm->role == MD_ROLE_SPARE)
 			continue; /* a spare's events do not matter (md's rule) */
 		if (mm->role == MD_ROLE_FAULTY)

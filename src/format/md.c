@@ -167,6 +167,12 @@ int md_super_check(const struct md_super *s, uint64_t member_bytes, const char *
 	r = md_level_served(s->level, name);
 	if (r < 0)
 		return r;
+	if (s->feature_map & MD_FEATURE_REFUSED)
+		return err_set(
+		    -ENOTSUP,
+		    "%s: md superblock uses features 0x%x (reshape, journal, PPL, cluster "
+		    "or replacement) that uraid does not support",
+		    name, s->feature_map & MD_FEATURE_REFUSED);
 	return 0;
 }
 

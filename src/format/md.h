@@ -49,6 +49,15 @@
 #define MD_FEATURE_MULTIPLE_PPLS 0x800u
 #define MD_FEATURE_RAID0_LAYOUT 0x1000u
 #define MD_FEATURE_ALL 0x1fffu
+/* Features uraid cannot serve or update correctly (a reshape under way, a
+ * journal or PPL, a cluster, a replacement being built): md_super_check()
+ * refuses a superblock with any of them, so every path (assembly, add,
+ * rebuild, grow, examine) refuses it with the same message rather than
+ * corrupt it. */
+#define MD_FEATURE_REFUSED                                                                         \
+	(MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_JOURNAL | MD_FEATURE_PPL |                         \
+	 MD_FEATURE_MULTIPLE_PPLS | MD_FEATURE_CLUSTERED | MD_FEATURE_NEW_OFFSET |                 \
+	 MD_FEATURE_REPLACEMENT)
 
 /* Levels as md numbers them. */
 #define MD_LEVEL_LINEAR (-1)
@@ -159,8 +168,9 @@ int md_super_decode(const void *buf, struct md_super *s);
 /* Check a decoded superblock as the kernel would before trusting it:
  * version, checksum, max_dev, offsets and sizes inside a member of
  * member_bytes, a known level and geometry; then that uraid serves the
- * level (md_level_served).  Returns 0 or -EUCLEAN / -EINVAL / -ENOTSUP
- * with err_set() detail prefixed by name. */
+ * level (md_level_served) and none of MD_FEATURE_REFUSED is set.  Returns
+ * 0 or -EUCLEAN / -EINVAL / -ENOTSUP with err_set() detail prefixed by
+ * name. */
 int md_super_check(const struct md_super *s, uint64_t member_bytes, const char *name);
 
 /* Read and check the superblock of member.  -ENOENT (with detail) when

@@ -50,11 +50,6 @@
 #define MD_REC_CHECKPOINT (64ull << 20) /* recovery_offset saved this often */
 #define MD_GATE_SLOTS 16                /* counters of requests inside the gate */
 
-/* Features we cannot serve correctly: refuse rather than corrupt. */
-#define MD_FEATURE_REFUSED                                                                         \
-	(MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_JOURNAL | MD_FEATURE_PPL |                         \
-	 MD_FEATURE_MULTIPLE_PPLS | MD_FEATURE_CLUSTERED | MD_FEATURE_NEW_OFFSET)
-
 struct md_member {
 	struct vol *vol; /* the whole member; NULL when missing */
 	struct md_super *sb;
@@ -1227,14 +1222,6 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 			            name, g[i]->v->name, g[0]->v->name, uuid);
 			goto fail;
 		}
-		if (g[i]->sb->feature_map & MD_FEATURE_REFUSED) {
-			r = err_set(-ENOTSUP,
-			            "%s: %s uses md features 0x%x (reshape, journal, PPL or "
-			            "cluster) that uraid does not support",
-			            name, g[i]->v->name,
-			            g[i]->sb->feature_map & MD_FEATURE_REFUSED);
-			goto fail;
-		}
 	}
 	redundant = md_level_redundant(fresh->level);
 	if (fresh->raid_disks > MD_SB_MAX_DEV) {
@@ -1285,8 +1272,7 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 		const char *why = NULL;
 		bool rec = sb->feature_map & MD_FEATURE_RECOVERY_OFFSET;
 
-		if (a->recover && role == MD_ROLE_SPARE && sb->data_size >= fresh->size &&
-		    !(sb->feature_map & MD_FEATURE_REPLACEMENT)) {
+		if (a->recover && role == MD_ROLE_SPARE && sb->data_size >= fresh->size) {
 			/* A spare's events do not matter (md's rule). */
 			a->spare[a->nspare++] = (struct md_member){.vol = g[i]->v, .sb = sb};
 			g[i]->v = NULL;
@@ -1299,8 +1285,6 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 			why = "is marked faulty";
 		else if (role >= a->n)
 			why = a->recover ? "is a spare too small for the array" : "is a spare";
-		else if (sb->feature_map & MD_FEATURE_REPLACEMENT)
-			why = "is a replacement (uraid does not handle those)";
 		else if (rec && !a->recover)
 			why = "was being rebuilt (`uraid rebuild`, or a writable `uraid serve`, "
 			      "finishes that)";
