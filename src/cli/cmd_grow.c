@@ -111,10 +111,9 @@ static int grow_load(char **specs, unsigned n, struct grow_set *s)
 		unsigned slot = sb->dev_number;
 
 		d->role = slot < s->max_dev ? s->roles[slot] : MD_ROLE_SPARE;
-		if (sb->level != f->level || sb->raid_disks != f->raid_disks || sb->size != f->size)
-			return err_set(-EINVAL,
-			               "%s: %s and %s disagree on level, size or device count",
-			               s->name, d->spec, s->m[s->fresh].spec);
+		r = md_super_same_geometry(sb, d->spec, f, s->m[s->fresh].spec, s->name);
+		if (r < 0)
+			return r;
 		for (unsigned j = 0; j < i; j++)
 			if (s->m[j].sb->dev_number == slot)
 				return err_set(-EINVAL,

@@ -96,12 +96,6 @@ static void rb_set_free(struct rb_set *s)
 	memset(s, 0, sizeof(*s));
 }
 
-static bool rb_same_geometry(const struct md_super *a, const struct md_super *b)
-{
-	return a->level == b->level && a->layout == b->layout && a->chunk == b->chunk &&
-	       a->raid_disks == b->raid_disks && a->size == b->size;
-}
-
 /* Open the members (writable), read their superblocks and work out who
  * holds which role, refusing anything we would not update correctly. */
 static int rb_load(char **specs, unsigned n, struct rb_set *s)
@@ -159,11 +153,9 @@ static int rb_load(char **specs, unsigned n, struct rb_set *s)
 
 		mm->role =
 		    slot < s->max_dev && slot < MD_SB_MAX_DEV ? s->roles[slot] : MD_ROLE_SPARE;
-		if (!rb_same_geometry(sb, f))
-			return err_set(-EINVAL,
-			               "%s: %s and %s disagree on level, layout, chunk, "
-			               "size or device count",
-			               s->name, mm->spec, s->m[s->fresh].spec);
+		r = md_super_same_geometry(sb, mm->spec, f, s->m[s->fresh].spec, s->name);
+		if (r < 0)
+			return r;
 		if (mm->role == MD_ROLE_SPARE)
 			continue; /* a spare's events do not matter (md's rule) */
 		if (mm->role == MD_ROLE_FAULTY)

@@ -257,6 +257,19 @@ int md_super_write(struct vol *member, struct md_super *s)
 	return r;
 }
 
+int md_super_same_geometry(const struct md_super *a, const char *an, const struct md_super *b,
+                           const char *bn, const char *array)
+{
+	if (a->level == b->level && a->layout == b->layout && a->chunk == b->chunk &&
+	    a->size == b->size && a->raid_disks == b->raid_disks &&
+	    (a->feature_map & MD_FEATURE_RAID0_LAYOUT) ==
+	        (b->feature_map & MD_FEATURE_RAID0_LAYOUT))
+		return 0;
+	return err_set(-EINVAL,
+	               "%s: %s and %s disagree on level, layout, chunk, size or device count",
+	               array, an, bn);
+}
+
 unsigned md_super_role(const struct md_super *s)
 {
 	if (s->dev_number < s->max_dev && s->dev_number < MD_SB_MAX_DEV)

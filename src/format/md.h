@@ -183,6 +183,13 @@ void md_super_encode(struct md_super *s);
 /* Encode s and write its block to member, then flush it. */
 int md_super_write(struct vol *member, struct md_super *s);
 
+/* Whether two members' superblocks describe one geometry: level, layout,
+ * chunk, used size, device count (what mdadm's compare_super1 compares)
+ * and the RAID0 layout flag.  0, or -EINVAL with err_set() detail "ARRAY:
+ * AN and BN disagree on level, layout, chunk, size or device count". */
+int md_super_same_geometry(const struct md_super *a, const char *an, const struct md_super *b,
+                           const char *bn, const char *array);
+
 /* This member's role: its dev_roles slot, or MD_ROLE_SPARE. */
 unsigned md_super_role(const struct md_super *s);
 

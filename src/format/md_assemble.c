@@ -1179,14 +1179,6 @@ static void md_array_name(const struct md_super *sb, char *out, size_t len)
 	}
 }
 
-static bool md_same_geometry(const struct md_super *a, const struct md_super *b)
-{
-	return a->level == b->level && a->layout == b->layout && a->chunk == b->chunk &&
-	       a->raid_disks == b->raid_disks &&
-	       (a->feature_map & MD_FEATURE_RAID0_LAYOUT) ==
-	           (b->feature_map & MD_FEATURE_RAID0_LAYOUT);
-}
-
 /* Assemble the k candidates in g[] (one array UUID).  Always consumes
  * their vols and superblocks (closes them on failure). */
 static int md_array_open(struct md_cand **g, unsigned k, const struct md_assemble_opts *o,
@@ -1215,13 +1207,9 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 	md_array_name(fresh, name, sizeof(name));
 	md_uuid_format(fresh->set_uuid, uuid);
 	for (unsigned i = 0; i < k; i++) {
-		if (!md_same_geometry(g[i]->sb, fresh)) {
-			r = err_set(-EINVAL,
-			            "%s: %s and %s carry array %s but disagree on level, layout, "
-			            "chunk or device count",
-			            name, g[i]->v->name, g[0]->v->name, uuid);
+		r = md_super_same_geometry(g[i]->sb, g[i]->v->name, fresh, g[fi]->v->name, name);
+		if (r < 0)
 			goto fail;
-		}
 	}
 	redundant = md_level_redundant(fresh->level);
 	if (fresh->raid_disks > MD_SB_MAX_DEV) {

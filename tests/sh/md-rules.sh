@@ -68,6 +68,21 @@ refuse "$want" rebuild "${files[@]}"
 refuse "$want" grow --raid-devices 4 --add "$tmp/new" "${files[@]}"
 refuse "$want" examine "$tmp/rep.2"
 
+# --- a geometry disagreement: size alone, chunk alone ---
+mkarray geo 1 2
+sz=$("$URAID" examine "$tmp/geo.1" | sed -n 's/^ *Used Dev Size : \([0-9]*\).*/\1/p')
+[ -n "$sz" ] || sz=$(field "$tmp/geo.1" "Avail Dev Size")
+sbpatch "$tmp/geo.1" $F_SIZE 8 $((sz - 128))
+want="disagree on level, layout, chunk, size or device count"
+refuse "$want" serve --run true "${files[@]}"
+refuse "$want" rebuild "${files[@]}"
+refuse "$want" grow --raid-devices 3 "${files[@]}"
+mkarray geo 1 2
+sbpatch "$tmp/geo.1" $F_CHUNK 4 128
+refuse "$want" serve --run true "${files[@]}"
+refuse "$want" rebuild "${files[@]}"
+refuse "$want" grow --raid-devices 3 "${files[@]}"
+
 # --- raid4: one refusal ---
 want="md level raid4 is not supported"
 blank "$tmp/r4.0" "$tmp/r4.1" "$tmp/r4.2"

@@ -376,6 +376,56 @@ static void test_refused_features(void)
 	CHECK(MD_FEATURE_REFUSED & MD_FEATURE_REPLACEMENT);
 }
 
+/* One geometry check: members that differ in any one of level, layout,
+ * chunk, used size, device count or the RAID0 layout flag are not one
+ * array; events, names and roles may differ. */
+static void test_same_geometry(void)
+{
+	uint8_t buf[MD_SB_BLOCK];
+	struct md_super a, b;
+
+	fixture(buf);
+	CHECK_EQ(md_super_decode(buf, &a), 0);
+	for (int field = 0; field < 8; field++) {
+		b = a;
+		switch (field) {
+		case 0:
+			b.level = 10;
+			break;
+		case 1:
+			b.layout ^= 1;
+			break;
+		case 2:
+			b.chunk += 8;
+			break;
+		case 3:
+			b.size -= 128;
+			break;
+		case 4:
+			b.raid_disks++;
+			break;
+		case 5:
+			b.feature_map |= MD_FEATURE_RAID0_LAYOUT;
+			break;
+		case 6:
+			b.events += 5;
+			b.dev_number = 1;
+			break;
+		case 7:
+			strcpy(b.set_name, "other");
+			break;
+		}
+		err_clear();
+		int r = md_super_same_geometry(&b, "b.img", &a, "a.img", "md/fix");
+		if (field < 6) {
+			CHECK_EQ(r, -EINVAL);
+			CHECK(strstr(err_detail(r), "md/fix: b.img and a.img disagree on level, "
+			                            "layout, chunk, size or device count") != NULL);
+		} else
+			CHECK_EQ(r, 0);
+	}
+}
+
 int main(void)
 {
 	test_mdadm_fixture();
@@ -386,5 +436,6 @@ int main(void)
 	test_level_table();
 	test_level4();
 	test_refused_features();
+	test_same_geometry();
 	return check_done();
 }
