@@ -92,8 +92,7 @@ static int grow_load(char **specs, unsigned n, struct grow_set *s)
 	if (r < 0)
 		return r;
 	f = s->m[s->fresh].sb;
-	const char *colon = strchr(f->set_name, ':');
-	snprintf(s->name, sizeof(s->name), "md/%s", colon ? colon + 1 : f->set_name);
+	md_super_array_name(f, s->name, sizeof(s->name));
 	s->events = f->events;
 	s->max_dev = f->max_dev < MD_SB_MAX_DEV ? f->max_dev : MD_SB_MAX_DEV;
 	memcpy(s->roles, f->roles, sizeof(s->roles));

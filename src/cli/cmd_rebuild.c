@@ -122,8 +122,7 @@ static int rb_load(char **specs, unsigned n, struct rb_set *s)
 	if (r < 0)
 		return r;
 	f = s->m[s->fresh].sb;
-	const char *colon = strchr(f->set_name, ':');
-	snprintf(s->name, sizeof(s->name), "md/%s", colon ? colon + 1 : f->set_name);
+	md_super_array_name(f, s->name, sizeof(s->name));
 	s->level = f->level;
 	s->raid_disks = f->raid_disks;
 	s->size = f->size;

@@ -512,6 +512,20 @@ void md_uuid_format(const uint8_t uuid[16], char out[36])
 	}
 }
 
+void md_super_array_name(const struct md_super *sb, char *out, size_t len)
+{
+	const char *colon = strchr(sb->set_name, ':');
+	const char *name = colon ? colon + 1 : sb->set_name;
+	char uuid[36];
+
+	if (*name) {
+		snprintf(out, len, "md/%s", name);
+	} else {
+		md_uuid_format(sb->set_uuid, uuid);
+		snprintf(out, len, "md/%.8s", uuid);
+	}
+}
+
 int md_find_end_supers(struct vol *v, const char *spec, uint64_t at[2])
 {
 	const uint32_t magic = htole32(MD_SB_MAGIC);

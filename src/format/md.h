@@ -279,6 +279,11 @@ int md_find_end_supers(struct vol *v, const char *spec, uint64_t at[2]);
 /* Format a 16-byte uuid as mdadm does: 8:8:8:8 hex digits. */
 void md_uuid_format(const uint8_t uuid[16], char out[36]);
 
+/* The array's name as uraid shows it everywhere (serve, detail, add,
+ * rebuild, grow): "md/NAME" from the set name "host:NAME", or, when the
+ * name is empty, "md/" and the first 8 hex digits of the array UUID. */
+void md_super_array_name(const struct md_super *sb, char *out, size_t len);
+
 /* ---- assembly (md_assemble.c) ---- */
 
 struct md_assemble_opts {

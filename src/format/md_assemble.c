@@ -1165,20 +1165,6 @@ struct md_cand {
 	bool done; /* probed: holds no superblock */
 };
 
-static void md_array_name(const struct md_super *sb, char *out, size_t len)
-{
-	const char *colon = strchr(sb->set_name, ':');
-	const char *name = colon ? colon + 1 : sb->set_name;
-	char uuid[36];
-
-	if (*name) {
-		snprintf(out, len, "md/%s", name);
-	} else {
-		md_uuid_format(sb->set_uuid, uuid);
-		snprintf(out, len, "md/%.8s", uuid);
-	}
-}
-
 /* Assemble the k candidates in g[] (one array UUID).  Always consumes
  * their vols and superblocks (closes them on failure). */
 static int md_array_open(struct md_cand **g, unsigned k, const struct md_assemble_opts *o,
@@ -1204,7 +1190,7 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 		goto fail;
 	}
 	*fresh = *g[fi]->sb;
-	md_array_name(fresh, name, sizeof(name));
+	md_super_array_name(fresh, name, sizeof(name));
 	md_uuid_format(fresh->set_uuid, uuid);
 	for (unsigned i = 0; i < k; i++) {
 		r = md_super_same_geometry(g[i]->sb, g[i]->v->name, fresh, g[fi]->v->name, name);

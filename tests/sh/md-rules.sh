@@ -5,7 +5,7 @@
 #   - members that disagree on the geometry (level, layout, chunk, size,
 #     device count) are refused by serve, rebuild and grow alike;
 #   - an array whose set name is empty is called md/<first 8 hex digits of
-#     its UUID> by serve, rebuild and grow alike;
+#     its UUID> by serve, detail, rebuild and grow alike;
 #   - raid4 (which uraid does not serve) is refused by create, serve,
 #     rebuild and examine with one message.
 # Every refusal changes no file.  Superblock fields are patched in place
@@ -82,6 +82,24 @@ sbpatch "$tmp/geo.1" $F_CHUNK 4 128
 refuse "$want" serve --run true "${files[@]}"
 refuse "$want" rebuild "${files[@]}"
 refuse "$want" grow --raid-devices 3 "${files[@]}"
+
+# --- an empty set name: named by its UUID everywhere ---
+mkarray anon 0 2
+for f in "${files[@]}"; do sbpatch "$f" $F_NAME 32 0; done
+uuid=$("$URAID" examine "$tmp/anon.0" | sed -n 's/^ *Array UUID : \(........\).*/\1/p')
+[ -n "$uuid" ] || fail "no Array UUID in examine"
+refuse "md/$uuid: raid0 needs all 2 members" serve --run true "$tmp/anon.0"
+refuse "md/$uuid is raid0" rebuild "${files[@]}"
+refuse "md/$uuid is raid0" grow --raid-devices 3 "${files[@]}"
+mkarray anon1 1 2
+for f in "${files[@]}"; do sbpatch "$f" $F_NAME 32 0; done
+uuid=$("$URAID" examine "$tmp/anon1.0" | sed -n 's/^ *Array UUID : \(........\).*/\1/p')
+start_server "$tmp/anon1.sock" --readonly --control "$tmp/anon1.ctl" "${files[@]}" 2>"$tmp/anon1.log"
+name=$("$URAID" detail --json "$tmp/anon1.ctl" | python3 -c 'import json,sys; print(json.load(sys.stdin)["arrays"][0]["name"])') ||
+    fail "detail --json: $(cat "$tmp/anon1.log")"
+[ "$name" = "md/$uuid" ] || fail "detail names the array '$name', not md/$uuid"
+grep -q "md/$uuid: assembled" "$tmp/anon1.log" || fail "serve: $(cat "$tmp/anon1.log")"
+stop_server "$server_pid"
 
 # --- raid4: one refusal ---
 want="md level raid4 is not supported"
