@@ -69,31 +69,36 @@ refuse "$want" grow --raid-devices 4 --add "$tmp/new" "${files[@]}"
 refuse "$want" examine "$tmp/rep.2"
 
 # --- a geometry disagreement: size alone, chunk alone ---
+# geometry OFFSET WIDTH VALUE: a raid1 pair whose second member's field
+# is patched is refused by serve, rebuild and grow with one message
+geometry() {
+    local want="disagree on level, layout, chunk, size or device count"
+    mkarray geo 1 2
+    sbpatch "$tmp/geo.1" "$@"
+    refuse "$want" serve --run true "${files[@]}"
+    refuse "$want" rebuild "${files[@]}"
+    refuse "$want" grow --raid-devices 3 "${files[@]}"
+}
 mkarray geo 1 2
-sz=$("$URAID" examine "$tmp/geo.1" | sed -n 's/^ *Used Dev Size : \([0-9]*\).*/\1/p')
+sz=$(field "$tmp/geo.1" "Used Dev Size")
 [ -n "$sz" ] || sz=$(field "$tmp/geo.1" "Avail Dev Size")
-sbpatch "$tmp/geo.1" $F_SIZE 8 $((sz - 128))
-want="disagree on level, layout, chunk, size or device count"
-refuse "$want" serve --run true "${files[@]}"
-refuse "$want" rebuild "${files[@]}"
-refuse "$want" grow --raid-devices 3 "${files[@]}"
-mkarray geo 1 2
-sbpatch "$tmp/geo.1" $F_CHUNK 4 128
-refuse "$want" serve --run true "${files[@]}"
-refuse "$want" rebuild "${files[@]}"
-refuse "$want" grow --raid-devices 3 "${files[@]}"
+geometry $F_SIZE 8 $((sz - 128))
+geometry $F_CHUNK 4 128
 
 # --- an empty set name: named by its UUID everywhere ---
-mkarray anon 0 2
-for f in "${files[@]}"; do sbpatch "$f" $F_NAME 32 0; done
-uuid=$("$URAID" examine "$tmp/anon.0" | sed -n 's/^ *Array UUID : \(........\).*/\1/p')
-[ -n "$uuid" ] || fail "no Array UUID in examine"
+# anonymous NAME LEVEL: an array of two with its set name blanked; $uuid
+# is the first 8 hex digits of its UUID
+anonymous() {
+    mkarray "$1" "$2" 2
+    for f in "${files[@]}"; do sbpatch "$f" $F_NAME 32 0; done
+    uuid=$("$URAID" examine "$tmp/$1.0" | sed -n 's/^ *Array UUID : \(........\).*/\1/p')
+    [ -n "$uuid" ] || fail "no Array UUID in examine"
+}
+anonymous anon 0
 refuse "md/$uuid: raid0 needs all 2 members" serve --run true "$tmp/anon.0"
 refuse "md/$uuid is raid0" rebuild "${files[@]}"
 refuse "md/$uuid is raid0" grow --raid-devices 3 "${files[@]}"
-mkarray anon1 1 2
-for f in "${files[@]}"; do sbpatch "$f" $F_NAME 32 0; done
-uuid=$("$URAID" examine "$tmp/anon1.0" | sed -n 's/^ *Array UUID : \(........\).*/\1/p')
+anonymous anon1 1
 start_server "$tmp/anon1.sock" --readonly --control "$tmp/anon1.ctl" "${files[@]}" 2>"$tmp/anon1.log"
 name=$("$URAID" detail --json "$tmp/anon1.ctl" | python3 -c 'import json,sys; print(json.load(sys.stdin)["arrays"][0]["name"])') ||
     fail "detail --json: $(cat "$tmp/anon1.log")"
