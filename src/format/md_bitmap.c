@@ -122,6 +122,8 @@ void md_bitmap_encode(const struct md_bitmap_info *b, void *buf)
 int md_bitmap_geom_init(struct md_bitmap_geom *g, int level, unsigned raid_disks,
                         uint32_t chunk_sectors, uint64_t dev_sectors, uint64_t array_bytes)
 {
+	unsigned parity = md_level_parity(level);
+
 	memset(g, 0, sizeof(*g));
 	g->level = level;
 	g->dev_size = dev_sectors * 512;
@@ -129,8 +131,7 @@ int md_bitmap_geom_init(struct md_bitmap_geom *g, int level, unsigned raid_disks
 	g->chunk = (uint64_t)chunk_sectors * 512;
 	if (!md_level_redundant(level))
 		return -EINVAL;
-	if (md_level_parity(level)) {
-		unsigned parity = md_level_parity(level);
+	if (parity) {
 		if (raid_disks <= parity || !g->chunk)
 			return -EINVAL;
 		g->data_disks = raid_disks - parity;
