@@ -9,6 +9,7 @@
  * disks: the default run stays well under two minutes. */
 #include "bench.h"
 
+#include "core/clock.h"
 #include "core/exec.h"
 #include "core/log.h"
 #include "core/units.h"
@@ -247,13 +248,6 @@ static void progress_end(void)
 }
 
 /* ---- measuring ---- */
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 static struct bench_job make_job(const struct wl_def *w, uint64_t size, const struct bench_opts *o)
 {
@@ -820,7 +814,7 @@ int bench_main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	rep.cores = exec_cpu_count();
 	rep.size = o.size;
-	uint64_t t_start = now_ns();
+	uint64_t t_start = clock_now_ns();
 
 	/* The target: a served volume if this build serves, else in process. */
 	use_nbd = false;
@@ -985,7 +979,7 @@ int bench_main(int argc, char **argv)
 			vol_close(tops[1]);
 	}
 	progress_end();
-	rep.seconds = (double)(now_ns() - t_start) / 1e9;
+	rep.seconds = (double)(clock_now_ns() - t_start) / 1e9;
 
 	bench_print_table(stdout, &rep);
 	if (study)

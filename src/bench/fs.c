@@ -10,6 +10,7 @@
  * why they were skipped. */
 #include "bench.h"
 
+#include "core/clock.h"
 #include "core/log.h"
 
 #include <errno.h>
@@ -22,13 +23,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 /* Run a shell command quietly; its exit status, or -1. */
 static int quiet(const char *fmt, const char *a, const char *b)
@@ -177,8 +171,8 @@ int bench_fs_seq(struct bench_fs *fs, bool write, uint64_t bytes, uint64_t max_n
 		close(fd);
 		return -ENOMEM;
 	}
-	uint64_t t0 = now_ns();
-	while (done < bytes && now_ns() - t0 < max_ns) {
+	uint64_t t0 = clock_now_ns();
+	while (done < bytes && clock_now_ns() - t0 < max_ns) {
 		ssize_t k =
 		    write ? pwrite(fd, (const char *)data + (done / bs % 8) * 4096, bs, (off_t)done)
 		          : pread(fd, buf, bs, (off_t)done);
@@ -192,7 +186,7 @@ int bench_fs_seq(struct bench_fs *fs, bool write, uint64_t bytes, uint64_t max_n
 	}
 	if (write && r == 0 && fsync(fd) < 0)
 		r = err_set(-errno, "fsync %s: %s", path, strerror(errno));
-	out->ns = now_ns() - t0;
+	out->ns = clock_now_ns() - t0;
 	out->bytes = done;
 	free(buf);
 	close(fd);
@@ -206,7 +200,7 @@ int bench_fs_meta(struct bench_fs *fs, int phase, unsigned nfiles, struct bench_
 	int r = 0;
 
 	memset(out, 0, sizeof(*out));
-	uint64_t t0 = now_ns();
+	uint64_t t0 = clock_now_ns();
 	for (unsigned i = 1; i <= nfiles && r == 0; i++) {
 		snprintf(path, sizeof(path), "%s/%u", fs->mnt, i);
 		if (phase == 2) {
@@ -229,6 +223,6 @@ int bench_fs_meta(struct bench_fs *fs, int phase, unsigned nfiles, struct bench_
 			r = err_set(-errno, "syncfs: %s", strerror(errno));
 		close(dfd);
 	}
-	out->ns = now_ns() - t0;
+	out->ns = clock_now_ns() - t0;
 	return r;
 }

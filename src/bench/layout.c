@@ -17,6 +17,7 @@
 #include "core/units.h"
 #include "disc/crypt.h"
 #include "disc/raid.h"
+#include "format/md.h"
 #include "member/member.h"
 
 #include <errno.h>
@@ -183,10 +184,9 @@ static int raid_build(int level, struct vol **members, unsigned n, const char *n
 			smallest = members[i]->size;
 	g.chunk = level == 1 ? 0 : bench_chunk;
 	g.dev_size = smallest - smallest % bench_chunk;
-	if (level == 10)
-		g.layout = 0x102; /* near=2, far=1: md's default */
-	if (level == 5 || level == 6)
-		g.layout = 2; /* left-symmetric: mdadm's default */
+	/* mdadm's default layout (raid0's engine layout stays 0) */
+	if (level != 0 && md_level_info(level) && md_level_info(level)->default_layout)
+		md_layout_parse(level, md_level_info(level)->default_layout, &g.layout);
 	return raid_open(&g, members, NULL, name, out);
 }
 

@@ -9,6 +9,8 @@
  * uraid's own ("uraid itself"). */
 #include "bench.h"
 
+#include "format/md.h"
+
 #include <math.h>
 
 void bench_verdict(double measured, const struct bench_ceilings *c, struct bench_verdict *v)
@@ -78,7 +80,7 @@ double bench_disk_ideal(int level, unsigned n, enum bench_op op, uint32_t bs, un
 		break;
 	case 5: /* one (two) chunk(s) of every stripe is parity: at best */
 	case 6: /* the data disks' worth, reading or writing whole stripes */
-		busy = busy_members(n - (level == 6 ? 2 : 1), bs, qd, chunk);
+		busy = busy_members(n - md_level_parity(level), bs, qd, chunk);
 		break;
 	default:
 		busy = 1;

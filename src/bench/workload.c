@@ -19,6 +19,7 @@
  * of (seed, request index), so a run is reproduced exactly by its seed. */
 #include "bench.h"
 
+#include "core/clock.h"
 #include "core/log.h"
 
 #include <errno.h>
@@ -65,13 +66,6 @@ void bench_data_free(void)
 {
 	free(pool);
 	pool = NULL;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
 /* The server's CPU time so far, in ns of user and system time: from
@@ -213,7 +207,7 @@ static void *vol_worker(void *arg)
 		uint64_t i = atomic_fetch_add(&r->next, 1);
 		if (i >= r->nops || atomic_load(&r->err))
 			break;
-		uint64_t t0 = now_ns();
+		uint64_t t0 = clock_now_ns();
 		if (t0 >= r->deadline)
 			break;
 		uint64_t off = job_offset(j, i);
@@ -231,7 +225,7 @@ static void *vol_worker(void *arg)
 			atomic_store(&r->err, e);
 			break;
 		}
-		lat_add(r->lat, now_ns() - t0);
+		lat_add(r->lat, clock_now_ns() - t0);
 		atomic_fetch_add(&r->done, 1);
 	}
 	free(buf);
@@ -326,12 +320,12 @@ static int run_nbd(struct nbd_handle *h, const struct bench_job *j, struct lat_l
 			job_buf_fill(j, slots[k].buf, k);
 		free_q[n_free++] = k;
 	}
-	*t_start = now_ns();
+	*t_start = clock_now_ns();
 	deadline = *t_start + j->max_ns;
 	for (;;) {
 		/* Fill the queue while there is work and time. */
 		while (n_free && next < nops && r == 0) {
-			uint64_t t = now_ns();
+			uint64_t t = clock_now_ns();
 			if (t >= deadline) {
 				nops = next;
 				break;
@@ -369,7 +363,7 @@ static int run_nbd(struct nbd_handle *h, const struct bench_job *j, struct lat_l
 					continue;
 				}
 			}
-			lat_add(lat, now_ns() - s->t0);
+			lat_add(lat, clock_now_ns() - s->t0);
 			(*done)++;
 			free_q[n_free++] = k;
 		}
@@ -413,12 +407,12 @@ int bench_run(struct bench_target *t, const struct bench_job *job, struct bench_
 		return -ENOMEM;
 
 	bench_cpu_times(t->pid, &u0, &s0);
-	uint64_t t0 = now_ns();
+	uint64_t t0 = clock_now_ns();
 	if (t->nbd)
 		r = run_nbd(t->nbd, job, &lat, &t0, &done);
 	else
 		r = run_vol(t->vol, job, &lat, t0, &done);
-	uint64_t t1 = now_ns();
+	uint64_t t1 = clock_now_ns();
 	/* A write is done when it is on the volume: a cache in front of the
 	 * disks (an array's write-behind, a file's page cache) would
 	 * otherwise count as their speed in a short run.  So write jobs end
@@ -434,7 +428,7 @@ int bench_run(struct bench_target *t, const struct bench_job *job, struct bench_
 			r = vol_flush(t->vol);
 		}
 	}
-	uint64_t t2 = now_ns();
+	uint64_t t2 = clock_now_ns();
 	bench_cpu_times(t->pid, &u1, &s1);
 	if (r == 0) {
 		out->ops = done;
@@ -481,7 +475,7 @@ int bench_run_parallel(struct vol **vols, unsigned n, const struct bench_job *jo
 		a[k].t = (struct bench_target){.vol = vols[k], .size = vols[k]->size};
 		a[k].job = job;
 	}
-	uint64_t u0, s0, u1, s1, t0 = now_ns();
+	uint64_t u0, s0, u1, s1, t0 = clock_now_ns();
 	bench_cpu_times(0, &u0, &s0);
 	for (; started < n; started++)
 		if (pthread_create(&th[started], NULL, par_worker, &a[started]))
@@ -489,7 +483,7 @@ int bench_run_parallel(struct vol **vols, unsigned n, const struct bench_job *jo
 	for (unsigned k = 0; k < started; k++)
 		pthread_join(th[k], NULL);
 	bench_cpu_times(0, &u1, &s1);
-	double wall = (double)(now_ns() - t0);
+	double wall = (double)(clock_now_ns() - t0);
 	out->usr_cpu = 100.0 * (double)(u1 - u0) / wall;
 	out->sys_cpu = 100.0 * (double)(s1 - s0) / wall;
 	if (started < n)

@@ -147,13 +147,16 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 	while ((c = getopt_long(argc, argv, "l:n:c:N:p:fb:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'l':
-			if (md_level_parse(optarg, &o->level) < 0 ||
-			    (o->level != 0 && o->level != 1 && o->level != 10 && o->level != 5 &&
-			     o->level != 6 && o->level != MD_LEVEL_LINEAR)) {
+			if (md_level_parse(optarg, &o->level) < 0) {
 				fprintf(
 				    stderr,
 				    "uraid: create: level '%s' is not one of 0, 1, 10, 5, 6, linear\n",
 				    optarg);
+				return 2;
+			}
+			err_clear();
+			if (md_level_served(o->level, "uraid: create") < 0) {
+				fprintf(stderr, "%s\n", err_detail(-ENOTSUP));
 				return 2;
 			}
 			o->level_set = true;
@@ -240,8 +243,9 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 	} else if (!o->chunk_set)
 		o->chunk_kib = 512;
 	if (o->level == 10) {
-		if (md_raid10_layout_parse(o->layout_name ? o->layout_name : "n2", &o->layout) <
-		    0) {
+		const char *name =
+		    o->layout_name ? o->layout_name : md_level_info(10)->default_layout;
+		if (md_layout_parse(10, name, &o->layout) < 0) {
 			fprintf(stderr,
 			        "uraid: create: raid10 layout '%s' is not n<copies>, f<copies> or "
 			        "o<copies>\n",
@@ -249,8 +253,9 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 			return 2;
 		}
 	} else if (o->level == 5 || o->level == 6) {
-		const char *name = o->layout_name ? o->layout_name : "left-symmetric";
-		if (md_raid56_layout_parse(o->level, name, &o->layout) < 0) {
+		const char *name =
+		    o->layout_name ? o->layout_name : md_level_info(o->level)->default_layout;
+		if (md_layout_parse(o->level, name, &o->layout) < 0) {
 			fprintf(stderr, "uraid: create: '%s' is not a raid%d layout mdadm knows\n",
 			        name, o->level);
 			return 2;
@@ -284,7 +289,7 @@ static uint64_t create_array_bytes(const struct create_opts *o, unsigned n, uint
 		return size * 512;
 	case 5:
 	case 6:
-		return size * (n - (unsigned)(o->level - 4)) * 512;
+		return size * (n - md_level_parity(o->level)) * 512;
 	case 10:
 		return size / chunk / MD_RAID10_FAR(o->layout) * n / MD_RAID10_NEAR(o->layout) *
 		       chunk * 512;
@@ -350,14 +355,15 @@ int cmd_create(int argc, char **argv)
 		        "uraid: create: 'missing' members need a redundant level (1, 10, 5 or 6)\n");
 		return 2;
 	}
-	if ((o.level == 5 || o.level == 6) && n < (o.level == 6 ? 4u : 2u)) {
-		fprintf(stderr, "uraid: create: raid%d needs at least %u members\n", o.level,
-		        o.level == 6 ? 4u : 2u);
+	if (n < md_level_info(o.level)->min_disks) {
+		fprintf(stderr, "uraid: create: %s needs at least %u members\n",
+		        md_level_name(o.level), md_level_info(o.level)->min_disks);
 		return 2;
 	}
-	if ((o.level == 5 || o.level == 6) && missing > (unsigned)(o.level - 4)) {
-		fprintf(stderr, "uraid: create: raid%d can miss at most %d member%s\n", o.level,
-		        o.level - 4, o.level == 6 ? "s" : "");
+	if (md_level_parity(o.level) && missing > md_level_parity(o.level)) {
+		fprintf(stderr, "uraid: create: %s can miss at most %u member%s\n",
+		        md_level_name(o.level), md_level_parity(o.level),
+		        md_level_parity(o.level) > 1 ? "s" : "");
 		return 2;
 	}
 	if (missing == n) {

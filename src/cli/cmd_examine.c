@@ -42,10 +42,11 @@ static const char *examine_time(uint64_t t, char *buf, size_t len)
 
 static void examine_print(const char *name, const struct md_super *s)
 {
-	char uuid[36], hb[64], tb[64];
+	char uuid[36], hb[64], tb[64], lname[32];
 	uint32_t want = md_sb_csum(s->raw);
 	unsigned role;
-	const char *lvl = md_level_name(s->level);
+	const struct md_level_info *lv = md_level_info(s->level);
+	const char *lvl = lv ? lv->name : NULL;
 
 	printf("%s:\n", name);
 	printf("          Magic : %08x\n", MD_SB_MAGIC);
@@ -65,10 +66,8 @@ static void examine_print(const char *name, const struct md_super *s)
 		uint64_t data_disks = 0, denom = 1;
 		if (s->level == 1)
 			data_disks = 1;
-		else if (s->level == 4 || s->level == 5)
-			data_disks = s->raid_disks - 1;
-		else if (s->level == 6)
-			data_disks = s->raid_disks - 2;
+		else if (md_level_parity(s->level))
+			data_disks = s->raid_disks - md_level_parity(s->level);
 		else if (s->level == 10) {
 			data_disks = s->raid_disks;
 			denom = MD_RAID10_NEAR(s->layout) * MD_RAID10_FAR(s->layout);
@@ -101,10 +100,10 @@ static void examine_print(const char *name, const struct md_super *s)
 	else
 		printf("       Checksum : %x - expected %x\n", s->sb_csum, want);
 	printf("         Events : %llu\n\n", (unsigned long long)s->events);
-	if (s->level == 0 && (s->feature_map & MD_FEATURE_RAID0_LAYOUT))
-		printf("         Layout : %s\n", s->layout == MD_RAID0_ORIG_LAYOUT  ? "original"
-		                                 : s->layout == MD_RAID0_ALT_LAYOUT ? "alternate"
-		                                                                    : "-unknown-");
+	if ((s->level == 0 && (s->feature_map & MD_FEATURE_RAID0_LAYOUT)) ||
+	    (lv && lv->nlayouts && s->level != 0))
+		printf("         Layout : %s\n",
+		       md_layout_name(s->level, s->layout, lname, sizeof(lname)));
 	if (s->level == 10) {
 		uint32_t near = MD_RAID10_NEAR(s->layout), far = MD_RAID10_FAR(s->layout);
 		const char *sep = "";
@@ -120,7 +119,7 @@ static void examine_print(const char *name, const struct md_super *s)
 			printf("NO REDUNDANCY");
 		printf("\n");
 	}
-	if (s->level == 0 || s->level == 10 || (s->level >= 4 && s->level <= 6))
+	if (lv && lv->chunked)
 		printf("     Chunk Size : %uK\n\n", s->chunk / 2);
 	else if (s->level == MD_LEVEL_LINEAR)
 		printf("       Rounding : %uK\n\n", s->chunk / 2);

@@ -29,12 +29,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* What we cannot update correctly (cmd_rebuild.c refuses the same). */
-#define GROW_FEATURE_REFUSED                                                                       \
-	(MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_JOURNAL | MD_FEATURE_PPL |                         \
-	 MD_FEATURE_MULTIPLE_PPLS | MD_FEATURE_CLUSTERED | MD_FEATURE_NEW_OFFSET |                 \
-	 MD_FEATURE_REPLACEMENT)
-
 struct grow_dev {
 	const char *spec;
 	struct vol *vol;
@@ -98,8 +92,7 @@ static int grow_load(char **specs, unsigned n, struct grow_set *s)
 	if (r < 0)
 		return r;
 	f = s->m[s->fresh].sb;
-	const char *colon = strchr(f->set_name, ':');
-	snprintf(s->name, sizeof(s->name), "md/%s", colon ? colon + 1 : f->set_name);
+	md_super_array_name(f, s->name, sizeof(s->name));
 	s->events = f->events;
 	s->max_dev = f->max_dev < MD_SB_MAX_DEV ? f->max_dev : MD_SB_MAX_DEV;
 	memcpy(s->roles, f->roles, sizeof(s->roles));
@@ -117,15 +110,9 @@ static int grow_load(char **specs, unsigned n, struct grow_set *s)
 		unsigned slot = sb->dev_number;
 
 		d->role = slot < s->max_dev ? s->roles[slot] : MD_ROLE_SPARE;
-		if (sb->level != f->level || sb->raid_disks != f->raid_disks || sb->size != f->size)
-			return err_set(-EINVAL,
-			               "%s: %s and %s disagree on level, size or device count",
-			               s->name, d->spec, s->m[s->fresh].spec);
-		if (sb->feature_map & GROW_FEATURE_REFUSED)
-			return err_set(-ENOTSUP,
-			               "%s: %s uses md features 0x%x (reshape, journal, PPL, "
-			               "cluster or replacement) that uraid does not update",
-			               s->name, d->spec, sb->feature_map & GROW_FEATURE_REFUSED);
+		r = md_super_same_geometry(sb, d->spec, f, s->m[s->fresh].spec, s->name);
+		if (r < 0)
+			return r;
 		for (unsigned j = 0; j < i; j++)
 			if (s->m[j].sb->dev_number == slot)
 				return err_set(-EINVAL,

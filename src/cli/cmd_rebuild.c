@@ -26,6 +26,7 @@
 #include "cli.h"
 #include "stack.h"
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/random.h"
 #include "core/units.h"
@@ -48,12 +49,6 @@
 #include <unistd.h>
 
 #define RB_CHECKPOINT (64ull << 20) /* recovery_offset saved this often */
-
-/* What we cannot update correctly: refused, as assembly refuses it. */
-#define RB_FEATURE_REFUSED                                                                         \
-	(MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_JOURNAL | MD_FEATURE_PPL |                         \
-	 MD_FEATURE_MULTIPLE_PPLS | MD_FEATURE_CLUSTERED | MD_FEATURE_NEW_OFFSET |                 \
-	 MD_FEATURE_REPLACEMENT)
 
 struct rb_member {
 	const char *spec;
@@ -101,12 +96,6 @@ static void rb_set_free(struct rb_set *s)
 	memset(s, 0, sizeof(*s));
 }
 
-static bool rb_same_geometry(const struct md_super *a, const struct md_super *b)
-{
-	return a->level == b->level && a->layout == b->layout && a->chunk == b->chunk &&
-	       a->raid_disks == b->raid_disks && a->size == b->size;
-}
-
 /* Open the members (writable), read their superblocks and work out who
  * holds which role, refusing anything we would not update correctly. */
 static int rb_load(char **specs, unsigned n, struct rb_set *s)
@@ -133,8 +122,7 @@ static int rb_load(char **specs, unsigned n, struct rb_set *s)
 	if (r < 0)
 		return r;
 	f = s->m[s->fresh].sb;
-	const char *colon = strchr(f->set_name, ':');
-	snprintf(s->name, sizeof(s->name), "md/%s", colon ? colon + 1 : f->set_name);
+	md_super_array_name(f, s->name, sizeof(s->name));
 	s->level = f->level;
 	s->raid_disks = f->raid_disks;
 	s->size = f->size;
@@ -164,17 +152,9 @@ static int rb_load(char **specs, unsigned n, struct rb_set *s)
 
 		mm->role =
 		    slot < s->max_dev && slot < MD_SB_MAX_DEV ? s->roles[slot] : MD_ROLE_SPARE;
-		if (!rb_same_geometry(sb, f))
-			return err_set(-EINVAL,
-			               "%s: %s and %s disagree on level, layout, chunk, "
-			               "size or device count",
-			               s->name, mm->spec, s->m[s->fresh].spec);
-		if (sb->feature_map & RB_FEATURE_REFUSED)
-			return err_set(-ENOTSUP,
-			               "%s: %s uses md features 0x%x (reshape, journal, "
-			               "PPL, cluster or replacement) that uraid does not "
-			               "update",
-			               s->name, mm->spec, sb->feature_map & RB_FEATURE_REFUSED);
+		r = md_super_same_geometry(sb, mm->spec, f, s->m[s->fresh].spec, s->name);
+		if (r < 0)
+			return r;
 		if (mm->role == MD_ROLE_SPARE)
 			continue; /* a spare's events do not matter (md's rule) */
 		if (mm->role == MD_ROLE_FAULTY)
@@ -277,7 +257,7 @@ static int rb_open_array(struct rb_set *s, struct vol **out)
 		               mm->spec, &slices[role]);
 	}
 	if (r == 0) {
-		unsigned parity = f->level == 6 ? 2 : f->level == 5 ? 1 : 0;
+		unsigned parity = md_level_parity(f->level);
 		if (parity && s->raid_disks - have > parity)
 			r = err_set(-ENODEV,
 			            "%s: %s can rebuild at most %u member%s, but %u of %u "
@@ -517,13 +497,6 @@ struct rb_progress {
 	int err; /* a checkpoint that failed */
 };
 
-static uint64_t rb_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Make [0, done) durable on every target and say so in its superblock. */
 static int rb_checkpoint(struct rb_progress *p, uint64_t done)
 {
@@ -542,7 +515,7 @@ static int rb_checkpoint(struct rb_progress *p, uint64_t done)
 
 static void rb_show(struct rb_progress *p, uint64_t done, bool last)
 {
-	uint64_t now = rb_now_ns();
+	uint64_t now = clock_now_ns();
 	char a[32], b[32];
 
 	if (!p->tty || (!last && now - p->last_show < 500000000u))
@@ -656,7 +629,7 @@ static int rebuild_run(char **specs, unsigned n, bool force)
 		rc = 0;
 		goto out;
 	}
-	if ((f->level == 5 || f->level == 6) && !md_super_clean(f) && !force) {
+	if (md_level_parity(f->level) && !md_super_clean(f) && !force) {
 		r = err_set(-EUCLEAN,
 		            "%s was not shut down cleanly: its parity may be stale, and a "
 		            "member rebuilt from it wrong (md refuses such a dirty degraded "
@@ -715,7 +688,7 @@ static int rebuild_run(char **specs, unsigned n, bool force)
 	sigaction(SIGTERM, &sa, &old_term);
 	handlers = true;
 	p.tty = isatty(STDOUT_FILENO);
-	p.t0 = rb_now_ns();
+	p.t0 = clock_now_ns();
 	r = raid_rebuild(arr, tslice, p.from, p.to, rb_on_progress, &p);
 	rb_show(&p, r == 0 ? p.to : p.saved, true);
 	if (r == -EINTR && p.err < 0) {
@@ -760,7 +733,7 @@ static int rebuild_run(char **specs, unsigned n, bool force)
 	if (r < 0)
 		goto fail;
 	{
-		double secs = (double)(rb_now_ns() - p.t0) / 1e9;
+		double secs = (double)(clock_now_ns() - p.t0) / 1e9;
 		char a[32];
 		format_size((p.to - p.from) * ntargets, a, sizeof(a));
 		unsigned gone = rb_missing(&s, &first);

@@ -113,25 +113,6 @@ static const char *control_state_name(enum md_member_state s)
 	return "?";
 }
 
-/* md's names for raid5/6 layouts and the raid10 copies word. */
-static void control_layout_name(const struct md_array_info *in, char *out, size_t len)
-{
-	static const char *const r5[] = {"left-asymmetric", "right-asymmetric", "left-symmetric",
-	                                 "right-symmetric", "parity-first",     "parity-last"};
-
-	out[0] = '\0';
-	if ((in->level == 5 || in->level == 6) && in->layout < 6)
-		snprintf(out, len, "%s", r5[in->layout]);
-	else if ((in->level == 5 || in->level == 6))
-		snprintf(out, len, "%u", in->layout);
-	else if (in->level == 10)
-		snprintf(out, len, "%s%u",
-		         MD_RAID10_FAR(in->layout) > 1 ? (in->layout & MD_RAID10_OFFSET ? "o" : "f")
-		                                       : "n",
-		         MD_RAID10_FAR(in->layout) > 1 ? MD_RAID10_FAR(in->layout)
-		                                       : MD_RAID10_NEAR(in->layout));
-}
-
 static json_object *control_array_json(const struct md_array_info *in, const char *parent)
 {
 	json_object *o = json_object_new_object(), *ms = json_object_new_array();
@@ -141,7 +122,7 @@ static json_object *control_array_json(const struct md_array_info *in, const cha
 	snprintf(state, sizeof(state), "%s%s%s%s", in->active ? "active" : "clean",
 	         in->degraded ? ", degraded" : "", in->recovering ? ", recovering" : "",
 	         in->readonly ? ", read-only" : "");
-	control_layout_name(in, layout, sizeof(layout));
+	md_layout_name(in->level, in->layout, layout, sizeof(layout));
 	json_object_object_add(o, "name", json_object_new_string(in->name));
 	json_object_object_add(o, "set_name", json_object_new_string(in->set_name));
 	json_object_object_add(o, "uuid", json_object_new_string(in->uuid));

@@ -37,6 +37,7 @@
  * encrypts zeros, so zeroed sectors read back as zeros. */
 #include "crypt.h"
 
+#include "core/clock.h"
 #include "core/exec.h"
 #include "core/log.h"
 #include "core/secmem.h"
@@ -505,14 +506,6 @@ static void bounce_put(void *p, bool own)
  * break the stream a RAID1 read-ahead looks for; but read-ahead only runs
  * over slow members, and a slow child (measured here: see
  * CRYPT_SLOW_NS_PER_MIB) is read in one request per read instead. */
-static uint64_t crypt_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Fold a child read's speed into the running average (7/8 old, 1/8 new;
  * racing updates may lose one sample, which is harmless).  Only reads of
  * 64 KiB and more count: a small read's time is mostly the cost of the
@@ -531,11 +524,11 @@ static void crypt_speed_note(struct crypt_vol *c, uint64_t ns, uint64_t len)
 
 static int crypt_child_read(struct crypt_vol *c, unsigned char *buf, uint64_t len, uint64_t off)
 {
-	uint64_t t0 = crypt_now_ns();
+	uint64_t t0 = clock_now_ns();
 	int r = c->child->ops->read(c->child, buf, len, off);
 
 	if (r == 0)
-		crypt_speed_note(c, crypt_now_ns() - t0, len);
+		crypt_speed_note(c, clock_now_ns() - t0, len);
 	return r;
 }
 
@@ -564,11 +557,11 @@ static int crypt_read_chunk(struct crypt_vol *c, struct crypt_ctx *x, unsigned c
 {
 	if (c->child_store) {
 		struct crypt_view cv = { c, x, buf, off };
-		uint64_t t0 = crypt_now_ns();
+		uint64_t t0 = clock_now_ns();
 		int r = vol_view(c->child, len, off, crypt_view_piece, &cv);
 
 		if (r == 0) {
-			crypt_speed_note(c, crypt_now_ns() - t0, len);
+			crypt_speed_note(c, clock_now_ns() - t0, len);
 			return 0;
 		}
 		if (r != -EIO)

@@ -68,13 +68,6 @@ static struct raid_array *to_raid(struct vol *v)
 	return container_of(v, struct raid_array, vol);
 }
 
-uint64_t raid_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 void raid_note_speed(struct raid_member *m, uint64_t ns, uint64_t len)
 {
 	uint64_t per_mib = ns * (1u << 20) / len;
@@ -257,14 +250,14 @@ static void raid_group_xfer(struct raid_req *q, struct raid_member *m,
 			    struct raid_sub *s)
 {
 	struct vol *v = m->vol;
-	uint64_t t0 = s->len >= (64u << 10) ? raid_now_ns() : 0;
+	uint64_t t0 = s->len >= (64u << 10) ? clock_now_ns() : 0;
 
 	if (q->op == RAID_READ)
 		s->err = v->ops->read(v, s->buf, s->len, s->off);
 	else
 		s->err = v->ops->write(v, s->buf, s->len, s->off, q->flags);
 	if (t0 && s->err == 0)
-		raid_note_speed(m, raid_now_ns() - t0, s->len);
+		raid_note_speed(m, clock_now_ns() - t0, s->len);
 }
 
 /* Run one member's group of sub-requests in order.  After an error on a
@@ -1195,7 +1188,7 @@ static const struct vol_ops raid_ops = {
 	.extents = raid_alloc_extents,
 };
 
-static const struct raid_level *raid_level_of(int level)
+const struct raid_level *raid_level_of(int level)
 {
 	switch (level) {
 	case RAID_LEVEL_LINEAR:

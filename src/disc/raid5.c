@@ -52,7 +52,7 @@ static bool raid56_layout_known(int level, unsigned layout)
 static int raid56_setup(const struct raid_geom *g, const uint64_t *sizes,
 			void **priv, uint64_t *array_size, unsigned *copies)
 {
-	unsigned m = g->level == 6 ? 2 : 1;
+	unsigned m = raid_level_of(g->level)->parity;
 	uint64_t size = UINT64_MAX;
 	struct raid56 *t;
 

@@ -11,6 +11,7 @@
 #define URAID_RAID_INTERNAL_H
 
 #include "raid.h"
+#include "core/clock.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -64,6 +65,11 @@ extern const struct raid_level raid10_level;
 extern const struct raid_level raid5_level;
 extern const struct raid_level raid6_level;
 extern const struct raid_level linear_level;
+
+/* The discipline of md level number level, or NULL for one uraid does not
+ * run: its descriptor is the one place for what the engine knows of it
+ * (parity count, redundancy). */
+const struct raid_level *raid_level_of(int level);
 
 /* Per-member state of an open array. */
 struct raid_member {
@@ -142,7 +148,6 @@ struct raid_array {
  * for. */
 #define RAID_SLOW_NS_PER_MIB 1000000u /* under ~1 GiB/s */
 
-uint64_t raid_now_ns(void);
 /* At least one live member measured slower than RAID_SLOW_NS_PER_MIB and
  * none faster (members not measured yet do not count). */
 bool raid_members_slow(struct raid_array *a);

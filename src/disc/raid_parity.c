@@ -402,12 +402,12 @@ static int parity_io_one(void *arg, unsigned i)
 	/* Timed, as raid.c times its transfers: write-behind engages only on
 	 * members measured slow, and a RAID5/6 that is only written would
 	 * otherwise never be measured. */
-	uint64_t t0 = io->len >= (64u << 10) ? raid_now_ns() : 0;
+	uint64_t t0 = io->len >= (64u << 10) ? clock_now_ns() : 0;
 
 	io->err = x->write ? v->ops->write(v, io->buf, io->len, io->moff, x->flags)
 			   : v->ops->read(v, (char *)io->buf, io->len, io->moff);
 	if (t0 && io->err == 0)
-		raid_note_speed(m, raid_now_ns() - t0, io->len);
+		raid_note_speed(m, clock_now_ns() - t0, io->len);
 	return 0;
 }
 

@@ -333,10 +333,10 @@ static int raid_ra_read_part(struct raid_array *a, struct raid_ra_slot *s, uint6
 				break;
 			}
 			first = false;
-			uint64_t t0 = raid_now_ns();
+			uint64_t t0 = clock_now_ns();
 			r = v->ops->read(v, s->buf + run->pos + (at - run->moff), n, at);
 			if (!r)
-				raid_note_speed(m, raid_now_ns() - t0, n);
+				raid_note_speed(m, clock_now_ns() - t0, n);
 			at += n;
 			atomic_store(&m->last_end, at);
 		}

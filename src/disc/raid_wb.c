@@ -284,10 +284,10 @@ static int raid_wb_write_part(struct raid_array *a, struct raid_wb_slot *s,
 			uint64_t n = run->moff + run->len - at;
 			if (n > v->block_max)
 				n = v->block_max;
-			uint64_t t0 = raid_now_ns();
+			uint64_t t0 = clock_now_ns();
 			r = v->ops->write(v, s->buf + run->pos + (at - run->moff), n, at, 0);
 			if (!r)
-				raid_note_speed(m, raid_now_ns() - t0, n);
+				raid_note_speed(m, clock_now_ns() - t0, n);
 			at += n;
 			atomic_store(&m->last_end, at);
 		}
@@ -377,7 +377,7 @@ static void raid_wb_lane_wait(struct raid_array *a)
 		pthread_cond_wait(&wb->work, &wb->lock);
 		return;
 	}
-	uint64_t fill = s->fill, head = wb->head, t = raid_now_ns() + RAID_WB_HOLD_NS;
+	uint64_t fill = s->fill, head = wb->head, t = clock_now_ns() + RAID_WB_HOLD_NS;
 	struct timespec ts = { .tv_sec = (time_t)(t / 1000000000u),
 			       .tv_nsec = (long)(t % 1000000000u) };
 	if (pthread_cond_timedwait(&wb->work, &wb->lock, &ts) == ETIMEDOUT && wb->head == head &&

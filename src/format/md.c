@@ -94,8 +94,10 @@ int md_super_check(const struct md_super *s, uint64_t member_bytes, const char *
 {
 	const struct md_sb1 *sb = sb_const(s->raw);
 	uint64_t sectors = member_bytes / 512;
+	const struct md_level_info *lv;
 	uint64_t sb_sectors;
 	uint32_t want;
+	int r;
 
 	if (md_le32(sb->magic) != MD_SB_MAGIC)
 		return err_set(-ENOENT, "%s: no md superblock", name);
@@ -133,7 +135,8 @@ int md_super_check(const struct md_super *s, uint64_t member_bytes, const char *
 		               "member's %llu sectors (truncated?)",
 		               name, (unsigned long long)s->data_offset,
 		               (unsigned long long)s->data_size, (unsigned long long)sectors);
-	if (!md_level_name(s->level))
+	lv = md_level_info(s->level);
+	if (!lv)
 		return err_set(-EINVAL, "%s: md level %d is unknown", name, s->level);
 	if (s->raid_disks < 1 || s->raid_disks >= MD_ROLE_MAX)
 		return err_set(-EUCLEAN, "%s: md raid_disks %u is out of range", name,
@@ -141,7 +144,7 @@ int md_super_check(const struct md_super *s, uint64_t member_bytes, const char *
 	if ((s->feature_map & MD_FEATURE_RAID0_LAYOUT) && s->level != 0)
 		return err_set(-EINVAL, "%s: RAID0 layout flag on a level %d array", name,
 		               s->level);
-	if (s->level == 0 || s->level == 10 || s->level >= 4) {
+	if (lv->chunked) {
 		/* In bytes the chunk must fit 32 bits (raid_geom.chunk): a
 		 * larger one would wrap into a different, wrong geometry. */
 		if (s->chunk == 0 || s->chunk > UINT32_MAX / 512 ||
@@ -149,7 +152,7 @@ int md_super_check(const struct md_super *s, uint64_t member_bytes, const char *
 			return err_set(-EUCLEAN, "%s: md chunk size %u sectors is invalid", name,
 			               s->chunk);
 	}
-	if (s->level == 1 || s->level == 10 || s->level >= 4) {
+	if (lv->redundant) {
 		if (s->size > s->data_size)
 			return err_set(-EUCLEAN, "%s: md used size %llu exceeds the data size %llu",
 			               name, (unsigned long long)s->size,
@@ -161,6 +164,15 @@ int md_super_check(const struct md_super *s, uint64_t member_bytes, const char *
 			return err_set(-EUCLEAN, "%s: raid10 layout 0x%x does not fit %u devices",
 			               name, s->layout, s->raid_disks);
 	}
+	r = md_level_served(s->level, name);
+	if (r < 0)
+		return r;
+	if (s->feature_map & MD_FEATURE_REFUSED)
+		return err_set(
+		    -ENOTSUP,
+		    "%s: md superblock uses features 0x%x (reshape, journal, PPL, cluster "
+		    "or replacement) that uraid does not support",
+		    name, s->feature_map & MD_FEATURE_REFUSED);
 	return 0;
 }
 
@@ -245,6 +257,19 @@ int md_super_write(struct vol *member, struct md_super *s)
 	return r;
 }
 
+int md_super_same_geometry(const struct md_super *a, const char *an, const struct md_super *b,
+                           const char *bn, const char *array)
+{
+	if (a->level == b->level && a->layout == b->layout && a->chunk == b->chunk &&
+	    a->size == b->size && a->raid_disks == b->raid_disks &&
+	    (a->feature_map & MD_FEATURE_RAID0_LAYOUT) ==
+	        (b->feature_map & MD_FEATURE_RAID0_LAYOUT))
+		return 0;
+	return err_set(-EINVAL,
+	               "%s: %s and %s disagree on level, layout, chunk, size or device count",
+	               array, an, bn);
+}
+
 unsigned md_super_role(const struct md_super *s)
 {
 	if (s->dev_number < s->max_dev && s->dev_number < MD_SB_MAX_DEV)
@@ -252,30 +277,121 @@ unsigned md_super_role(const struct md_super *s)
 	return MD_ROLE_SPARE;
 }
 
-static const struct {
-	int level;
-	const char *name;
-} md_levels[] = {
-    {MD_LEVEL_LINEAR, "linear"},
-    {0, "raid0"},
-    {1, "raid1"},
-    {4, "raid4"},
-    {5, "raid5"},
-    {6, "raid6"},
-    {10, "raid10"},
+/* mdadm's names for the layouts (maps.c's r0layout, r5layout, r6layout). */
+static const struct md_layout_name md_r0_layouts[] = {
+    {MD_RAID0_ORIG_LAYOUT, "original", NULL},
+    {MD_RAID0_ALT_LAYOUT, "alternate", NULL},
 };
 
-bool md_level_redundant(int level)
+#define MD_R5_LAYOUTS                                                                              \
+	{0, "left-asymmetric", "la"}, {1, "right-asymmetric", "ra"}, {2, "left-symmetric", "ls"},  \
+	    {3, "right-symmetric", "rs"}, {4, "parity-first", NULL},                               \
+	{                                                                                          \
+		5, "parity-last", NULL                                                             \
+	}
+
+static const struct md_layout_name md_r5_layouts[] = {MD_R5_LAYOUTS};
+static const struct md_layout_name md_r6_layouts[] = {
+    MD_R5_LAYOUTS,
+    {16, "left-asymmetric-6", NULL},
+    {17, "right-asymmetric-6", NULL},
+    {18, "left-symmetric-6", NULL},
+    {19, "right-symmetric-6", NULL},
+    {20, "parity-first-6", NULL},
+};
+
+#define MD_LAYOUTS(t) t, sizeof(t) / sizeof(t[0])
+
+/* raid4 is md's raid5 with parity always on the last member (raid5's
+ * parity-last layout); uraid's engine does not run it as a level of its
+ * own, so it is refused (md_level_served) rather than half supported. */
+static const struct md_level_info md_levels[] = {
+    {.level = MD_LEVEL_LINEAR, .name = "linear", .min_disks = 1, .served = true},
+    {.level = 0,
+     .name = "raid0",
+     .min_disks = 1,
+     .chunked = true,
+     .served = true,
+     MD_LAYOUTS(md_r0_layouts),
+     .default_layout = "original"},
+    {.level = 1, .name = "raid1", .min_disks = 1, .redundant = true, .served = true},
+    {.level = 4, .name = "raid4", .min_disks = 2, .parity = 1, .redundant = true, .chunked = true},
+    {.level = 5,
+     .name = "raid5",
+     .min_disks = 2,
+     .parity = 1,
+     .redundant = true,
+     .chunked = true,
+     .served = true,
+     MD_LAYOUTS(md_r5_layouts),
+     .default_layout = "left-symmetric"},
+    {.level = 6,
+     .name = "raid6",
+     .min_disks = 4,
+     .parity = 2,
+     .redundant = true,
+     .chunked = true,
+     .served = true,
+     MD_LAYOUTS(md_r6_layouts),
+     .default_layout = "left-symmetric"},
+    {.level = 10,
+     .name = "raid10",
+     .min_disks = 2,
+     .redundant = true,
+     .chunked = true,
+     .served = true,
+     .default_layout = "n2"},
+};
+
+#define MD_NLEVELS (sizeof(md_levels) / sizeof(md_levels[0]))
+
+const struct md_level_info *md_level_at(unsigned i)
 {
-	return level == 1 || level == 10 || level == 5 || level == 6;
+	return i < MD_NLEVELS ? &md_levels[i] : NULL;
+}
+
+const struct md_level_info *md_level_info(int level)
+{
+	for (size_t i = 0; i < MD_NLEVELS; i++)
+		if (md_levels[i].level == level)
+			return &md_levels[i];
+	return NULL;
 }
 
 const char *md_level_name(int level)
 {
-	for (size_t i = 0; i < sizeof(md_levels) / sizeof(md_levels[0]); i++)
-		if (md_levels[i].level == level)
-			return md_levels[i].name;
-	return NULL;
+	const struct md_level_info *l = md_level_info(level);
+	return l ? l->name : NULL;
+}
+
+bool md_level_redundant(int level)
+{
+	const struct md_level_info *l = md_level_info(level);
+	return l && l->served && l->redundant;
+}
+
+unsigned md_level_parity(int level)
+{
+	const struct md_level_info *l = md_level_info(level);
+	return l ? l->parity : 0;
+}
+
+int md_level_served(int level, const char *name)
+{
+	const struct md_level_info *l = md_level_info(level);
+	char list[128] = "";
+	size_t len = 0;
+
+	if (l && l->served)
+		return 0;
+	for (size_t i = 0; i < MD_NLEVELS; i++)
+		if (md_levels[i].served && len < sizeof(list))
+			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s",
+			                        len ? ", " : "", md_levels[i].name);
+	if (!l)
+		return err_set(-EINVAL, "%s: md level %d is unknown", name, level);
+	return err_set(-ENOTSUP, "%s: md level %s is not supported by uraid (it serves %s)", name,
+	               l->name, list);
 }
 
 int md_level_parse(const char *s, int *level)
@@ -283,7 +399,7 @@ int md_level_parse(const char *s, int *level)
 	char *end;
 	long v;
 
-	for (size_t i = 0; i < sizeof(md_levels) / sizeof(md_levels[0]); i++)
+	for (size_t i = 0; i < MD_NLEVELS; i++)
 		if (strcasecmp(s, md_levels[i].name) == 0) {
 			*level = md_levels[i].level;
 			return 0;
@@ -296,32 +412,42 @@ int md_level_parse(const char *s, int *level)
 	return -EINVAL;
 }
 
-/* mdadm's names for the raid5/6 layouts (maps.c's r5layout/r6layout). */
-static const struct {
-	const char *name;
-	uint32_t layout;
-	bool raid6_only;
-} md_r56_layouts[] = {
-	{ "left-asymmetric", 0, false }, { "la", 0, false },
-	{ "right-asymmetric", 1, false }, { "ra", 1, false },
-	{ "left-symmetric", 2, false }, { "ls", 2, false },
-	{ "right-symmetric", 3, false }, { "rs", 3, false },
-	{ "parity-first", 4, false }, { "parity-last", 5, false },
-	{ "left-asymmetric-6", 16, true }, { "right-asymmetric-6", 17, true },
-	{ "left-symmetric-6", 18, true }, { "right-symmetric-6", 19, true },
-	{ "parity-first-6", 20, true },
-};
-
-int md_raid56_layout_parse(int level, const char *s, uint32_t *layout)
+int md_layout_parse(int level, const char *s, uint32_t *layout)
 {
-	for (size_t i = 0; i < sizeof(md_r56_layouts) / sizeof(md_r56_layouts[0]); i++) {
-		if (strcmp(s, md_r56_layouts[i].name) == 0 &&
-		    (level == 6 || !md_r56_layouts[i].raid6_only)) {
-			*layout = md_r56_layouts[i].layout;
+	const struct md_level_info *l = md_level_info(level);
+
+	if (level == 10)
+		return md_raid10_layout_parse(s, layout);
+	for (unsigned i = 0; l && i < l->nlayouts; i++) {
+		const struct md_layout_name *n = &l->layouts[i];
+		if (strcmp(s, n->name) == 0 || (n->alias && strcmp(s, n->alias) == 0)) {
+			*layout = n->layout;
 			return 0;
 		}
 	}
 	return -EINVAL;
+}
+
+const char *md_layout_name(int level, uint32_t layout, char *out, size_t len)
+{
+	const struct md_level_info *l = md_level_info(level);
+
+	if (level == 10) {
+		bool far = MD_RAID10_FAR(layout) > 1;
+		snprintf(out, len, "%s%u", far ? (layout & MD_RAID10_OFFSET ? "o" : "f") : "n",
+		         far ? MD_RAID10_FAR(layout) : MD_RAID10_NEAR(layout));
+		return out;
+	}
+	for (unsigned i = 0; l && i < l->nlayouts; i++)
+		if (l->layouts[i].layout == layout) {
+			snprintf(out, len, "%s", l->layouts[i].name);
+			return out;
+		}
+	if (layout != 0)
+		snprintf(out, len, "%u", layout);
+	else if (len)
+		out[0] = '\0';
+	return out;
 }
 
 int md_raid10_layout_parse(const char *s, uint32_t *layout)
@@ -383,6 +509,20 @@ void md_uuid_format(const uint8_t uuid[16], char out[36])
 		if (i && !(i & 3))
 			*p++ = ':';
 		p += sprintf(p, "%02x", uuid[i]);
+	}
+}
+
+void md_super_array_name(const struct md_super *sb, char *out, size_t len)
+{
+	const char *colon = strchr(sb->set_name, ':');
+	const char *name = colon ? colon + 1 : sb->set_name;
+	char uuid[36];
+
+	if (*name) {
+		snprintf(out, len, "md/%s", name);
+	} else {
+		md_uuid_format(sb->set_uuid, uuid);
+		snprintf(out, len, "md/%.8s", uuid);
 	}
 }
 

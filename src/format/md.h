@@ -18,6 +18,7 @@
 
 #include <endian.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define MD_SB_MAGIC 0xa92b4efcu
@@ -48,6 +49,15 @@
 #define MD_FEATURE_MULTIPLE_PPLS 0x800u
 #define MD_FEATURE_RAID0_LAYOUT 0x1000u
 #define MD_FEATURE_ALL 0x1fffu
+/* Features uraid cannot serve or update correctly (a reshape under way, a
+ * journal or PPL, a cluster, a replacement being built): md_super_check()
+ * refuses a superblock with any of them, so every path (assembly, add,
+ * rebuild, grow, examine) refuses it with the same message rather than
+ * corrupt it. */
+#define MD_FEATURE_REFUSED                                                                         \
+	(MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_JOURNAL | MD_FEATURE_PPL |                         \
+	 MD_FEATURE_MULTIPLE_PPLS | MD_FEATURE_CLUSTERED | MD_FEATURE_NEW_OFFSET |                 \
+	 MD_FEATURE_REPLACEMENT)
 
 /* Levels as md numbers them. */
 #define MD_LEVEL_LINEAR (-1)
@@ -157,8 +167,10 @@ int md_super_decode(const void *buf, struct md_super *s);
 
 /* Check a decoded superblock as the kernel would before trusting it:
  * version, checksum, max_dev, offsets and sizes inside a member of
- * member_bytes, a known level and geometry.  Returns 0 or -EUCLEAN /
- * -EINVAL with err_set() detail prefixed by name. */
+ * member_bytes, a known level and geometry; then that uraid serves the
+ * level (md_level_served) and none of MD_FEATURE_REFUSED is set.  Returns
+ * 0 or -EUCLEAN / -EINVAL / -ENOTSUP with err_set() detail prefixed by
+ * name. */
 int md_super_check(const struct md_super *s, uint64_t member_bytes, const char *name);
 
 /* Read and check the superblock of member.  -ENOENT (with detail) when
@@ -171,6 +183,13 @@ void md_super_encode(struct md_super *s);
 /* Encode s and write its block to member, then flush it. */
 int md_super_write(struct vol *member, struct md_super *s);
 
+/* Whether two members' superblocks describe one geometry: level, layout,
+ * chunk, used size, device count (what mdadm's compare_super1 compares)
+ * and the RAID0 layout flag.  0, or -EINVAL with err_set() detail "ARRAY:
+ * AN and BN disagree on level, layout, chunk, size or device count". */
+int md_super_same_geometry(const struct md_super *a, const char *an, const struct md_super *b,
+                           const char *bn, const char *array);
+
 /* This member's role: its dev_roles slot, or MD_ROLE_SPARE. */
 unsigned md_super_role(const struct md_super *s);
 
@@ -180,19 +199,67 @@ static inline bool md_super_clean(const struct md_super *s)
 	return s->resync_offset == MD_MAX_SECTOR;
 }
 
+/* ---- md's levels: one table (md.c) ----
+ * Every fact about a level (its name, how few members it takes, how many
+ * it can lose, its layout names, whether uraid serves it) is asked of
+ * md_level_info(); nothing else tests level numbers for them. */
+
+/* A layout word mdadm has a name for. */
+struct md_layout_name {
+	uint32_t layout;   /* md's layout word */
+	const char *name;  /* mdadm's name: "left-symmetric" */
+	const char *alias; /* its short form ("ls"), or NULL */
+};
+
+struct md_level_info {
+	int level;                            /* md's number: -1 linear, 0, 1, 4, 5, 6, 10 */
+	const char *name;                     /* "raid5", as mdadm names it */
+	unsigned min_disks;                   /* fewest raid_disks it is made of */
+	unsigned parity;                      /* parity chunks per stripe: the members a parity
+	                                       * level can lose (raid4/5: 1, raid6: 2); 0 for
+	                                       * the others */
+	bool redundant;                       /* keeps a copy or parity of every block */
+	bool chunked;                         /* striped in chunks: chunksize is part of it */
+	bool served;                          /* uraid's RAID engine runs it (not raid4) */
+	const struct md_layout_name *layouts; /* named layouts (raid10's are
+	                                       * made of copy counts) */
+	unsigned nlayouts;
+	const char *default_layout; /* what create uses without --layout */
+};
+
+/* The level numbered level, or NULL for one md does not know. */
+const struct md_level_info *md_level_info(int level);
+/* The levels in table order (linear first): md_level_at(i) for i from 0
+ * until it returns NULL. */
+const struct md_level_info *md_level_at(unsigned i);
+
 /* "raid1", "linear", ... or NULL for a level we do not know. */
 const char *md_level_name(int level);
-/* RAID1, RAID10, RAID5 and RAID6: the levels that keep a copy or parity of
- * every block, so that a member can be lost, rebuilt or checked, and that
- * carry a write-intent bitmap. */
+/* A level uraid serves that keeps a copy or parity of every block, so that
+ * a member can be lost, rebuilt or checked, and that carries a
+ * write-intent bitmap: raid1, raid10, raid5 and raid6. */
 bool md_level_redundant(int level);
+/* The members beyond which a level loses data: its parity count for
+ * raid4/5/6, 0 for the rest (raid1 and raid10 count copies instead). */
+unsigned md_level_parity(int level);
+
+/* 0 when uraid serves level; else -ENOTSUP with err_set() detail, the one
+ * message every path gives: "NAME: md level raid4 is not supported ...". */
+int md_level_served(int level, const char *name);
 
 /* Parse "0", "raid0", "linear", "10", ... into an md level. */
 int md_level_parse(const char *s, int *level);
 
-/* Parse a raid5/6 layout by mdadm's name ("left-symmetric", "ls", ...,
- * and for raid6 the "-6" variants) into md's layout word. */
-int md_raid56_layout_parse(int level, const char *s, uint32_t *layout);
+/* Parse a layout by mdadm's name into md's layout word: for raid5/6
+ * "left-symmetric", "ls", ..., and for raid6 the "-6" variants; for raid10
+ * md_raid10_layout_parse()'s. */
+int md_layout_parse(int level, const char *s, uint32_t *layout);
+
+/* Name level's layout word as mdadm does ("left-symmetric", "original";
+ * raid10 as md_raid10_layout_parse() reads it, "n2", "f2", "o2"); its
+ * number for a word the table does not name, "" for 0 on a level without
+ * named layouts.  Returns out. */
+const char *md_layout_name(int level, uint32_t layout, char *out, size_t len);
 
 /* Parse a raid10 layout "n2", "f2", "o2", "n3" into md's layout word. */
 int md_raid10_layout_parse(const char *s, uint32_t *layout);
@@ -211,6 +278,11 @@ int md_find_end_supers(struct vol *v, const char *spec, uint64_t at[2]);
 
 /* Format a 16-byte uuid as mdadm does: 8:8:8:8 hex digits. */
 void md_uuid_format(const uint8_t uuid[16], char out[36]);
+
+/* The array's name as uraid shows it everywhere (serve, detail, add,
+ * rebuild, grow): "md/NAME" from the set name "host:NAME", or, when the
+ * name is empty, "md/" and the first 8 hex digits of the array UUID. */
+void md_super_array_name(const struct md_super *sb, char *out, size_t len);
 
 /* ---- assembly (md_assemble.c) ---- */
 

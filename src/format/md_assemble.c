@@ -30,6 +30,7 @@
 #include "md_bitmap.h"
 #include "md_manage.h"
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "disc/raid.h"
 #include "disc/raid_rebuild.h"
@@ -48,11 +49,6 @@
 #define MD_NEST_MAX 8 /* arrays inside arrays, at most */
 #define MD_REC_CHECKPOINT (64ull << 20) /* recovery_offset saved this often */
 #define MD_GATE_SLOTS 16                /* counters of requests inside the gate */
-
-/* Features we cannot serve correctly: refuse rather than corrupt. */
-#define MD_FEATURE_REFUSED                                                                         \
-	(MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_JOURNAL | MD_FEATURE_PPL |                         \
-	 MD_FEATURE_MULTIPLE_PPLS | MD_FEATURE_CLUSTERED | MD_FEATURE_NEW_OFFSET)
 
 struct md_member {
 	struct vol *vol; /* the whole member; NULL when missing */
@@ -343,8 +339,6 @@ static int md_bm_end(struct md_array *a, uint64_t off, uint64_t len, int r)
 	return r;
 }
 
-static uint64_t md_now_ns(void);
-
 /* After every member was flushed by a flush that began at begun: a lazy
  * clearing pass, at most one per daemon_sleep seconds (md's bitmap daemon
  * period), none while degraded.  Only a flush that began after the
@@ -358,7 +352,7 @@ static void md_bm_after_flush(struct md_array *a, uint64_t begun)
 
 	if (!a->bm)
 		return;
-	now = md_now_ns();
+	now = clock_now_ns();
 	period = (uint64_t)md_bitmap_header(a->bm)->daemon_sleep * 1000000000u;
 	if (pthread_mutex_trylock(&a->lock) != 0)
 		return; /* busy: the next flush will do */
@@ -431,7 +425,7 @@ static int md_flush(struct vol *v)
 {
 	struct md_array *a = to_md(v);
 	md_io_enter(a);
-	uint64_t begun = md_now_ns();
+	uint64_t begun = clock_now_ns();
 	int r = vol_flush(a->raid);
 	if (r == 0)
 		md_bm_after_flush(a, begun);
@@ -726,7 +720,7 @@ static unsigned md_client_ops(struct md_array *a)
  * recovery thread only, without a->lock; returns early once stop is set. */
 static void md_sync_throttle(struct md_array *a, uint64_t done, bool begin, atomic_bool *stop)
 {
-	uint64_t now = md_now_ns();
+	uint64_t now = clock_now_ns();
 	unsigned ops = md_client_ops(a);
 
 	/* Clients are busy from a request seen until MD_SYNC_IDLE_NS without
@@ -754,7 +748,7 @@ static void md_sync_throttle(struct md_array *a, uint64_t done, bool begin, atom
 	while (now < due && !atomic_load(stop) && !atomic_load(&a->rec_stop)) {
 		uint64_t us = (due - now) / 1000;
 		usleep(us < MD_SYNC_NAP_US ? (useconds_t)us + 1 : MD_SYNC_NAP_US);
-		now = md_now_ns();
+		now = clock_now_ns();
 	}
 }
 
@@ -825,19 +819,17 @@ static void md_rec_run(struct md_array *a)
 	a->rec_saved = from;
 	log_info("%s: recovering %s from byte %llu of %llu, while serving", a->vol.name, list,
 	         (unsigned long long)from, (unsigned long long)a->rec_to);
-	struct timespec t0, t1;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	uint64_t t0 = clock_now_ns();
 	a->rec_running = true;
 	a->rec_from = from;
 	md_sync_throttle(a, from, true, &a->rec_stop);
-	a->rec_t0_ns = (uint64_t)t0.tv_sec * 1000000000u + (uint64_t)t0.tv_nsec;
+	a->rec_t0_ns = t0;
 	atomic_store(&a->rec_pos, from);
 	pthread_mutex_unlock(&a->lock);
 
 	err_clear();
 	r = raid_rebuild(a->raid, targets, from, a->rec_to, md_rec_progress, a);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	double secs = (double)(clock_now_ns() - t0) / 1e9;
 	char detail[512];
 	snprintf(detail, sizeof(detail), "%s", r < 0 ? err_detail(r) : "");
 	/* The RAID vol's state first (it waits for writes in flight, which
@@ -931,7 +923,7 @@ static void md_scrub_run(struct md_array *a)
 	a->scrub_req = MD_CHECK_STOP;
 	a->scrub_running = true;
 	a->scrub_shown = 0;
-	a->scrub_t0_ns = md_now_ns();
+	a->scrub_t0_ns = clock_now_ns();
 	atomic_store(&a->scrub_pos, 0);
 	md_sync_throttle(a, 0, true, &a->scrub_stop);
 	pthread_mutex_unlock(&a->lock);
@@ -940,7 +932,7 @@ static void md_scrub_run(struct md_array *a)
 	         (unsigned long long)a->vol.size);
 	err_clear();
 	int r = raid_check(a->raid, a->scrub_repair, &rep, &cb);
-	double secs = (double)(md_now_ns() - a->scrub_t0_ns) / 1e9;
+	double secs = (double)(clock_now_ns() - a->scrub_t0_ns) / 1e9;
 	if (r == 0)
 		log_info("%s: %s done: %llu bytes in %.1f s, %llu bytes in %llu ranges differ%s, "
 		         "%llu read errors",
@@ -1173,28 +1165,6 @@ struct md_cand {
 	bool done; /* probed: holds no superblock */
 };
 
-static void md_array_name(const struct md_super *sb, char *out, size_t len)
-{
-	const char *colon = strchr(sb->set_name, ':');
-	const char *name = colon ? colon + 1 : sb->set_name;
-	char uuid[36];
-
-	if (*name) {
-		snprintf(out, len, "md/%s", name);
-	} else {
-		md_uuid_format(sb->set_uuid, uuid);
-		snprintf(out, len, "md/%.8s", uuid);
-	}
-}
-
-static bool md_same_geometry(const struct md_super *a, const struct md_super *b)
-{
-	return a->level == b->level && a->layout == b->layout && a->chunk == b->chunk &&
-	       a->raid_disks == b->raid_disks &&
-	       (a->feature_map & MD_FEATURE_RAID0_LAYOUT) ==
-	           (b->feature_map & MD_FEATURE_RAID0_LAYOUT);
-}
-
 /* Assemble the k candidates in g[] (one array UUID).  Always consumes
  * their vols and superblocks (closes them on failure). */
 static int md_array_open(struct md_cand **g, unsigned k, const struct md_assemble_opts *o,
@@ -1220,26 +1190,14 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 		goto fail;
 	}
 	*fresh = *g[fi]->sb;
-	md_array_name(fresh, name, sizeof(name));
+	md_super_array_name(fresh, name, sizeof(name));
 	md_uuid_format(fresh->set_uuid, uuid);
 	for (unsigned i = 0; i < k; i++) {
-		if (!md_same_geometry(g[i]->sb, fresh)) {
-			r = err_set(-EINVAL,
-			            "%s: %s and %s carry array %s but disagree on level, layout, "
-			            "chunk or device count",
-			            name, g[i]->v->name, g[0]->v->name, uuid);
+		r = md_super_same_geometry(g[i]->sb, g[i]->v->name, fresh, g[fi]->v->name, name);
+		if (r < 0)
 			goto fail;
-		}
-		if (g[i]->sb->feature_map & MD_FEATURE_REFUSED) {
-			r = err_set(-ENOTSUP,
-			            "%s: %s uses md features 0x%x (reshape, journal, PPL or "
-			            "cluster) that uraid does not support",
-			            name, g[i]->v->name,
-			            g[i]->sb->feature_map & MD_FEATURE_REFUSED);
-			goto fail;
-		}
 	}
-	redundant = fresh->level == 1 || fresh->level == 10 || fresh->level >= 4;
+	redundant = md_level_redundant(fresh->level);
 	if (fresh->raid_disks > MD_SB_MAX_DEV) {
 		r = err_set(-EINVAL, "%s: %u devices is more than uraid handles", name,
 		            fresh->raid_disks);
@@ -1268,7 +1226,7 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 	pthread_cond_init(&a->rec_cond, NULL);
 	pthread_mutex_init(&a->io_lock, NULL);
 	pthread_cond_init(&a->io_cond, NULL);
-	a->recover = !o->readonly && !o->no_recovery && redundant && fresh->level != 4;
+	a->recover = !o->readonly && !o->no_recovery && redundant;
 	a->sync_min = o->sync_min;
 	a->sync_max = o->sync_max;
 	a->spare = calloc(k, sizeof(*a->spare));
@@ -1288,8 +1246,7 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 		const char *why = NULL;
 		bool rec = sb->feature_map & MD_FEATURE_RECOVERY_OFFSET;
 
-		if (a->recover && role == MD_ROLE_SPARE && sb->data_size >= fresh->size &&
-		    !(sb->feature_map & MD_FEATURE_REPLACEMENT)) {
+		if (a->recover && role == MD_ROLE_SPARE && sb->data_size >= fresh->size) {
 			/* A spare's events do not matter (md's rule). */
 			a->spare[a->nspare++] = (struct md_member){.vol = g[i]->v, .sb = sb};
 			g[i]->v = NULL;
@@ -1302,8 +1259,6 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 			why = "is marked faulty";
 		else if (role >= a->n)
 			why = a->recover ? "is a spare too small for the array" : "is a spare";
-		else if (sb->feature_map & MD_FEATURE_REPLACEMENT)
-			why = "is a replacement (uraid does not handle those)";
 		else if (rec && !a->recover)
 			why = "was being rebuilt (`uraid rebuild`, or a writable `uraid serve`, "
 			      "finishes that)";
@@ -1600,13 +1555,6 @@ out:
 
 /* ---- managing a running array (md.h) ---- */
 
-static uint64_t md_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static struct md_array *md_of(struct vol *v)
 {
 	return v && v->ops == &md_ops ? to_md(v) : NULL;
@@ -1730,7 +1678,7 @@ int md_array_info(struct vol *v, struct md_array_info *in)
 	if (a->scrub_running) {
 		in->check_total = a->vol.size;
 		in->check_done = atomic_load(&a->scrub_pos);
-		double secs = (double)(md_now_ns() - a->scrub_t0_ns) / 1e9;
+		double secs = (double)(clock_now_ns() - a->scrub_t0_ns) / 1e9;
 		in->check_speed = secs > 0 ? (double)in->check_done / secs : 0;
 	}
 	in->check_ended = a->scrub_ended;
@@ -1748,7 +1696,7 @@ int md_array_info(struct vol *v, struct md_array_info *in)
 		in->rec_total = a->size * 512;
 		in->rec_done = a->rec_running ? atomic_load(&a->rec_pos) : 0;
 		if (a->rec_running) {
-			double secs = (double)(md_now_ns() - a->rec_t0_ns) / 1e9;
+			double secs = (double)(clock_now_ns() - a->rec_t0_ns) / 1e9;
 			uint64_t done = in->rec_done > a->rec_from ? in->rec_done - a->rec_from : 0;
 			in->rec_speed = secs > 0 ? (double)done / secs : 0;
 		} else {

@@ -9,6 +9,7 @@
  * from "SET, no write in flight, untouched" to 0, so a write counted in
  * first keeps its bit, and a write counted in after the swap finds the bit
  * not set and writes it again before it goes on. */
+#include "md.h"
 #include "md_bitmap.h"
 
 #include "core/log.h"
@@ -121,24 +122,26 @@ void md_bitmap_encode(const struct md_bitmap_info *b, void *buf)
 int md_bitmap_geom_init(struct md_bitmap_geom *g, int level, unsigned raid_disks,
                         uint32_t chunk_sectors, uint64_t dev_sectors, uint64_t array_bytes)
 {
+	unsigned parity = md_level_parity(level);
+
 	memset(g, 0, sizeof(*g));
 	g->level = level;
 	g->dev_size = dev_sectors * 512;
 	g->array_size = array_bytes;
 	g->chunk = (uint64_t)chunk_sectors * 512;
-	if (level == 4 || level == 5 || level == 6) {
-		unsigned parity = level == 6 ? 2 : 1;
+	if (!md_level_redundant(level))
+		return -EINVAL;
+	if (parity) {
 		if (raid_disks <= parity || !g->chunk)
 			return -EINVAL;
 		g->data_disks = raid_disks - parity;
-		return 0;
 	}
-	return level == 1 || level == 10 ? 0 : -EINVAL;
+	return 0;
 }
 
 static bool md_bitmap_striped(const struct md_bitmap_geom *g)
 {
-	return g->level == 4 || g->level == 5 || g->level == 6;
+	return md_level_parity(g->level) != 0;
 }
 
 uint64_t md_bitmap_index_size(const struct md_bitmap_geom *g)

@@ -99,7 +99,7 @@ struct md_bitmap_geom {
 
 /* The geometry of an md array (level, raid_disks, chunk in sectors,
  * sectors of each member used, array bytes).  -EINVAL for a level
- * without a bitmap. */
+ * without a bitmap (not md_level_redundant(): raid4 neither). */
 int md_bitmap_geom_init(struct md_bitmap_geom *g, int level, unsigned raid_disks,
                         uint32_t chunk_sectors, uint64_t dev_sectors, uint64_t array_bytes);
 

@@ -1,4 +1,5 @@
-/* member.c — dispatch a member spec to its type by prefix. */
+/* member.c — dispatch a member spec to its type: one table, every type
+ * (member.h lists their specs). */
 #include "member.h"
 
 #include "core/log.h"
@@ -7,26 +8,42 @@
 #include <string.h>
 
 static const struct member_type member_types[] = {
-	{ "mem", mem_member_open },
-	{ "null", null_member_open },
-	{ "sim", sim_member_open },
-	{ "fault", fault_member_open },
+    {"nbd", MEMBER_URI, nbd_member_open},        {"mem", MEMBER_PREFIX, mem_member_open},
+    {"null", MEMBER_PREFIX, null_member_open},   {"sim", MEMBER_PREFIX, sim_member_open},
+    {"fault", MEMBER_PREFIX, fault_member_open}, {"file", MEMBER_PATH, file_member_open},
 };
+
+static bool member_type_matches(const struct member_type *t, const char *spec)
+{
+	const char *colon = strchr(spec, ':');
+	size_t n = strlen(t->name);
+
+	switch (t->syntax) {
+	case MEMBER_PREFIX:
+		return colon && (size_t)(colon - spec) == n && memcmp(spec, t->name, n) == 0;
+	case MEMBER_URI: /* libnbd parses the whole URI, scheme included */
+		return strncmp(spec, t->name, n) == 0 && colon && strncmp(colon, "://", 3) == 0;
+	case MEMBER_PATH:
+		return true;
+	}
+	return false;
+}
+
+const struct member_type *member_type_of(const char *spec)
+{
+	size_t n = sizeof(member_types) / sizeof(member_types[0]);
+
+	for (size_t i = 0; i + 1 < n; i++)
+		if (member_type_matches(&member_types[i], spec))
+			return &member_types[i];
+	return &member_types[n - 1];
+}
 
 int member_open(const char *spec, unsigned flags, struct vol **out)
 {
-	const char *colon = strchr(spec, ':');
+	const struct member_type *t = member_type_of(spec);
 
-	/* NBD URIs keep their scheme: libnbd parses the whole string. */
-	if (strncmp(spec, "nbd", 3) == 0 && colon && strncmp(colon, "://", 3) == 0)
-		return nbd_member_open(spec, flags, out);
-	if (colon) {
-		size_t plen = (size_t)(colon - spec);
-		for (size_t i = 0; i < sizeof(member_types) / sizeof(member_types[0]); i++) {
-			const struct member_type *t = &member_types[i];
-			if (strlen(t->prefix) == plen && memcmp(spec, t->prefix, plen) == 0)
-				return t->open(colon + 1, flags, out);
-		}
-	}
-	return file_member_open(spec, flags, out);
+	if (t->syntax == MEMBER_PREFIX)
+		spec = strchr(spec, ':') + 1;
+	return t->open(spec, flags, out);
 }

@@ -22,12 +22,24 @@
  * detail naming the spec. */
 int member_open(const char *spec, unsigned flags, struct vol **out);
 
-/* One entry per member type with a "prefix:" spec. */
-struct member_type {
-	const char *prefix; /* "mem", "sim", ... (without the colon) */
-	/* rest: the spec after "prefix:" */
-	int (*open)(const char *rest, unsigned flags, struct vol **out);
+/* How a spec names its member type. */
+enum member_syntax {
+	MEMBER_PREFIX, /* "NAME:rest": open gets rest */
+	MEMBER_URI,    /* a URI whose scheme begins with NAME ("nbd+unix://"):
+	                * open gets the whole spec */
+	MEMBER_PATH,   /* any other spec (the last entry): open gets it whole */
 };
+
+/* One entry per member type, in the order a spec is matched. */
+struct member_type {
+	const char *name; /* "file", "mem", "nbd", ... */
+	enum member_syntax syntax;
+	int (*open)(const char *spec, unsigned flags, struct vol **out);
+};
+
+/* The type spec names (never NULL: a spec no other type claims is a
+ * path, the file type). */
+const struct member_type *member_type_of(const char *spec);
 
 int file_member_open(const char *path, unsigned flags, struct vol **out);
 int mem_member_open(const char *rest, unsigned flags, struct vol **out);

@@ -14,6 +14,7 @@
  * time (busy_until), never a spin. */
 #include "member.h"
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/units.h"
 
@@ -47,13 +48,6 @@ static const struct {
 	/* A 15000 rpm Ultra320 SCSI disk (seed 000's): ~76 MB/s, 3.5 ms. */
 	{ "u320-15k", { 76000000, 4000000, 3500000, 0, true } },
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static uint64_t bytes_ns(const struct sim_params *p, uint64_t bytes)
 {
@@ -100,7 +94,7 @@ static void sim_leave(struct sim_vol *s)
  * transfer so that the transfer overlaps the modelled time. */
 static void sim_book(struct sim_vol *s, uint64_t cost)
 {
-	uint64_t now = now_ns();
+	uint64_t now = clock_now_ns();
 	uint64_t start = s->busy_until > now ? s->busy_until : now;
 
 	s->busy_until = start + cost;

@@ -3,6 +3,7 @@
  * whole-message writes that never raise SIGPIPE. */
 #include "internal.h"
 #include "tls.h"
+#include "core/clock.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -11,18 +12,11 @@
 #include <time.h>
 #include <unistd.h>
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Before a read during the handshake: wait for input, up to the deadline. */
 static int conn_wait_readable(struct nbd_conn *c)
 {
 	for (;;) {
-		uint64_t now = now_ns();
+		uint64_t now = clock_now_ns();
 		if (now >= c->deadline_ns)
 			return -ETIMEDOUT;
 		uint64_t ms = (c->deadline_ns - now + 999999) / 1000000;

@@ -5,6 +5,7 @@
 #include "internal.h"
 #include "tls.h"
 
+#include "core/clock.h"
 #include "core/log.h"
 
 #include <errno.h>
@@ -188,10 +189,7 @@ int nbd_server_listen_fd(struct nbd_server *s, int fd)
 
 static uint64_t deadline_after_ms(unsigned ms)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec +
-	       (uint64_t)ms * 1000000ull;
+	return clock_now_ns() + (uint64_t)ms * 1000000ull;
 }
 
 int nbd_serve_connection(struct nbd_server *s, int rfd, int wfd)

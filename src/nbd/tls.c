@@ -4,6 +4,7 @@
 
 #include "internal.h"
 
+#include "core/clock.h"
 #include "core/log.h"
 
 #include <errno.h>
@@ -170,10 +171,7 @@ fail:
 /* Time left before c's handshake deadline, in ms (at least 1). */
 static unsigned tls_ms_left(const struct nbd_conn *c)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	uint64_t now = clock_now_ns();
 	return c->deadline_ns > now ? (unsigned)((c->deadline_ns - now) / 1000000 + 1) : 1;
 }
 

@@ -30,6 +30,7 @@
  * are handed over until the vol is fast again. */
 #include "internal.h"
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "proto.h"
 
@@ -254,13 +255,6 @@ static void *batch_arena(struct transmit *t, size_t n)
 	void *p = t->arena + t->arena_used;
 	t->arena_used += need;
 	return p;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* Fold one READ/WRITE service time into the average (weight 1/8). */
@@ -551,10 +545,10 @@ static void serve(struct transmit *t, struct pending *p, struct reply *rp)
 			  req->len, strerror(-r));
 	} else {
 		bool timed = req->type == NBD_CMD_READ || req->type == NBD_CMD_WRITE;
-		uint64_t t0 = timed ? now_ns() : 0;
+		uint64_t t0 = timed ? clock_now_ns() : 0;
 		int r = dispatch(t->c->srv->vol, req, p->data);
 		if (timed)
-			avg_add(t, now_ns() - t0);
+			avg_add(t, clock_now_ns() - t0);
 		error = nbd_errno_to_wire(r);
 		if (r < 0)
 			log_debug("nbd: %s off=%llu len=%u: %s", nbd_cmd_name(req->type),

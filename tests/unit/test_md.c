@@ -4,7 +4,9 @@
 #include "check.h"
 
 #include "core/log.h"
+#include "disc/raid.h"
 #include "format/md.h"
+#include "format/md_bitmap.h"
 #include "member/member.h"
 
 #include <errno.h>
@@ -255,6 +257,175 @@ static void test_names(void)
 	CHECK_EQ(md_default_data_offset(1ull << 31, 512), 264192);
 }
 
+/* Every level and layout through the one table: names round-trip, and
+ * the engine runs exactly the levels the table says uraid serves, losing
+ * as many members' worth of space to parity as the table says. */
+static void test_level_table(void)
+{
+	const struct md_level_info *l;
+	unsigned count = 0;
+
+	for (unsigned i = 0; (l = md_level_at(i)); i++) {
+		int level = 99;
+		char name[32];
+		uint32_t layout = 0;
+
+		count++;
+		CHECK(md_level_info(l->level) == l);
+		CHECK(strcmp(md_level_name(l->level), l->name) == 0);
+		CHECK(md_level_parse(l->name, &level) == 0 && level == l->level);
+		CHECK(l->min_disks >= 1);
+		CHECK_EQ(md_level_parity(l->level), l->parity);
+		CHECK(!l->parity || l->redundant);
+		CHECK_EQ(md_level_redundant(l->level), l->served && l->redundant);
+		for (unsigned k = 0; k < l->nlayouts; k++) {
+			const struct md_layout_name *n = &l->layouts[k];
+			CHECK(md_layout_parse(l->level, n->name, &layout) == 0 && layout == n->layout);
+			CHECK(!n->alias ||
+			      (md_layout_parse(l->level, n->alias, &layout) == 0 && layout == n->layout));
+			CHECK(strcmp(md_layout_name(l->level, n->layout, name, sizeof(name)), n->name) ==
+			      0);
+		}
+		if (l->default_layout)
+			CHECK(md_layout_parse(l->level, l->default_layout, &layout) == 0);
+		else
+			layout = 0;
+
+		/* What the engine makes of 4 (or min_disks) members of 1 MiB. */
+		unsigned n = l->min_disks > 4 ? l->min_disks : 4;
+		uint64_t sizes[8] = {0};
+		for (unsigned k = 0; k < n; k++)
+			sizes[k] = 1 << 20;
+		if (l->level == 10)
+			md_layout_parse(10, "n2", &layout);
+		struct raid_geom g = {.level = l->level,
+		                      .layout = l->level == 0 ? 0 : layout,
+		                      .chunk = l->chunked ? 64 << 10 : 0,
+		                      .raid_disks = n,
+		                      .dev_size = l->redundant ? 1 << 20 : 0};
+		uint64_t size = raid_array_size(&g, sizes);
+		CHECK_EQ(size != 0, l->served);
+		if (l->served && l->parity)
+			CHECK_EQ(size, (uint64_t)(n - l->parity) << 20);
+		err_clear();
+		CHECK_EQ(md_level_served(l->level, "x") == 0, l->served);
+	}
+	CHECK_EQ(count, 7);
+	/* raid6's own layouts are not raid5's */
+	uint32_t layout;
+	CHECK(md_layout_parse(5, "left-symmetric-6", &layout) < 0);
+	CHECK(md_layout_parse(6, "left-symmetric-6", &layout) == 0 && layout == 18);
+	char name[32];
+	CHECK(strcmp(md_layout_name(10, 0x102, name, sizeof(name)), "n2") == 0);
+	CHECK(strcmp(md_layout_name(10, 0x201, name, sizeof(name)), "f2") == 0);
+	CHECK(strcmp(md_layout_name(10, 0x10201, name, sizeof(name)), "o2") == 0);
+	CHECK(strcmp(md_layout_name(5, 9, name, sizeof(name)), "9") == 0);
+	CHECK(strcmp(md_layout_name(1, 0, name, sizeof(name)), "") == 0);
+}
+
+/* raid4, which uraid does not serve, gets one answer everywhere: a
+ * superblock of it is not usable (so neither assembly, rebuild nor grow
+ * take it), create refuses it with the same message, and it has no
+ * write-intent bitmap geometry. */
+static void test_level4(void)
+{
+	uint8_t buf[MD_SB_BLOCK];
+	struct md_super s;
+	struct md_bitmap_geom g;
+	struct md_sb1 *sb = (struct md_sb1 *)buf;
+
+	fixture(buf);
+	sb->level = htole32(4);
+	sb->chunksize = htole32(128);
+	sb->sb_csum = htole32(md_sb_csum(buf));
+	CHECK_EQ(md_super_decode(buf, &s), 0);
+	err_clear();
+	CHECK_EQ(md_super_check(&s, 64ull << 20, "m.img"), -ENOTSUP);
+	CHECK(strstr(err_detail(-ENOTSUP), "m.img: md level raid4 is not supported") != NULL);
+	CHECK(!md_level_redundant(4));
+	CHECK(md_bitmap_geom_init(&g, 4, 3, 128, 2048 * 100, 200ull << 20) < 0);
+	CHECK(md_bitmap_geom_init(&g, 5, 3, 128, 2048 * 100, 200ull << 20) == 0);
+}
+
+/* Each feature in the one refusal mask, replacement included, makes a
+ * superblock unusable with the one message; the features uraid handles
+ * (bitmap, recovery offset, bad blocks) do not. */
+static void test_refused_features(void)
+{
+	for (unsigned bit = 0; bit < 13; bit++) {
+		uint8_t buf[MD_SB_BLOCK];
+		struct md_sb1 *sb = (struct md_sb1 *)buf;
+		struct md_super s;
+		uint32_t f = 1u << bit;
+		int r;
+
+		if (f == MD_FEATURE_RAID0_LAYOUT)
+			continue; /* refused on raid1 for another reason */
+		fixture(buf);
+		sb->feature_map = htole32(f);
+		sb->sb_csum = htole32(md_sb_csum(buf));
+		CHECK_EQ(md_super_decode(buf, &s), 0);
+		err_clear();
+		r = md_super_check(&s, 64ull << 20, "m.img");
+		if (f & MD_FEATURE_REFUSED) {
+			CHECK_EQ(r, -ENOTSUP);
+			CHECK(strstr(err_detail(r), "m.img: md superblock uses features") != NULL);
+		} else
+			CHECK_EQ(r, 0);
+	}
+	CHECK(MD_FEATURE_REFUSED & MD_FEATURE_REPLACEMENT);
+}
+
+/* One geometry check: members that differ in any one of level, layout,
+ * chunk, used size, device count or the RAID0 layout flag are not one
+ * array; events, names and roles may differ. */
+static void test_same_geometry(void)
+{
+	uint8_t buf[MD_SB_BLOCK];
+	struct md_super a, b;
+
+	fixture(buf);
+	CHECK_EQ(md_super_decode(buf, &a), 0);
+	for (int field = 0; field < 8; field++) {
+		b = a;
+		switch (field) {
+		case 0:
+			b.level = 10;
+			break;
+		case 1:
+			b.layout ^= 1;
+			break;
+		case 2:
+			b.chunk += 8;
+			break;
+		case 3:
+			b.size -= 128;
+			break;
+		case 4:
+			b.raid_disks++;
+			break;
+		case 5:
+			b.feature_map |= MD_FEATURE_RAID0_LAYOUT;
+			break;
+		case 6:
+			b.events += 5;
+			b.dev_number = 1;
+			break;
+		case 7:
+			strcpy(b.set_name, "other");
+			break;
+		}
+		err_clear();
+		int r = md_super_same_geometry(&b, "b.img", &a, "a.img", "md/fix");
+		if (field < 6) {
+			CHECK_EQ(r, -EINVAL);
+			CHECK(strstr(err_detail(r), "md/fix: b.img and a.img disagree on level, "
+			                            "layout, chunk, size or device count") != NULL);
+		} else
+			CHECK_EQ(r, 0);
+	}
+}
+
 int main(void)
 {
 	test_mdadm_fixture();
@@ -262,5 +433,9 @@ int main(void)
 	test_damage();
 	test_read_from_member();
 	test_names();
+	test_level_table();
+	test_level4();
+	test_refused_features();
+	test_same_geometry();
 	return check_done();
 }

@@ -192,12 +192,43 @@ static void check_extents(void)
 	unlink(path);
 }
 
+/* Every member type member.h lists is in the one table, and each spec
+ * form finds its type there: paths and NBD URIs too. */
+static void check_types(void)
+{
+	static const struct {
+		const char *spec, *type;
+	} cases[] = {
+	    {"a.img", "file"},
+	    {"/dev/sdb", "file"},
+	    {"odd:name.img", "file"},
+	    {"nbdish.img", "file"},
+	    {"mem:1M", "mem"},
+	    {"null:64k", "null"},
+	    {"sim:200M:mem:1M", "sim"},
+	    {"fault:rfail=1:mem:1M", "fault"},
+	    {"nbd://host/export", "nbd"},
+	    {"nbd+unix:///e?socket=/run/s", "nbd"},
+	    {"nbds://host:10809/e", "nbd"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct member_type *t = member_type_of(cases[i].spec);
+		if (strcmp(t->name, cases[i].type) != 0) {
+			fprintf(stderr, "%s: type %s, expected %s\n", cases[i].spec, t->name,
+			        cases[i].type);
+			check_failures++;
+		}
+	}
+}
+
 int main(void)
 {
 	struct vol *v;
 	char path[] = "/tmp/uraid-test-members-XXXXXX";
 	unsigned char buf[4096];
 
+	check_types();
 	exercise_mem_pages();
 	check_extents();
 	CHECK_EQ(member_open("mem:1M", 0, &v), 0);
