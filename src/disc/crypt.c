@@ -684,6 +684,8 @@ static int crypt_write_zeroes(struct vol *v, uint64_t len, uint64_t off, unsigne
 	bounce = bounce_get(chunk, &own);
 	if (!bounce)
 		return -ENOMEM;
+	/* In pieces, FUA covers them all by one flush (vol.h). */
+	bool split = len > chunk;
 	while (len > 0 && r == 0) {
 		uint64_t n = len < chunk ? len : chunk;
 
@@ -691,11 +693,13 @@ static int crypt_write_zeroes(struct vol *v, uint64_t len, uint64_t off, unsigne
 		r = crypt_run(c, bounce, bounce, n, off, 1, false);
 		if (r == 0)
 			r = c->child->ops->write(c->child, bounce, n, off,
-						 len == n ? flags & VOL_FUA : 0);
+			                         split ? 0 : flags & VOL_FUA);
 		off += n;
 		len -= n;
 	}
 	bounce_put(bounce, own);
+	if (r == 0 && split && (flags & VOL_FUA))
+		r = vol_flush(c->child);
 	return r;
 }
 
