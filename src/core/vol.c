@@ -142,7 +142,7 @@ int vol_write_zeroes_by_writing(struct vol *v, uint64_t len, uint64_t off,
 				unsigned flags)
 {
 	const uint64_t piece = 1u << 20;
-	void *zero = vol_buf_alloc(len < piece ? len : piece);
+	void *zero = vol_buf_zalloc(len < piece ? len : piece);
 	bool split = len > piece;
 	int r = 0;
 
@@ -162,11 +162,20 @@ int vol_write_zeroes_by_writing(struct vol *v, uint64_t len, uint64_t off,
 
 void *vol_buf_alloc(size_t len)
 {
-	size_t cap = (len + VOL_BUF_ALIGN - 1) / VOL_BUF_ALIGN * VOL_BUF_ALIGN;
+	size_t cap =
+	    len ? (len + VOL_BUF_ALIGN - 1) / VOL_BUF_ALIGN * VOL_BUF_ALIGN : VOL_BUF_ALIGN;
 	void *p;
 
-	if (posix_memalign(&p, VOL_BUF_ALIGN, cap ? cap : VOL_BUF_ALIGN) != 0)
+	if (cap < len || posix_memalign(&p, VOL_BUF_ALIGN, cap) != 0)
 		return NULL;
-	memset(p, 0, cap ? cap : VOL_BUF_ALIGN);
+	return p;
+}
+
+void *vol_buf_zalloc(size_t len)
+{
+	void *p = vol_buf_alloc(len);
+
+	if (p)
+		memset(p, 0, len);
 	return p;
 }

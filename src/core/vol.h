@@ -157,11 +157,14 @@ int vol_extent_first(struct vol *v, uint64_t len, uint64_t off, uint64_t *run_le
 int vol_write_zeroes_by_writing(struct vol *v, uint64_t len, uint64_t off,
 				unsigned flags);
 
-/* A zeroed buffer of len bytes for I/O, aligned (start and size) to
- * VOL_BUF_ALIGN, the most any O_DIRECT member asks; free it with free().
- * NULL when out of memory. */
+/* A buffer of len bytes for I/O to a vol, starting at a multiple of
+ * VOL_BUF_ALIGN (what an O_DIRECT member asks at most; its size is rounded
+ * up to one too), as malloc (vol_buf_alloc) or calloc (vol_buf_zalloc)
+ * would give; free it with free().  NULL when out of memory.  Every buffer
+ * a layer reads or writes a child through comes from here. */
 #define VOL_BUF_ALIGN 4096u
 void *vol_buf_alloc(size_t len);
+void *vol_buf_zalloc(size_t len);
 
 #define container_of(ptr, type, member) \
 	((type *)((char *)(ptr) - offsetof(type, member)))

@@ -440,12 +440,11 @@ static void bounce_key_init(void)
 		abort();
 }
 
-/* A 4096-aligned buffer of at least len bytes; *own says the caller frees
+/* A vol_buf_alloc() buffer of at least len bytes; *own says the caller frees
  * it (else it releases it with bounce_put). */
 static void *bounce_get(size_t len, bool *own)
 {
 	struct crypt_bounce *b;
-	void *p;
 
 	pthread_once(&bounce_once, bounce_key_init);
 	b = pthread_getspecific(bounce_key);
@@ -462,7 +461,7 @@ static void *bounce_get(size_t len, bool *own)
 			free(b->buf);
 			b->buf = NULL;
 			b->cap = 0;
-			if (posix_memalign(&b->buf, 4096, cap) != 0)
+			if (!(b->buf = vol_buf_alloc(cap)))
 				return NULL;
 			b->cap = cap;
 		}
@@ -471,7 +470,7 @@ static void *bounce_get(size_t len, bool *own)
 		return b->buf;
 	}
 	*own = true;
-	return posix_memalign(&p, 4096, len) == 0 ? p : NULL;
+	return vol_buf_alloc(len);
 }
 
 static void bounce_put(void *p, bool own)
