@@ -5,7 +5,7 @@
  * recorders over mem: vols that log each write's flags and each flush;
  * they have no write_zeroes op, so zeros reach them through
  * vol_write_zeroes_by_writing as well.  Layers: the fallback itself,
- * crypt, RAID5 (zeros are written, parity and all) and linear. */
+ * crypt, RAID5 and RAID6 (zeros are written, parity and all) and linear. */
 #include "check.h"
 #include "mem_vol.h"
 
@@ -196,7 +196,7 @@ static void test_crypt(void)
 static struct vol *open_raid(int level, unsigned n, uint32_t chunk, uint64_t size, struct vol **m)
 {
 	struct raid_geom g = {
-	    .level = level, .layout = level == 5 ? 2 : 0, .chunk = chunk, .raid_disks = n};
+	    .level = level, .layout = level >= 5 ? 2 : 0, .chunk = chunk, .raid_disks = n};
 	struct vol *members[8], *a = NULL;
 	int r;
 
@@ -209,17 +209,17 @@ static struct vol *open_raid(int level, unsigned n, uint32_t chunk, uint64_t siz
 	return a;
 }
 
-/* RAID5: zeros are written by the fallback over the array; writes span
- * rows and members. */
-static void test_raid5(void)
+/* RAID5 and RAID6: zeros are written by the fallback over the array;
+ * writes span rows and members. */
+static void test_parity(int level, unsigned n)
 {
-	struct vol *m[3], *a = open_raid(5, 3, 64 << 10, 8 * MIB, m);
+	struct vol *m[4], *a = open_raid(level, n, 64 << 10, 8 * MIB, m);
 
 	if (!a)
 		return;
-	check_fua("raid5 zeroes", a, m, 3, OP_ZERO, 4 * MIB, 0);
-	check_fua("raid5 zeroes, part rows", a, m, 3, OP_ZERO, 3 * MIB + 4096, 64 << 10);
-	check_fua("raid5 write", a, m, 3, OP_WRITE, 3 * MIB, 4096);
+	check_fua("parity zeroes", a, m, n, OP_ZERO, 4 * MIB, 0);
+	check_fua("parity zeroes, part rows", a, m, n, OP_ZERO, 3 * MIB + 4096, 64 << 10);
+	check_fua("parity write", a, m, n, OP_WRITE, 3 * MIB, 4096);
 	vol_close(a);
 }
 
@@ -240,7 +240,8 @@ int main(void)
 {
 	test_fallback();
 	test_crypt();
-	test_raid5();
+	test_parity(5, 3);
+	test_parity(6, 4);
 	test_linear();
 	return check_done();
 }
