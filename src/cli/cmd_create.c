@@ -71,7 +71,7 @@ static int create_probe_signatures(struct vol *m, const char *spec)
 
 	if (len > 69632)
 		len = 69632;
-	if (posix_memalign((void **)&buf, 4096, 69632))
+	if (!(buf = vol_buf_alloc(69632)))
 		return -ENOMEM;
 	memset(buf, 0, 69632);
 	if (len) {
@@ -511,7 +511,7 @@ int cmd_create(int argc, char **argv)
 		bmi.chunksize = (uint32_t)chunk;
 		bmi.daemon_sleep = MD_BITMAP_DEFAULT_SLEEP;
 		bmi.sectors_reserved = (uint32_t)bm_room;
-		if (posix_memalign((void **)&bm_block, 4096, 4096)) {
+		if (!(bm_block = vol_buf_alloc(4096))) {
 			rc = cli_fail("create", -ENOMEM);
 			goto out;
 		}

@@ -163,7 +163,7 @@ static void examine_bitmap(struct vol *m, const struct md_super *s)
 		printf("\n  Bitmap Status : not examined (offset %d)\n", off);
 		return;
 	}
-	if (posix_memalign((void **)&buf, 4096, end - at) || vol_read(m, buf, end - at, at) < 0) {
+	if (!(buf = vol_buf_alloc(end - at)) || vol_read(m, buf, end - at, at) < 0) {
 		printf("\n  Bitmap Status : unreadable\n");
 		free(buf);
 		return;
@@ -204,7 +204,7 @@ static int examine_one(const char *spec)
 	if (r < 0)
 		return cli_fail("examine", r);
 	s = malloc(sizeof(*s));
-	if (!s || posix_memalign(&buf, 4096, MD_SB_BLOCK)) {
+	if (!s || !(buf = vol_buf_alloc(MD_SB_BLOCK))) {
 		r = cli_fail("examine", -ENOMEM);
 		goto out;
 	}

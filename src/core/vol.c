@@ -136,22 +136,46 @@ void vol_close(struct vol *v)
 }
 
 /* One shared read-only page of zeros would not do: write() takes a buffer
- * of up to block_max bytes, so write in pieces of a zeroed scratch buffer. */
+ * of up to block_max bytes, so write in pieces of a zeroed scratch buffer.
+ * In several pieces, FUA covers them all by one flush at the end. */
 int vol_write_zeroes_by_writing(struct vol *v, uint64_t len, uint64_t off,
 				unsigned flags)
 {
 	const uint64_t piece = 1u << 20;
-	void *zero = calloc(1, piece);
+	void *zero = vol_buf_zalloc(len < piece ? len : piece);
+	bool split = len > piece;
 	int r = 0;
 
 	if (!zero)
 		return -ENOMEM;
 	while (len > 0 && r == 0) {
 		uint64_t n = len < piece ? len : piece;
-		r = v->ops->write(v, zero, n, off, len == n ? flags & VOL_FUA : 0);
+		r = v->ops->write(v, zero, n, off, split ? 0 : flags & VOL_FUA);
 		off += n;
 		len -= n;
 	}
 	free(zero);
+	if (r == 0 && split && (flags & VOL_FUA))
+		r = vol_flush(v);
 	return r;
+}
+
+void *vol_buf_alloc(size_t len)
+{
+	size_t cap =
+	    len ? (len + VOL_BUF_ALIGN - 1) / VOL_BUF_ALIGN * VOL_BUF_ALIGN : VOL_BUF_ALIGN;
+	void *p;
+
+	if (cap < len || posix_memalign(&p, VOL_BUF_ALIGN, cap) != 0)
+		return NULL;
+	return p;
+}
+
+void *vol_buf_zalloc(size_t len)
+{
+	void *p = vol_buf_alloc(len);
+
+	if (p)
+		memset(p, 0, len);
+	return p;
 }

@@ -15,7 +15,14 @@
  *  - Ops are called concurrently from many threads, on overlapping or
  *    disjoint ranges.  An implementation protects its own state; the order
  *    of two overlapping in-flight writes is undefined (as on a disk).
- *  - write() with VOL_FUA returns only once the data is durable.
+ *  - write() with VOL_FUA returns only once the data is durable: all of
+ *    it.  A layer that splits one request into several writes to a child
+ *    passes VOL_FUA on none of them and flushes the child once after the
+ *    last (FUA on the last piece alone leaves the others volatile); one
+ *    piece may carry the FUA itself.  The same holds for write_zeroes.
+ *  - Buffers need no alignment.  A member that needs it (O_DIRECT) copies
+ *    through an aligned bounce; layers allocate the buffers of their own
+ *    I/O with vol_buf_alloc() so that they never take that detour.
  *  - flush() returns once every write that completed before flush() was
  *    called is durable on every member beneath.
  *  - trim() may discard data: later reads return either the old data or
@@ -149,6 +156,15 @@ int vol_extent_first(struct vol *v, uint64_t len, uint64_t off, uint64_t *run_le
 /* Write zeros by writing a zero buffer: the fallback for write_zeroes. */
 int vol_write_zeroes_by_writing(struct vol *v, uint64_t len, uint64_t off,
 				unsigned flags);
+
+/* A buffer of len bytes for I/O to a vol, starting at a multiple of
+ * VOL_BUF_ALIGN (what an O_DIRECT member asks at most; its size is rounded
+ * up to one too), as malloc (vol_buf_alloc) or calloc (vol_buf_zalloc)
+ * would give; free it with free().  NULL when out of memory.  Every buffer
+ * a layer reads or writes a child through comes from here. */
+#define VOL_BUF_ALIGN 4096u
+void *vol_buf_alloc(size_t len);
+void *vol_buf_zalloc(size_t len);
 
 #define container_of(ptr, type, member) \
 	((type *)((char *)(ptr) - offsetof(type, member)))

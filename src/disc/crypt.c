@@ -441,12 +441,11 @@ static void bounce_key_init(void)
 		abort();
 }
 
-/* A 4096-aligned buffer of at least len bytes; *own says the caller frees
+/* A vol_buf_alloc() buffer of at least len bytes; *own says the caller frees
  * it (else it releases it with bounce_put). */
 static void *bounce_get(size_t len, bool *own)
 {
 	struct crypt_bounce *b;
-	void *p;
 
 	pthread_once(&bounce_once, bounce_key_init);
 	b = pthread_getspecific(bounce_key);
@@ -463,7 +462,7 @@ static void *bounce_get(size_t len, bool *own)
 			free(b->buf);
 			b->buf = NULL;
 			b->cap = 0;
-			if (posix_memalign(&b->buf, 4096, cap) != 0)
+			if (!(b->buf = vol_buf_alloc(cap)))
 				return NULL;
 			b->cap = cap;
 		}
@@ -472,7 +471,7 @@ static void *bounce_get(size_t len, bool *own)
 		return b->buf;
 	}
 	*own = true;
-	return posix_memalign(&p, 4096, len) == 0 ? p : NULL;
+	return vol_buf_alloc(len);
 }
 
 static void bounce_put(void *p, bool own)
@@ -677,6 +676,8 @@ static int crypt_write_zeroes(struct vol *v, uint64_t len, uint64_t off, unsigne
 	bounce = bounce_get(chunk, &own);
 	if (!bounce)
 		return -ENOMEM;
+	/* In pieces, FUA covers them all by one flush (vol.h). */
+	bool split = len > chunk;
 	while (len > 0 && r == 0) {
 		uint64_t n = len < chunk ? len : chunk;
 
@@ -684,11 +685,13 @@ static int crypt_write_zeroes(struct vol *v, uint64_t len, uint64_t off, unsigne
 		r = crypt_run(c, bounce, bounce, n, off, 1, false);
 		if (r == 0)
 			r = c->child->ops->write(c->child, bounce, n, off,
-						 len == n ? flags & VOL_FUA : 0);
+			                         split ? 0 : flags & VOL_FUA);
 		off += n;
 		len -= n;
 	}
 	bounce_put(bounce, own);
+	if (r == 0 && split && (flags & VOL_FUA))
+		r = vol_flush(c->child);
 	return r;
 }
 

@@ -213,7 +213,7 @@ int raid_check(struct vol *array, bool repair, struct raid_check_report *rep,
 		goto out;
 	}
 	for (unsigned c = 0; c < a->copies && c < RAID_MAX_COPIES; c++) {
-		if (posix_memalign((void **)&buf[c], 4096, RAID_CHECK_RANGE)) {
+		if (!(buf[c] = vol_buf_alloc(RAID_CHECK_RANGE))) {
 			r = -ENOMEM;
 			goto out;
 		}

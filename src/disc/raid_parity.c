@@ -162,7 +162,7 @@ static int raid_parity_rebuild_once(struct raid_array *a, char *buf, uint64_t le
 		what[k++] = -2;
 	}
 	r = -ENOMEM;
-	if (posix_memalign((void **)&bufs, 4096, k * len))
+	if (!(bufs = vol_buf_alloc(k * len)))
 		goto out;
 	struct parity_read x = { a, role, st->moff, len, bufs, err };
 	r = exec_parallel(k, parity_read_one, &x);
@@ -197,7 +197,7 @@ static int raid_parity_rebuild_once(struct raid_array *a, char *buf, uint64_t le
 		 * D_x = (b + g^y a) / (g^x + g^y). */
 		char *pa = NULL;
 		r = -ENOMEM;
-		if (posix_memalign((void **)&pa, 4096, len))
+		if (!(pa = vol_buf_alloc(len)))
 			goto out;
 		memset(pa, 0, len);
 		memset(buf, 0, len);
@@ -452,8 +452,8 @@ static int raid_parity_write_row(struct raid_array *a, const char *buf, uint64_t
 	unsigned nio = 0;
 	int r = -ENOMEM;
 
-	if (!role || !place || !io || posix_memalign((void **)&data, 4096, ndata * span) ||
-	    posix_memalign((void **)&par, 4096, 2 * span))
+	if (!role || !place || !io || !(data = vol_buf_alloc(ndata * span)) ||
+	    !(par = vol_buf_alloc(2 * span)))
 		goto out;
 	/* Each data index's member and syndrome place. */
 	for (unsigned d = 0; d < ndata; d++) {
@@ -543,7 +543,7 @@ static int raid_parity_write_rows(struct raid_array *a, const char *buf, uint64_
 	unsigned nio = 0;
 	int r = -ENOMEM;
 
-	if (!io || posix_memalign((void **)&mb, 4096, a->n * share))
+	if (!io || !(mb = vol_buf_alloc(a->n * share)))
 		goto out;
 	for (uint64_t i = 0; i < k; i++) {
 		const char *row = buf + i * row_bytes;
@@ -646,8 +646,8 @@ int raid_parity_check_row(struct raid_array *a, uint64_t row, bool repair, unsig
 	int r = -ENOMEM;
 
 	*differ = 0;
-	if (!st || !io || posix_memalign((void **)&bufs, 4096, a->n * chunk) ||
-	    posix_memalign((void **)&calc, 4096, 2 * chunk))
+	if (!st || !io || !(bufs = vol_buf_alloc(a->n * chunk)) ||
+	    !(calc = vol_buf_alloc(2 * chunk)))
 		goto out;
 	pthread_once(&gf_once, gf_init);
 	pthread_mutex_t *l = raid_parity_lock(a, row * row_bytes);

@@ -557,7 +557,7 @@ static bool raid_ra_start(struct raid_array *a)
 		return true;
 	for (unsigned i = 0; i < ra->nslots; i++) {
 		if (!ra->slot[i].buf)
-			ra->slot[i].buf = malloc(ra->buf_len);
+			ra->slot[i].buf = vol_buf_alloc(ra->buf_len);
 		if (!ra->slot[i].buf)
 			return false;
 	}

@@ -115,8 +115,8 @@ static int rb56_fill(const struct rb *rb, struct rb_row_scratch *s, uint64_t row
 	/* t holds P or Q: both from the row's data (a gone data chunk of
 	 * the row comes back through the array's read). */
 	if (!s->row) {
-		if (posix_memalign((void **)&s->row, 4096, chunk * rb->ndata) ||
-		    posix_memalign((void **)&s->pq, 4096, 2 * chunk))
+		if (!(s->row = vol_buf_alloc(chunk * rb->ndata)) ||
+		    !(s->pq = vol_buf_alloc(2 * chunk)))
 			return -ENOMEM;
 		r = raid_read_members(a, s->row, chunk * rb->ndata, row_off);
 		if (r < 0)
@@ -207,8 +207,7 @@ static int rb56_fill_fast(const struct rb *rb, char *out, uint64_t w0, uint64_t 
 	int r = -ENOMEM;
 
 	if (!role || !err || !slot || !s || !src ||
-	    posix_memalign((void **)&bufs, 4096, (a->n - 1) * rb->piece) ||
-	    posix_memalign((void **)&s->pq, 4096, chunk))
+	    !(bufs = vol_buf_alloc((a->n - 1) * rb->piece)) || !(s->pq = vol_buf_alloc(chunk)))
 		goto out;
 	for (unsigned i = 0; i < a->n; i++) {
 		slot[i] = -1;
@@ -463,7 +462,7 @@ int raid_rebuild_rows(struct raid_array *a, uint64_t lo, uint64_t hi)
 		goto out;
 	rb.piece = hi - lo;
 	r = -ENOMEM;
-	if (posix_memalign((void **)&buf, 4096, rb.nt * rb.piece))
+	if (!(buf = vol_buf_alloc(rb.nt * rb.piece)))
 		goto out;
 	r = rb_fill(&rb, buf, lo, rb.piece);
 	for (unsigned k = 0; k < rb.nt && r == 0; k++)
@@ -519,8 +518,8 @@ int raid_rebuild(struct vol *array, struct vol *const *targets, uint64_t from, u
 	rb_geometry(&rb);
 	from -= from % rb.piece;
 	r = -ENOMEM;
-	if (posix_memalign((void **)&buf[0], 4096, rb.nt * rb.piece) ||
-	    posix_memalign((void **)&buf[1], 4096, rb.nt * rb.piece))
+	if (!(buf[0] = vol_buf_alloc(rb.nt * rb.piece)) ||
+	    !(buf[1] = vol_buf_alloc(rb.nt * rb.piece)))
 		goto out;
 	/* Online, the window covers every piece from before it is read until
 	 * it is written: the piece being written and the one being filled. */

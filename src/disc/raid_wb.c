@@ -349,7 +349,7 @@ static void raid_wb_lane_partial(struct raid_array *a, struct raid_wb_slot *s)
 	}
 	for (unsigned k = 0; k < 2 && r == 0; k++) {
 		uint64_t len = hi[k] - lo[k];
-		char *tmp = len ? aligned_alloc(4096, (len + 4095) / 4096 * 4096) : NULL;
+		char *tmp = len ? vol_buf_alloc(len) : NULL;
 		if (!len)
 			continue;
 		r = tmp ? raid_piece_copy(a, &s->map, s->buf, tmp, len, lo[k], false) : -ENOMEM;
@@ -484,7 +484,7 @@ static int raid_wb_open(struct raid_array *a, struct raid_wb_slot *s, uint64_t o
 	if (s->cap < s->map.bytes) {
 		free(s->buf);
 		s->cap = 0;
-		s->buf = aligned_alloc(4096, (s->map.bytes + 4095) / 4096 * 4096);
+		s->buf = vol_buf_alloc(s->map.bytes);
 		if (!s->buf)
 			return -ENOMEM;
 		s->cap = s->map.bytes;

@@ -54,7 +54,7 @@ int luks_probe(struct vol *dev)
 
 	if (dev->size < 4096)
 		return 0;
-	b = malloc(4096);
+	b = vol_buf_alloc(4096);
 	if (!b)
 		return -ENOMEM;
 	r = vol_read(dev, b, 4096, 0);
@@ -114,7 +114,7 @@ static int luks_read_any(struct vol *dev, void *buf, uint64_t len, uint64_t off)
 		return vol_read(dev, buf, len, off);
 	if (end > dev->size)
 		return -EINVAL;
-	tmp = malloc(end - start);
+	tmp = vol_buf_alloc(end - start);
 	if (!tmp)
 		return -ENOMEM;
 	r = vol_read(dev, tmp, end - start, start);
@@ -171,7 +171,7 @@ static int luks_slot_open(const struct luks_hdr *h, struct vol *dev, int i,
 	const struct luks_keyslot *s = &h->slots[i];
 	uint64_t mat_len = ((uint64_t)s->key_size * s->stripes + 511) / 512 * 512;
 	struct luks_secret *dk = luks_secret_alloc(s->area_key_size);
-	unsigned char *mat = malloc(mat_len);
+	unsigned char *mat = vol_buf_alloc(mat_len);
 	int r;
 
 	if (!dk || !mat) {

@@ -60,7 +60,7 @@ static bool luks1_str(char *dst, size_t dst_len, const char *src, size_t src_len
 
 int luks1_load(struct vol *dev, struct luks_hdr *h)
 {
-	unsigned char buf[4096];
+	_Alignas(VOL_BUF_ALIGN) unsigned char buf[4096]; /* O_DIRECT reads it */
 	const struct luks1_phdr *p = (const void *)buf;
 	char name[32], mode[32];
 	uint32_t key_bytes, payload;

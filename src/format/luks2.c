@@ -419,7 +419,7 @@ static int luks2_parse(struct luks_hdr *h)
 struct luks2_copy {
 	bool ok;
 	uint64_t seqid, hdr_size;
-	struct luks2_bin bin;
+	_Alignas(VOL_BUF_ALIGN) struct luks2_bin bin; /* read straight from dev */
 	json_object *json;
 	char why[96];
 };
@@ -472,7 +472,7 @@ static int luks2_read_copy(struct vol *dev, uint64_t off, bool primary, struct l
 		snprintf(c->why, sizeof(c->why), "bad version, size, offset or checksum algorithm");
 		return 0;
 	}
-	area = malloc(c->hdr_size);
+	area = vol_buf_alloc(c->hdr_size);
 	if (!area)
 		return -ENOMEM;
 	r = vol_read(dev, area, c->hdr_size, off);
@@ -520,7 +520,7 @@ static void luks2_copy_fields(struct luks_hdr *h, const struct luks2_copy *c)
 
 int luks2_load(struct vol *dev, struct luks_hdr *h)
 {
-	struct luks2_copy *c = calloc(2, sizeof(*c));
+	struct luks2_copy *c = vol_buf_zalloc(2 * sizeof(*c));
 	struct luks2_copy *use;
 	int r;
 
@@ -591,7 +591,7 @@ static int luks2_write_copy(struct luks_hdr *h, struct vol *dev, int which, cons
                             size_t json_len)
 {
 	uint64_t off = which ? h->hdr_size : 0;
-	unsigned char *area = calloc(1, h->hdr_size), sum[32];
+	unsigned char *area = vol_buf_zalloc(h->hdr_size), sum[32];
 	struct luks2_bin *b = (struct luks2_bin *)area;
 	int r;
 
@@ -712,7 +712,7 @@ static json_object *luks2_kdf_json(const struct luks_kdf *k)
  * with it the key it held) is gone. */
 static int luks2_area_wipe(struct vol *dev, uint64_t off, uint64_t size)
 {
-	unsigned char *buf = malloc(size);
+	unsigned char *buf = vol_buf_alloc(size);
 	int r;
 
 	if (!buf)
@@ -806,7 +806,7 @@ int luks2_keyslot_store(struct luks_hdr *h, struct vol *dev, int slot, const str
 	if (r < 0)
 		return r;
 	dk = luks_secret_alloc(vk->len);
-	mat = calloc(1, area_size);
+	mat = vol_buf_zalloc(area_size);
 	if (!dk || !mat) {
 		r = -ENOMEM;
 		goto out;
@@ -915,7 +915,7 @@ static void luks2_uuid(char out[40], const unsigned char r[16])
 static int luks2_zero(struct vol *dev, uint64_t len)
 {
 	const uint64_t chunk = 1u << 20;
-	void *z = calloc(1, chunk);
+	void *z = vol_buf_zalloc(chunk);
 	int r = 0;
 
 	if (!z)

@@ -183,7 +183,7 @@ int md_super_read(struct vol *member, struct md_super *s)
 
 	if (member->size < MD_SB_OFFSET + MD_SB_BLOCK)
 		return err_set(-ENOENT, "%s: too small to hold an md superblock", member->name);
-	if (posix_memalign(&buf, 4096, MD_SB_BLOCK))
+	if (!(buf = vol_buf_alloc(MD_SB_BLOCK)))
 		return -ENOMEM;
 	r = vol_read(member, buf, MD_SB_BLOCK, MD_SB_OFFSET);
 	if (r < 0) {
@@ -245,7 +245,7 @@ int md_super_write(struct vol *member, struct md_super *s)
 	int r;
 
 	md_super_encode(s);
-	if (posix_memalign(&buf, 4096, MD_SB_BLOCK))
+	if (!(buf = vol_buf_alloc(MD_SB_BLOCK)))
 		return -ENOMEM;
 	memcpy(buf, s->raw, MD_SB_BLOCK);
 	r = vol_write(member, buf, MD_SB_BLOCK, MD_SB_OFFSET, 0);
@@ -537,7 +537,7 @@ int md_find_end_supers(struct vol *v, const char *spec, uint64_t at[2])
 		return 0;
 	at[0] = ((v->size / 512 - 16) & ~7ull) * 512;
 	at[1] = (v->size & ~65535ull) - 65536;
-	if (posix_memalign((void **)&buf, 4096, 4096))
+	if (!(buf = vol_buf_alloc(4096)))
 		return -ENOMEM;
 	for (int i = 0; i < 2; i++) {
 		int r = vol_read(v, buf, 4096, at[i]);

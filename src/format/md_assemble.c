@@ -576,7 +576,7 @@ static int md_resync(struct md_array *a)
 	void *buf;
 	int r;
 
-	if (posix_memalign(&buf, 4096, piece))
+	if (!(buf = vol_buf_alloc(piece)))
 		return -ENOMEM;
 	r = md_mark_active(a);
 	if (r == 0 && a->bm && a->bm_trusted) {
@@ -1073,7 +1073,7 @@ static void md_bm_load(struct md_array *a, const struct md_super *fresh)
 		goto unusable;
 	}
 	room = end - a->bm_at;
-	if (posix_memalign((void **)&buf, 4096, unit)) {
+	if (!(buf = vol_buf_alloc(unit))) {
 		snprintf(why, sizeof(why), "out of memory");
 		goto unusable;
 	}
@@ -1120,7 +1120,7 @@ static void md_bm_load(struct md_array *a, const struct md_super *fresh)
 	size_t img_len;
 	const uint8_t *img = md_bitmap_image(b, &img_len);
 	free(buf);
-	if (posix_memalign((void **)&buf, 4096, img_len)) {
+	if (!(buf = vol_buf_alloc(img_len))) {
 		md_bitmap_free(b);
 		buf = NULL;
 		snprintf(why, sizeof(why), "out of memory");

@@ -13,6 +13,7 @@
 #include "md_bitmap.h"
 
 #include "core/log.h"
+#include "core/vol.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -240,7 +241,7 @@ int md_bitmap_new(const struct md_bitmap_info *hdr, uint64_t index_bytes, uint32
 		    hdr->chunksize, (unsigned long long)need, (unsigned long long)room);
 	}
 	b->img_len = (size_t)need;
-	if (posix_memalign((void **)&b->img, 4096, b->img_len) ||
+	if (!(b->img = vol_buf_alloc(b->img_len)) ||
 	    !(b->st = calloc(b->nchunks ? b->nchunks : 1, sizeof(*b->st)))) {
 		free(b->img);
 		free(b);

@@ -90,7 +90,7 @@ int md_manage_probe_new(struct vol *v, const char *spec, const uint8_t set_uuid[
 	int r = 0;
 
 	*end_sb = UINT64_MAX;
-	if (!sb || posix_memalign((void **)&buf, 4096, 8192)) {
+	if (!sb || !(buf = vol_buf_alloc(8192))) {
 		free(sb);
 		return -ENOMEM;
 	}
@@ -199,7 +199,7 @@ static int md_manage_copy_bitmap(struct vol *from, struct vol *to, const struct 
 	start = (MD_SB_SECTOR + (uint64_t)bm) * 512;
 	end = md_le16(raw->bblog_size) && bb > bm ? (MD_SB_SECTOR + (uint64_t)bb) * 512
 	                                          : f->data_offset * 512;
-	if (posix_memalign((void **)&buf, 4096, 1 << 20))
+	if (!(buf = vol_buf_alloc(1 << 20)))
 		return -ENOMEM;
 	for (uint64_t off = start; off < end && r == 0; off += 1 << 20) {
 		uint64_t len = end - off < (1 << 20) ? end - off : (1 << 20);

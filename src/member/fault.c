@@ -7,6 +7,9 @@
  *   latency=DUR               every op sleeps DUR first
  *   mode=read|write|all       which ops the failures apply to (default all;
  *                             write covers write, trim, write_zeroes, flush)
+ *   align=N                   reads and writes whose buffer does not start at
+ *                             a multiple of N fail with EINVAL, as O_DIRECT's
+ *                             do (whatever mode says)
  *
  * Tests also flip a fault vol to dead at run time (fault_member_kill) and
  * count the ops that reached it (fault_member_counts). */
@@ -37,6 +40,7 @@ struct fault_vol {
 	double chance;
 	uint64_t latency_ns;
 	bool on_read, on_write;
+	uint64_t align; /* 0: any buffer */
 	atomic_bool dead;
 	atomic_uint_fast64_t ops; /* ops seen, for after= */
 	atomic_uint_fast64_t count[5];
@@ -88,10 +92,17 @@ static int fault_check(struct fault_vol *f, enum fault_op op, uint64_t len,
 	return 0;
 }
 
+static int fault_align(const struct fault_vol *f, const void *buf)
+{
+	return f->align && (uintptr_t)buf % f->align ? -EINVAL : 0;
+}
+
 static int fault_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
 {
 	struct fault_vol *f = to_fault(v);
 	int r = fault_check(f, FAULT_READ, len, off);
+	if (!r)
+		r = fault_align(f, buf);
 	return r ? r : f->inner->ops->read(f->inner, buf, len, off);
 }
 
@@ -100,6 +111,8 @@ static int fault_write(struct vol *v, const void *buf, uint64_t len,
 {
 	struct fault_vol *f = to_fault(v);
 	int r = fault_check(f, FAULT_WRITE, len, off);
+	if (!r)
+		r = fault_align(f, buf);
 	return r ? r : f->inner->ops->write(f->inner, buf, len, off, flags);
 }
 
@@ -212,6 +225,10 @@ static int fault_parse(struct fault_vol *f, char *opts, const char *spec)
 				r = -EINVAL;
 		} else if (strcmp(tok, "latency") == 0) {
 			r = parse_duration_ns(eq, 1000000, &f->latency_ns);
+		} else if (strcmp(tok, "align") == 0) {
+			r = parse_size(eq, &f->align);
+			if (r == 0 && (f->align == 0 || (f->align & (f->align - 1))))
+				r = -EINVAL;
 		} else if (strcmp(tok, "mode") == 0) {
 			f->on_read = strcmp(eq, "read") == 0 || strcmp(eq, "all") == 0;
 			f->on_write = strcmp(eq, "write") == 0 || strcmp(eq, "all") == 0;

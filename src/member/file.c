@@ -9,7 +9,13 @@
  * turns out to be slow: crypt.c times its child).  A page that cannot be read through the map (a
  * disk error, or the file cut short by someone else) raises SIGBUS in the
  * reading thread; the handler jumps back into the view, which returns
- * -EIO, and the caller's read() then meets the error as read would. */
+ * -EIO, and the caller's read() then meets the error as read would.
+ *
+ * Opened O_DIRECT (--direct), the member asks the kernel what direct I/O
+ * needs (statx's DIOALIGN): offsets and lengths become its block_min, so
+ * requests smaller than the file system's block are refused at the edge
+ * (NBD's block-size limits); a buffer at an unaligned address is copied
+ * through an aligned bounce (vol.h: buffers need no alignment). */
 #include "member.h"
 
 #include "core/log.h"
@@ -35,6 +41,7 @@ struct file_vol {
 	struct vol vol;
 	int fd;
 	bool is_blockdev;
+	uint32_t mem_align;       /* O_DIRECT: buffer alignment; 0 without */
 	const unsigned char *map; /* all of it, read-only; NULL: no view */
 };
 
@@ -81,11 +88,16 @@ static int file_view(struct vol *v, uint64_t len, uint64_t off, vol_view_fn fn, 
 	return r;
 }
 
-static int file_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
-{
-	struct file_vol *f = container_of(v, struct file_vol, vol);
-	char *p = buf;
+/* The bounce for a buffer O_DIRECT cannot take: at most this much at once. */
+#define FILE_BOUNCE_MAX (1u << 20)
 
+static bool file_needs_bounce(const struct file_vol *f, const void *buf)
+{
+	return f->mem_align > 1 && (uintptr_t)buf % f->mem_align;
+}
+
+static int file_pread(struct file_vol *f, char *p, uint64_t len, uint64_t off)
+{
 	while (len > 0) {
 		ssize_t n = pread(f->fd, p, len, (off_t)off);
 		if (n < 0) {
@@ -102,13 +114,8 @@ static int file_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
 	return 0;
 }
 
-static int file_write(struct vol *v, const void *buf, uint64_t len,
-		      uint64_t off, unsigned flags)
+static int file_pwrite(struct file_vol *f, const char *p, uint64_t len, uint64_t off, int rwf)
 {
-	struct file_vol *f = container_of(v, struct file_vol, vol);
-	const char *p = buf;
-	int rwf = (flags & VOL_FUA) ? RWF_DSYNC : 0;
-
 	while (len > 0) {
 		struct iovec iov = { (void *)p, len };
 		ssize_t n = pwritev2(f->fd, &iov, 1, (off_t)off, rwf);
@@ -124,6 +131,51 @@ static int file_write(struct vol *v, const void *buf, uint64_t len,
 		len -= (uint64_t)n;
 	}
 	return 0;
+}
+
+/* Through the bounce, piece by piece (with FUA each piece is written
+ * RWF_DSYNC, so all of it is durable at the end). */
+static int file_bounced(struct file_vol *f, char *rbuf, const char *wbuf, uint64_t len,
+                        uint64_t off, int rwf)
+{
+	uint64_t cap = len < FILE_BOUNCE_MAX ? len : FILE_BOUNCE_MAX;
+	char *b = vol_buf_alloc(cap);
+	int r = 0;
+
+	if (!b)
+		return -ENOMEM;
+	for (uint64_t done = 0; done < len && r == 0; done += cap) {
+		uint64_t n = len - done < cap ? len - done : cap;
+		if (rbuf) {
+			r = file_pread(f, b, n, off + done);
+			if (r == 0)
+				memcpy(rbuf + done, b, n);
+		} else {
+			memcpy(b, wbuf + done, n);
+			r = file_pwrite(f, b, n, off + done, rwf);
+		}
+	}
+	free(b);
+	return r;
+}
+
+static int file_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
+{
+	struct file_vol *f = container_of(v, struct file_vol, vol);
+
+	if (file_needs_bounce(f, buf))
+		return file_bounced(f, buf, NULL, len, off, 0);
+	return file_pread(f, buf, len, off);
+}
+
+static int file_write(struct vol *v, const void *buf, uint64_t len, uint64_t off, unsigned flags)
+{
+	struct file_vol *f = container_of(v, struct file_vol, vol);
+	int rwf = (flags & VOL_FUA) ? RWF_DSYNC : 0;
+
+	if (file_needs_bounce(f, buf))
+		return file_bounced(f, NULL, buf, len, off, rwf);
+	return file_pwrite(f, buf, len, off, rwf);
 }
 
 static int file_flush(struct vol *v)
@@ -240,6 +292,28 @@ static const struct vol_ops file_ops = {
 	.extents = file_extents,
 };
 
+/* What O_DIRECT on fd needs: offsets and lengths in multiples of
+ * *block_min (raised to it, and to 512 at least), buffers at multiples of
+ * *mem_align.  A kernel or file system that cannot tell (no DIOALIGN in
+ * statx) gets 512 and VOL_BUF_ALIGN, what every disk takes. */
+static int file_dio_limits(int fd, const char *path, uint32_t *block_min, uint32_t *mem_align)
+{
+	struct statx sx;
+
+	*mem_align = VOL_BUF_ALIGN;
+	if (*block_min < 512)
+		*block_min = 512;
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) < 0 ||
+	    !(sx.stx_mask & STATX_DIOALIGN))
+		return 0;
+	if (sx.stx_dio_offset_align == 0)
+		return err_set(-EINVAL, "%s: direct I/O (--direct) is not supported here", path);
+	if (sx.stx_dio_offset_align > *block_min)
+		*block_min = sx.stx_dio_offset_align;
+	*mem_align = sx.stx_dio_mem_align ? sx.stx_dio_mem_align : 1;
+	return 0;
+}
+
 int file_member_open(const char *path, unsigned flags, struct vol **out)
 {
 	bool ro = flags & MEMBER_READONLY;
@@ -247,7 +321,7 @@ int file_member_open(const char *path, unsigned flags, struct vol **out)
 	struct file_vol *f;
 	struct stat st;
 	uint64_t size;
-	uint32_t block_min = 1;
+	uint32_t block_min = 1, mem_align = 0;
 	int fd, r;
 
 	if (flags & MEMBER_DIRECT)
@@ -273,8 +347,11 @@ int file_member_open(const char *path, unsigned flags, struct vol **out)
 		r = err_set(-EINVAL, "%s: not a regular file or block device", path);
 		goto out_close;
 	}
-	if (flags & MEMBER_DIRECT && block_min < 512)
-		block_min = 512;
+	if (flags & MEMBER_DIRECT) {
+		r = file_dio_limits(fd, path, &block_min, &mem_align);
+		if (r < 0)
+			goto out_close;
+	}
 	size -= size % block_min;
 	if (!ro && flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		r = err_set(-EBUSY, "%s: in use by another process (locked)", path);
@@ -288,6 +365,7 @@ int file_member_open(const char *path, unsigned flags, struct vol **out)
 	}
 	f->fd = fd;
 	f->is_blockdev = S_ISBLK(st.st_mode);
+	f->mem_align = mem_align;
 	unsigned caps = VOL_CAP_TRIM | VOL_CAP_ZEROES | VOL_CAP_FUA |
 			VOL_CAP_FLUSH | VOL_CAP_MULTI_CONN;
 	if (!f->is_blockdev)

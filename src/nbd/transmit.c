@@ -108,13 +108,13 @@ static void *worker_buf(struct worker *w, size_t n, void **tmp)
 	if (w->buf && n <= w->cap)
 		return w->buf;
 	if (n > WORKER_KEEP_BUF) {
-		if (posix_memalign(&p, 4096, n) != 0)
+		if (!(p = vol_buf_alloc(n)))
 			return NULL;
 		*tmp = p;
 		return p;
 	}
 	size_t want = n < 65536 ? 65536 : n;
-	if (posix_memalign(&p, 4096, want) != 0)
+	if (!(p = vol_buf_alloc(want)))
 		return NULL;
 	free(w->buf);
 	w->buf = p;
@@ -619,7 +619,7 @@ int nbd_transmit(struct nbd_conn *c)
 	unsigned started = 1;
 	int r = -ENOMEM;
 
-	if (!t || !w || posix_memalign((void **)&t->arena, 4096, BATCH_ARENA) != 0)
+	if (!t || !w || !(t->arena = vol_buf_alloc(BATCH_ARENA)))
 		goto out;
 	t->c = c;
 	atomic_init(&t->avg_ns, 0);
