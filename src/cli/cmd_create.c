@@ -3,7 +3,8 @@
  *
  * Nothing is written until every check has passed: member count, level
  * and layout, sizes, and (unless --force) that no member already holds an
- * md superblock, a LUKS header, a filesystem or a partition table.
+ * md superblock, a LUKS header, a filesystem or a partition table
+ * (format/probe.c, the list add and grow use too).
  *
  * Consistency: mdadm leaves a new RAID1/10/5/6 "active" and the kernel
  * copies one mirror over the others (or computes parity) in the
@@ -19,6 +20,7 @@
 #include "core/units.h"
 #include "format/md.h"
 #include "format/md_bitmap.h"
+#include "format/probe.h"
 #include "member/member.h"
 
 #include <errno.h>
@@ -43,66 +45,6 @@ struct create_opts {
 	int bitmap;            /* 1 internal, 0 none, -1 not given (mdadm's rule) */
 	uint64_t bitmap_chunk; /* bytes; 0: mdadm's choice */
 };
-
-/* Foreign signatures that create refuses to overwrite without --force. */
-static int create_probe_signatures(struct vol *m, const char *spec)
-{
-	static const struct {
-		uint64_t off;
-		const char *magic;
-		size_t len;
-		const char *what;
-	} sigs[] = {
-	    {0, "LUKS\xba\xbe", 6, "a LUKS header"},
-	    {0, "XFSB", 4, "an XFS filesystem"},
-	    {1080, "\x53\xef", 2, "an ext2/3/4 filesystem"},
-	    {65600, "_BHRfS_M", 8, "a btrfs filesystem"},
-	    {4086, "SWAPSPACE2", 10, "a swap area"},
-	    {4086, "SWAP-SPACE", 10, "a swap area"},
-	    {512, "EFI PART", 8, "a GPT partition table"},
-	    {510, "\x55\xaa", 2, "a partition table (MBR)"},
-	    {0, "\xfc\x4e\x2b\xa9", 4, "an md superblock (v1.1)"},
-	    {4096, "\xfc\x4e\x2b\xa9", 4, "an md superblock"},
-	};
-	/* 17 blocks of 4 KiB reach past btrfs's magic at 65600. */
-	uint64_t len = m->size / 4096 * 4096;
-	uint8_t *buf;
-	int r = 0;
-
-	if (len > 69632)
-		len = 69632;
-	if (!(buf = vol_buf_alloc(69632)))
-		return -ENOMEM;
-	memset(buf, 0, 69632);
-	if (len) {
-		r = vol_read(m, buf, len, 0);
-		if (r < 0) {
-			r = err_set(r, "%s: reading it failed: %s", spec, strerror(-r));
-			goto out;
-		}
-	}
-	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
-		if (sigs[i].off + sigs[i].len > len)
-			continue;
-		if (memcmp(buf + sigs[i].off, sigs[i].magic, sigs[i].len) == 0) {
-			r = err_set(-EEXIST,
-			            "%s already holds %s; refusing to overwrite it (use --force)",
-			            spec, sigs[i].what);
-			goto out;
-		}
-	}
-	/* v1.0 and 0.90 superblocks live at the end of the member. */
-	uint64_t at[2];
-	r = md_find_end_supers(m, spec, at);
-	if (r > 0)
-		r = err_set(-EEXIST,
-		            "%s already holds an md superblock (%s); refusing to overwrite it "
-		            "(use --force)",
-		            spec, r & 1 ? "v1.0" : "0.90");
-out:
-	free(buf);
-	return r;
-}
 
 /* A chunk size argument as mdadm takes it: a bare number is KiB, else a
  * size with its unit; a power of two from 4 KiB to 1 GiB.  Bytes, or 0
@@ -409,7 +351,7 @@ int cmd_create(int argc, char **argv)
 			min_sectors = m[i]->size / 512;
 		if (!o.force) {
 			err_clear();
-			r = create_probe_signatures(m[i], specs[i]);
+			r = probe_member_refuse(m[i], specs[i]);
 			if (r < 0) {
 				rc = cli_fail("create", r);
 				goto out;

@@ -17,6 +17,7 @@
 
 #include "core/log.h"
 #include "format/luks.h"
+#include "format/probe.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -231,14 +232,26 @@ static int luks_parse(struct luks_args *a, int argc, char **argv)
 static int luks_do_format(struct luks_args *a, struct vol *dev)
 {
 	struct luks_secret *pass = NULL;
-	char q[512];
+	const char *what;
+	char q[512], held[160] = "";
 	int r;
 
+	/* As cryptsetup: what the target holds is named in the question, and
+	 * --batch, which asks nothing, says what it overwrites. */
+	err_clear();
+	r = probe_member(dev, dev->name, &what);
+	if (r < 0)
+		return cli_fail(dev->name, r);
+	if (r > 0 && a->batch)
+		fprintf(stderr, "uraid: %s: %s holds %s; overwriting it (--batch)\n", a->name,
+		        dev->name, what);
+	if (r > 0)
+		snprintf(held, sizeof(held), "%s holds %s.\n", dev->name, what);
 	if (!a->batch) {
 		snprintf(q, sizeof(q),
-		         "WARNING: this will overwrite data on %s irrevocably.\n"
+		         "%sWARNING: this will overwrite data on %s irrevocably.\n"
 		         "Are you sure? (Type 'YES' in capital letters): ",
-		         dev->name);
+		         held, dev->name);
 		if (passphrase_confirm(q) < 0) {
 			fprintf(stderr, "uraid: %s: not confirmed, nothing written\n", a->name);
 			return 1;

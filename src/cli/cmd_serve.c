@@ -6,6 +6,7 @@
  * arrays in a clean state. */
 #include "cli.h"
 #include "control.h"
+#include "passphrase.h"
 #include "stack.h"
 
 #include "core/log.h"
@@ -283,6 +284,8 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 	}
 	if (!tls_set && (a->nbd.tls_psk_file || a->nbd.tls_cert_dir))
 		a->nbd.tls = NBD_TLS_ON;
+	if (a->nbd.tls_psk_file)
+		passphrase_file_warn(a->nbd.tls_psk_file, -1);
 	if (a->nbd.tls != NBD_TLS_OFF && !a->nbd.tls_psk_file && !a->nbd.tls_cert_dir) {
 		fprintf(stderr, "uraid serve: --tls %s needs --tls-psk or --tls-certificates\n",
 			a->nbd.tls == NBD_TLS_ON ? "on" : "require");

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -124,6 +125,18 @@ static int pass_read_line(int in, int outfd, const char *prompt, struct luks_sec
 	return r;
 }
 
+void passphrase_file_warn(const char *path, int fd)
+{
+	struct stat st;
+
+	if ((fd >= 0 ? fstat(fd, &st) : stat(path, &st)) < 0 || !S_ISREG(st.st_mode))
+		return;
+	if (st.st_mode & (S_IRWXG | S_IRWXO))
+		log_warn("%s: mode %04o lets its group or others read or change this secret "
+		         "(chmod 600 it)",
+		         path, (unsigned)(st.st_mode & 07777));
+}
+
 int passphrase_read(const char *key_file, const char *prompt, bool confirm,
                     struct luks_secret **out)
 {
@@ -136,6 +149,7 @@ int passphrase_read(const char *key_file, const char *prompt, bool confirm,
 		fd = open(key_file, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			return err_set(-errno, "key file %s: %s", key_file, strerror(errno));
+		passphrase_file_warn(key_file, fd);
 		r = pass_read_all(fd, key_file, out);
 		close(fd);
 		return r;

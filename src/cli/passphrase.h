@@ -18,6 +18,13 @@
 int passphrase_read(const char *key_file, const char *prompt, bool confirm,
                     struct luks_secret **out);
 
+/* A key file (--key-file) or TLS PSK file (--tls-psk) that its group or
+ * others may read or change is used, with a warning naming it and its
+ * mode (as systemd-cryptsetup warns; ssh refuses, but a key in a private
+ * directory is safe whatever its own mode).  fd: the file opened, or -1
+ * to look path up.  Pipes and other non-files are not checked. */
+void passphrase_file_warn(const char *path, int fd);
+
 /* Ask "Type 'YES' ..." on the terminal, or read the answer as one line
  * from standard input when that is not a terminal; 0 if the answer was
  * YES, -ECANCELED otherwise. */

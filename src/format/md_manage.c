@@ -7,6 +7,7 @@
 #include "core/log.h"
 #include "core/random.h"
 #include "core/units.h"
+#include "probe.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -101,13 +102,6 @@ int md_manage_probe_new(struct vol *v, const char *spec, const uint8_t set_uuid[
 		r = err_set(r, "%s: reading it failed: %s", spec, strerror(-r));
 		goto out;
 	}
-	if (!force && memcmp(buf, "LUKS\xba\xbe", 6) == 0) {
-		r = err_set(-EEXIST,
-		            "%s holds a LUKS header; refusing to overwrite it (use "
-		            "--force)",
-		            spec);
-		goto out;
-	}
 	if (!force && md_super_decode(buf + MD_SB_OFFSET, sb) == 0) {
 		if (memcmp(sb->set_uuid, set_uuid, 16) == 0)
 			r = err_set(-EEXIST,
@@ -121,22 +115,15 @@ int md_manage_probe_new(struct vol *v, const char *spec, const uint8_t set_uuid[
 			            spec);
 		goto out;
 	}
-	if (!force && memcmp(buf, "\xfc\x4e\x2b\xa9", 4) == 0) {
-		r = err_set(-EEXIST,
-		            "%s holds an md superblock (v1.1); refusing to overwrite it "
-		            "(use --force)",
-		            spec);
+	/* Anything else a user may want kept: the one list create uses too. */
+	if (!force) {
+		r = probe_member_refuse(v, spec);
 		goto out;
 	}
-	/* v1.0 and 0.90 superblocks live at the end (--force wipes one). */
+	/* v1.0 and 0.90 superblocks live at the end: --force wipes one. */
 	uint64_t at[2];
 	r = md_find_end_supers(v, spec, at);
-	if (r > 0 && !force) {
-		r = err_set(
-		    -EEXIST,
-		    "%s holds an md superblock (%s); refusing to overwrite it (use --force)", spec,
-		    r & 1 ? "v1.0" : "0.90");
-	} else if (r > 0) {
+	if (r > 0) {
 		*end_sb = at[r & 2 ? 1 : 0];
 		r = 0;
 	}

@@ -49,8 +49,9 @@ uint64_t md_manage_recovery_from(const struct md_super *sb, uint64_t size_sector
  * The checks come first and write nothing; md_manage_new_super() is the
  * first write.  Messages name spec (the new member) and array (md/NAME). */
 
-/* Refuse a new member v that holds a LUKS header or an md superblock of
- * any version (of this array, set_uuid, or another), unless force.
+/* Refuse a new member v that holds an md superblock (of this array,
+ * set_uuid, or another) or anything else probe_member() finds, unless
+ * force.
  * *end_sb gets the offset of a v1.0/0.90 superblock at its end, which
  * --force wipes (UINT64_MAX: none).  -EEXIST with err_set(). */
 int md_manage_probe_new(struct vol *v, const char *spec, const uint8_t set_uuid[16],

@@ -1,7 +1,9 @@
 /* file.c — a member on a regular file or block device, with positioned
  * reads and writes.  Trim punches holes (files) or discards (devices);
  * write_zeroes uses the kernel's zeroing where it can.  A writable member
- * is locked with flock() so two uraid processes never drive one disk.
+ * is locked with flock() so two uraid processes never drive one disk; a
+ * writable block device is also opened O_EXCL, so that none is written
+ * while mounted or held by md, dm or another program.
  *
  * A regular file not opened O_DIRECT is also mapped read-only (shared) for
  * its view (vol.h): a decrypting layer then reads the page cache itself
@@ -314,6 +316,20 @@ static int file_dio_limits(int fd, const char *path, uint32_t *block_min, uint32
 	return 0;
 }
 
+/* A read-only open does not claim the device, so that a mounted one can
+ * be read; whoever holds it may change it meanwhile, which the user is
+ * told.  (The probe claims it for an instant.) */
+static void file_warn_busy(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_EXCL | O_CLOEXEC);
+
+	if (fd >= 0)
+		close(fd);
+	else if (errno == EBUSY)
+		log_warn("%s: in use (mounted or held by another program); opening it read-only",
+		         path);
+}
+
 int file_member_open(const char *path, unsigned flags, struct vol **out)
 {
 	bool ro = flags & MEMBER_READONLY;
@@ -326,13 +342,30 @@ int file_member_open(const char *path, unsigned flags, struct vol **out)
 
 	if (flags & MEMBER_DIRECT)
 		oflags |= O_DIRECT;
+	/* A block device is claimed with O_EXCL, as mdadm and cryptsetup do:
+	 * the kernel refuses it while mounted or held (by md, dm, another
+	 * uraid), and refuses them while we hold it. */
+	bool blk = stat(path, &st) == 0 && S_ISBLK(st.st_mode);
+	if (blk && !ro)
+		oflags |= O_EXCL;
 	fd = open(path, oflags);
+	if (fd < 0 && errno == EBUSY && blk)
+		return err_set(-EBUSY,
+		               "%s: in use (mounted or held by another program); refusing to "
+		               "open it writable (--readonly opens it read-only)",
+		               path);
 	if (fd < 0)
 		return err_set(-errno, "%s: %s", path, strerror(errno));
 	if (fstat(fd, &st) < 0) {
 		r = err_set(-errno, "%s: %s", path, strerror(errno));
 		goto out_close;
 	}
+	if (S_ISBLK(st.st_mode) && !blk && !ro) {
+		r = err_set(-EAGAIN, "%s: became a block device while being opened", path);
+		goto out_close;
+	}
+	if (S_ISBLK(st.st_mode) && ro)
+		file_warn_busy(path);
 	if (S_ISBLK(st.st_mode)) {
 		int ssz = 512;
 		if (ioctl(fd, BLKGETSIZE64, &size) < 0) {

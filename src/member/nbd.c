@@ -6,7 +6,9 @@
  * libnbd handles serialise their commands, so the member keeps a small pool
  * of connections and lends one to each request; when the server does not
  * offer multi-conn consistency, one connection is used and flush covers
- * everything. */
+ * everything.  NBD has no read-only open: a member opened read-only
+ * refuses writes itself (the layers above call its ops directly), and one
+ * opened writable over a read-only export is refused. */
 #include "member.h"
 
 #include "core/log.h"
@@ -26,6 +28,7 @@ struct nbd_vol {
 	unsigned nconns;
 	struct nbd_handle *conn[NBD_MEMBER_MAX_CONNS];
 	bool busy[NBD_MEMBER_MAX_CONNS];
+	bool ro; /* opened read-only: the connections may still take writes */
 };
 
 static unsigned nbd_borrow(struct nbd_vol *n)
@@ -72,6 +75,8 @@ static int nbd_member_write(struct vol *v, const void *buf, uint64_t len,
 			    uint64_t off, unsigned flags)
 {
 	struct nbd_vol *n = container_of(v, struct nbd_vol, vol);
+	if (n->ro)
+		return -EROFS;
 	unsigned i = nbd_borrow(n);
 	int r = nbd_result(nbd_pwrite(n->conn[i], buf, len, off,
 				      (flags & VOL_FUA) ? LIBNBD_CMD_FLAG_FUA : 0));
@@ -93,6 +98,8 @@ static int nbd_member_flush(struct vol *v)
 static int nbd_member_trim(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
 {
 	struct nbd_vol *n = container_of(v, struct nbd_vol, vol);
+	if (n->ro)
+		return -EROFS;
 	unsigned i = nbd_borrow(n);
 	int r = nbd_result(nbd_trim(n->conn[i], len, off,
 				    (flags & VOL_FUA) ? LIBNBD_CMD_FLAG_FUA : 0));
@@ -105,6 +112,8 @@ static int nbd_member_zero(struct vol *v, uint64_t len, uint64_t off, unsigned f
 	struct nbd_vol *n = container_of(v, struct nbd_vol, vol);
 	uint32_t f = 0;
 
+	if (n->ro)
+		return -EROFS;
 	if (flags & VOL_FUA)
 		f |= LIBNBD_CMD_FLAG_FUA;
 	if (!(flags & VOL_MAY_TRIM))
@@ -143,13 +152,12 @@ static const struct vol_ops nbd_member_ops = {
 	.close = nbd_member_close,
 };
 
-static struct nbd_handle *nbd_member_connect(const char *uri, bool ro)
+static struct nbd_handle *nbd_member_connect(const char *uri)
 {
 	struct nbd_handle *h = nbd_create();
 
 	if (!h)
 		return NULL;
-	(void)ro;
 	if (nbd_connect_uri(h, uri) == -1) {
 		err_set(-EIO, "%s: %s", uri, nbd_get_error());
 		nbd_close(h);
@@ -170,7 +178,7 @@ int nbd_member_open(const char *uri, unsigned flags, struct vol **out)
 		return -ENOMEM;
 	pthread_mutex_init(&n->lock, NULL);
 	pthread_cond_init(&n->freed, NULL);
-	n->conn[0] = nbd_member_connect(uri, ro);
+	n->conn[0] = nbd_member_connect(uri);
 	if (!n->conn[0]) {
 		r = -EIO;
 		goto out_free;
@@ -181,8 +189,14 @@ int nbd_member_open(const char *uri, unsigned flags, struct vol **out)
 		r = err_set(-EIO, "%s: %s", uri, nbd_get_error());
 		goto out_close;
 	}
-	if (!ro && nbd_is_read_only(n->conn[0]) == 1)
-		ro = true; /* writes will fail with EROFS, reported at the edge */
+	/* A writable member whose every write would fail is refused now,
+	 * not at its first write (which would fail it out of an array). */
+	if (!ro && nbd_is_read_only(n->conn[0]) == 1) {
+		r = err_set(-EROFS, "%s: the server exports it read-only (open it with --readonly)",
+		            uri);
+		goto out_close;
+	}
+	n->ro = ro;
 
 	unsigned caps = 0;
 	if (nbd_can_flush(n->conn[0]) == 1)
@@ -200,7 +214,7 @@ int nbd_member_open(const char *uri, unsigned flags, struct vol **out)
 	if (nbd_can_multi_conn(n->conn[0]) == 1) {
 		caps |= VOL_CAP_MULTI_CONN;
 		while (n->nconns < NBD_MEMBER_MAX_CONNS) {
-			struct nbd_handle *h = nbd_member_connect(uri, ro);
+			struct nbd_handle *h = nbd_member_connect(uri);
 			if (!h)
 				break; /* fewer connections is fine */
 			n->conn[n->nconns++] = h;
