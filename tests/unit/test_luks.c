@@ -280,10 +280,12 @@ static void test_json_shapes(void)
 	    {"\"segments\":[\"0\"]", "\"segments\":{\"0\":0}", "segments is not an array"},
 	    /* key material inside the data segment */
 	    {"\"offset\":\"16777216\"", "\"offset\":\"65536\"",
-	     "key slot 0: area overlaps data segment 0"},
+	     "keyslots area reaches into data segment 0"},
 	    /* argon2 asking for 4 TiB or 2^24 lanes, before an unlock tries */
-	    {"\"memory\":1024", "\"memory\":4294967295", "key slot 0: bad kdf", true},
-	    {"\"cpus\":1", "\"cpus\":16777215", "key slot 0: bad kdf", true},
+	    {"\"memory\":1024", "\"memory\":4294967295",
+	     "keyslot 0 kdf: memory 4294967295 is out of range", true},
+	    {"\"cpus\":1", "\"cpus\":16777215", "keyslot 0 kdf: cpus 16777215 is out of range",
+	     true},
 	};
 	struct luks_secret *pw = secret("pw");
 
