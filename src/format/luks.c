@@ -162,17 +162,20 @@ int luks_verify_key(const struct luks_hdr *h, const struct luks_secret *vk)
 	return r;
 }
 
-/* Decrypt one key slot with the passphrase.  -EPERM: not this slot. */
+/* Decrypt one key slot with the passphrase.  -EPERM: not this slot.
+ * The material is read into an I/O buffer (ciphertext, as on the disk)
+ * and decrypted in locked memory: decrypted, it is the key, split. */
 static int luks_slot_open(const struct luks_hdr *h, struct vol *dev, int i,
                           const struct luks_secret *pass, struct luks_secret *vk)
 {
 	const struct luks_keyslot *s = &h->slots[i];
 	uint64_t mat_len = ((uint64_t)s->key_size * s->stripes + 511) / 512 * 512;
 	struct luks_secret *dk = luks_secret_alloc(s->area_key_size);
+	struct luks_secret *split = luks_secret_alloc(mat_len);
 	unsigned char *mat = malloc(mat_len);
 	int r;
 
-	if (!dk || !mat) {
+	if (!dk || !split || !mat) {
 		r = -ENOMEM;
 		goto out;
 	}
@@ -193,10 +196,11 @@ static int luks_slot_open(const struct luks_hdr *h, struct vol *dev, int i,
 	r = luks_kdf_derive(&s->kdf, pass->data, pass->len, dk->data, dk->len);
 	if (r < 0)
 		goto out;
-	r = luks_area_crypt(s->area_cipher, dk->data, dk->len, mat, mat_len, false);
+	memcpy(split->data, mat, mat_len);
+	r = luks_area_crypt(s->area_cipher, dk->data, dk->len, split->data, mat_len, false);
 	if (r < 0)
 		goto out;
-	r = luks_af_merge(mat, s->key_size, s->stripes, s->af_hash, vk->data);
+	r = luks_af_merge(split->data, s->key_size, s->stripes, s->af_hash, vk->data);
 	if (r < 0)
 		goto out;
 	r = luks_digest_check(luks_segment_digest(h), vk);
@@ -205,6 +209,7 @@ out:
 		explicit_bzero(mat, mat_len);
 		free(mat);
 	}
+	luks_secret_free(split);
 	luks_secret_free(dk);
 	return r;
 }

@@ -893,7 +893,7 @@ static int luks2_segment_digest(const struct luks_hdr *h, json_object **d)
 int luks2_keyslot_store(struct luks_hdr *h, struct vol *dev, int slot, const struct luks_secret *vk,
                         const struct luks_secret *pass, const struct luks_pbkdf_opts *o)
 {
-	struct luks_secret *dk = NULL;
+	struct luks_secret *dk = NULL, *split = NULL;
 	struct luks_kdf kdf;
 	json_object *digest = NULL, *ks, *af, *area;
 	unsigned char *mat = NULL;
@@ -934,20 +934,24 @@ int luks2_keyslot_store(struct luks_hdr *h, struct vol *dev, int slot, const str
 	if (r < 0)
 		return r;
 	dk = luks_secret_alloc(vk->len);
+	split = luks_secret_alloc(mat_len);
 	mat = calloc(1, area_size);
-	if (!dk || !mat) {
+	if (!dk || !split || !mat) {
 		r = -ENOMEM;
 		goto out;
 	}
 	r = luks_kdf_derive(&kdf, pass->data, pass->len, dk->data, dk->len);
 	if (r < 0)
 		goto out;
-	r = luks_af_split(vk->data, vk->len, LUKS2_STRIPES, "sha256", mat);
+	/* Split and encrypted in locked memory; only ciphertext reaches the
+	 * I/O buffer. */
+	r = luks_af_split(vk->data, vk->len, LUKS2_STRIPES, "sha256", split->data);
 	if (r < 0)
 		goto out;
-	r = luks_area_crypt(cipher, dk->data, dk->len, mat, mat_len, true);
+	r = luks_area_crypt(cipher, dk->data, dk->len, split->data, mat_len, true);
 	if (r < 0)
 		goto out;
+	memcpy(mat, split->data, mat_len);
 	r = vol_write(dev, mat, area_size, area_off, 0);
 	if (r == 0)
 		r = vol_flush(dev);
@@ -986,11 +990,8 @@ int luks2_keyslot_store(struct luks_hdr *h, struct vol *dev, int slot, const str
 out:
 	explicit_bzero(&kdf, sizeof(kdf));
 	luks_secret_free(dk);
-	if (mat) {
-		/* Before encryption the material is the key, split. */
-		explicit_bzero(mat, area_size);
-		free(mat);
-	}
+	luks_secret_free(split);
+	free(mat);
 	return r;
 }
 
