@@ -359,7 +359,7 @@ static int luks2_parse(struct luks_hdr *h)
 	}
 	if (!seg) {
 		h->data_offset = 2 * h->hdr_size + h->keyslots_size;
-		return 0; /* cryptsetup allows a header with no data segment */
+		return 0; /* luks2_check() refuses this on disk */
 	}
 	{
 		struct luks_segment *s = &h->seg;
@@ -383,19 +383,9 @@ static int luks2_parse(struct luks_hdr *h)
 			               s->sector_size);
 		if (s->offset % 512 || s->offset < 2 * h->hdr_size)
 			return err_set(-EINVAL, "segment %d: bad offset", seg_id);
+		/* Key material cannot reach the data: luks2_check() keeps the
+		 * areas inside the keyslots area and that ahead of the data. */
 		h->data_offset = s->offset;
-		/* Key material inside the data segment: the first write of
-		 * data destroys it (and a key slot written there later would
-		 * overwrite data). */
-		for (int k = 0; k < LUKS_SLOTS_MAX; k++) {
-			const struct luks_keyslot *sl = &h->slots[k];
-			if (sl->active && sl->area_offset + sl->area_size > s->offset &&
-			    (!s->size || sl->area_offset < s->offset ||
-			     sl->area_offset - s->offset < s->size))
-				return err_set(-EINVAL,
-				               "key slot %d: area overlaps data segment %d", k,
-				               seg_id);
-		}
 		/* The volume key size is that of the key slots bound to the
 		 * digest that lists this segment. */
 		json_object_object_foreach(dg, gkey, gval)
@@ -753,9 +743,8 @@ int luks2_write(struct luks_hdr *h, struct vol *dev)
 		r = luks2_check(h->l2->json, h->hdr_size, why, sizeof(why));
 		if (r < 0)
 			return err_set(-EINVAL,
-			               "%s: refusing to write a LUKS2 header that breaks "
-			               "a rule: %s",
-			               dev->name, why);
+			               "refusing to write a LUKS2 header that breaks a rule: %s",
+			               why);
 	}
 	json = json_object_to_json_string_ext(h->l2->json, JSON_C_TO_STRING_PLAIN |
 	                                                       JSON_C_TO_STRING_NOSLASHESCAPE);
@@ -858,7 +847,8 @@ static int luks2_area_wipe(struct vol *dev, uint64_t off, uint64_t size)
 	return 0;
 }
 
-static void luks2_digest_link(json_object *digest, int slot, bool add)
+/* Add slot to (or drop it from) the "keyslots" list of a digest or token. */
+static void luks2_list_keyslot(json_object *digest, int slot, bool add)
 {
 	json_object *ks = jget(digest, "keyslots"), *keep;
 	char id[12];
@@ -978,7 +968,7 @@ int luks2_keyslot_store(struct luks_hdr *h, struct vol *dev, int slot, const str
 	json_object_object_add(ks, "kdf", luks2_kdf_json(&kdf));
 	snprintf(id, sizeof(id), "%d", slot);
 	json_object_object_add(jget(h->l2->json, "keyslots"), id, ks);
-	luks2_digest_link(digest, slot, true);
+	luks2_list_keyslot(digest, slot, true);
 
 	r = luks2_write(h, dev);
 	if (r == 0)
@@ -1013,11 +1003,18 @@ int luks2_keyslot_remove(struct luks_hdr *h, struct vol *dev, int slot)
 	size = h->slots[slot].area_size;
 	snprintf(id, sizeof(id), "%d", slot);
 	json_object_object_del(jget(h->l2->json, "keyslots"), id);
+	/* No digest or token may name a key slot that is gone. */
 	dg = jget(h->l2->json, "digests");
 	json_object_object_foreach(dg, key, val)
 	{
 		(void)key;
-		luks2_digest_link(val, slot, false);
+		luks2_list_keyslot(val, slot, false);
+	}
+	dg = jget(h->l2->json, "tokens");
+	json_object_object_foreach(dg, tkey, tval)
+	{
+		(void)tkey;
+		luks2_list_keyslot(tval, slot, false);
 	}
 	r = luks2_write(h, dev);
 	if (r == 0)

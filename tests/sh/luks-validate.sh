@@ -61,6 +61,15 @@ expect_fail 'no key slot for the data segment matches' \
 grep -q 'MK dump' out.txt && fail "the unbound key was shown as the volume key"
 opens v.img k0
 
+# Removing a key slot drops it from the tokens too: a token naming a
+# missing key slot is a header cryptsetup refuses.
+cp base.img v.img
+cryptsetup token add --key-description uraid-test --key-slot 1 v.img
+"$URAID" luks-remove-key --key-file k1 v.img >/dev/null 2>err.txt ||
+    { cat err.txt >&2; fail "luks-remove-key of a key slot a token names"; }
+cryptsetup luksDump v.img >/dev/null || fail "cryptsetup refuses the header after luks-remove-key"
+"$URAID" luks-dump v.img >/dev/null || fail "uraid refuses the header after luks-remove-key"
+
 # --- 1. malformed headers, one rule each
 edit "j['keyslots']['1']['area']['offset'] = str(int(j['keyslots']['0']['area']['offset']) + 4096)"
 refused 'keyslot 1 area overlaps keyslot 0'
