@@ -183,8 +183,8 @@ static bool in_array(json_object *arr, const char *s)
 /* config: sizes, flags, and the requirements uraid cannot meet. */
 static int check_config(struct chk *c, json_object *cfg, uint64_t hdr_size, uint64_t *ks_size)
 {
-	json_object *req, *mand, *flags;
-	uint64_t json_size;
+	json_object *req = NULL, *mand = NULL, *flags = NULL;
+	uint64_t json_size = 0;
 	int r;
 
 	if ((r = need_u64(c, cfg, "config", "json_size", &json_size)) < 0 ||
@@ -247,10 +247,10 @@ static int check_segments(struct chk *c, json_object *segs, struct seg_info *si)
 
 	json_object_object_foreach(segs, key, val)
 	{
-		json_object *flags, *integ;
-		const char *type, *size_s, *enc;
-		uint64_t offset, size = 0, tweak;
-		int64_t sector;
+		json_object *flags = NULL, *integ = NULL;
+		const char *type = NULL, *size_s = NULL, *enc = NULL;
+		uint64_t offset = 0, size = 0, tweak = 0;
+		int64_t sector = 512;
 		char w[24];
 		int id = id_of(c, "segment", key);
 
@@ -324,7 +324,7 @@ static int check_segments(struct chk *c, json_object *segs, struct seg_info *si)
 
 static int check_kdf(struct chk *c, json_object *kdf, const char *w)
 {
-	const char *type, *s;
+	const char *type = NULL, *s = NULL;
 	char wk[32];
 	int r;
 
@@ -338,7 +338,7 @@ static int check_kdf(struct chk *c, json_object *kdf, const char *w)
 		           : need_int(c, kdf, wk, "iterations", 1, CHECK_PBKDF2_ITER_MAX,
 		                      "cryptsetup's limit is 2^31-1", NULL);
 	if (strcmp(type, "argon2i") == 0 || strcmp(type, "argon2id") == 0) {
-		int64_t mem, cpus;
+		int64_t mem = 0, cpus = 1;
 		if ((r = need_str(c, kdf, wk, "salt", &s)) < 0 ||
 		    (r = need_int(c, kdf, wk, "time", 1, UINT32_MAX, NULL, NULL)) < 0 ||
 		    (r = need_int(c, kdf, wk, "cpus", 1, CHECK_ARGON2_CPUS_MAX, "1 to 64 lanes",
@@ -367,8 +367,8 @@ static int check_keyslots(struct chk *c, json_object *kss, struct area *ar)
 
 	json_object_object_foreach(kss, key, val)
 	{
-		json_object *kdf, *af, *area;
-		const char *type, *s;
+		json_object *kdf = NULL, *af = NULL, *area = NULL;
+		const char *type = NULL, *s = NULL;
 		char w[24], wa[32], wr[32];
 		int id = id_of(c, "keyslot", key);
 
@@ -424,8 +424,8 @@ static int check_digests(struct chk *c, json_object *dgs, json_object *kss, json
 
 	json_object_object_foreach(dgs, key, val)
 	{
-		json_object *ks, *sg;
-		const char *type, *s;
+		json_object *ks = NULL, *sg = NULL;
+		const char *type = NULL, *s = NULL;
 		char w[24];
 		int id = id_of(c, "digest", key);
 
@@ -457,8 +457,8 @@ static int check_tokens(struct chk *c, json_object *toks, json_object *kss)
 
 	json_object_object_foreach(toks, key, val)
 	{
-		json_object *ks;
-		const char *type;
+		json_object *ks = NULL;
+		const char *type = NULL;
 		char w[24];
 		int id = id_of(c, "token", key);
 
@@ -555,7 +555,7 @@ int luks2_check(struct json_object *j, uint64_t hdr_size, char *why, size_t why_
 	struct seg_info si[LUKS_SLOTS_MAX] = {0};
 	struct area ar[LUKS_SLOTS_MAX] = {0};
 	json_object *sec[5];
-	uint64_t ks_size;
+	uint64_t ks_size = 0;
 	int r;
 
 	if (!json_object_is_type(j, json_type_object))
