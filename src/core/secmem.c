@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #define SECMEM_MAGIC 0x5345434d454d3031ull /* "SECMEM01" */
@@ -35,7 +36,7 @@ static struct secmem_hdr *secmem_hdr(const void *p)
 
 void *secmem_alloc(size_t len)
 {
-	static atomic_bool warned;
+	static atomic_bool warned, undumpable;
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	size_t map_len;
 	struct secmem_hdr *h;
@@ -45,6 +46,11 @@ void *secmem_alloc(size_t len)
 		errno = EINVAL;
 		return NULL;
 	}
+	/* The first secret makes the process undumpable: a core dump would
+	 * hold what this memory cannot cover (OpenSSL's key schedules in its
+	 * own heap, stack copies), and ptrace by the same user is refused. */
+	if (!atomic_exchange(&undumpable, true))
+		(void)prctl(PR_SET_DUMPABLE, 0);
 	map_len = (len + SECMEM_HDR + page - 1) / page * page;
 	base = mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (base == MAP_FAILED) {

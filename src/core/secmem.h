@@ -14,7 +14,9 @@
 #include <stddef.h>
 
 /* A zeroed block of len bytes (len > 0), 64-byte aligned, or NULL
- * (errno ENOMEM / EINVAL).  Each block costs at least one page. */
+ * (errno ENOMEM / EINVAL).  Each block costs at least one page.  The
+ * first call makes the process undumpable (PR_SET_DUMPABLE 0: no core
+ * dump, no ptrace by the same user), as keys are about to be handled. */
 void *secmem_alloc(size_t len);
 
 /* A locked copy of src[0, len), or NULL. */

@@ -135,7 +135,12 @@ static void crypt_ctx_free(struct crypt_ctx *x)
 	free(x);
 }
 
-/* A fresh context keyed for direction enc (1 encrypt, 0 decrypt). */
+/* A fresh context keyed for direction enc (1 encrypt, 0 decrypt).
+ * The expanded key schedule lives in OpenSSL's own heap, which secmem
+ * cannot lock (OpenSSL 3's providers allocate cipher contexts with
+ * OPENSSL_zalloc, never from its secure heap): the process is undumpable
+ * once a key exists (secmem_alloc) and EVP_CIPHER_CTX_free wipes the
+ * schedule, but it can reach swap (docs/luks.md, "Secrets"). */
 static struct crypt_ctx *crypt_ctx_new(struct crypt_vol *c, int enc)
 {
 	struct crypt_ctx *x = calloc(1, sizeof(*x));

@@ -124,20 +124,18 @@ static int luks_read_any(struct vol *dev, void *buf, uint64_t len, uint64_t off)
 	return r;
 }
 
-static const struct luks_digest *luks_digest_of(const struct luks_hdr *h, int slot)
+/* The digest that checks the data segment's volume key.  Never a key
+ * slot's own digest: an unbound slot's digest checks some other key. */
+static const struct luks_digest *luks_segment_digest(const struct luks_hdr *h)
 {
-	int d = slot >= 0 ? h->slots[slot].digest : -1;
+	int d = h->version == 1 ? 0 : h->seg_digest;
 
-	if (h->version == 1)
-		d = 0;
-	if (d < 0) {
-		/* LUKS2 with no slot in mind: the digest of the segment. */
-		for (int i = 0; i < LUKS_SLOTS_MAX; i++)
-			if (h->digests[i].used)
-				return &h->digests[i];
-		return NULL;
-	}
-	return d < LUKS_SLOTS_MAX && h->digests[d].used ? &h->digests[d] : NULL;
+	return d >= 0 && d < LUKS_SLOTS_MAX && h->digests[d].used ? &h->digests[d] : NULL;
+}
+
+bool luks_slot_bound(const struct luks_hdr *h, int i)
+{
+	return h->version == 1 || (h->seg_digest >= 0 && h->slots[i].digest == h->seg_digest);
 }
 
 static int luks_digest_check(const struct luks_digest *g, const struct luks_secret *vk)
@@ -157,24 +155,27 @@ static int luks_digest_check(const struct luks_digest *g, const struct luks_secr
 
 int luks_verify_key(const struct luks_hdr *h, const struct luks_secret *vk)
 {
-	int r = luks_digest_check(luks_digest_of(h, -1), vk);
+	int r = luks_digest_check(luks_segment_digest(h), vk);
 
 	if (r == -EPERM)
 		return err_set(r, "the volume key does not match the header's digest");
 	return r;
 }
 
-/* Decrypt one key slot with the passphrase.  -EPERM: not this slot. */
+/* Decrypt one key slot with the passphrase.  -EPERM: not this slot.
+ * The material is read into an I/O buffer (ciphertext, as on the disk)
+ * and decrypted in locked memory: decrypted, it is the key, split. */
 static int luks_slot_open(const struct luks_hdr *h, struct vol *dev, int i,
                           const struct luks_secret *pass, struct luks_secret *vk)
 {
 	const struct luks_keyslot *s = &h->slots[i];
 	uint64_t mat_len = ((uint64_t)s->key_size * s->stripes + 511) / 512 * 512;
 	struct luks_secret *dk = luks_secret_alloc(s->area_key_size);
+	struct luks_secret *split = luks_secret_alloc(mat_len);
 	unsigned char *mat = vol_buf_alloc(mat_len);
 	int r;
 
-	if (!dk || !mat) {
+	if (!dk || !split || !mat) {
 		r = -ENOMEM;
 		goto out;
 	}
@@ -195,18 +196,20 @@ static int luks_slot_open(const struct luks_hdr *h, struct vol *dev, int i,
 	r = luks_kdf_derive(&s->kdf, pass->data, pass->len, dk->data, dk->len);
 	if (r < 0)
 		goto out;
-	r = luks_area_crypt(s->area_cipher, dk->data, dk->len, mat, mat_len, false);
+	memcpy(split->data, mat, mat_len);
+	r = luks_area_crypt(s->area_cipher, dk->data, dk->len, split->data, mat_len, false);
 	if (r < 0)
 		goto out;
-	r = luks_af_merge(mat, s->key_size, s->stripes, s->af_hash, vk->data);
+	r = luks_af_merge(split->data, s->key_size, s->stripes, s->af_hash, vk->data);
 	if (r < 0)
 		goto out;
-	r = luks_digest_check(luks_digest_of(h, i), vk);
+	r = luks_digest_check(luks_segment_digest(h), vk);
 out:
 	if (mat) {
 		explicit_bzero(mat, mat_len);
 		free(mat);
 	}
+	luks_secret_free(split);
 	luks_secret_free(dk);
 	return r;
 }
@@ -215,10 +218,17 @@ int luks_unlock(struct luks_hdr *h, struct vol *dev, int slot, const struct luks
                 struct luks_secret **vk)
 {
 	struct luks_secret *k = NULL;
-	int r = -EPERM, tried = 0;
+	int r = -EPERM, tried = 0, unbound = 0, unusable = -1;
 
 	if (slot >= h->nslots || (slot >= 0 && !h->slots[slot].active))
 		return err_set(-ENOENT, "key slot %d is not active", slot);
+	if (slot >= 0 && !luks_slot_bound(h, slot))
+		return err_set(-EPERM,
+		               "key slot %d is unbound: it does not hold the data "
+		               "segment's key",
+		               slot);
+	if (slot >= 0 && h->slots[slot].unusable[0])
+		return err_set(-ENOTSUP, "key slot %d: %s", slot, h->slots[slot].unusable);
 	/* Priority 2 ("prefer") first, then normal; priority 0 ("ignore") only
 	 * when asked for by number, as cryptsetup does. */
 	for (int pass_no = 0; pass_no < 2 && r == -EPERM; pass_no++) {
@@ -230,6 +240,16 @@ int luks_unlock(struct luks_hdr *h, struct vol *dev, int slot, const struct luks
 				continue;
 			if (slot < 0 && (s->priority == 0 || (pass_no == 0) != (s->priority == 2)))
 				continue;
+			/* Only slots of the segment's digest: an unbound one
+			 * would "open" the volume with a key of its own. */
+			if (!luks_slot_bound(h, i)) {
+				unbound++;
+				continue;
+			}
+			if (s->unusable[0]) {
+				unusable = i;
+				continue;
+			}
 			luks_secret_free(k);
 			k = luks_secret_alloc(s->key_size);
 			if (!k)
@@ -243,10 +263,18 @@ int luks_unlock(struct luks_hdr *h, struct vol *dev, int slot, const struct luks
 		}
 	}
 	luks_secret_free(k);
-	if (r == -EPERM)
-		return err_set(-EPERM, tried ? "no key slot matches this passphrase"
-		                             : "no active key slot");
-	return r;
+	if (r != -EPERM)
+		return r;
+	if (unusable >= 0)
+		return err_set(-EPERM, "no key slot matches this passphrase (key slot %d: %s)",
+		               unusable, h->slots[unusable].unusable);
+	if (unbound)
+		return err_set(-EPERM, tried ? "no key slot for the data segment matches this "
+		                               "passphrase (unbound key slots are not tried)"
+		                             : "no key slot for the data segment (only unbound "
+		                               "ones)");
+	return err_set(-EPERM,
+	               tried ? "no key slot matches this passphrase" : "no active key slot");
 }
 
 int luks_open_payload(struct luks_hdr *h, struct vol *dev, bool owns_dev,

@@ -81,6 +81,11 @@ int luks_kdf_derive(const struct luks_kdf *k, const void *pass, size_t pass_len,
  * benchmarking unless opts->force_iter is set. */
 int luks_kdf_choose(const struct luks_pbkdf_opts *o, size_t key_len, struct luks_kdf *k);
 
+/* The named hash, from OpenSSL's legacy provider where only it has it
+ * (whirlpool); free with EVP_MD_free.  -ENOTSUP with the reason. */
+typedef struct evp_md_st EVP_MD;
+int luks_md_fetch(const char *name, EVP_MD **md);
+
 /* PBKDF2-HMAC with the named hash ("sha1", "sha256", "sha512", ...). */
 int luks_pbkdf2(const char *hash, const void *pass, size_t pass_len, const void *salt,
                 size_t salt_len, uint32_t iterations, void *out, size_t out_len);
@@ -110,6 +115,10 @@ int luks_area_crypt(const char *spec, const void *key, size_t key_len, void *buf
  * first_iv + iv_step, ... (used to check the data path, see luks.c). */
 int luks_sector_crypt(const char *spec, const void *key, size_t key_len, void *buf, size_t len,
                       uint32_t sector_size, uint64_t first_iv, uint32_t iv_step, bool encrypt);
+/* The cipher spec in dm-crypt's usual form: the kernel crypto-API form
+ * "capi:xts(aes)-plain64" becomes "aes-xts-plain64"; anything else is
+ * copied.  -ENAMETOOLONG if it does not fit len. */
+int luks_cipher_name(const char *spec, char *out, size_t len);
 /* 0 if spec is a cipher the area code handles with key_len bytes of key. */
 int luks_area_cipher_ok(const char *spec, size_t key_len);
 
@@ -128,6 +137,8 @@ struct luks_keyslot {
 	struct luks_kdf kdf;
 	int digest;   /* LUKS2 digest id that checks it; LUKS1: 0 */
 	int priority; /* LUKS2: 0 ignore, 1 normal, 2 prefer */
+	/* Why the slot cannot be tried (a KDF uraid lacks), or "". */
+	char unusable[96];
 };
 
 struct luks_digest {
@@ -165,6 +176,10 @@ struct luks_hdr {
 	struct luks_keyslot slots[LUKS_SLOTS_MAX];
 	struct luks_digest digests[LUKS_SLOTS_MAX];
 	struct luks_segment seg;
+	/* The digest bound to the data segment (LUKS1: 0).  Only key slots
+	 * of this digest open the volume; others are "unbound" (cryptsetup
+	 * luksAddKey --unbound) and hold some other key. */
+	int seg_digest;
 	/* Which copies were valid when loaded (LUKS2); a damaged or stale
 	 * copy is rewritten by luks_repair() or the next header write. */
 	bool primary_ok, secondary_ok, needs_repair;
@@ -181,9 +196,10 @@ int luks_probe(struct vol *dev);
 int luks_load(struct vol *dev, struct luks_hdr **out);
 void luks_hdr_free(struct luks_hdr *h);
 
-/* Try the passphrase on the active key slots (or only on slot >= 0).
- * Returns the slot number that opened and sets *vk (the volume key, in a
- * secret), or -EPERM "no key slot matches this passphrase". */
+/* Try the passphrase on the active key slots bound to the data segment
+ * (or only on slot >= 0, which must be bound).  Returns the slot number
+ * that opened and sets *vk (the volume key, in a secret), or -EPERM "no
+ * key slot matches this passphrase". */
 int luks_unlock(struct luks_hdr *h, struct vol *dev, int slot, const struct luks_secret *pass,
                 struct luks_secret **vk);
 
@@ -194,7 +210,6 @@ int luks_verify_key(const struct luks_hdr *h, const struct luks_secret *vk);
  * it.  Owns dev when owns_dev (also on failure). */
 int luks_open_payload(struct luks_hdr *h, struct vol *dev, bool owns_dev,
                       const struct luks_secret *vk, struct vol **out);
-
 
 /* Rewrite both LUKS2 header copies if loading found one damaged or stale.
  * No-op for a clean header; -ENOTSUP for LUKS1. */
@@ -228,10 +243,17 @@ int luks2_keyslot_store(struct luks_hdr *h, struct vol *dev, int slot, const str
 /* Remove a key slot: header first, then wipe its area. */
 int luks2_keyslot_remove(struct luks_hdr *h, struct vol *dev, int slot);
 
+/* Is key slot i bound to the data segment (may it open the volume)? */
+bool luks_slot_bound(const struct luks_hdr *h, int i);
+
 /* Internals shared by luks.c with the version files. */
 int luks2_load(struct vol *dev, struct luks_hdr *h);
 int luks2_write(struct luks_hdr *h, struct vol *dev);
 void luks2_state_free(struct luks2_state *s);
 int luks1_load(struct vol *dev, struct luks_hdr *h);
+/* The rules of a LUKS2 header's JSON (luks2_check.c): 0, or -EINVAL (a
+ * broken rule) / -ENOTSUP (a feature uraid lacks) with why filled in. */
+struct json_object;
+int luks2_check(struct json_object *j, uint64_t hdr_size, char *why, size_t why_len);
 
 #endif

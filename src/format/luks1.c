@@ -15,6 +15,8 @@
 #define LUKS1_KEY_ENABLED 0x00AC71F3u
 #define LUKS1_KEY_DISABLED 0x0000DEADu
 #define LUKS1_DIGEST_LEN 20
+#define LUKS1_STRIPES 4000u
+#define LUKS1_ITER_MAX INT32_MAX /* cryptsetup's limit (and OpenSSL's int) */
 
 struct luks1_keyblock {
 	uint8_t active[4];
@@ -56,6 +58,40 @@ static bool luks1_str(char *dst, size_t dst_len, const char *src, size_t src_len
 	memcpy(dst, src, n);
 	dst[n] = 0;
 	return true;
+}
+
+/* The key material of all eight slots (enabled or not: cryptsetup lays
+ * them all out at format) after the phdr, apart, and before the payload,
+ * each of 4000 stripes, as cryptsetup checks before it trusts a slot. */
+static int luks1_check_slots(struct vol *dev, const struct luks1_phdr *p, uint32_t key_bytes,
+                             uint32_t payload)
+{
+	uint64_t secs = ((uint64_t)key_bytes * LUKS1_STRIPES + 511) / 512;
+
+	for (int i = 0; i < LUKS1_SLOTS; i++) {
+		uint64_t off = be32_get(p->slots[i].material_offset);
+		uint32_t st = be32_get(p->slots[i].stripes);
+		if (st != LUKS1_STRIPES)
+			return err_set(-EINVAL,
+			               "%s: LUKS1 key slot %d has %u stripes (LUKS1 uses %u)",
+			               dev->name, i, st, LUKS1_STRIPES);
+		if (off * 512 < sizeof(*p))
+			return err_set(-EINVAL, "%s: LUKS1 key slot %d material lies in the header",
+			               dev->name, i);
+		if (off + secs > payload)
+			return err_set(-EINVAL,
+			               "%s: LUKS1 key slot %d material overlaps the payload "
+			               "(sectors %" PRIu64 "-%" PRIu64 ", payload at %u)",
+			               dev->name, i, off, off + secs - 1, payload);
+		for (int j = 0; j < i; j++) {
+			uint64_t o = be32_get(p->slots[j].material_offset);
+			if (off < o + secs && o < off + secs)
+				return err_set(
+				    -EINVAL, "%s: LUKS1 key slot %d material overlaps key slot %d",
+				    dev->name, i, j);
+		}
+	}
+	return 0;
 }
 
 int luks1_load(struct vol *dev, struct luks_hdr *h)
@@ -105,8 +141,13 @@ int luks1_load(struct vol *dev, struct luks_hdr *h)
 	h->digests[0].salt_len = 32;
 	memcpy(h->digests[0].digest, p->mk_digest, LUKS1_DIGEST_LEN);
 	h->digests[0].digest_len = LUKS1_DIGEST_LEN;
-	if (h->digests[0].iterations == 0)
-		return err_set(-EINVAL, "%s: LUKS1 digest has no iterations", dev->name);
+	if (h->digests[0].iterations == 0 || h->digests[0].iterations > LUKS1_ITER_MAX)
+		return err_set(-EINVAL, "%s: LUKS1 digest iterations %u out of range (1 to 2^31-1)",
+		               dev->name, h->digests[0].iterations);
+	h->seg_digest = 0;
+	r = luks1_check_slots(dev, p, key_bytes, payload);
+	if (r < 0)
+		return r;
 
 	for (int i = 0; i < LUKS1_SLOTS; i++) {
 		const struct luks1_keyblock *kb = &p->slots[i];
@@ -133,11 +174,11 @@ int luks1_load(struct vol *dev, struct luks_hdr *h)
 		s->kdf.salt_len = 32;
 		s->digest = 0;
 		s->priority = 1;
-		if (s->stripes == 0 || s->stripes > 100000 || s->kdf.iterations == 0 ||
-		    s->area_offset < sizeof(*p) || s->area_offset + s->area_size > h->seg.offset) {
-			log_warn("%s: LUKS1 key slot %d is malformed, ignored", dev->name, i);
-			continue;
-		}
+		if (s->kdf.iterations == 0 || s->kdf.iterations > LUKS1_ITER_MAX)
+			return err_set(-EINVAL,
+			               "%s: LUKS1 key slot %d: iterations %u out of range (1 to "
+			               "2^31-1)",
+			               dev->name, i, s->kdf.iterations);
 		s->active = true;
 		h->digests[0].keyslots |= 1u << i;
 	}

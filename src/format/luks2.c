@@ -106,23 +106,15 @@ static const char *jstr(json_object *o, const char *key)
 	return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
 }
 
-/* A u64 stored as a decimal string (offsets, sizes) or a JSON integer. */
+/* A u64 stored as a decimal string (offsets, sizes), as LUKS2 writes
+ * them; luks2_check() has refused any other type before we get here. */
 static int ju64(json_object *o, const char *key, uint64_t *out)
 {
 	json_object *v = jget(o, key);
 	const char *s;
 	char *end;
 
-	if (!v)
-		return -EINVAL;
-	if (json_object_is_type(v, json_type_int)) {
-		int64_t i = json_object_get_int64(v);
-		if (i < 0)
-			return -EINVAL;
-		*out = (uint64_t)i;
-		return 0;
-	}
-	if (!json_object_is_type(v, json_type_string))
+	if (!v || !json_object_is_type(v, json_type_string))
 		return -EINVAL;
 	s = json_object_get_string(v);
 	if (*s < '0' || *s > '9')
@@ -132,13 +124,19 @@ static int ju64(json_object *o, const char *key, uint64_t *out)
 	return errno || *end ? -EINVAL : 0;
 }
 
+/* A u32 stored as a JSON integer (sizes in bytes, counts, costs). */
 static int ju32(json_object *o, const char *key, uint32_t *out)
 {
-	uint64_t v;
+	json_object *v = jget(o, key);
+	int64_t i;
 
-	if (ju64(o, key, &v) < 0 || v > UINT32_MAX)
+	if (!v || !json_object_is_type(v, json_type_int))
 		return -EINVAL;
-	*out = (uint32_t)v;
+	errno = 0;
+	i = json_object_get_int64(v);
+	if (errno || i < 0 || i > UINT32_MAX)
+		return -EINVAL;
+	*out = (uint32_t)i;
 	return 0;
 }
 
@@ -184,13 +182,24 @@ static json_object *b64_new(const unsigned char *p, size_t len)
 
 /* ---- JSON -> struct luks_hdr ---- */
 
+static int luks2_id(const char *key)
+{
+	char *end;
+	long v = strtol(key, &end, 10);
+
+	return *key && !*end && v >= 0 && v < LUKS_SLOTS_MAX ? (int)v : -1;
+}
+
+/* -ENOTSUP: a KDF type uraid does not know (the slot is left unusable). */
 static int luks2_parse_kdf(json_object *k, struct luks_kdf *kdf)
 {
 	const char *type = jstr(k, "type"), *salt = jstr(k, "salt");
 
 	memset(kdf, 0, sizeof(*kdf));
-	if (!type || !salt || luks_kdf_parse(type, &kdf->type) < 0)
+	if (!type || !salt)
 		return -EINVAL;
+	if (luks_kdf_parse(type, &kdf->type) < 0)
+		return -ENOTSUP;
 	if (b64_decode(salt, kdf->salt, sizeof(kdf->salt), &kdf->salt_len) < 0)
 		return -EINVAL;
 	if (kdf->type == LUKS_KDF_PBKDF2) {
@@ -219,6 +228,7 @@ static int luks2_parse_keyslot(struct luks_hdr *h, int id, json_object *ks)
 	json_object *af = jget(ks, "af"), *area = jget(ks, "area");
 	const char *type = jstr(ks, "type"), *t;
 	uint64_t end;
+	int r;
 
 	memset(s, 0, sizeof(*s));
 	s->digest = -1;
@@ -233,12 +243,20 @@ static int luks2_parse_keyslot(struct luks_hdr *h, int id, json_object *ks)
 	strcpy(s->af_hash, t);
 	if (!(t = jstr(area, "type")) || strcmp(t, "raw") != 0 ||
 	    ju64(area, "offset", &s->area_offset) < 0 || ju64(area, "size", &s->area_size) < 0 ||
-	    !(t = jstr(area, "encryption")) || strlen(t) >= sizeof(s->area_cipher) ||
+	    !(t = jstr(area, "encryption")) ||
+	    luks_cipher_name(t, s->area_cipher, sizeof(s->area_cipher)) < 0 ||
 	    ju32(area, "key_size", &s->area_key_size) < 0)
 		return err_set(-EINVAL, "key slot %d: bad area", id);
-	strcpy(s->area_cipher, t);
-	if (luks2_parse_kdf(jget(ks, "kdf"), &s->kdf) < 0)
+	r = luks2_parse_kdf(jget(ks, "kdf"), &s->kdf);
+	if (r == -ENOTSUP) {
+		t = jstr(jget(ks, "kdf"), "type");
+		snprintf(s->unusable, sizeof(s->unusable), "KDF '%s' is not supported%s", t,
+		         strcmp(t, "argon2") == 0 ? " (cryptsetup writes argon2i or argon2id, "
+		                                    "and cannot open it either)"
+		                                  : "");
+	} else if (r < 0) {
 		return err_set(-EINVAL, "key slot %d: bad kdf", id);
+	}
 	if (jget(ks, "priority"))
 		s->priority = json_object_get_int(jget(ks, "priority"));
 	if (s->key_size == 0 || s->key_size > LUKS_KEY_MAX || s->stripes == 0 ||
@@ -272,27 +290,19 @@ static int luks2_parse_digest(struct luks_hdr *h, int id, json_object *d)
 	strcpy(g->hash, hash);
 	for (size_t i = 0; i < json_object_array_length(ks); i++) {
 		const char *k = json_object_get_string(json_object_array_get_idx(ks, i));
-		int n = k ? atoi(k) : -1;
-		if (n >= 0 && n < LUKS_SLOTS_MAX)
+		int n = k ? luks2_id(k) : -1;
+		if (n >= 0)
 			g->keyslots |= 1u << n;
 	}
 	g->used = true;
 	return 0;
 }
 
-static int luks2_id(const char *key)
-{
-	char *end;
-	long v = strtol(key, &end, 10);
-
-	return *key && !*end && v >= 0 && v < LUKS_SLOTS_MAX ? (int)v : -1;
-}
-
 /* Fill h from h->l2->json.  Binary-header fields are already set. */
 static int luks2_parse(struct luks_hdr *h)
 {
 	json_object *j = h->l2->json, *ks = jget(j, "keyslots"), *dg = jget(j, "digests"),
-	            *sg = jget(j, "segments"), *cfg = jget(j, "config"), *seg = NULL, *req;
+	            *sg = jget(j, "segments"), *cfg = jget(j, "config"), *seg = NULL;
 	uint64_t json_size;
 	int seg_id = -1, r;
 
@@ -300,6 +310,7 @@ static int luks2_parse(struct luks_hdr *h)
 	memset(h->digests, 0, sizeof(h->digests));
 	memset(&h->seg, 0, sizeof(h->seg));
 	h->nslots = LUKS_SLOTS_MAX;
+	h->seg_digest = -1;
 	if (!ks || !dg || !sg || !cfg || !jget(j, "tokens"))
 		return err_set(-EINVAL, "LUKS2 metadata lacks keyslots, digests, "
 		                        "segments, tokens or config");
@@ -314,12 +325,6 @@ static int luks2_parse(struct luks_hdr *h)
 	    ju64(cfg, "keyslots_size", &h->keyslots_size) < 0 ||
 	    h->keyslots_size % LUKS2_AREA_ALIGN)
 		return err_set(-EINVAL, "LUKS2 config: bad json_size or keyslots_size");
-	req = jget(jget(cfg, "requirements"), "mandatory");
-	if (req && json_object_is_type(req, json_type_array) && json_object_array_length(req) > 0)
-		return err_set(-ENOTSUP,
-		               "LUKS2 header needs '%s' (e.g. an "
-		               "unfinished reencryption), which uraid does not support",
-		               json_object_get_string(json_object_array_get_idx(req, 0)));
 	json_object_object_foreach(ks, key, val)
 	{
 		int id = luks2_id(key);
@@ -354,7 +359,7 @@ static int luks2_parse(struct luks_hdr *h)
 	}
 	if (!seg) {
 		h->data_offset = 2 * h->hdr_size + h->keyslots_size;
-		return 0; /* cryptsetup allows a header with no data segment */
+		return 0; /* luks2_check() refuses this on disk */
 	}
 	{
 		struct luks_segment *s = &h->seg;
@@ -365,7 +370,7 @@ static int luks2_parse(struct luks_hdr *h)
 			               type ? type : "?");
 		if (ju64(seg, "offset", &s->offset) < 0 || !size ||
 		    ju64(seg, "iv_tweak", &s->iv_tweak) < 0 || !enc ||
-		    strlen(enc) >= sizeof(s->cipher) ||
+		    luks_cipher_name(enc, s->cipher, sizeof(s->cipher)) < 0 ||
 		    ju32(seg, "sector_size", &s->sector_size) < 0)
 			return err_set(-EINVAL, "segment %d is malformed", seg_id);
 		if (strcmp(size, "dynamic") == 0)
@@ -378,20 +383,9 @@ static int luks2_parse(struct luks_hdr *h)
 			               s->sector_size);
 		if (s->offset % 512 || s->offset < 2 * h->hdr_size)
 			return err_set(-EINVAL, "segment %d: bad offset", seg_id);
-		strcpy(s->cipher, enc);
+		/* Key material cannot reach the data: luks2_check() keeps the
+		 * areas inside the keyslots area and that ahead of the data. */
 		h->data_offset = s->offset;
-		/* Key material inside the data segment: the first write of
-		 * data destroys it (and a key slot written there later would
-		 * overwrite data). */
-		for (int k = 0; k < LUKS_SLOTS_MAX; k++) {
-			const struct luks_keyslot *sl = &h->slots[k];
-			if (sl->active && sl->area_offset + sl->area_size > s->offset &&
-			    (!s->size || sl->area_offset < s->offset ||
-			     sl->area_offset - s->offset < s->size))
-				return err_set(-EINVAL,
-				               "key slot %d: area overlaps data segment %d", k,
-				               seg_id);
-		}
 		/* The volume key size is that of the key slots bound to the
 		 * digest that lists this segment. */
 		json_object_object_foreach(dg, gkey, gval)
@@ -405,6 +399,7 @@ static int luks2_parse(struct luks_hdr *h)
 				    json_object_get_string(json_object_array_get_idx(segs, i));
 				if (!sk || luks2_id(sk) != seg_id)
 					continue;
+				h->seg_digest = gid;
 				for (int k = 0; k < LUKS_SLOTS_MAX; k++)
 					if (h->slots[k].active && h->slots[k].digest == gid)
 						s->key_size = h->slots[k].key_size;
@@ -421,7 +416,8 @@ struct luks2_copy {
 	uint64_t seqid, hdr_size;
 	_Alignas(VOL_BUF_ALIGN) struct luks2_bin bin; /* read straight from dev */
 	json_object *json;
-	char why[96];
+	int rule; /* the copy is intact but breaks a rule: -EINVAL/-ENOTSUP */
+	char why[192];
 };
 
 static int luks2_csum(const unsigned char *area, size_t len, unsigned char out[32])
@@ -441,6 +437,45 @@ static int luks2_csum(const unsigned char *area, size_t len, unsigned char out[3
 	return ok ? 0 : -EIO;
 }
 
+/* The JSON area: one JSON object from its first byte, then zeros to the
+ * end (as cryptsetup demands: nothing may hide after the text). */
+static int luks2_read_json(const unsigned char *a, size_t len, struct luks2_copy *c)
+{
+	size_t text = strnlen((const char *)a, len);
+	json_tokener *tok;
+
+	if (text == len) {
+		snprintf(c->why, sizeof(c->why), "JSON area is not terminated");
+		return 0;
+	}
+	tok = json_tokener_new();
+	if (!tok)
+		return -ENOMEM;
+	if (a[0] == '{')
+		c->json = json_tokener_parse_ex(tok, (const char *)a, (int)text);
+	if (!c->json || json_tokener_get_error(tok) != json_tokener_success ||
+	    !json_object_is_type(c->json, json_type_object)) {
+		snprintf(c->why, sizeof(c->why), "JSON metadata does not parse");
+	} else {
+		size_t end = json_tokener_get_parse_end(tok);
+		while (end < len && a[end] == 0)
+			end++;
+		if (end < len) {
+			c->rule = -EINVAL;
+			snprintf(c->why, sizeof(c->why),
+			         "non-zero bytes after the JSON text (at byte %zu of the "
+			         "JSON area)",
+			         end);
+		}
+	}
+	if (c->why[0]) {
+		json_object_put(c->json);
+		c->json = NULL;
+	}
+	json_tokener_free(tok);
+	return 0;
+}
+
 /* Read and check one copy at off.  I/O errors are returned; a bad copy is
  * reported through c->ok / c->why. */
 static int luks2_read_copy(struct vol *dev, uint64_t off, bool primary, struct luks2_copy *c)
@@ -448,7 +483,6 @@ static int luks2_read_copy(struct vol *dev, uint64_t off, bool primary, struct l
 	const char *magic = primary ? LUKS_MAGIC : LUKS2_MAGIC_2ND;
 	unsigned char *area = NULL, sum[32];
 	const struct luks2_bin *b = &c->bin;
-	size_t json_len;
 	int r;
 
 	memset(c, 0, sizeof(*c));
@@ -488,22 +522,74 @@ static int luks2_read_copy(struct vol *dev, uint64_t off, bool primary, struct l
 		snprintf(c->why, sizeof(c->why), "checksum mismatch");
 		goto out;
 	}
-	json_len = strnlen((char *)area + LUKS2_BIN_SIZE, c->hdr_size - LUKS2_BIN_SIZE);
-	if (json_len == c->hdr_size - LUKS2_BIN_SIZE) {
-		snprintf(c->why, sizeof(c->why), "JSON area is not terminated");
+	r = luks2_read_json(area + LUKS2_BIN_SIZE, c->hdr_size - LUKS2_BIN_SIZE, c);
+	if (r < 0 || !c->json)
 		goto out;
-	}
-	c->json = json_tokener_parse((char *)area + LUKS2_BIN_SIZE);
-	if (!c->json || !json_object_is_type(c->json, json_type_object)) {
+	c->rule = luks2_check(c->json, c->hdr_size, c->why, sizeof(c->why));
+	c->ok = c->rule == 0;
+	if (!c->ok) {
 		json_object_put(c->json);
 		c->json = NULL;
-		snprintf(c->why, sizeof(c->why), "JSON metadata does not parse");
-		goto out;
 	}
-	c->ok = true;
 out:
 	free(area);
 	return r;
+}
+
+/* LVM2's label checksum: CRC-32 (reflected 0xedb88320) seeded with
+ * 0xf597a6cf, without the final inversion. */
+static uint32_t lvm2_crc(const unsigned char *p, size_t n)
+{
+	uint32_t crc = 0xf597a6cfu;
+
+	for (size_t i = 0; i < n; i++) {
+		crc ^= p[i];
+		for (int k = 0; k < 8; k++)
+			crc = crc >> 1 ^ (0xedb88320u & -(crc & 1));
+	}
+	return crc;
+}
+
+/* Is there a signature of another format in the first 8 KiB?  1 with
+ * what it is, 0 if none, -errno on a read error. */
+static int luks2_foreign_signature(struct vol *dev, char *what, size_t len)
+{
+	unsigned char *b;
+	int r, found = 0;
+
+	if (dev->size < 8192)
+		return 0;
+	b = vol_buf_alloc(8192);
+	if (!b)
+		return -ENOMEM;
+	r = vol_read(dev, b, 8192, 0);
+	if (r < 0) {
+		free(b);
+		return err_set(r, "%s: reading for other signatures: %s", dev->name, strerror(-r));
+	}
+	/* LVM2 label: "LABELONE" in one of the first four sectors, naming
+	 * its own sector, with "LVM2 001" and a good checksum. */
+	for (uint64_t sec = 0; sec < 4 && !found; sec++) {
+		const unsigned char *l = b + sec * 512;
+		uint64_t at = 0;
+		uint32_t crc = 0;
+		for (int i = 7; i >= 0; i--)
+			at = at << 8 | l[8 + i];
+		for (int i = 3; i >= 0; i--)
+			crc = crc << 8 | l[16 + i];
+		if (memcmp(l, "LABELONE", 8) == 0 && memcmp(l + 24, "LVM2 001", 8) == 0 &&
+		    at == sec && crc == lvm2_crc(l + 20, 512 - 20)) {
+			snprintf(what, len, "an LVM2 label (sector %" PRIu64 ")", sec);
+			found = 1;
+		}
+	}
+	/* Linux md v1.2 superblock at 4 KiB. */
+	if (!found && b[4096] == 0xfc && b[4097] == 0x4e && b[4098] == 0x2b && b[4099] == 0xa9) {
+		snprintf(what, len, "an md v1.2 superblock");
+		found = 1;
+	}
+	free(b);
+	return found;
 }
 
 static void luks2_copy_fields(struct luks_hdr *h, const struct luks2_copy *c)
@@ -532,10 +618,10 @@ int luks2_load(struct vol *dev, struct luks_hdr *h)
 		goto out;
 	/* The secondary sits at the primary's hdr_size; without a valid
 	 * primary, look at every size the format allows. */
-	if (c[0].ok) {
+	if (c[0].ok || c[0].rule) {
 		r = luks2_read_copy(dev, c[0].hdr_size, false, &c[1]);
 	} else {
-		for (uint64_t s = 16384; s <= (4u << 20) && !c[1].ok; s *= 2) {
+		for (uint64_t s = 16384; s <= (4u << 20) && !c[1].ok && !c[1].rule; s *= 2) {
 			r = luks2_read_copy(dev, s, false, &c[1]);
 			if (r < 0)
 				goto out;
@@ -544,11 +630,35 @@ int luks2_load(struct vol *dev, struct luks_hdr *h)
 	if (r < 0)
 		goto out;
 	if (!c[0].ok && !c[1].ok) {
-		r = err_set(-EINVAL,
-		            "%s: both LUKS2 headers are damaged (primary: %s; "
-		            "secondary: %s)",
-		            dev->name, c[0].why, c[1].why[0] ? c[1].why : "not found");
+		/* Intact copies that break a rule: the rule is the error. */
+		const struct luks2_copy *rc = c[0].rule ? &c[0] : c[1].rule ? &c[1] : NULL;
+		if (rc && rc->rule == -ENOTSUP)
+			r = err_set(-ENOTSUP, "%s: %s", dev->name, rc->why);
+		else if (rc)
+			r = err_set(-EINVAL, "%s: LUKS2 header: %s", dev->name, rc->why);
+		else
+			r = err_set(-EINVAL,
+			            "%s: both LUKS2 headers are damaged (primary: %s; "
+			            "secondary: %s)",
+			            dev->name, c[0].why, c[1].why[0] ? c[1].why : "not found");
 		goto out;
+	}
+	/* A damaged primary under another program's signature: that program
+	 * owns the device now, and recovering the header would destroy its
+	 * data (cryptsetup refuses too: "ambiguous signatures"). */
+	if (!c[0].ok) {
+		char what[64];
+		r = luks2_foreign_signature(dev, what, sizeof(what));
+		if (r < 0)
+			goto out;
+		if (r > 0) {
+			r = err_set(-EINVAL,
+			            "%s: %s lies over the damaged primary LUKS2 header; not "
+			            "recovering from the secondary copy (ambiguous signatures: "
+			            "see cryptsetup repair)",
+			            dev->name, what);
+			goto out;
+		}
 	}
 	h->primary_ok = c[0].ok;
 	h->secondary_ok = c[1].ok && (!c[0].ok || c[1].hdr_size == c[0].hdr_size);
@@ -628,6 +738,14 @@ int luks2_write(struct luks_hdr *h, struct vol *dev)
 
 	if (h->version != 2 || !h->l2)
 		return err_set(-ENOTSUP, "%s: only LUKS2 headers can be changed", dev->name);
+	{
+		char why[192];
+		r = luks2_check(h->l2->json, h->hdr_size, why, sizeof(why));
+		if (r < 0)
+			return err_set(-EINVAL,
+			               "refusing to write a LUKS2 header that breaks a rule: %s",
+			               why);
+	}
 	json = json_object_to_json_string_ext(h->l2->json, JSON_C_TO_STRING_PLAIN |
 	                                                       JSON_C_TO_STRING_NOSLASHESCAPE);
 	len = strlen(json);
@@ -729,7 +847,8 @@ static int luks2_area_wipe(struct vol *dev, uint64_t off, uint64_t size)
 	return 0;
 }
 
-static void luks2_digest_link(json_object *digest, int slot, bool add)
+/* Add slot to (or drop it from) the "keyslots" list of a digest or token. */
+static void luks2_list_keyslot(json_object *digest, int slot, bool add)
 {
 	json_object *ks = jget(digest, "keyslots"), *keep;
 	char id[12];
@@ -748,24 +867,23 @@ static void luks2_digest_link(json_object *digest, int slot, bool add)
 	json_object_object_add(digest, "keyslots", keep);
 }
 
-/* The digest that checks the volume key of segment 0 (or the only one). */
+/* The digest that checks the volume key of the data segment. */
 static int luks2_segment_digest(const struct luks_hdr *h, json_object **d)
 {
 	json_object *dg = jget(h->l2->json, "digests");
+	char id[12];
 
-	json_object_object_foreach(dg, key, val)
-	{
-		(void)key;
-		*d = val;
-		return luks2_id(key);
-	}
-	return err_set(-EINVAL, "LUKS2 header has no digest");
+	snprintf(id, sizeof(id), "%d", h->seg_digest);
+	*d = h->seg_digest >= 0 ? jget(dg, id) : NULL;
+	if (!*d)
+		return err_set(-EINVAL, "LUKS2 header has no digest for the data segment");
+	return h->seg_digest;
 }
 
 int luks2_keyslot_store(struct luks_hdr *h, struct vol *dev, int slot, const struct luks_secret *vk,
                         const struct luks_secret *pass, const struct luks_pbkdf_opts *o)
 {
-	struct luks_secret *dk = NULL;
+	struct luks_secret *dk = NULL, *split = NULL;
 	struct luks_kdf kdf;
 	json_object *digest = NULL, *ks, *af, *area;
 	unsigned char *mat = NULL;
@@ -806,20 +924,24 @@ int luks2_keyslot_store(struct luks_hdr *h, struct vol *dev, int slot, const str
 	if (r < 0)
 		return r;
 	dk = luks_secret_alloc(vk->len);
+	split = luks_secret_alloc(mat_len);
 	mat = vol_buf_zalloc(area_size);
-	if (!dk || !mat) {
+	if (!dk || !split || !mat) {
 		r = -ENOMEM;
 		goto out;
 	}
 	r = luks_kdf_derive(&kdf, pass->data, pass->len, dk->data, dk->len);
 	if (r < 0)
 		goto out;
-	r = luks_af_split(vk->data, vk->len, LUKS2_STRIPES, "sha256", mat);
+	/* Split and encrypted in locked memory; only ciphertext reaches the
+	 * I/O buffer. */
+	r = luks_af_split(vk->data, vk->len, LUKS2_STRIPES, "sha256", split->data);
 	if (r < 0)
 		goto out;
-	r = luks_area_crypt(cipher, dk->data, dk->len, mat, mat_len, true);
+	r = luks_area_crypt(cipher, dk->data, dk->len, split->data, mat_len, true);
 	if (r < 0)
 		goto out;
+	memcpy(mat, split->data, mat_len);
 	r = vol_write(dev, mat, area_size, area_off, 0);
 	if (r == 0)
 		r = vol_flush(dev);
@@ -846,7 +968,7 @@ int luks2_keyslot_store(struct luks_hdr *h, struct vol *dev, int slot, const str
 	json_object_object_add(ks, "kdf", luks2_kdf_json(&kdf));
 	snprintf(id, sizeof(id), "%d", slot);
 	json_object_object_add(jget(h->l2->json, "keyslots"), id, ks);
-	luks2_digest_link(digest, slot, true);
+	luks2_list_keyslot(digest, slot, true);
 
 	r = luks2_write(h, dev);
 	if (r == 0)
@@ -858,11 +980,8 @@ int luks2_keyslot_store(struct luks_hdr *h, struct vol *dev, int slot, const str
 out:
 	explicit_bzero(&kdf, sizeof(kdf));
 	luks_secret_free(dk);
-	if (mat) {
-		/* Before encryption the material is the key, split. */
-		explicit_bzero(mat, area_size);
-		free(mat);
-	}
+	luks_secret_free(split);
+	free(mat);
 	return r;
 }
 
@@ -884,11 +1003,18 @@ int luks2_keyslot_remove(struct luks_hdr *h, struct vol *dev, int slot)
 	size = h->slots[slot].area_size;
 	snprintf(id, sizeof(id), "%d", slot);
 	json_object_object_del(jget(h->l2->json, "keyslots"), id);
+	/* No digest or token may name a key slot that is gone. */
 	dg = jget(h->l2->json, "digests");
 	json_object_object_foreach(dg, key, val)
 	{
 		(void)key;
-		luks2_digest_link(val, slot, false);
+		luks2_list_keyslot(val, slot, false);
+	}
+	dg = jget(h->l2->json, "tokens");
+	json_object_object_foreach(dg, tkey, tval)
+	{
+		(void)tkey;
+		luks2_list_keyslot(tval, slot, false);
 	}
 	r = luks2_write(h, dev);
 	if (r == 0)

@@ -53,21 +53,19 @@ static void af_xor(unsigned char *dst, const unsigned char *src, size_t len)
 		dst[i] ^= src[i];
 }
 
-static int af_check(size_t key_len, uint32_t stripes, const char *hash, const EVP_MD **md)
+static int af_check(size_t key_len, uint32_t stripes, const char *hash, EVP_MD **md)
 {
-	*md = EVP_get_digestbyname(hash);
-	if (!*md)
-		return err_set(-ENOTSUP, "AF: unknown hash '%s'", hash);
+	*md = NULL;
 	if (key_len == 0 || key_len > LUKS_KEY_MAX || stripes == 0 || stripes > 100000)
 		return err_set(-EINVAL, "AF: bad key size %zu or stripes %u", key_len, stripes);
-	return 0;
+	return luks_md_fetch(hash, md);
 }
 
 int luks_af_split(const void *key, size_t key_len, uint32_t stripes, const char *hash,
                   void *material)
 {
 	unsigned char *m = material, buf[LUKS_KEY_MAX] = {0};
-	const EVP_MD *md;
+	EVP_MD *md;
 	int r = af_check(key_len, stripes, hash, &md);
 
 	if (r < 0)
@@ -84,6 +82,7 @@ int luks_af_split(const void *key, size_t key_len, uint32_t stripes, const char 
 	memcpy(m + (size_t)(stripes - 1) * key_len, buf, key_len);
 	af_xor(m + (size_t)(stripes - 1) * key_len, key, key_len);
 out:
+	EVP_MD_free(md);
 	explicit_bzero(buf, sizeof(buf));
 	return r;
 }
@@ -93,7 +92,7 @@ int luks_af_merge(const void *material, size_t key_len, uint32_t stripes, const 
 {
 	const unsigned char *m = material;
 	unsigned char buf[LUKS_KEY_MAX] = {0};
-	const EVP_MD *md;
+	EVP_MD *md;
 	int r = af_check(key_len, stripes, hash, &md);
 
 	if (r < 0)
@@ -107,6 +106,7 @@ int luks_af_merge(const void *material, size_t key_len, uint32_t stripes, const 
 	af_xor(buf, m + (size_t)(stripes - 1) * key_len, key_len);
 	memcpy(key, buf, key_len);
 out:
+	EVP_MD_free(md);
 	explicit_bzero(buf, sizeof(buf));
 	return r;
 }

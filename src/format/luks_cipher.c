@@ -78,6 +78,29 @@ unsupported:
 	return err_set(-ENOTSUP, "unsupported cipher '%s'", spec);
 }
 
+int luks_cipher_name(const char *spec, char *out, size_t len)
+{
+	const char *mode, *open, *close;
+	int n;
+
+	if (strncmp(spec, "capi:", 5) != 0) {
+		n = snprintf(out, len, "%s", spec);
+		return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+	}
+	/* The kernel's crypto-API form: capi:MODE(CIPHER)-IV. */
+	mode = spec + 5;
+	open = strchr(mode, '(');
+	close = open ? strchr(open, ')') : NULL;
+	if (!open || !close || close[1] != '-' || open == mode || close == open + 1 ||
+	    memchr(open + 1, '(', (size_t)(close - open - 1))) {
+		n = snprintf(out, len, "%s", spec); /* refused as unsupported later */
+		return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+	}
+	n = snprintf(out, len, "%.*s-%.*s-%s", (int)(close - open - 1), open + 1,
+	             (int)(open - mode), mode, close + 2);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
 int luks_area_cipher_ok(const char *spec, size_t key_len)
 {
 	struct area_spec a;

@@ -87,16 +87,19 @@ static void dump_luks2(const struct luks_hdr *h, FILE *f)
 		const struct luks_keyslot *s = &h->slots[i];
 		if (!s->active)
 			continue;
-		fprintf(f, "  %d: luks2\n", i);
+		fprintf(f, "  %d: luks2%s\n", i, luks_slot_bound(h, i) ? "" : " (unbound)");
 		fprintf(f, "\tKey:        %u bits\n", s->key_size * 8);
 		fprintf(f, "\tPriority:   %s\n", dump_priority(s->priority));
 		fprintf(f, "\tCipher:     %s\n", s->area_cipher);
 		fprintf(f, "\tCipher key: %u bits\n", s->area_key_size * 8);
-		fprintf(f, "\tPBKDF:      %s\n", luks_kdf_name(s->kdf.type));
-		if (s->kdf.type == LUKS_KDF_PBKDF2) {
+		if (s->unusable[0]) {
+			fprintf(f, "\tPBKDF:      (%s)\n", s->unusable);
+		} else if (s->kdf.type == LUKS_KDF_PBKDF2) {
+			fprintf(f, "\tPBKDF:      pbkdf2\n");
 			fprintf(f, "\tHash:       %s\n", s->kdf.hash);
 			fprintf(f, "\tIterations: %u\n", s->kdf.iterations);
 		} else {
+			fprintf(f, "\tPBKDF:      %s\n", luks_kdf_name(s->kdf.type));
 			fprintf(f, "\tTime cost:  %u\n", s->kdf.iterations);
 			fprintf(f, "\tMemory:     %u\n", s->kdf.memory);
 			fprintf(f, "\tThreads:    %u\n", s->kdf.cpus);

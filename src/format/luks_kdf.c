@@ -11,7 +11,11 @@
 
 #include <argon2.h>
 #include <errno.h>
+#include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/provider.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,21 +52,61 @@ int luks_kdf_parse(const char *name, enum luks_kdf_type *t)
 	return 0;
 }
 
+static pthread_once_t kdf_legacy_once = PTHREAD_ONCE_INIT;
+static OSSL_PROVIDER *kdf_legacy;
+
+static void kdf_legacy_unload(void)
+{
+	OSSL_PROVIDER_unload(kdf_legacy);
+}
+
+static void kdf_legacy_load(void)
+{
+	/* retain_fallbacks: the default provider stays as it was. */
+	kdf_legacy = OSSL_PROVIDER_try_load(NULL, "legacy", 1);
+	if (kdf_legacy)
+		atexit(kdf_legacy_unload);
+}
+
+int luks_md_fetch(const char *name, EVP_MD **md)
+{
+	*md = EVP_MD_fetch(NULL, name, NULL);
+	if (*md)
+		return 0;
+	/* OpenSSL 3 keeps whirlpool and ripemd160 (LUKS1 hashes of old) in
+	 * its legacy provider, which is not loaded by default. */
+	pthread_once(&kdf_legacy_once, kdf_legacy_load);
+	*md = EVP_MD_fetch(NULL, name, NULL);
+	ERR_clear_error();
+	if (*md)
+		return 0;
+	if (!kdf_legacy && (strcmp(name, "whirlpool") == 0 || strcmp(name, "ripemd160") == 0))
+		return err_set(-ENOTSUP,
+		               "hash '%s' needs OpenSSL's legacy provider, which could not be "
+		               "loaded (ossl-modules/legacy.so)",
+		               name);
+	return err_set(-ENOTSUP, "unknown hash '%s'", name);
+}
+
 int luks_pbkdf2(const char *hash, const void *pass, size_t pass_len, const void *salt,
                 size_t salt_len, uint32_t iterations, void *out, size_t out_len)
 {
-	const EVP_MD *md = EVP_get_digestbyname(hash);
 	/* OpenSSL refuses a NULL password pointer even with length 0. */
 	static const char empty[1];
+	EVP_MD *md;
+	int r;
 
-	if (!md)
-		return err_set(-ENOTSUP, "unknown hash '%s'", hash);
-	if (iterations == 0 || pass_len > INT32_MAX || salt_len > INT32_MAX || out_len > INT32_MAX)
+	if (iterations == 0 || iterations > INT32_MAX || pass_len > INT32_MAX ||
+	    salt_len > INT32_MAX || out_len > INT32_MAX)
 		return err_set(-EINVAL, "bad PBKDF2 parameters");
+	r = luks_md_fetch(hash, &md);
+	if (r < 0)
+		return r;
 	if (!PKCS5_PBKDF2_HMAC(pass_len ? pass : empty, (int)pass_len, salt, (int)salt_len,
 	                       (int)iterations, md, (int)out_len, out))
-		return err_set(-EIO, "PBKDF2-%s failed", hash);
-	return 0;
+		r = err_set(-EIO, "PBKDF2-%s failed", hash);
+	EVP_MD_free(md);
+	return r;
 }
 
 static int kdf_argon2(const struct luks_kdf *k, const void *pass, size_t pass_len, void *out,
@@ -193,8 +237,13 @@ int luks_kdf_choose(const struct luks_pbkdf_opts *o, size_t key_len, struct luks
 		return err_set(-EINVAL, "key of %zu bytes is too long", key_len);
 	if (k->type == LUKS_KDF_PBKDF2) {
 		const char *hash = o->hash ? o->hash : "sha256";
-		if (strlen(hash) >= sizeof(k->hash) || !EVP_get_digestbyname(hash))
+		EVP_MD *md = NULL;
+		if (strlen(hash) >= sizeof(k->hash))
 			return err_set(-ENOTSUP, "unknown hash '%s'", hash);
+		r = luks_md_fetch(hash, &md);
+		EVP_MD_free(md);
+		if (r < 0)
+			return r;
 		strcpy(k->hash, hash);
 		k->iterations =
 		    o->force_iter ? o->force_iter : luks_pbkdf2_iterations_for(hash, ms);

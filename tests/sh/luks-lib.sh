@@ -20,7 +20,8 @@ vk_from() { sed -n '/^MK dump:/,$p' | sed 's/^MK dump://' | tr -cd '0-9a-f'; }
 
 # luks2_edit IMG PYTHON — run PYTHON on the parsed JSON `j` of both LUKS2
 # header copies and write them back with fresh checksums (to make headers
-# uraid must refuse, e.g. an unknown cipher).
+# uraid must refuse, e.g. an unknown cipher).  PYTHON may set `trailer`
+# (bytes written after the JSON text's terminating NUL).
 luks2_edit() {
     python3 - "$1" "$2" <<'PY'
 import hashlib, json, struct, sys
@@ -31,8 +32,9 @@ with open(path, 'r+b') as f:
         f.seek(off)
         area = bytearray(f.read(hdr_size))
         j = json.loads(area[4096:].split(b'\0', 1)[0])
+        trailer = b''
         exec(code)
-        text = json.dumps(j, separators=(',', ':')).encode()
+        text = json.dumps(j, separators=(',', ':')).encode() + b'\0' + trailer
         area[4096:] = text + bytes(hdr_size - 4096 - len(text))
         area[448:512] = bytes(64)
         area[448:480] = hashlib.sha256(area).digest()

@@ -7,6 +7,7 @@
 #include "check.h"
 
 #include "core/log.h"
+#include "core/secmem.h"
 #include "disc/crypt.h"
 #include "format/luks.h"
 #include "member/member.h"
@@ -15,6 +16,7 @@
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 
 static struct luks_secret *secret(const char *s)
 {
@@ -280,10 +282,12 @@ static void test_json_shapes(void)
 	    {"\"segments\":[\"0\"]", "\"segments\":{\"0\":0}", "segments is not an array"},
 	    /* key material inside the data segment */
 	    {"\"offset\":\"16777216\"", "\"offset\":\"65536\"",
-	     "key slot 0: area overlaps data segment 0"},
+	     "keyslots area reaches into data segment 0"},
 	    /* argon2 asking for 4 TiB or 2^24 lanes, before an unlock tries */
-	    {"\"memory\":1024", "\"memory\":4294967295", "key slot 0: bad kdf", true},
-	    {"\"cpus\":1", "\"cpus\":16777215", "key slot 0: bad kdf", true},
+	    {"\"memory\":1024", "\"memory\":4294967295",
+	     "keyslot 0 kdf: memory 4294967295 is out of range", true},
+	    {"\"cpus\":1", "\"cpus\":16777215", "keyslot 0 kdf: cpus 16777215 is out of range",
+	     true},
 	};
 	struct luks_secret *pw = secret("pw");
 
@@ -311,6 +315,41 @@ static void test_json_shapes(void)
 	luks_secret_free(pw);
 }
 
+static size_t freed_max;
+static void note_free(const unsigned char *p, size_t len)
+{
+	(void)p;
+	if (len > freed_max)
+		freed_max = len;
+}
+
+/* The AF material, split key or decrypted, lives in locked memory (seen
+ * as a secmem block of its size being freed), and once a secret exists
+ * the process is not dumpable. */
+static void test_secrets_locked(void)
+{
+	struct luks2_format_opts fo = {.key_bytes = 64, .sector_size = 512, .pbkdf = fast_pbkdf2};
+	struct luks_secret *pw = secret("pw"), *vk = NULL;
+	struct luks_hdr *h = NULL;
+	struct vol *dev;
+
+	CHECK_EQ(prctl(PR_GET_DUMPABLE), 0);
+	CHECK_EQ(mem_member_open("20M", 0, &dev), 0);
+	secmem_free_hook = note_free;
+	freed_max = 0;
+	CHECK_EQ(luks2_format(dev, &fo, pw), 0);
+	CHECK(freed_max >= 64 * 4000); /* the split key, before encryption */
+	CHECK_EQ(luks_load(dev, &h), 0);
+	freed_max = 0;
+	CHECK_EQ(luks_unlock(h, dev, -1, pw, &vk), 0);
+	CHECK(freed_max >= 64 * 4000); /* the decrypted material */
+	secmem_free_hook = NULL;
+	luks_secret_free(vk);
+	luks_hdr_free(h);
+	vol_close(dev);
+	luks_secret_free(pw);
+}
+
 int main(void)
 {
 	log_verbosity = LOG_ERROR;
@@ -322,5 +361,6 @@ int main(void)
 	test_lifecycle(4096, 32, &fast_pbkdf2);
 	test_lifecycle(4096, 64, &fast_argon);
 	test_json_shapes();
+	test_secrets_locked();
 	return check_done();
 }
