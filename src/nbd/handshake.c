@@ -374,6 +374,10 @@ int nbd_handshake(struct nbd_conn *c)
 			break;
 		case NBD_OPT_STARTTLS:
 			r = opt_starttls(c, len);
+			/* Authenticated: no longer the first to make room
+			 * for a new client (server.c). */
+			if (r == 0 && c->tls)
+				c->tls_on = true;
 			break;
 		case NBD_OPT_LIST_META_CONTEXT:
 		case NBD_OPT_SET_META_CONTEXT:
