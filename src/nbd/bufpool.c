@@ -44,7 +44,7 @@ static uint64_t now_ns(void)
 
 void nbd_bufpool_init(struct nbd_bufpool *p, uint64_t budget, unsigned max_conns)
 {
-	*p = (struct nbd_bufpool){ .budget = budget };
+	*p = (struct nbd_bufpool){.budget = budget};
 	p->share = budget / (max_conns ? max_conns : 1);
 	if (p->share > SHARE_MAX)
 		p->share = SHARE_MAX;

@@ -1,6 +1,7 @@
 /* conn.c — a connection's byte stream: buffered reads with an optional
- * deadline (the handshake timeout), the idle timeout's wait for a request, discarding unwanted input in pieces, and
- * whole-message writes that never raise SIGPIPE. */
+ * deadline (the handshake timeout), the idle timeout's wait for a request,
+ * discarding unwanted input in pieces, and whole-message writes that never
+ * raise SIGPIPE. */
 #include "internal.h"
 #include "tls.h"
 

@@ -65,7 +65,7 @@ struct nbd_server {
 	int stop_pipe[2];
 	atomic_bool stopping;
 
-	pthread_mutex_t lock;  /* protects conns, slots, the counts, phases */
+	pthread_mutex_t lock;     /* protects conns, slots, the counts, phases */
 	pthread_cond_t slot_done; /* a connection thread ended */
 	struct nbd_conn *conns; /* every connection being served, newest first */
 	struct nbd_slot *slots; /* threads of accepted connections */
@@ -99,9 +99,9 @@ struct nbd_conn {
 	 * itself at its share, not the server. */
 	uint64_t payload_in_flight;
 
-	enum nbd_phase phase;  /* under srv->lock */
-	atomic_bool tls_on;    /* STARTTLS succeeded: the client authenticated */
-	atomic_uint busy;      /* requests handed to workers, not yet replied */
+	enum nbd_phase phase; /* under srv->lock */
+	atomic_bool tls_on;   /* STARTTLS succeeded: the client authenticated */
+	atomic_uint busy;     /* requests handed to workers, not yet replied */
 
 	atomic_bool quit;      /* stop reading new requests */
 	atomic_bool clean;     /* the client ended with DISC or ABORT */

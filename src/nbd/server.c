@@ -1,9 +1,10 @@
 /* server.c — listening sockets, the accept loop, the bounds on connections
  * (handshakes and established ones apart: a client still negotiating never
  * keeps an established one out, and the oldest unauthenticated one makes
- * room for a new client), and an orderly stop: stop accepting, shut the read side of every connection
- * so its workers finish the requests already read and send their replies,
- * then wait for every connection to end.  See server.h. */
+ * room for a new client), and an orderly stop: stop accepting, shut the
+ * read side of every connection so its workers finish the requests already
+ * read and send their replies, then wait for every connection to end.  See
+ * server.h. */
 #include "internal.h"
 #include "tls.h"
 

@@ -111,8 +111,8 @@ wait "$stuck" 2>/dev/null || true
 [ "$rc" = 0 ] || fail "server exited with $rc after SIGTERM (stuck client)"
 
 # A client that pipelines maximum-size reads and reads no reply must not pin
-# threads x block_max of server memory: the per-connection payload budget
-# (src/nbd/transmit.c) bounds it.
+# threads x block_max of server memory: a connection's share of the buffer
+# pool (src/nbd/bufpool.c) bounds it.
 python3 "$adv/stuck_reader.py" "$a" pin "$pid_a" || fail "memory pinned by unread replies"
 
 # After all that, server A still serves what was written before.
