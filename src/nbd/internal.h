@@ -133,6 +133,11 @@ void nbd_bufpool_trim(struct nbd_bufpool *p, unsigned idle_ms);
 void nbd_bufpool_init(struct nbd_bufpool *p, uint64_t budget, unsigned max_conns);
 void nbd_bufpool_destroy(struct nbd_bufpool *p);
 
+/* server.c: before the reply that enters transmission, take an
+ * established slot.  0, -EBUSY when every one is taken, or -ECONNRESET
+ * when the connection was dropped to make room for a newer one. */
+int nbd_conn_establish(struct nbd_conn *c);
+
 /* handshake.c: returns 0 to enter transmission, 1 when the client ended
  * the session during the handshake (NBD_OPT_ABORT), or -errno. */
 int nbd_handshake(struct nbd_conn *c);

@@ -270,10 +270,9 @@ static void conn_unregister(struct nbd_server *s, struct nbd_conn *c)
 		nbd_bufpool_trim(&s->pool, 0);
 }
 
-/* After the handshake: take an established slot, or end a client that
- * finished negotiating while every slot was taken (or was dropped). */
-static int conn_establish(struct nbd_server *s, struct nbd_conn *c)
+int nbd_conn_establish(struct nbd_conn *c)
 {
+	struct nbd_server *s = c->srv;
 	int r = 0;
 
 	pthread_mutex_lock(&s->lock);
@@ -288,7 +287,7 @@ static int conn_establish(struct nbd_server *s, struct nbd_conn *c)
 	}
 	pthread_mutex_unlock(&s->lock);
 	if (r == -EBUSY)
-		log_warn("nbd: connection limit (%u) reached, closing a client after its handshake",
+		log_warn("nbd: connection limit (%u) reached, refusing a client's export",
 			 s->max_conns);
 	return r;
 }
@@ -337,8 +336,6 @@ static int conn_serve(struct nbd_conn *c)
 		tv = (struct timeval){ 0 };
 		setsockopt(c->wfd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	}
-	if (r == 0)
-		r = conn_establish(s, c);
 	if (r == 0) {
 		log_debug("nbd: client entered transmission (structured replies %s)",
 			  c->structured ? "on" : "off");
@@ -397,19 +394,35 @@ static void *slot_main(void *arg)
 	return NULL;
 }
 
-/* Join the threads of connections that have ended (all: every thread).
- * Under s->lock. */
-static void reap_slots(struct nbd_server *s, bool all)
+/* Join the threads of connections that have ended: a thread sets done
+ * under s->lock as its last step, so a done thread is past it.  Under
+ * s->lock. */
+static void reap_slots(struct nbd_server *s)
 {
 	for (struct nbd_slot **pp = &s->slots; *pp;) {
 		struct nbd_slot *sl = *pp;
-		if (!all && !sl->done) {
+		if (!sl->done) {
 			pp = &sl->next;
 			continue;
 		}
 		*pp = sl->next;
 		pthread_join(sl->thread, NULL);
 		free(sl);
+	}
+}
+
+/* At the stop: join every thread, without s->lock (they take it to end). */
+static void join_all_slots(struct nbd_server *s)
+{
+	pthread_mutex_lock(&s->lock);
+	struct nbd_slot *sl = s->slots;
+	s->slots = NULL;
+	pthread_mutex_unlock(&s->lock);
+	while (sl) {
+		struct nbd_slot *next = sl->next;
+		pthread_join(sl->thread, NULL);
+		free(sl);
+		sl = next;
 	}
 }
 
@@ -443,7 +456,7 @@ static void start_connection(struct nbd_server *s, int fd)
 		goto out_refuse;
 	}
 	pthread_mutex_lock(&s->lock);
-	reap_slots(s, false);
+	reap_slots(s);
 	if (s->n_established >= s->max_conns) {
 		pthread_mutex_unlock(&s->lock);
 		log_warn("nbd: connection limit (%u) reached, refusing a client",
@@ -454,7 +467,7 @@ static void start_connection(struct nbd_server *s, int fd)
 	 * thread: as many of them as handshakes at most. */
 	while (s->n_evicted >= s->max_handshakes && !s->stopping)
 		pthread_cond_wait(&s->slot_done, &s->lock);
-	reap_slots(s, false);
+	reap_slots(s);
 	if (s->n_handshake >= s->max_handshakes)
 		evict_oldest_handshake(s);
 	if (conn_register(s, c) < 0) {
@@ -535,9 +548,7 @@ int nbd_server_run(struct nbd_server *s)
 			break;
 		usleep(10000);
 	}
-	pthread_mutex_lock(&s->lock);
-	reap_slots(s, true);
-	pthread_mutex_unlock(&s->lock);
+	join_all_slots(s);
 	return 0;
 }
 
