@@ -24,7 +24,10 @@ SLACK_MIB = 32  # rbuf, batch arena, small worker buffers, stacks, allocator
 
 
 def rss_mib():
-    return (server_mem_kib(pid, "VmRSS") or 0) >> 10
+    kib = server_mem_kib(pid, "VmRSS")
+    if kib is None:
+        sys.exit("buf_memory: cannot read VmRSS of process %d" % pid)
+    return kib >> 10
 
 
 def pipeline_reads(c, n):
