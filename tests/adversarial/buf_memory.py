@@ -20,7 +20,7 @@ from nbdwire import *
 path, pid, bound_mib = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 ck = Checker("buf_memory")
 N, DEPTH, LEN = 16, 16, 4 << 20
-SLACK_MIB = 32  # rbuf, batch arena, small worker buffers, stacks, allocator
+SLACK_MIB = 48  # rbuf, batch arena, small worker buffers, 256 stacks, ASan
 
 
 def rss_mib():
