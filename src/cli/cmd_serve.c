@@ -85,8 +85,13 @@ static void serve_usage(FILE *f)
 		"NBD:\n"
 		"  --export-name NAME     export name accepted besides \"\" (default \"\")\n"
 		"  --threads N            worker threads per connection (default 16)\n"
-		"  --max-connections N    concurrent clients (default 16)\n"
+		"  --max-connections N    established clients (default 16)\n"
+		"  --max-handshakes N     clients negotiating at once (default 64); when\n"
+		"                         full, the oldest unauthenticated one is dropped\n"
 		"  --handshake-timeout S  drop clients that take longer to negotiate (10)\n"
+		"  --idle-timeout S       close a client that sends no request for S seconds\n"
+		"                         (default: never)\n"
+		"  --max-buffer-memory SIZE  request buffers of all clients (default 256M)\n"
 		"  --tls off|on|require   offer TLS (NBD_OPT_STARTTLS), or refuse clients\n"
 		"                         that do not use it (default off; on with a key)\n"
 		"  --tls-psk FILE         TLS pre-shared keys, username:hexkey lines (psktool)\n"
@@ -127,7 +132,7 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 	enum { OPT_SOCKET = 256, OPT_PORT, OPT_BIND, OPT_RUN, OPT_STDIO, OPT_PIDFILE,
 	       OPT_DIRECT, OPT_KEYFILE, OPT_DEGRADED, OPT_THREADS, OPT_EXPORT, OPT_MAXCONN,
 	       OPT_HSTIMEOUT, OPT_TLS, OPT_TLS_PSK, OPT_TLS_CERTS, OPT_TLS_VERIFY, OPT_NOREBUILD, OPT_SYNCMIN, OPT_SYNCMAX,
-	       OPT_CONTROL };
+	       OPT_CONTROL, OPT_MAXHS, OPT_IDLE, OPT_BUFMEM };
 	static const struct option lo[] = {
 		{ "socket", required_argument, NULL, OPT_SOCKET },
 		{ "port", required_argument, NULL, OPT_PORT },
@@ -148,6 +153,9 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 		{ "export-name", required_argument, NULL, OPT_EXPORT },
 		{ "max-connections", required_argument, NULL, OPT_MAXCONN },
 		{ "handshake-timeout", required_argument, NULL, OPT_HSTIMEOUT },
+		{ "max-handshakes", required_argument, NULL, OPT_MAXHS },
+		{ "idle-timeout", required_argument, NULL, OPT_IDLE },
+		{ "max-buffer-memory", required_argument, NULL, OPT_BUFMEM },
 		{ "tls", required_argument, NULL, OPT_TLS },
 		{ "tls-psk", required_argument, NULL, OPT_TLS_PSK },
 		{ "tls-certificates", required_argument, NULL, OPT_TLS_CERTS },
@@ -242,6 +250,28 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 				return 2;
 			}
 			a->nbd.handshake_timeout_ms = u * 1000;
+			break;
+		case OPT_MAXHS:
+			if (parse_uint(optarg, 1, 4096, &a->nbd.max_handshakes) < 0) {
+				fprintf(stderr, "uraid serve: --max-handshakes takes 1..4096\n");
+				return 2;
+			}
+			break;
+		case OPT_IDLE:
+			/* In ms, it goes to poll() as an int. */
+			if (parse_uint(optarg, 1, 2000000, &u) < 0) {
+				fprintf(stderr, "uraid serve: --idle-timeout takes 1..2000000 seconds\n");
+				return 2;
+			}
+			a->nbd.idle_timeout_ms = u * 1000;
+			break;
+		case OPT_BUFMEM:
+			if (parse_size(optarg, &a->nbd.max_buffer_memory) < 0 ||
+			    a->nbd.max_buffer_memory < (1u << 20)) {
+				fprintf(stderr, "uraid serve: bad --max-buffer-memory '%s' (at least 1M)\n",
+				        optarg);
+				return 2;
+			}
 			break;
 		case OPT_TLS:
 			if (strcmp(optarg, "off") == 0) {

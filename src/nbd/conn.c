@@ -1,6 +1,7 @@
 /* conn.c — a connection's byte stream: buffered reads with an optional
- * deadline (the handshake timeout), discarding unwanted input in pieces, and
- * whole-message writes that never raise SIGPIPE. */
+ * deadline (the handshake timeout), the idle timeout's wait for a request,
+ * discarding unwanted input in pieces, and whole-message writes that never
+ * raise SIGPIPE. */
 #include "internal.h"
 #include "tls.h"
 #include "core/clock.h"
@@ -109,6 +110,23 @@ int nbd_conn_recv(struct nbd_conn *c, void *dst, size_t n)
 size_t nbd_conn_buffered(const struct nbd_conn *c)
 {
 	return c->rlen - c->rpos;
+}
+
+int nbd_conn_wait_request(struct nbd_conn *c, unsigned idle_ms)
+{
+	if (nbd_tls_pending(c))
+		return 0;
+	for (;;) {
+		struct pollfd p = { .fd = c->rfd, .events = POLLIN };
+		int r = poll(&p, 1, (int)idle_ms);
+		if (r > 0)
+			return 0;
+		if (r < 0 && errno != EINTR)
+			return -errno;
+		/* A client waiting for a slow request is not idle. */
+		if (r == 0 && atomic_load(&c->busy) == 0)
+			return -ETIMEDOUT;
+	}
 }
 
 int nbd_conn_discard(struct nbd_conn *c, uint64_t n)

@@ -142,7 +142,12 @@ static int opt_info_go(struct nbd_conn *c, uint32_t opt,
 		return send_opt_reply(c, opt, NBD_REP_ERR_INVALID, NULL, 0);
 	if (!export_name_ok(c->srv, (const char *)d + 4, nlen))
 		return send_opt_reply(c, opt, NBD_REP_ERR_UNKNOWN, NULL, 0);
-	int r = send_info_replies(c, opt, d + 4 + nlen + 2, nreq);
+	int r = opt == NBD_OPT_GO ? nbd_conn_establish(c) : 0;
+	if (r == -EBUSY) /* every established slot taken: the client may retry */
+		return send_opt_reply(c, opt, NBD_REP_ERR_POLICY, NULL, 0);
+	if (r < 0)
+		return r;
+	r = send_info_replies(c, opt, d + 4 + nlen + 2, nreq);
 	if (r < 0)
 		return r;
 	return opt == NBD_OPT_GO ? 1 : 0;
@@ -157,6 +162,9 @@ static int opt_export_name(struct nbd_conn *c, const unsigned char *name,
 	/* No way to report an error here: the protocol says close. */
 	if (!export_name_ok(c->srv, (const char *)name, len))
 		return -ENOENT;
+	int r = nbd_conn_establish(c);
+	if (r < 0)
+		return r;
 	struct nbd_export_name_reply rep = {
 		.size = htobe64(v->size),
 		.tflags = htobe16(nbd_export_tflags(v)),
@@ -165,7 +173,7 @@ static int opt_export_name(struct nbd_conn *c, const unsigned char *name,
 		{ .iov_base = &rep, .iov_len = sizeof(rep) },
 		{ .iov_base = (void *)zeroes, .iov_len = sizeof(zeroes) },
 	};
-	int r = nbd_conn_send(c, iov, no_zeroes ? 1 : 2);
+	r = nbd_conn_send(c, iov, no_zeroes ? 1 : 2);
 	return r < 0 ? r : 1;
 }
 
@@ -374,6 +382,10 @@ int nbd_handshake(struct nbd_conn *c)
 			break;
 		case NBD_OPT_STARTTLS:
 			r = opt_starttls(c, len);
+			/* Authenticated: no longer the first to make room
+			 * for a new client (server.c). */
+			if (r == 0 && c->tls)
+				c->tls_on = true;
 			break;
 		case NBD_OPT_LIST_META_CONTEXT:
 		case NBD_OPT_SET_META_CONTEXT:

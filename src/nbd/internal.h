@@ -17,11 +17,29 @@
 
 /* One accepted connection's thread (the accept path's bookkeeping). */
 struct nbd_slot {
-	bool used;
-	atomic_bool done; /* the thread has returned; join it */
+	struct nbd_slot *next; /* in srv->slots */
+	atomic_bool done;      /* the thread has returned; join it */
 	pthread_t thread;
 	int fd;
-	struct nbd_server *srv;
+	struct nbd_conn *conn;
+};
+
+/* Where a connection is, for the two bounds (server.c): handshakes
+ * (max_handshakes; the oldest unauthenticated one makes room for a new
+ * client) and established connections (max_conns). */
+enum nbd_phase { NBD_PHASE_HANDSHAKE, NBD_PHASE_ESTABLISHED, NBD_PHASE_EVICTED };
+
+/* Payload buffers of every connection (bufpool.c): at most `budget` bytes
+ * held by requests or cached for reuse, a connection's fair share of it
+ * guaranteed.  Buffers are mmap'ed so that a freed one leaves the RSS. */
+#define NBD_BUF_CLASSES 16 /* 128 KiB << 0..15 */
+struct nbd_bufpool {
+	pthread_mutex_t lock;
+	pthread_cond_t freed;
+	uint64_t budget, share;
+	uint64_t held;   /* taken by requests */
+	uint64_t cached; /* in the free lists */
+	struct nbd_buf *free[NBD_BUF_CLASSES];
 };
 
 /* The id the one metadata context, base:allocation, gets when selected. */
@@ -34,8 +52,10 @@ struct nbd_server {
 	char *export_name; /* never NULL */
 	char *description; /* may be NULL */
 	unsigned threads;
-	unsigned max_conns;
+	unsigned max_conns;      /* established connections */
+	unsigned max_handshakes; /* connections still negotiating */
 	unsigned hs_timeout_ms;
+	unsigned idle_timeout_ms; /* 0: established connections never time out */
 	struct nbd_tls *tls; /* credentials, or NULL: no TLS */
 	bool tls_required;   /* no option but STARTTLS before TLS is on */
 
@@ -45,9 +65,13 @@ struct nbd_server {
 	int stop_pipe[2];
 	atomic_bool stopping;
 
-	pthread_mutex_t lock;  /* protects conns and slots */
-	struct nbd_conn *conns; /* every connection being served */
-	struct nbd_slot *slots; /* max_conns entries */
+	pthread_mutex_t lock;     /* protects conns, slots, the counts, phases */
+	pthread_cond_t slot_done; /* a connection thread ended */
+	struct nbd_conn *conns; /* every connection being served, newest first */
+	struct nbd_slot *slots; /* threads of accepted connections */
+	unsigned n_handshake, n_established, n_evicted;
+
+	struct nbd_bufpool pool;
 };
 
 /* One client, from the first handshake byte to the last reply. */
@@ -70,13 +94,14 @@ struct nbd_conn {
 
 	pthread_mutex_t wlock; /* one reply on the wire at a time */
 
-	/* Payload bytes held by requests between reading and their reply.
-	 * The reader waits while a new request would exceed the budget, so a
-	 * client that stops reading replies stalls itself, not the server's
-	 * memory (without it, threads x block_max bytes per connection). */
-	pthread_mutex_t budget_lock;
-	pthread_cond_t budget_freed;
+	/* Payload bytes this connection's requests hold from srv->pool
+	 * (under its lock): a client that stops reading replies stalls
+	 * itself at its share, not the server. */
 	uint64_t payload_in_flight;
+
+	enum nbd_phase phase; /* under srv->lock */
+	atomic_bool tls_on;   /* STARTTLS succeeded: the client authenticated */
+	atomic_uint busy;     /* requests handed to workers, not yet replied */
 
 	atomic_bool quit;      /* stop reading new requests */
 	atomic_bool clean;     /* the client ended with DISC or ABORT */
@@ -90,10 +115,28 @@ int nbd_conn_recv(struct nbd_conn *c, void *dst, size_t n);
 /* Bytes already read from the client and not yet taken: that many can be
  * received without blocking.  Only for the reader (it holds rlock). */
 size_t nbd_conn_buffered(const struct nbd_conn *c);
+/* Wait until the next request may be read: 0, or -ETIMEDOUT when nothing
+ * came for idle_ms while no request of this connection was in flight. */
+int nbd_conn_wait_request(struct nbd_conn *c, unsigned idle_ms);
 /* Read and drop n bytes, in pieces (n may be up to 4 GiB). */
 int nbd_conn_discard(struct nbd_conn *c, uint64_t n);
 /* Write the whole iovec under the write lock (iov is modified). */
 int nbd_conn_send(struct nbd_conn *c, struct iovec *iov, int iovcnt);
+
+/* bufpool.c.  Take a buffer of at least n bytes for connection c, waiting
+ * while c holds its share or the server its budget (a request alone in the
+ * server always gets one).  *cls: what to give back.  NULL: no memory. */
+void *nbd_buf_get(struct nbd_conn *c, size_t n, size_t *cls);
+void nbd_buf_put(struct nbd_conn *c, void *p, size_t cls);
+/* Unmap cached buffers unused for idle_ms (0: all of them). */
+void nbd_bufpool_trim(struct nbd_bufpool *p, unsigned idle_ms);
+void nbd_bufpool_init(struct nbd_bufpool *p, uint64_t budget, unsigned max_conns);
+void nbd_bufpool_destroy(struct nbd_bufpool *p);
+
+/* server.c: before the reply that enters transmission, take an
+ * established slot.  0, -EBUSY when every one is taken, or -ECONNRESET
+ * when the connection was dropped to make room for a newer one. */
+int nbd_conn_establish(struct nbd_conn *c);
 
 /* handshake.c: returns 0 to enter transmission, 1 when the client ended
  * the session during the handshake (NBD_OPT_ABORT), or -errno. */

@@ -1,7 +1,10 @@
-/* server.c — listening sockets, the accept loop, the connection cap, and
- * an orderly stop: stop accepting, shut the read side of every connection
- * so its workers finish the requests already read and send their replies,
- * then wait for every connection to end.  See server.h. */
+/* server.c — listening sockets, the accept loop, the bounds on connections
+ * (handshakes and established ones apart: a client still negotiating never
+ * keeps an established one out, and the oldest unauthenticated one makes
+ * room for a new client), and an orderly stop: stop accepting, shut the
+ * read side of every connection so its workers finish the requests already
+ * read and send their replies, then wait for every connection to end.  See
+ * server.h. */
 #include "internal.h"
 #include "tls.h"
 
@@ -37,13 +40,18 @@ int nbd_server_new(struct vol *vol, const struct nbd_server_opts *o,
 	s->vol = vol;
 	s->threads = o && o->threads ? o->threads : 16;
 	s->max_conns = o && o->max_connections ? o->max_connections : 16;
+	s->max_handshakes = o && o->max_handshakes ? o->max_handshakes : 64;
 	s->hs_timeout_ms = o && o->handshake_timeout_ms ? o->handshake_timeout_ms : 10000;
+	s->idle_timeout_ms = o ? o->idle_timeout_ms : 0;
 	s->export_name = strdup(o && o->export_name ? o->export_name : "");
 	s->description = o && o->description ? strdup(o->description) : NULL;
-	s->slots = calloc(s->max_conns, sizeof(*s->slots));
 	s->stop_pipe[0] = s->stop_pipe[1] = -1;
 	pthread_mutex_init(&s->lock, NULL);
-	if (!s->export_name || !s->slots || (o && o->description && !s->description) ||
+	pthread_cond_init(&s->slot_done, NULL);
+	nbd_bufpool_init(&s->pool,
+			 o && o->max_buffer_memory ? o->max_buffer_memory : 256ull << 20,
+			 s->max_conns);
+	if (!s->export_name || (o && o->description && !s->description) ||
 	    pipe2(s->stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
 		nbd_server_free(s);
 		return -ENOMEM;
@@ -192,53 +200,139 @@ static uint64_t deadline_after_ms(unsigned ms)
 	return clock_now_ns() + (uint64_t)ms * 1000000ull;
 }
 
-int nbd_serve_connection(struct nbd_server *s, int rfd, int wfd)
+static struct nbd_conn *conn_new(struct nbd_server *s, int rfd, int wfd)
 {
 	struct nbd_conn *c = calloc(1, sizeof(*c));
-	int type, r;
+	int type;
 	socklen_t tl = sizeof(type);
 
 	if (!c)
-		return -ENOMEM;
+		return NULL;
 	c->srv = s;
 	c->rfd = rfd;
 	c->wfd = wfd;
 	c->wfd_is_socket = getsockopt(wfd, SOL_SOCKET, SO_TYPE, &type, &tl) == 0;
 	c->rcap = CONN_RBUF;
 	c->rbuf = malloc(c->rcap);
+	if (!c->rbuf) {
+		free(c);
+		return NULL;
+	}
 	pthread_mutex_init(&c->rlock, NULL);
 	pthread_mutex_init(&c->wlock, NULL);
-	pthread_mutex_init(&c->budget_lock, NULL);
-	pthread_cond_init(&c->budget_freed, NULL);
-	if (!c->rbuf) {
-		r = -ENOMEM;
-		goto out_free;
-	}
+	return c;
+}
 
-	pthread_mutex_lock(&s->lock);
-	if (s->stopping) {
-		pthread_mutex_unlock(&s->lock);
-		r = -ESHUTDOWN;
-		goto out_free;
-	}
+static void conn_free(struct nbd_conn *c)
+{
+	nbd_tls_end(c);
+	pthread_mutex_destroy(&c->rlock);
+	pthread_mutex_destroy(&c->wlock);
+	free(c->rbuf);
+	free(c);
+}
+
+/* Under s->lock: put c on the list, in the handshake phase. */
+static int conn_register(struct nbd_server *s, struct nbd_conn *c)
+{
+	if (s->stopping)
+		return -ESHUTDOWN;
+	c->phase = NBD_PHASE_HANDSHAKE;
+	s->n_handshake++;
 	c->next = s->conns;
 	if (s->conns)
 		s->conns->prev = c;
 	s->conns = c;
+	return 0;
+}
+
+static void conn_unregister(struct nbd_server *s, struct nbd_conn *c)
+{
+	pthread_mutex_lock(&s->lock);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		s->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	if (c->phase == NBD_PHASE_HANDSHAKE)
+		s->n_handshake--;
+	else if (c->phase == NBD_PHASE_ESTABLISHED)
+		s->n_established--;
+	else
+		s->n_evicted--;
+	/* The last one out gives the idle buffers back at once. */
+	bool last = s->conns == NULL;
 	pthread_mutex_unlock(&s->lock);
+	if (last)
+		nbd_bufpool_trim(&s->pool, 0);
+}
+
+int nbd_conn_establish(struct nbd_conn *c)
+{
+	struct nbd_server *s = c->srv;
+	int r = 0;
+
+	pthread_mutex_lock(&s->lock);
+	if (c->phase != NBD_PHASE_HANDSHAKE) {
+		r = -ECONNRESET;
+	} else if (s->n_established >= s->max_conns) {
+		r = -EBUSY;
+	} else {
+		c->phase = NBD_PHASE_ESTABLISHED;
+		s->n_handshake--;
+		s->n_established++;
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (r == -EBUSY)
+		log_warn("nbd: connection limit (%u) reached, refusing a client's export",
+			 s->max_conns);
+	return r;
+}
+
+/* The oldest connection still negotiating makes room for a new one:
+ * one that has not authenticated (no TLS session yet) if there is one.
+ * Its socket is shut, so its thread ends at its next read or write.
+ * Under s->lock. */
+static void evict_oldest_handshake(struct nbd_server *s)
+{
+	struct nbd_conn *tail = NULL, *victim = NULL;
+
+	for (struct nbd_conn *c = s->conns; c; c = c->next)
+		tail = c;
+	for (struct nbd_conn *c = tail; c && !victim; c = c->prev)
+		if (c->phase == NBD_PHASE_HANDSHAKE && !c->tls_on)
+			victim = c;
+	for (struct nbd_conn *c = tail; c && !victim; c = c->prev)
+		if (c->phase == NBD_PHASE_HANDSHAKE)
+			victim = c;
+	if (!victim)
+		return;
+	victim->phase = NBD_PHASE_EVICTED;
+	s->n_handshake--;
+	s->n_evicted++;
+	shutdown(victim->rfd, SHUT_RDWR);
+	log_debug("nbd: %u clients negotiating: dropping the oldest", s->max_handshakes);
+}
+
+/* Handshake (under its deadline), then transmission. */
+static int conn_serve(struct nbd_conn *c)
+{
+	struct nbd_server *s = c->srv;
+	int r;
 
 	/* The handshake has a deadline both ways: reads poll against it, and
 	 * a client that stops reading our replies makes a send time out. */
 	struct timeval tv = { .tv_sec = s->hs_timeout_ms / 1000,
 			      .tv_usec = (s->hs_timeout_ms % 1000) * 1000 };
 	if (c->wfd_is_socket)
-		setsockopt(wfd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+		setsockopt(c->wfd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	c->deadline_ns = deadline_after_ms(s->hs_timeout_ms);
 	r = nbd_handshake(c);
 	c->deadline_ns = 0;
 	if (c->wfd_is_socket) {
 		tv = (struct timeval){ 0 };
-		setsockopt(wfd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+		setsockopt(c->wfd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	}
 	if (r == 0) {
 		log_debug("nbd: client entered transmission (structured replies %s)",
@@ -249,23 +343,24 @@ int nbd_serve_connection(struct nbd_server *s, int rfd, int wfd)
 	} else {
 		log_debug("nbd: handshake ended: %s", strerror(-r));
 	}
+	return r;
+}
 
+int nbd_serve_connection(struct nbd_server *s, int rfd, int wfd)
+{
+	struct nbd_conn *c = conn_new(s, rfd, wfd);
+	int r;
+
+	if (!c)
+		return -ENOMEM;
 	pthread_mutex_lock(&s->lock);
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		s->conns = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
+	r = conn_register(s, c);
 	pthread_mutex_unlock(&s->lock);
-out_free:
-	nbd_tls_end(c);
-	pthread_mutex_destroy(&c->rlock);
-	pthread_mutex_destroy(&c->wlock);
-	pthread_cond_destroy(&c->budget_freed);
-	pthread_mutex_destroy(&c->budget_lock);
-	free(c->rbuf);
-	free(c);
+	if (r == 0) {
+		r = conn_serve(c);
+		conn_unregister(s, c);
+	}
+	conn_free(c);
 	return r;
 }
 
@@ -283,32 +378,50 @@ unsigned nbd_server_connections(struct nbd_server *s)
 static void *slot_main(void *arg)
 {
 	struct nbd_slot *slot = arg;
+	struct nbd_server *s = slot->conn->srv;
 
-	/* Once nbd_serve_connection() returns, the connection is off the
-	 * server's list, so nothing else touches the descriptor. */
-	nbd_serve_connection(slot->srv, slot->fd, slot->fd);
+	conn_serve(slot->conn);
+	/* Once off the server's list, nothing else touches the descriptor. */
+	conn_unregister(s, slot->conn);
+	conn_free(slot->conn);
 	close(slot->fd);
+	pthread_mutex_lock(&s->lock);
 	slot->done = true;
+	pthread_cond_broadcast(&s->slot_done);
+	pthread_mutex_unlock(&s->lock);
 	return NULL;
 }
 
-/* Join the threads of connections that have ended. */
-static unsigned reap_slots(struct nbd_server *s, bool all)
+/* Join the threads of connections that have ended: a thread sets done
+ * under s->lock as its last step, so a done thread is past it.  Under
+ * s->lock. */
+static void reap_slots(struct nbd_server *s)
 {
-	unsigned busy = 0;
-
-	for (unsigned i = 0; i < s->max_conns; i++) {
-		struct nbd_slot *sl = &s->slots[i];
-		if (!sl->used)
-			continue;
-		if (!all && !sl->done) {
-			busy++;
+	for (struct nbd_slot **pp = &s->slots; *pp;) {
+		struct nbd_slot *sl = *pp;
+		if (!sl->done) {
+			pp = &sl->next;
 			continue;
 		}
+		*pp = sl->next;
 		pthread_join(sl->thread, NULL);
-		sl->used = false;
+		free(sl);
 	}
-	return busy;
+}
+
+/* At the stop: join every thread, without s->lock (they take it to end). */
+static void join_all_slots(struct nbd_server *s)
+{
+	pthread_mutex_lock(&s->lock);
+	struct nbd_slot *sl = s->slots;
+	s->slots = NULL;
+	pthread_mutex_unlock(&s->lock);
+	while (sl) {
+		struct nbd_slot *next = sl->next;
+		pthread_join(sl->thread, NULL);
+		free(sl);
+		sl = next;
+	}
 }
 
 /* A Unix socket's send buffer bounds the reply bytes waiting for the
@@ -331,38 +444,57 @@ static void unix_sndbuf(int fd)
 
 static void start_connection(struct nbd_server *s, int fd)
 {
-	struct nbd_slot *slot = NULL;
+	struct nbd_slot *slot = calloc(1, sizeof(*slot));
+	struct nbd_conn *c = conn_new(s, fd, fd);
 	sigset_t all, old;
 	int one = 1;
 
+	if (!slot || !c) {
+		log_warn("nbd: out of memory, refusing a client");
+		goto out_refuse;
+	}
 	pthread_mutex_lock(&s->lock);
-	reap_slots(s, false);
-	for (unsigned i = 0; i < s->max_conns && !slot; i++)
-		if (!s->slots[i].used)
-			slot = &s->slots[i];
-	if (!slot) {
+	reap_slots(s);
+	if (s->n_established >= s->max_conns) {
 		pthread_mutex_unlock(&s->lock);
 		log_warn("nbd: connection limit (%u) reached, refusing a client",
 			 s->max_conns);
-		close(fd);
-		return;
+		goto out_refuse;
+	}
+	/* Dropped clients whose threads have not ended yet hold memory and a
+	 * thread: as many of them as handshakes at most. */
+	while (s->n_evicted >= s->max_handshakes && !s->stopping)
+		pthread_cond_wait(&s->slot_done, &s->lock);
+	reap_slots(s);
+	if (s->n_handshake >= s->max_handshakes)
+		evict_oldest_handshake(s);
+	if (conn_register(s, c) < 0) {
+		pthread_mutex_unlock(&s->lock);
+		goto out_refuse;
 	}
 	/* Only a TCP socket takes it; on a Unix socket this fails harmlessly. */
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	unix_sndbuf(fd);
-	slot->used = true;
-	slot->done = false;
 	slot->fd = fd;
-	slot->srv = s;
+	slot->conn = c;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
-	if (pthread_create(&slot->thread, NULL, slot_main, slot) != 0) {
-		slot->used = false;
-		close(fd);
-		log_warn("nbd: cannot start a connection thread");
-	}
+	int r = pthread_create(&slot->thread, NULL, slot_main, slot);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r == 0) {
+		slot->next = s->slots;
+		s->slots = slot;
+		pthread_mutex_unlock(&s->lock);
+		return;
+	}
 	pthread_mutex_unlock(&s->lock);
+	log_warn("nbd: cannot start a connection thread");
+	conn_unregister(s, c);
+out_refuse:
+	if (c)
+		conn_free(c);
+	free(slot);
+	close(fd);
 }
 
 int nbd_server_run(struct nbd_server *s)
@@ -374,7 +506,9 @@ int nbd_server_run(struct nbd_server *s)
 		p[i] = (struct pollfd){ .fd = s->lfd[i], .events = POLLIN };
 	p[n] = (struct pollfd){ .fd = s->stop_pipe[0], .events = POLLIN };
 	while (!s->stopping) {
-		int r = poll(p, (nfds_t)n + 1, -1);
+		/* Wake each second to give back buffers idle for as long. */
+		int r = poll(p, (nfds_t)n + 1, 1000);
+		nbd_bufpool_trim(&s->pool, 1000);
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
@@ -412,9 +546,7 @@ int nbd_server_run(struct nbd_server *s)
 			break;
 		usleep(10000);
 	}
-	pthread_mutex_lock(&s->lock);
-	reap_slots(s, true);
-	pthread_mutex_unlock(&s->lock);
+	join_all_slots(s);
 	return 0;
 }
 
@@ -445,7 +577,8 @@ void nbd_server_free(struct nbd_server *s)
 	if (s->stop_pipe[1] >= 0)
 		close(s->stop_pipe[1]);
 	pthread_mutex_destroy(&s->lock);
-	free(s->slots);
+	pthread_cond_destroy(&s->slot_done);
+	nbd_bufpool_destroy(&s->pool);
 	free(s->export_name);
 	free(s->description);
 	nbd_tls_free(s->tls);

@@ -18,8 +18,18 @@ struct nbd_server_opts {
 	const char *export_name;      /* accepted besides ""; NULL means "" */
 	const char *description;      /* NBD_INFO_DESCRIPTION, or NULL */
 	unsigned threads;             /* workers per connection (default 16) */
-	unsigned max_connections;     /* concurrent connections (default 16) */
+	unsigned max_connections;     /* established connections (default 16) */
+	/* Connections still negotiating (default 64): when full, the oldest
+	 * one that has not authenticated (TLS) is dropped for a new client,
+	 * so handshaking sockets never keep a well-behaved client out. */
+	unsigned max_handshakes;
 	unsigned handshake_timeout_ms; /* default 10000; the whole handshake */
+	unsigned idle_timeout_ms;     /* close an established connection with
+				       * no request for that long; 0: never */
+	/* Payload buffers of all connections together (default 256 MiB);
+	 * each connection is sure of max_buffer_memory / max_connections
+	 * of it, a request alone in the server gets one of any size. */
+	uint64_t max_buffer_memory;
 	/* TLS (NBD_OPT_STARTTLS): off, offered, or required before any other
 	 * option.  Credentials: a PSK file ("username:hexkey" lines) or a
 	 * directory with server-cert.pem and server-key.pem. */
@@ -54,7 +64,8 @@ int nbd_server_listen_fd(struct nbd_server *s, int fd);
  * return once all connections have ended.  Returns 0 or -errno. */
 int nbd_server_run(struct nbd_server *s);
 
-/* Connections being served now (handshake or transmission). */
+/* Connections being served now (handshake or transmission, or dropped
+ * and not yet ended). */
 unsigned nbd_server_connections(struct nbd_server *s);
 
 /* Ask nbd_server_run() to return.  Async-signal-safe. */

@@ -42,25 +42,22 @@
 #include <sys/socket.h>
 #include <time.h>
 
-/* A worker keeps its payload buffer between requests up to this size;
- * larger requests get a buffer of their own for their duration. */
-#define WORKER_KEEP_BUF (4u << 20)
-
-/* Payload bytes one connection may hold in flight (see internal.h).  Twice
- * the largest request, so two maximal requests still overlap. */
-#define CONN_PAYLOAD_BUDGET (64u << 20)
+/* A worker keeps a payload buffer of this size for small requests; larger
+ * ones take a buffer from the server's pool (bufpool.c), which bounds the
+ * memory of all connections together and gives it back when idle. */
+#define WORKER_SMALL_BUF (64u << 10)
 
 /* Inline service (see the top of the file): the largest READ/WRITE served
  * inline, the service time (running average, ns) under which the vol
  * counts as fast, and the reply batch's limits.  Inline READ data waits
  * for the batch send in the arena, so ARENA bounds what inline requests
- * hold (they take no payload budget). */
+ * hold (they take no pool buffer). */
 #define INLINE_MAX_LEN (64u << 10)
 #define INLINE_MAX_NS 20000u
 #define BATCH_MAX 64
 #define BATCH_ARENA (256u << 10)
 _Static_assert(BATCH_ARENA >= INLINE_MAX_LEN, "an inline read fits the arena");
-_Static_assert(WORKER_KEEP_BUF >= INLINE_MAX_LEN, "an inline write needs no tmp");
+_Static_assert(WORKER_SMALL_BUF >= INLINE_MAX_LEN, "an inline write needs no pool buffer");
 
 /* One reply, ready to send: a header and the data after it (READ only). */
 struct reply {
@@ -94,56 +91,16 @@ struct worker {
 	struct transmit *t;
 	struct nbd_conn *c;
 	pthread_t thread;
-	void *buf;
-	size_t cap;
+	void *buf; /* WORKER_SMALL_BUF bytes, or NULL until needed */
 };
 
-/* An aligned buffer of at least n bytes (4096 so O_DIRECT members can use
- * it as is).  *tmp is set when the caller must free it after the request. */
-static void *worker_buf(struct worker *w, size_t n, void **tmp)
+/* A small request's payload buffer, kept by the worker (4096-aligned so
+ * that O_DIRECT members can use it as is). */
+static void *worker_small_buf(struct worker *w)
 {
-	void *p;
-
-	*tmp = NULL;
-	if (w->buf && n <= w->cap)
-		return w->buf;
-	if (n > WORKER_KEEP_BUF) {
-		if (!(p = vol_buf_alloc(n)))
-			return NULL;
-		*tmp = p;
-		return p;
-	}
-	size_t want = n < 65536 ? 65536 : n;
-	if (!(p = vol_buf_alloc(want)))
-		return NULL;
-	free(w->buf);
-	w->buf = p;
-	w->cap = want;
-	return p;
-}
-
-/* Take n bytes of the connection's payload budget, waiting for replies to
- * free some.  A request alone always fits, so this cannot wait forever on
- * its own account; replies are sent without the read lock, so the workers
- * that free budget never wait for the reader holding it. */
-static void budget_take(struct nbd_conn *c, uint64_t n)
-{
-	pthread_mutex_lock(&c->budget_lock);
-	while (c->payload_in_flight > 0 &&
-	       c->payload_in_flight + n > CONN_PAYLOAD_BUDGET)
-		pthread_cond_wait(&c->budget_freed, &c->budget_lock);
-	c->payload_in_flight += n;
-	pthread_mutex_unlock(&c->budget_lock);
-}
-
-static void budget_give(struct nbd_conn *c, uint64_t n)
-{
-	if (n == 0)
-		return;
-	pthread_mutex_lock(&c->budget_lock);
-	c->payload_in_flight -= n;
-	pthread_cond_broadcast(&c->budget_freed);
-	pthread_mutex_unlock(&c->budget_lock);
+	if (!w->buf)
+		w->buf = vol_buf_alloc(WORKER_SMALL_BUF);
+	return w->buf;
 }
 
 /* Stop reading: the client left, broke the protocol, or the server stops. */
@@ -426,8 +383,18 @@ struct pending {
 	bool inline_;         /* served by the reader (see the top) */
 	void *data;           /* READ/WRITE payload, or NULL */
 	void *tmp;            /* to free after the reply, or NULL */
-	uint64_t held;        /* payload budget to give back after the reply */
+	size_t cls;           /* data is a pool buffer of that class, or 0 */
 };
+
+/* After the reply: give the request's buffers back. */
+static void pending_release(struct nbd_conn *c, struct pending *p)
+{
+	free(p->tmp);
+	p->tmp = NULL;
+	if (p->cls)
+		nbd_buf_put(c, p->data, p->cls);
+	p->cls = 0;
+}
 
 /* Before a read that could block: no reply may wait in the batch while
  * the reader sleeps, or a client waiting for it would never send more. */
@@ -437,11 +404,11 @@ static int flush_unless_buffered(struct transmit *t, size_t n)
 }
 
 /* Where a valid READ/WRITE's payload lives until its reply is sent: an
- * inline READ's in the batch arena, to go out with the batch; any other in
- * the worker's buffer.  Handed-over requests take payload budget (inline
- * ones are bounded by the arena and that buffer), and end the batch first:
- * its replies must not wait through a wait for budget.  Returns 0, or -1
- * when the batch could not be sent. */
+ * inline READ's in the batch arena, to go out with the batch; a small one's
+ * in the worker's buffer; a larger one's in a buffer from the server's pool,
+ * which may wait for other requests' replies to free some.  A handed-over
+ * request ends the batch first: its replies must not wait through that.
+ * Returns 0, or -1 when the batch could not be sent. */
 static int payload_place(struct worker *w, struct pending *p)
 {
 	struct transmit *t = w->t;
@@ -451,13 +418,12 @@ static int payload_place(struct worker *w, struct pending *p)
 		p->data = batch_arena(t, len);
 		return p->data ? 0 : -1;
 	}
-	if (!p->inline_) {
-		if (batch_flush(t) < 0)
-			return -1;
-		budget_take(t->c, len);
-		p->held = len;
-	}
-	p->data = worker_buf(w, len, &p->tmp);
+	if (!p->inline_ && batch_flush(t) < 0)
+		return -1;
+	if (len <= WORKER_SMALL_BUF)
+		p->data = worker_small_buf(w);
+	else
+		p->data = nbd_buf_get(w->c, len, &p->cls);
 	if (!p->data)
 		p->error = NBD_ENOMEM;
 	return 0;
@@ -476,11 +442,19 @@ static int read_request(struct worker *w, struct pending *p)
 
 	p->data = NULL;
 	p->tmp = NULL;
-	p->held = 0;
+	p->cls = 0;
 	if (c->quit)
 		return 0;
 	if (flush_unless_buffered(t, sizeof(h)) < 0)
 		return 0;
+	if (c->srv->idle_timeout_ms && nbd_conn_buffered(c) < sizeof(h)) {
+		r = nbd_conn_wait_request(c, c->srv->idle_timeout_ms);
+		if (r == -ETIMEDOUT)
+			log_info("nbd: closing a connection idle for %u s",
+				 c->srv->idle_timeout_ms / 1000);
+		if (r < 0)
+			return 0;
+	}
 	r = nbd_conn_recv(c, &h, sizeof(h));
 	if (r < 0) {
 		if (r != -ECONNRESET)
@@ -516,10 +490,7 @@ static int read_request(struct worker *w, struct pending *p)
 			    : nbd_conn_discard(c, req->len);
 	if (r < 0) {
 		/* The client left mid-write: no reply, the connection ends. */
-		budget_give(c, p->held);
-		p->held = 0;
-		free(p->tmp);
-		p->tmp = NULL;
+		pending_release(c, p);
 		return 0;
 	}
 	return 1;
@@ -585,20 +556,21 @@ static void *worker_main(void *arg)
 		/* Replies already served go out before the role changes
 		 * hands, and at the end (DISC wants them all). */
 		if (batch_flush(t) < 0 && more) {
-			budget_give(c, p.held);
-			free(p.tmp);
+			pending_release(c, &p);
 			more = 0;
 		}
 		if (!more)
 			conn_quit(c);
+		else
+			atomic_fetch_add(&c->busy, 1);
 		pthread_mutex_unlock(&c->rlock);
 		if (!more)
 			break;
 
 		serve(t, &p, &rp);
 		int r = reply_send(c, &rp, 1, iov);
-		free(p.tmp);
-		budget_give(c, p.held);
+		pending_release(c, &p);
+		atomic_fetch_sub(&c->busy, 1);
 		if (r < 0) {
 			/* The client cannot hear us: wake the reader and end. */
 			conn_quit(c);

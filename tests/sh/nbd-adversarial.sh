@@ -3,7 +3,8 @@
 # well-behaved client checks that the same server process still serves
 # the data written before the abuse.  The clients are the raw-socket
 # scripts in tests/adversarial/ (handshake abuse, request abuse, connection
-# abuse, the connection cap) and libnbd with strict mode off.  A crash,
+# abuse, the connection cap, handshake floods, idle clients, buffer
+# memory) and libnbd with strict mode off.  A crash,
 # hang, sanitizer report, out-of-step reply or wrong error fails the test.
 . "$(dirname "$0")/nbd-lib.sh"
 requires python3 nbdcopy nbdinfo
@@ -63,6 +64,32 @@ pid_c=$server_pid
 python3 "$adv/conn_cap.py" "$c" "$pid_c" 4 || fail "connection cap"
 stop_server "$pid_c"
 
+# Sockets in the handshake never lock a client out: 200 that connect and
+# send nothing, then nbdinfo must be served (the oldest handshake makes
+# room for a new client; established connections have their own cap).
+e=$tmp/e.sock
+start_server "$e" mem:16M
+pid_e=$server_pid
+python3 "$adv/hs_flood.py" "$e" "$pid_e" idle || fail "idle sockets locked a client out"
+stop_server "$pid_e"
+
+# --idle-timeout: established clients that go idle are closed, so as many
+# as the cap cannot keep a new client out.
+f=$tmp/f.sock
+start_server "$f" --max-connections 2 --idle-timeout 1 mem:16M
+pid_f=$server_pid
+python3 "$adv/idle_timeout.py" "$f" "$pid_f" 2 || fail "idle timeout"
+stop_server "$pid_f"
+
+# One server-wide bound on payload buffers (--max-buffer-memory): 16
+# connections that did 4 MiB reads and went idle, then 16 that do not read
+# their replies, stay within it, and idle buffers are given back.
+g=$tmp/g.sock
+start_server "$g" --max-buffer-memory 64M mem:16M
+pid_g=$server_pid
+python3 "$adv/buf_memory.py" "$g" "$pid_g" 64 || fail "payload buffers beyond their bound"
+stop_server "$pid_g"
+
 # Server D: a client that stops reading its replies cannot hold the
 # server's orderly stop hostage (SIGTERM must end it; exit status 0).
 d=$tmp/d.sock
@@ -84,8 +111,8 @@ wait "$stuck" 2>/dev/null || true
 [ "$rc" = 0 ] || fail "server exited with $rc after SIGTERM (stuck client)"
 
 # A client that pipelines maximum-size reads and reads no reply must not pin
-# threads x block_max of server memory: the per-connection payload budget
-# (src/nbd/transmit.c) bounds it.
+# threads x block_max of server memory: a connection's share of the buffer
+# pool (src/nbd/bufpool.c) bounds it.
 python3 "$adv/stuck_reader.py" "$a" pin "$pid_a" || fail "memory pinned by unread replies"
 
 # After all that, server A still serves what was written before.

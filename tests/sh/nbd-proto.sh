@@ -153,8 +153,10 @@ t.close()
 request(s, 0, 4096, 4, cookie=14)
 check(simple_reply(s) == (0, 14) and recvn(s, 4) == b"abcd", "first connection unharmed")
 
-# Connection cap (3): s plus two more are served, the fourth is closed.
-a = connect_retry(); b = connect_retry()
+# Connection cap (3, established connections): s plus two more are
+# served, the fourth is closed.
+a = connect_retry(); go(a)
+b = connect_retry(); go(b)
 # A slot held by a connection that ended may free while a and b connect,
 # letting one more in: with s, a and b held, a fourth must be refused
 # once the server has caught up.

@@ -9,7 +9,9 @@
 #    dropped, nothing of the cut WRITE reaches the image (a WRITE before
 #    it on the same connection did);
 #  - after each, the server serves the next client, and it exits cleanly
-#    (under ASan: no error, no leak).
+#    (under ASan: no error, no leak);
+#  - keyless clients reconnecting and stalling in the handshake do not keep
+#    a PSK client out (tests/adversarial/hs_flood.py).
 . "$(dirname "$0")/nbd-lib.sh"
 . "$(dirname "$0")/nbd-tls-lib.sh"
 requires nbdinfo openssl python3 cmp
@@ -35,4 +37,13 @@ for mode in opt-stall opt-garbage read-garbage write-cut write-torn write-garbag
     nbdinfo "$uri" >/dev/null || fail "$mode: the server stopped serving"
 done
 stop_server "$server_pid" || fail "the server did not exit cleanly: $(cat "$tmp/serve.log")"
+
+# With TLS required, keyless clients that keep reconnecting and stall in
+# the handshake never keep a client with the key out (10 in a row).
+printf 'alice:%s\n' "$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$tmp/keys.psk"
+chmod 600 "$tmp/keys.psk"
+start_server "$tmp/p.sock" --tls require --tls-psk "$tmp/keys.psk" "$img" 2>"$tmp/psk.log"
+PYTHONDONTWRITEBYTECODE=1 python3 "$SRCDIR/tests/adversarial/hs_flood.py" "$tmp/p.sock" \
+    "$server_pid" tls "$tmp/keys.psk" || fail "keyless clients locked the PSK client out"
+stop_server "$server_pid" || fail "the PSK server did not exit cleanly: $(tail -5 "$tmp/psk.log")"
 echo "ok: TLS records cut short, or garbage, after the handshake drop that client only"
