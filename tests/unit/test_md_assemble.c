@@ -329,6 +329,83 @@ static void test_member_failure(void)
 	}
 }
 
+/* A member that refuses a write with what reads as a request error
+ * (EINVAL, ENOMEM, ENOTSUP, EROFS) after the other members took it is out
+ * of step with them: it fails as it would for EIO, so that the array is
+ * never marked clean with copies or parity that differ.  When every member
+ * refuses it the request was bad: the client gets the error, and no member
+ * fails. */
+static void test_member_request_error(void)
+{
+	static const struct {
+		const char *name;
+		int err;
+	} errs[] = {
+	    {"EINVAL", -EINVAL}, {"ENOMEM", -ENOMEM}, {"ENOTSUP", -ENOTSUP}, {"EROFS", -EROFS}};
+	/* Member data starts at 1 MiB (RAID1) or 2 MiB (RAID5, 512K chunks):
+	 * 1 MiB at array offset 3 MiB is one full RAID5 row. */
+	const uint64_t at = 3 << 20, len = 1 << 20;
+	static uint8_t buf[1 << 20];
+	struct vol *m[3], **res = NULL;
+	struct md_assemble_opts o = {0};
+	struct md_super s;
+	char spec[3][200];
+	int nres = 0;
+
+	memset(buf, 0x6b, sizeof(buf));
+	for (unsigned e = 0; e < sizeof(errs) / sizeof(errs[0]); e++) {
+		for (int level = 1; level <= 5; level += 4) {
+			int n = level == 1 ? 2 : 3, bad = n - 1;
+
+			fprintf(stderr, "raid%d, member %d refusing writes with %s\n", level, bad,
+			        errs[e].name);
+			make_members(n);
+			if (level == 1)
+				CHECK_EQ(
+				    create("--level=1", "--assume-clean", path(0), path(1), NULL),
+				    0);
+			else
+				CHECK_EQ(create("--level=5", "--assume-clean", "--chunk=512",
+				                path(0), path(1), path(2), NULL),
+				         0);
+			for (int i = 0; i < n; i++) {
+				snprintf(spec[i], sizeof(spec[i]),
+				         "fault:eio=%s,mode=write,errno=%s:%s",
+				         level == 1 ? "1M+7M" : "2M+6M", errs[e].name, path(i));
+				CHECK_EQ(member_open(i == bad ? spec[i] : path(i), 0, &m[i]), 0);
+			}
+			CHECK_EQ(md_assemble_all(m, n, &o, &res, &nres), 0);
+			CHECK_EQ(nres, 1);
+			if (nres == 1) {
+				CHECK_EQ(vol_write(res[0], buf, len, at, 0), 0);
+				vol_close(res[0]);
+			}
+			free(res);
+			read_sb(0, &s);
+			CHECK_EQ(s.roles[bad], MD_ROLE_FAULTY);
+		}
+
+		fprintf(stderr, "raid1, both members refusing writes with %s\n", errs[e].name);
+		make_members(2);
+		CHECK_EQ(create("--level=1", "--assume-clean", path(0), path(1), NULL), 0);
+		for (int i = 0; i < 2; i++) {
+			snprintf(spec[i], sizeof(spec[i]), "fault:eio=1M+7M,mode=write,errno=%s:%s",
+			         errs[e].name, path(i));
+			CHECK_EQ(member_open(spec[i], 0, &m[i]), 0);
+		}
+		CHECK_EQ(md_assemble_all(m, 2, &o, &res, &nres), 0);
+		CHECK_EQ(nres, 1);
+		if (nres == 1) {
+			CHECK_EQ(vol_write(res[0], buf, len, at, 0), errs[e].err);
+			vol_close(res[0]);
+		}
+		free(res);
+		read_sb(0, &s);
+		CHECK(s.roles[0] == 0 && s.roles[1] == 1);
+		CHECK(md_super_clean(&s));
+	}
+}
+
 /* An array found unclean (mirrors may differ) is resynced at a writable
  * start, and left alone by a read-only one. */
 static void test_unclean(void)
@@ -433,6 +510,7 @@ int main(void)
 	test_readonly_and_refusals();
 	test_bad_members();
 	test_member_failure();
+	test_member_request_error();
 	test_unclean();
 	test_nested();
 	for (int i = 0; i < 8; i++)
