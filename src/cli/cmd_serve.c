@@ -74,6 +74,9 @@ static void serve_usage(FILE *f)
 		"  --direct               open file members with O_DIRECT\n"
 		"  --key-file FILE        LUKS passphrase file\n"
 		"  --degraded             start arrays that are missing members\n"
+		"  --force                start a RAID5/6 that is degraded and was not shut\n"
+		"                         down cleanly (md's write hole: stripes written at\n"
+		"                         the crash may be wrong on the missing member)\n"
 		"  --no-rebuild           do not recover md members online (members being\n"
 		"                         rebuilt and spares are left out; `uraid rebuild`)\n"
 		"  --sync-speed-max RATE  md's speed_limit_max: online recoveries and checks\n"
@@ -126,7 +129,7 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 	enum { OPT_SOCKET = 256, OPT_PORT, OPT_BIND, OPT_RUN, OPT_STDIO, OPT_PIDFILE,
 	       OPT_DIRECT, OPT_KEYFILE, OPT_DEGRADED, OPT_THREADS, OPT_EXPORT, OPT_MAXCONN,
 	       OPT_HSTIMEOUT, OPT_TLS, OPT_TLS_PSK, OPT_TLS_CERTS, OPT_TLS_VERIFY, OPT_NOREBUILD, OPT_SYNCMIN, OPT_SYNCMAX,
-	       OPT_CONTROL };
+	       OPT_CONTROL, OPT_FORCE };
 	static const struct option lo[] = {
 		{ "socket", required_argument, NULL, OPT_SOCKET },
 		{ "port", required_argument, NULL, OPT_PORT },
@@ -140,6 +143,7 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 		{ "direct", no_argument, NULL, OPT_DIRECT },
 		{ "key-file", required_argument, NULL, OPT_KEYFILE },
 		{ "degraded", no_argument, NULL, OPT_DEGRADED },
+		{ "force", no_argument, NULL, OPT_FORCE },
 		{ "no-rebuild", no_argument, NULL, OPT_NOREBUILD },
 		{ "sync-speed-min", required_argument, NULL, OPT_SYNCMIN },
 		{ "sync-speed-max", required_argument, NULL, OPT_SYNCMAX },
@@ -203,6 +207,9 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 			break;
 		case OPT_DEGRADED:
 			a->stack.run_degraded = true;
+			break;
+		case OPT_FORCE:
+			a->stack.start_dirty_degraded = true;
 			break;
 		case OPT_NOREBUILD:
 			a->stack.no_recovery = true;

@@ -270,6 +270,11 @@ bool md_level_redundant(int level)
 	return level == 1 || level == 10 || level == 5 || level == 6;
 }
 
+bool md_dirty_degraded(const struct md_super *s, unsigned degraded)
+{
+	return s->level >= 4 && s->level <= 6 && degraded > 0 && !md_super_clean(s);
+}
+
 const char *md_level_name(int level)
 {
 	for (size_t i = 0; i < sizeof(md_levels) / sizeof(md_levels[0]); i++)

@@ -1195,6 +1195,15 @@ static bool md_same_geometry(const struct md_super *a, const struct md_super *b)
 	           (b->feature_map & MD_FEATURE_RAID0_LAYOUT);
 }
 
+/* The name of the first member present, for messages ("" if none). */
+static const char *md_first_present(const struct md_array *a)
+{
+	for (unsigned role = 0; role < a->n; role++)
+		if (a->m[role].vol)
+			return a->m[role].vol->name;
+	return "";
+}
+
 /* Assemble the k candidates in g[] (one array UUID).  Always consumes
  * their vols and superblocks (closes them on failure). */
 static int md_array_open(struct md_cand **g, unsigned k, const struct md_assemble_opts *o,
@@ -1368,6 +1377,25 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 		            "--degraded",
 		            name, present, a->n, list);
 		goto fail;
+	}
+	if (md_dirty_degraded(fresh, missing + recovering)) {
+		char what[300];
+		snprintf(what, sizeof(what), "dirty degraded %s (%s, not shut down cleanly)",
+		         md_level_name(fresh->level),
+		         missing ? "a member missing" : "a member being rebuilt");
+		if (!o->readonly && !o->start_dirty_degraded) {
+			r = err_set(
+			    -EUCLEAN,
+			    "%s (%s...): cannot start a %s: stripes written during the "
+			    "crash may be wrong on the missing member (md's write hole); "
+			    "--force starts it anyway, --readonly serves it without changing "
+			    "it",
+			    name, md_first_present(a), what);
+			goto fail;
+		}
+		log_warn("%s: %s%s: stripes written during the crash may read back stale or "
+		         "wrong where they lie on the missing member (md's write hole)",
+		         name, o->readonly ? "" : "starting anyway (--force) a ", what);
 	}
 	/* A slot whose role has no member here (or another member now) is
 	 * recorded as faulty at the first superblock update. */
