@@ -329,6 +329,38 @@ static void test_member_failure(void)
 	}
 }
 
+/* A member failure that no superblock could record is not acknowledged:
+ * member 0 fails under the write, and member 1, the survivor, takes data
+ * but no superblock write after the first (md holds the write until the
+ * failure is recorded; recorded nowhere, reassembly would bring the
+ * failed member's stale copy back). */
+static void test_member_failure_unrecorded(void)
+{
+	char spec[2][160];
+	struct vol *m[2], **res = NULL;
+	struct md_assemble_opts o = {0};
+	int nres = 0;
+	uint8_t buf[65536];
+
+	make_members(2);
+	CHECK_EQ(create("--level=1", "--assume-clean", path(0), path(1), NULL), 0);
+	/* data at 1 MiB: array offset 3 MiB is member offset 4 MiB */
+	snprintf(spec[0], sizeof(spec[0]), "fault:eio=4M+64k,mode=write:%s", path(0));
+	snprintf(spec[1], sizeof(spec[1]), "fault:eio=4k+4k,mode=write:%s", path(1));
+	for (int i = 0; i < 2; i++)
+		CHECK_EQ(member_open(spec[i], 0, &m[i]), 0);
+	CHECK_EQ(md_assemble_all(m, 2, &o, &res, &nres), 0);
+	CHECK_EQ(nres, 1);
+	if (nres == 1) {
+		memset(buf, 0x3c, sizeof(buf));
+		CHECK_EQ(vol_write(res[0], buf, sizeof(buf), 0, 0), 0); /* marks it active */
+		CHECK(vol_write(res[0], buf, sizeof(buf), 3 << 20, 0) < 0);
+		CHECK(vol_flush(res[0]) < 0);
+		vol_close(res[0]);
+	}
+	free(res);
+}
+
 /* A member that refuses a write with what reads as a request error
  * (EINVAL, ENOMEM, ENOTSUP, EROFS) after the other members took it is out
  * of step with them: it fails as it would for EIO, so that the array is
@@ -511,6 +543,7 @@ int main(void)
 	test_bad_members();
 	test_member_failure();
 	test_member_request_error();
+	test_member_failure_unrecorded();
 	test_unclean();
 	test_nested();
 	for (int i = 0; i < 8; i++)
