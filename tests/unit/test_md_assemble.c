@@ -482,6 +482,73 @@ static void test_unclean(void)
 	CHECK(memcmp(d0, d1, sizeof(d0)) == 0);
 }
 
+/* md's write hole: a RAID5 found unclean while a member is missing or
+ * being rebuilt is refused writable unless forced (naming the write
+ * hole), writing nothing; read-only it starts; a RAID1 so found starts. */
+static void test_dirty_degraded(void)
+{
+	int all[3] = {0, 1, 2};
+	struct vol *m, *v = NULL, **res;
+	struct md_super s;
+	uint64_t h[3];
+	int nres;
+
+	for (int rebuilding = 0; rebuilding < 2; rebuilding++) {
+		fprintf(stderr, "dirty raid5 with a member %s\n",
+		        rebuilding ? "being rebuilt" : "missing");
+		make_members(3);
+		CHECK_EQ(create("--level=5", "--assume-clean", path(0), path(1), path(2), NULL), 0);
+		for (int i = 0; i < 3; i++) {
+			CHECK_EQ(member_open(path(i), 0, &m), 0);
+			CHECK_EQ(md_super_read(m, &s), 0);
+			s.resync_offset = 0;
+			if (rebuilding && i == 2) {
+				s.feature_map |= MD_FEATURE_RECOVERY_OFFSET;
+				s.recovery_offset = 2048;
+			}
+			CHECK_EQ(md_super_write(m, &s), 0);
+			vol_close(m);
+		}
+		for (int i = 0; i < 3; i++)
+			h[i] = file_hash(i);
+		/* missing: member 2 not given (--degraded); rebuilding: all given */
+		int r = assemble(all, rebuilding ? 3 : 2, false, true, &v);
+		CHECK_EQ(r, -EUCLEAN);
+		CHECK(strstr(err_detail(-EUCLEAN), "write hole") != NULL);
+		if (r == 0)
+			vol_close(v);
+		for (int i = 0; i < 3; i++)
+			CHECK(h[i] == file_hash(i));
+		CHECK_EQ(assemble(all, rebuilding ? 3 : 2, true, true, &v), 0);
+		vol_close(v);
+		v = NULL;
+		for (int i = 0; i < 3; i++)
+			CHECK(h[i] == file_hash(i));
+		/* forced */
+		struct md_assemble_opts o = {.run_degraded = true, .start_dirty_degraded = true};
+		struct vol *mm[3];
+		for (int i = 0; i < (rebuilding ? 3 : 2); i++)
+			CHECK_EQ(member_open(path(i), 0, &mm[i]), 0);
+		CHECK_EQ(md_assemble_all(mm, rebuilding ? 3 : 2, &o, &res, &nres), 0);
+		for (int i = 0; i < nres; i++)
+			vol_close(res[i]);
+		free(res);
+	}
+
+	fprintf(stderr, "dirty raid1 with a member missing\n");
+	make_members(2);
+	CHECK_EQ(create("--level=1", "--assume-clean", path(0), path(1), NULL), 0);
+	CHECK_EQ(member_open(path(0), 0, &m), 0);
+	CHECK_EQ(md_super_read(m, &s), 0);
+	s.resync_offset = 0;
+	CHECK_EQ(md_super_write(m, &s), 0);
+	vol_close(m);
+	CHECK_EQ(assemble(all, 1, false, true, &v), 0);
+	vol_close(v);
+	read_sb(0, &s);
+	CHECK(md_super_clean(&s));
+}
+
 /* RAID0 over two RAID1 arrays: the outer superblocks live in the inner
  * arrays' data; written here the way create writes them. */
 static void test_nested(void)
@@ -545,6 +612,7 @@ int main(void)
 	test_member_request_error();
 	test_member_failure_unrecorded();
 	test_unclean();
+	test_dirty_degraded();
 	test_nested();
 	for (int i = 0; i < 8; i++)
 		unlink(path(i));
