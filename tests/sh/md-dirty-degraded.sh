@@ -16,23 +16,17 @@ requires nbdcopy nbdinfo sha256sum
 
 SIZE=16M
 
-# crash NAME LEVEL DISKS KEEP OPTS...: an array of DISKS files whose first
-# KEEP were served degraded, written ($tmp/NAME.data) and killed.
+# crash NAME LEVEL DISKS KEEP OPTS...: an array of DISKS files (md-lib's
+# make_array: filled whole) whose first KEEP were then served degraded,
+# written at the start ($tmp/NAME.new) and killed.
 crash() {
     local name=$1 level=$2 disks=$3 keep=$4 sock
     shift 4
-    files=()
-    for i in $(seq 0 $((disks - 1))); do
-        truncate -s "$SIZE" "$tmp/$name.$i"
-        files+=("$tmp/$name.$i")
-    done
-    "$URAID" create --level="$level" "$@" "${files[@]}" >/dev/null 2>&1 || fail "$name: create"
-    # a clean start first: a new RAID5/6 is resynced once
-    "$URAID" serve --run true "${files[@]}" 2>/dev/null || fail "$name: first start"
+    make_array "$name" "$level" "$disks" "$@"
     sock=$tmp/$name.sock
     start_server "$sock" --degraded "${files[@]:0:$keep}" 2>/dev/null
-    head -c 4M /dev/urandom > "$tmp/$name.data"
-    nbdcopy --flush "$tmp/$name.data" "nbd+unix:///?socket=$sock" || fail "$name: write"
+    head -c 4M /dev/urandom > "$tmp/$name.new"
+    nbdcopy --flush "$tmp/$name.new" "nbd+unix:///?socket=$sock" || fail "$name: write"
     kill -KILL "$server_pid"
     wait "$server_pid" 2>/dev/null || true
     rm -f "$sock"
@@ -62,13 +56,13 @@ for geometry in "5 3 1 raid5" "6 4 2 raid6"; do
         fail "$name: --readonly: $out"
     grep -q "write hole" <<<"$out" || fail "$name: --readonly gave no warning: $out"
     [ "$(sums)" = "$before" ] || fail "$name: --readonly changed a member"
-    cmp -s -n 4194304 "$tmp/out" "$tmp/$name.data" || fail "$name: --readonly read other data"
+    cmp -s -n 4194304 "$tmp/out" "$tmp/$name.new" || fail "$name: --readonly read other data"
 
     # forced: it starts, and stops clean
     out=$("$URAID" serve --force --run "nbdcopy \"\$uri\" $tmp/out" "${files[@]}" 2>&1) ||
         fail "$name: --force: $out"
     grep -q "starting anyway" <<<"$out" || fail "$name: --force gave no warning: $out"
-    cmp -s -n 4194304 "$tmp/out" "$tmp/$name.data" || fail "$name: --force read other data"
+    cmp -s -n 4194304 "$tmp/out" "$tmp/$name.new" || fail "$name: --force read other data"
     "$URAID" examine "${files[0]}" 2>/dev/null | grep -q "State : clean" ||
         fail "$name: not clean after a forced start and a clean stop"
     rm -f "$tmp/out"
@@ -79,6 +73,6 @@ crash r1 1 2 1
 out=$("$URAID" serve --run "nbdcopy \"\$uri\" $tmp/out" "${files[@]}" 2>&1) ||
     fail "r1: a dirty degraded raid1 did not start: $out"
 grep -q "write hole" <<<"$out" && fail "r1: warned of a write hole: $out"
-cmp -s -n 4194304 "$tmp/out" "$tmp/r1.data" || fail "r1: read other data"
+cmp -s -n 4194304 "$tmp/out" "$tmp/r1.new" || fail "r1: read other data"
 "$URAID" examine "${files[0]}" 2>/dev/null | grep -q "State : clean" || fail "r1: not clean"
 echo "PASS"
