@@ -480,20 +480,43 @@ static void *run_waiter(void *arg)
 	return NULL;
 }
 
+/* The child of this multi-threaded process may call only async-signal-
+ * safe functions until it execs (another thread may hold the allocator's
+ * lock at the fork: setenv() there once hung the child for good), so its
+ * environment, with uri set, is made before the fork. */
 static pid_t spawn_run(const char *cmd, const char *uri)
 {
-	pid_t pid = fork();
+	extern char **environ;
+	size_t n = 0, k = 0;
+	char **envp, *var = NULL;
+	pid_t pid;
+
+	while (environ[n])
+		n++;
+	envp = calloc(n + 2, sizeof(*envp));
+	if (!envp || asprintf(&var, "uri=%s", uri) < 0) {
+		free(envp);
+		errno = ENOMEM;
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(environ[i], "uri=", 4) != 0)
+			envp[k++] = environ[i];
+	envp[k++] = var;
+	pid = fork();
 	if (pid == 0) {
+		char *argv[] = { "sh", "-c", (char *)cmd, NULL };
 		sigset_t none;
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		signal(SIGPIPE, SIG_DFL);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
-		setenv("uri", uri, 1);
-		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		execve("/bin/sh", argv, envp);
 		_exit(127);
 	}
+	free(var);
+	free(envp);
 	return pid;
 }
 
