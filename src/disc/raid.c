@@ -607,8 +607,9 @@ static int raid_modify(struct raid_array *a, enum raid_op op, const char *buf,
 	/* A request error (EINVAL, ...) is the client's only where no copy
 	 * took the extents: a member that refused data another copy took is
 	 * out of step with it, and fails as for EIO (else the copies would
-	 * differ in an array later marked clean).  A trim is advice: one that
-	 * a member refused stays the client's error. */
+	 * differ in an array later marked clean).  A trim is advice, and a
+	 * fast zeroing a member cannot do fast is the client's to redo by
+	 * writing zeros: either refused stays the client's error. */
 	for (unsigned i = 0; i < q.nsubs; i++) {
 		struct raid_sub *s = &q.subs[i];
 		bool taken = false;
@@ -620,7 +621,10 @@ static int raid_modify(struct raid_array *a, enum raid_op op, const char *buf,
 		}
 		for (unsigned e = s->e_first; e <= s->e_last; e++)
 			taken |= ext[e].ok > 0;
-		if (raid_err_is_request(s->err) && (!taken || op == RAID_TRIM)) {
+		bool redone = op == RAID_TRIM ||
+			      (op == RAID_ZERO && (flags & VOL_FAST_ZERO) &&
+			       (s->err == -ENOTSUP || s->err == -EOPNOTSUPP));
+		if (raid_err_is_request(s->err) && (!taken || redone)) {
 			if (!req_err)
 				req_err = s->err;
 			continue;
