@@ -621,9 +621,8 @@ static int raid_modify(struct raid_array *a, enum raid_op op, const char *buf,
 		}
 		for (unsigned e = s->e_first; e <= s->e_last; e++)
 			taken |= ext[e].ok > 0;
-		bool redone = op == RAID_TRIM ||
-			      (op == RAID_ZERO && (flags & VOL_FAST_ZERO) &&
-			       (s->err == -ENOTSUP || s->err == -EOPNOTSUPP));
+		bool redone = op == RAID_TRIM || (op == RAID_ZERO && (flags & VOL_FAST_ZERO) &&
+		                                  (s->err == -ENOTSUP || s->err == -EOPNOTSUPP));
 		if (raid_err_is_request(s->err) && (!taken || redone)) {
 			if (!req_err)
 				req_err = s->err;
