@@ -28,7 +28,7 @@
 static void check_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: uraid check [--repair] [--degraded] MEMBER...\n"
+		"usage: uraid check [--repair [--force]] [--degraded] MEMBER...\n"
 		"       uraid check [--repair | --stop] [--wait] [--array md/NAME] CONTROL\n"
 		"Read every copy of every block of the RAID1/10 array the members hold, or\n"
 		"every stripe of a RAID5/6 with its parity, and report where they disagree\n"
@@ -36,6 +36,8 @@ static void check_usage(FILE *f)
 		"  --repair     make them agree (md's \"repair\"): the first copy is written\n"
 		"               over the others; RAID5/6 parity is recomputed from the data\n"
 		"  --degraded   also check an array that is missing members\n"
+		"  --force      with --repair: start a RAID5/6 that is degraded and was not\n"
+		"               shut down cleanly (md's write hole; `uraid serve --force`)\n"
 		"  -v           more messages\n"
 		"The second form (CONTROL: a `uraid serve --control` socket) checks the array\n"
 		"being served, beside its clients, in the background (md's sync_action):\n"
@@ -65,6 +67,7 @@ int cmd_check(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "repair", no_argument, NULL, 'r' },
 		{ "degraded", no_argument, NULL, 'd' },
+		{ "force", no_argument, NULL, 'f' },
 		{ "stop", no_argument, NULL, 's' },
 		{ "wait", no_argument, NULL, 'w' },
 		{ "array", required_argument, NULL, 'a' },
@@ -89,6 +92,9 @@ int cmd_check(int argc, char **argv)
 			break;
 		case 'd':
 			so.run_degraded = true;
+			break;
+		case 'f':
+			so.start_dirty_degraded = true;
 			break;
 		case 's':
 			stop = true;

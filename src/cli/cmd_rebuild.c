@@ -629,7 +629,7 @@ static int rebuild_run(char **specs, unsigned n, bool force)
 		rc = 0;
 		goto out;
 	}
-	if (md_level_parity(f->level) && !md_super_clean(f) && !force) {
+	if (md_dirty_degraded(f, ntargets) && !force) {
 		r = err_set(-EUCLEAN,
 		            "%s was not shut down cleanly: its parity may be stale, and a "
 		            "member rebuilt from it wrong (md refuses such a dirty degraded "

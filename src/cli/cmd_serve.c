@@ -75,6 +75,9 @@ static void serve_usage(FILE *f)
 		"  --direct               open file members with O_DIRECT\n"
 		"  --key-file FILE        LUKS passphrase file\n"
 		"  --degraded             start arrays that are missing members\n"
+		"  --force                start a RAID5/6 that is degraded and was not shut\n"
+		"                         down cleanly (md's write hole: stripes written at\n"
+		"                         the crash may be wrong on the missing member)\n"
 		"  --no-rebuild           do not recover md members online (members being\n"
 		"                         rebuilt and spares are left out; `uraid rebuild`)\n"
 		"  --sync-speed-max RATE  md's speed_limit_max: online recoveries and checks\n"
@@ -132,7 +135,7 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 	enum { OPT_SOCKET = 256, OPT_PORT, OPT_BIND, OPT_RUN, OPT_STDIO, OPT_PIDFILE,
 	       OPT_DIRECT, OPT_KEYFILE, OPT_DEGRADED, OPT_THREADS, OPT_EXPORT, OPT_MAXCONN,
 	       OPT_HSTIMEOUT, OPT_TLS, OPT_TLS_PSK, OPT_TLS_CERTS, OPT_TLS_VERIFY, OPT_NOREBUILD, OPT_SYNCMIN, OPT_SYNCMAX,
-	       OPT_CONTROL, OPT_MAXHS, OPT_IDLE, OPT_BUFMEM };
+	       OPT_CONTROL, OPT_MAXHS, OPT_IDLE, OPT_BUFMEM, OPT_FORCE };
 	static const struct option lo[] = {
 		{ "socket", required_argument, NULL, OPT_SOCKET },
 		{ "port", required_argument, NULL, OPT_PORT },
@@ -146,6 +149,7 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 		{ "direct", no_argument, NULL, OPT_DIRECT },
 		{ "key-file", required_argument, NULL, OPT_KEYFILE },
 		{ "degraded", no_argument, NULL, OPT_DEGRADED },
+		{ "force", no_argument, NULL, OPT_FORCE },
 		{ "no-rebuild", no_argument, NULL, OPT_NOREBUILD },
 		{ "sync-speed-min", required_argument, NULL, OPT_SYNCMIN },
 		{ "sync-speed-max", required_argument, NULL, OPT_SYNCMAX },
@@ -212,6 +216,9 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 			break;
 		case OPT_DEGRADED:
 			a->stack.run_degraded = true;
+			break;
+		case OPT_FORCE:
+			a->stack.start_dirty_degraded = true;
 			break;
 		case OPT_NOREBUILD:
 			a->stack.no_recovery = true;
@@ -506,20 +513,43 @@ static void *run_waiter(void *arg)
 	return NULL;
 }
 
+/* The child of this multi-threaded process may call only async-signal-
+ * safe functions until it execs (another thread may hold the allocator's
+ * lock at the fork: setenv() there once hung the child for good), so its
+ * environment, with uri set, is made before the fork. */
 static pid_t spawn_run(const char *cmd, const char *uri)
 {
-	pid_t pid = fork();
+	extern char **environ;
+	size_t n = 0, k = 0;
+	char **envp, *var = NULL;
+	pid_t pid;
+
+	while (environ[n])
+		n++;
+	envp = calloc(n + 2, sizeof(*envp));
+	if (!envp || asprintf(&var, "uri=%s", uri) < 0) {
+		free(envp);
+		errno = ENOMEM;
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(environ[i], "uri=", 4) != 0)
+			envp[k++] = environ[i];
+	envp[k++] = var;
+	pid = fork();
 	if (pid == 0) {
+		char *argv[] = { "sh", "-c", (char *)cmd, NULL };
 		sigset_t none;
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		signal(SIGPIPE, SIG_DFL);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
-		setenv("uri", uri, 1);
-		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		execve("/bin/sh", argv, envp);
 		_exit(127);
 	}
+	free(var);
+	free(envp);
 	return pid;
 }
 

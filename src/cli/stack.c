@@ -98,6 +98,7 @@ static int stack_assemble_md(struct vol **members, int n,
 	struct md_assemble_opts mo = { .readonly = o->readonly,
 				       .run_degraded = o->run_degraded,
 				       .no_recovery = o->no_recovery,
+				       .start_dirty_degraded = o->start_dirty_degraded,
 				       .sync_min = o->sync_min,
 				       .sync_max = o->sync_max };
 	struct vol **vols = NULL;

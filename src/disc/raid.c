@@ -559,7 +559,7 @@ static int raid_modify(struct raid_array *a, enum raid_op op, const char *buf,
 	struct raid_ext *ext = NULL;
 	unsigned *last = NULL;
 	unsigned nc;
-	int ne, r, member_err = 0;
+	int ne, r, member_err = 0, req_err = 0;
 
 	raid_ra_invalidate(a, len, off);
 	ne = raid_extents(a, len, off, &ext);
@@ -593,26 +593,40 @@ static int raid_modify(struct raid_array *a, enum raid_op op, const char *buf,
 		goto out;
 	for (unsigned i = 0; i < q.nsubs; i++) {
 		struct raid_sub *s = &q.subs[i];
-		bool rec = atomic_load(&a->m[s->role].recovering);
-		if (!s->err) {
-			for (unsigned e = s->e_first; e <= s->e_last && !rec; e++)
+		if (!s->err && !atomic_load(&a->m[s->role].recovering))
+			for (unsigned e = s->e_first; e <= s->e_last; e++)
 				ext[e].ok++;
+	}
+	/* A request error (EINVAL, ...) is the client's only where no copy
+	 * took the extents: a member that refused data another copy took is
+	 * out of step with it, and fails as for EIO (else the copies would
+	 * differ in an array later marked clean).  A trim is advice, and a
+	 * fast zeroing a member cannot do fast is the client's to redo by
+	 * writing zeros: either refused stays the client's error. */
+	for (unsigned i = 0; i < q.nsubs; i++) {
+		struct raid_sub *s = &q.subs[i];
+		bool taken = false;
+		if (!s->err)
 			continue;
-		}
-		if (rec) {
+		if (atomic_load(&a->m[s->role].recovering)) {
 			raid_rec_target_failed(a, s->role, s->err);
 			continue;
 		}
-		if (raid_err_is_request(s->err)) {
-			r = s->err;
-			goto out;
+		for (unsigned e = s->e_first; e <= s->e_last; e++)
+			taken |= ext[e].ok > 0;
+		bool redone = op == RAID_TRIM || (op == RAID_ZERO && (flags & VOL_FAST_ZERO) &&
+		                                  (s->err == -ENOTSUP || s->err == -EOPNOTSUPP));
+		if (raid_err_is_request(s->err) && (!taken || redone)) {
+			if (!req_err)
+				req_err = s->err;
+			continue;
 		}
 		raid_member_fail(a, s->role, s->err, false);
 		if (!member_err)
 			member_err = s->err;
 	}
-	r = 0;
-	for (int i = 0; i < ne; i++) {
+	r = req_err;
+	for (int i = 0; i < ne && r == 0; i++) {
 		if (ext[i].ok == 0) {
 			/* No copy took it: the members' own error (a full
 			 * store says ENOSPC, not EIO). */

@@ -413,17 +413,22 @@ static int parity_io_one(void *arg, unsigned i)
 
 /* Run ios at once; then fail the members that erred.  0, or the first
  * error that cannot be absorbed (a request error, or a member the array
- * cannot lose). */
+ * cannot lose).  A write refused with a request error (EINVAL, ...) by
+ * one member while another took its part leaves the stripe's parity out
+ * of step: that member fails as for EIO. */
 static int parity_io_run(struct raid_array *a, struct parity_io *io, unsigned n, bool write,
 			 unsigned flags)
 {
 	struct parity_ios x = { a, io, flags, write };
 	int r = exec_parallel(n, parity_io_one, &x);
+	bool taken = false;
 
+	for (unsigned i = 0; i < n && write; i++)
+		taken |= io[i].err == 0;
 	for (unsigned i = 0; i < n && r == 0; i++) {
 		if (!io[i].err)
 			continue;
-		if (raid_err_is_request(io[i].err) ||
+		if ((raid_err_is_request(io[i].err) && !taken) ||
 		    raid_member_fail(a, io[i].role, io[i].err, false) < 0)
 			r = io[i].err;
 	}

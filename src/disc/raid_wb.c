@@ -297,10 +297,12 @@ static int raid_wb_write_part(struct raid_array *a, struct raid_wb_slot *s,
 }
 
 /* A part could not be written: fail the member if the others hold its
- * copies, else the data is lost and the error sticks. */
+ * copies, else the data is lost and the error sticks.  Whatever the
+ * errno: the client was told the write succeeded, so a member that
+ * refused its part (EINVAL too) is out of step with the others. */
 static void raid_wb_part_failed(struct raid_array *a, unsigned role, int err)
 {
-	if (!raid_err_is_request(err) && raid_member_fail(a, role, err, false) == 0)
+	if (raid_member_fail(a, role, err, false) == 0)
 		return;
 	pthread_mutex_lock(&a->wb->lock);
 	raid_wb_fail(a, role, err);

@@ -358,6 +358,11 @@ const struct md_level_info *md_level_info(int level)
 	return NULL;
 }
 
+bool md_dirty_degraded(const struct md_super *s, unsigned degraded)
+{
+	return s->level >= 4 && s->level <= 6 && degraded > 0 && !md_super_clean(s);
+}
+
 const char *md_level_name(int level)
 {
 	const struct md_level_info *l = md_level_info(level);

@@ -247,6 +247,13 @@ unsigned md_level_parity(int level);
  * message every path gives: "NAME: md level raid4 is not supported ...". */
 int md_level_served(int level, const char *name);
 
+/* md's start_dirty_degraded rule: a RAID4/5/6 found not shut down cleanly
+ * with `degraded` roles not in sync (missing, or being rebuilt) may hold
+ * stripes that a crash left half-written; what they hold on a missing
+ * member cannot be recomputed from them (md's write hole), so md starts
+ * such an array only when forced. */
+bool md_dirty_degraded(const struct md_super *s, unsigned degraded);
+
 /* Parse "0", "raid0", "linear", "10", ... into an md level. */
 int md_level_parse(const char *s, int *level);
 
@@ -292,6 +299,8 @@ struct md_assemble_opts {
 	bool no_recovery;  /* writable, but no online recovery: members under
 	                    * recovery and spares are left out, as read-only
 	                    * starts leave them */
+	bool start_dirty_degraded; /* start a writable RAID5/6 that is
+	                            * md_dirty_degraded() (mdadm --force) */
 	/* md's speed_limit_min and _max for online recoveries and checks,
 	 * bytes per second of each member (0: no limit): a sync runs at most
 	 * at sync_max, and at most at sync_min while clients use the array. */
@@ -310,8 +319,10 @@ struct md_assemble_opts {
  * written to (marked active first, as md does), when a member fails (the
  * member is marked faulty in the survivors, events + 1) and when it is
  * closed (marked clean again).  A redundant array found unclean is
- * resynced (copies made to agree) before a writable start returns.  A
- * writable start also recovers members found under recovery, in the
+ * resynced (copies made to agree) before a writable start returns; a
+ * RAID5/6 found unclean and degraded is refused (-EUCLEAN) unless
+ * start_dirty_degraded, and a read-only start warns that it may read
+ * stale stripes.  A writable start also recovers members found under recovery, in the
  * background while the array serves, and keeps the spares given for roles
  * that fail (unless no_recovery; see md_assemble.c and md_manage.h). */
 int md_assemble_all(struct vol **vols, int n, const struct md_assemble_opts *o, struct vol ***out,

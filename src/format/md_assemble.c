@@ -70,6 +70,10 @@ struct md_array {
 	bool readonly;
 	bool unclean; /* found not clean: stays marked for resync */
 	atomic_bool active;
+	/* A member failure that no superblock took (-errno; 0 when none):
+	 * until a superblock update records it, no write is acknowledged
+	 * (md_failure_recorded), as md holds writes until it is. */
+	atomic_int unrecorded;
 	pthread_mutex_t lock;
 	uint64_t events;
 	uint32_t max_dev;
@@ -378,14 +382,39 @@ static void md_member_failed(void *ctx, unsigned role, int err)
 			a->roles[mm->sb->dev_number] = MD_ROLE_FAULTY;
 		log_warn("%s: member %u (%s) marked faulty: %s", a->vol.name, role,
 		         mm->vol ? mm->vol->name : "?", strerror(err < 0 ? -err : err));
-		if (!a->readonly && md_array_sync(a, atomic_load(&a->active)) < 0)
-			log_warn("%s: could not record the failure in any superblock", a->vol.name);
+		if (!a->readonly) {
+			int e = md_array_sync(a, atomic_load(&a->active));
+			if (e < 0) {
+				atomic_store(&a->unrecorded, e);
+				log_warn("%s: could not record the failure in any superblock: "
+				         "writes fail until one takes it",
+				         a->vol.name);
+			}
+		}
 		if (a->scrub_running)
 			atomic_store(&a->scrub_stop, true); /* as md's: a failure ends it */
 		if (a->rec_started)
 			pthread_cond_signal(&a->rec_cond); /* a spare may take the role */
 	}
 	pthread_mutex_unlock(&a->lock);
+}
+
+/* r for a write (trim, flush) that came back r from the RAID layer: an
+ * error if a member failure is not recorded in any superblock yet (tried
+ * again here first), since the array it was acknowledged on would
+ * otherwise reassemble with the failed member's stale copy in it. */
+static int md_failure_recorded(struct md_array *a, int r)
+{
+	if (r < 0 || !atomic_load(&a->unrecorded))
+		return r;
+	pthread_mutex_lock(&a->lock);
+	if (atomic_load(&a->unrecorded)) {
+		r = md_array_sync(a, atomic_load(&a->active));
+		if (r == 0)
+			atomic_store(&a->unrecorded, 0);
+	}
+	pthread_mutex_unlock(&a->lock);
+	return r;
 }
 
 static int md_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
@@ -418,7 +447,7 @@ static int md_write(struct vol *v, const void *buf, uint64_t len, uint64_t off, 
 		r = md_bm_start(a, off, len);
 	if (r == 0)
 		r = md_bm_end(a, off, len, a->raid->ops->write(a->raid, buf, len, off, flags));
-	return md_io_leave(a, r);
+	return md_io_leave(a, md_failure_recorded(a, r));
 }
 
 static int md_flush(struct vol *v)
@@ -426,7 +455,7 @@ static int md_flush(struct vol *v)
 	struct md_array *a = to_md(v);
 	md_io_enter(a);
 	uint64_t begun = clock_now_ns();
-	int r = vol_flush(a->raid);
+	int r = md_failure_recorded(a, vol_flush(a->raid));
 	if (r == 0)
 		md_bm_after_flush(a, begun);
 	return md_io_leave(a, r);
@@ -441,7 +470,7 @@ static int md_trim(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
 		r = md_bm_start(a, off, len);
 	if (r == 0)
 		r = md_bm_end(a, off, len, vol_trim(a->raid, len, off, flags));
-	return md_io_leave(a, r);
+	return md_io_leave(a, md_failure_recorded(a, r));
 }
 
 static int md_write_zeroes(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
@@ -453,7 +482,7 @@ static int md_write_zeroes(struct vol *v, uint64_t len, uint64_t off, unsigned f
 		r = md_bm_start(a, off, len);
 	if (r == 0)
 		r = md_bm_end(a, off, len, vol_write_zeroes(a->raid, len, off, flags));
-	return md_io_leave(a, r);
+	return md_io_leave(a, md_failure_recorded(a, r));
 }
 
 static void md_free(struct md_array *a)
@@ -1165,6 +1194,15 @@ struct md_cand {
 	bool done; /* probed: holds no superblock */
 };
 
+/* The name of the first member present, for messages ("" if none). */
+static const char *md_first_present(const struct md_array *a)
+{
+	for (unsigned role = 0; role < a->n; role++)
+		if (a->m[role].vol)
+			return a->m[role].vol->name;
+	return "";
+}
+
 /* Assemble the k candidates in g[] (one array UUID).  Always consumes
  * their vols and superblocks (closes them on failure). */
 static int md_array_open(struct md_cand **g, unsigned k, const struct md_assemble_opts *o,
@@ -1323,6 +1361,25 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 		            "--degraded",
 		            name, present, a->n, list);
 		goto fail;
+	}
+	if (md_dirty_degraded(fresh, missing + recovering)) {
+		char what[300];
+		snprintf(what, sizeof(what), "dirty degraded %s (%s, not shut down cleanly)",
+		         md_level_name(fresh->level),
+		         missing ? "a member missing" : "a member being rebuilt");
+		if (!o->readonly && !o->start_dirty_degraded) {
+			r = err_set(
+			    -EUCLEAN,
+			    "%s (%s...): cannot start a %s: stripes written during the "
+			    "crash may be wrong on the missing member (md's write hole); "
+			    "--force starts it anyway, --readonly serves it without changing "
+			    "it",
+			    name, md_first_present(a), what);
+			goto fail;
+		}
+		log_warn("%s: %s%s: stripes written during the crash may read back stale or "
+		         "wrong where they lie on the missing member (md's write hole)",
+		         name, o->readonly ? "" : "starting anyway (--force) a ", what);
 	}
 	/* A slot whose role has no member here (or another member now) is
 	 * recorded as faulty at the first superblock update. */

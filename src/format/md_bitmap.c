@@ -198,6 +198,8 @@ uint64_t md_bitmap_pick_chunk(uint64_t index_bytes, uint64_t room_bytes, uint64_
 	if (room <= MD_BITMAP_HDR)
 		return 0;
 	max_bits = (room - MD_BITMAP_HDR) * 8;
+	if (max_bits > MD_BITMAP_MAX_CHUNKS)
+		max_bits = MD_BITMAP_MAX_CHUNKS;
 	bits = index_bytes / min_chunk + 1;
 	while (bits > max_bits) {
 		min_chunk *= 2;
@@ -215,10 +217,33 @@ int md_bitmap_new(const struct md_bitmap_info *hdr, uint64_t index_bytes, uint32
                   const char *name, struct md_bitmap **out)
 {
 	struct md_bitmap *b;
-	uint64_t need;
+	uint64_t need, nchunks, reserved = (uint64_t)hdr->sectors_reserved * 512;
 
 	if (!is_pow2(hdr->chunksize) || hdr->chunksize < 512 || unit < 512 || !is_pow2(unit))
 		return err_set(-EINVAL, "%s: bad write-intent bitmap geometry", name);
+	/* The count a header makes of the array is bounded before it
+	 * decides an allocation or a write: by uraid's limit, the room
+	 * before the data and the space the header reserves. */
+	nchunks = index_bytes / hdr->chunksize + (index_bytes % hdr->chunksize != 0);
+	if (nchunks > MD_BITMAP_MAX_CHUNKS)
+		return err_set(-EFBIG,
+		               "%s: a write-intent bitmap of %llu chunks of %u bytes; uraid keeps "
+		               "one of at most %llu chunks",
+		               name, (unsigned long long)nchunks, hdr->chunksize,
+		               (unsigned long long)MD_BITMAP_MAX_CHUNKS);
+	need = (md_bitmap_bytes(nchunks) + unit - 1) / unit * unit;
+	if (need > room)
+		return err_set(-ENOSPC,
+		               "%s: a write-intent bitmap of %llu chunks of %u bytes needs %llu "
+		               "bytes, it has %llu",
+		               name, (unsigned long long)nchunks, hdr->chunksize,
+		               (unsigned long long)need, (unsigned long long)room);
+	if (reserved && need > reserved)
+		return err_set(-ENOSPC,
+		               "%s: a write-intent bitmap of %llu chunks of %u bytes needs %llu "
+		               "bytes, its header reserves %llu",
+		               name, (unsigned long long)nchunks, hdr->chunksize,
+		               (unsigned long long)need, (unsigned long long)reserved);
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
@@ -226,20 +251,10 @@ int md_bitmap_new(const struct md_bitmap_info *hdr, uint64_t index_bytes, uint32
 	b->hdr.sync_size = index_bytes / 512;
 	b->index_bytes = index_bytes;
 	b->shift = (unsigned)__builtin_ctz(hdr->chunksize);
-	b->nchunks = (index_bytes + hdr->chunksize - 1) >> b->shift;
+	b->nchunks = nchunks;
 	b->unit = unit;
 	b->io = *io;
 	snprintf(b->name, sizeof(b->name), "%s", name);
-	need = (md_bitmap_bytes(b->nchunks) + unit - 1) / unit * unit;
-	if (need > room) {
-		free(b);
-		return err_set(
-		    -ENOSPC,
-		    "%s: a write-intent bitmap of %llu chunks of %u bytes needs %llu "
-		    "bytes, it has %llu",
-		    name, (unsigned long long)(index_bytes + hdr->chunksize - 1) / hdr->chunksize,
-		    hdr->chunksize, (unsigned long long)need, (unsigned long long)room);
-	}
 	b->img_len = (size_t)need;
 	if (!(b->img = vol_buf_alloc(b->img_len)) ||
 	    !(b->st = calloc(b->nchunks ? b->nchunks : 1, sizeof(*b->st)))) {

@@ -38,6 +38,10 @@
 #define MD_BITMAP_WRITE_ERROR (1u << 2) /* state: a write failed */
 #define MD_BITMAP_DEFAULT_SLEEP 5u      /* seconds, mdadm's --delay */
 #define MD_BITMAP_DEFAULT_CHUNK (64u << 20)
+/* The most chunks uraid keeps a bitmap of: a word of memory each, so a
+ * header cannot make it allocate without bound (32 Mi chunks: 4 MiB of
+ * bits on disk, 2 PiB in mdadm's default 64 MiB chunks). */
+#define MD_BITMAP_MAX_CHUNKS (1ull << 25)
 
 /* The on-disk bitmap superblock (bitmap_super_t), little-endian. */
 struct md_bitmap_sb {
@@ -118,9 +122,9 @@ void md_bitmap_unmap(const struct md_bitmap_geom *g, uint64_t first, uint64_t en
 
 /* The bitmap chunk mdadm picks for an index space of index_bytes with
  * room_bytes for the bitmap (superblock included) when none is asked for:
- * the smallest power of two from 4 KiB whose bits fit (in at most 128 KiB),
- * but at least 64 MiB.  With want non-zero: want, or 0 if its bits do not
- * fit. */
+ * the smallest power of two from 4 KiB whose bits fit (in at most 128 KiB,
+ * and at most MD_BITMAP_MAX_CHUNKS of them), but at least 64 MiB.  With
+ * want non-zero: want, or 0 if its bits do not fit. */
 uint64_t md_bitmap_pick_chunk(uint64_t index_bytes, uint64_t room_bytes, uint64_t want);
 
 /* Bytes of a bitmap (superblock and bits) with chunks bits. */
@@ -144,8 +148,11 @@ struct md_bitmap;
 
 /* A bitmap for index_bytes with header hdr (its sync_size is set from
  * index_bytes; its bits from img when not NULL, else clear), written in
- * units of unit bytes (a power of two >= 512) through io.  -ENOSPC
- * (err_set) when the bits do not fit in room bytes. */
+ * units of unit bytes (a power of two >= 512) through io.  The chunk
+ * count (index_bytes over hdr's chunk size) is bounded before anything is
+ * allocated: -ENOSPC (err_set) when the bits do not fit in room bytes, or
+ * in the space hdr reserves (sectors_reserved, when set: the kernel's
+ * bound); -EFBIG when they are more than MD_BITMAP_MAX_CHUNKS. */
 int md_bitmap_new(const struct md_bitmap_info *hdr, uint64_t index_bytes, uint32_t unit,
                   uint64_t room, const uint8_t *img, const struct md_bitmap_io *io,
                   const char *name, struct md_bitmap **out);

@@ -10,6 +10,8 @@
  *   align=N                   reads and writes whose buffer does not start at
  *                             a multiple of N fail with EINVAL, as O_DIRECT's
  *                             do (whatever mode says)
+ *   errno=NAME                what the failures return: EIO (the default),
+ *                             EINVAL, ENOMEM, ENOSPC, ENOTSUP or EROFS
  *
  * Tests also flip a fault vol to dead at run time (fault_member_kill) and
  * count the ops that reached it (fault_member_counts). */
@@ -41,6 +43,7 @@ struct fault_vol {
 	uint64_t latency_ns;
 	bool on_read, on_write;
 	uint64_t align; /* 0: any buffer */
+	int err; /* what an injected failure returns: -EIO unless errno= */
 	atomic_bool dead;
 	atomic_uint_fast64_t ops; /* ops seen, for after= */
 	atomic_uint_fast64_t count[5];
@@ -74,10 +77,10 @@ static int fault_check(struct fault_vol *f, enum fault_op op, uint64_t len,
 	for (unsigned i = 0; i < f->n_eio; i++) {
 		if (len && off < f->eio[i].off + f->eio[i].len &&
 		    f->eio[i].off < off + len)
-			return -EIO;
+			return f->err;
 	}
 	if (f->has_after && n >= f->after)
-		return -EIO;
+		return f->err;
 	if (f->chance > 0) {
 		pthread_mutex_lock(&f->rng_lock);
 		f->rng ^= f->rng >> 12;
@@ -87,7 +90,7 @@ static int fault_check(struct fault_vol *f, enum fault_op op, uint64_t len,
 			   (double)(1ULL << 53);
 		pthread_mutex_unlock(&f->rng_lock);
 		if (u < f->chance)
-			return -EIO;
+			return f->err;
 	}
 	return 0;
 }
@@ -202,11 +205,30 @@ static int fault_parse_ranges(struct fault_vol *f, char *s)
 	return 0;
 }
 
+/* The errnos a member can plausibly return for a write it did not take. */
+static int fault_parse_errno(const char *s, int *err)
+{
+	static const struct {
+		const char *name;
+		int err;
+	} names[] = {{"EIO", EIO},       {"EINVAL", EINVAL},   {"ENOMEM", ENOMEM},
+	             {"ENOSPC", ENOSPC}, {"ENOTSUP", ENOTSUP}, {"EOPNOTSUPP", EOPNOTSUPP},
+	             {"EROFS", EROFS}};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(s, names[i].name) == 0) {
+			*err = -names[i].err;
+			return 0;
+		}
+	return -EINVAL;
+}
+
 static int fault_parse(struct fault_vol *f, char *opts, const char *spec)
 {
 	char *save = NULL;
 
 	f->on_read = f->on_write = true;
+	f->err = -EIO;
 	for (char *tok = strtok_r(opts, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(tok, '=');
 		int r = 0;
@@ -229,6 +251,8 @@ static int fault_parse(struct fault_vol *f, char *opts, const char *spec)
 			r = parse_size(eq, &f->align);
 			if (r == 0 && (f->align == 0 || (f->align & (f->align - 1))))
 				r = -EINVAL;
+		} else if (strcmp(tok, "errno") == 0) {
+			r = fault_parse_errno(eq, &f->err);
 		} else if (strcmp(tok, "mode") == 0) {
 			f->on_read = strcmp(eq, "read") == 0 || strcmp(eq, "all") == 0;
 			f->on_write = strcmp(eq, "write") == 0 || strcmp(eq, "all") == 0;

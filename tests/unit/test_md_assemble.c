@@ -329,6 +329,115 @@ static void test_member_failure(void)
 	}
 }
 
+/* A member failure that no superblock could record is not acknowledged:
+ * member 0 fails under the write, and member 1, the survivor, takes data
+ * but no superblock write after the first (md holds the write until the
+ * failure is recorded; recorded nowhere, reassembly would bring the
+ * failed member's stale copy back). */
+static void test_member_failure_unrecorded(void)
+{
+	char spec[2][160];
+	struct vol *m[2], **res = NULL;
+	struct md_assemble_opts o = {0};
+	int nres = 0;
+	uint8_t buf[65536];
+
+	make_members(2);
+	CHECK_EQ(create("--level=1", "--assume-clean", path(0), path(1), NULL), 0);
+	/* data at 1 MiB: array offset 3 MiB is member offset 4 MiB */
+	snprintf(spec[0], sizeof(spec[0]), "fault:eio=4M+64k,mode=write:%s", path(0));
+	snprintf(spec[1], sizeof(spec[1]), "fault:eio=4k+4k,mode=write:%s", path(1));
+	for (int i = 0; i < 2; i++)
+		CHECK_EQ(member_open(spec[i], 0, &m[i]), 0);
+	CHECK_EQ(md_assemble_all(m, 2, &o, &res, &nres), 0);
+	CHECK_EQ(nres, 1);
+	if (nres == 1) {
+		memset(buf, 0x3c, sizeof(buf));
+		CHECK_EQ(vol_write(res[0], buf, sizeof(buf), 0, 0), 0); /* marks it active */
+		CHECK(vol_write(res[0], buf, sizeof(buf), 3 << 20, 0) < 0);
+		CHECK(vol_flush(res[0]) < 0);
+		vol_close(res[0]);
+	}
+	free(res);
+}
+
+/* A member that refuses a write with what reads as a request error
+ * (EINVAL, ENOMEM, ENOTSUP, EROFS) after the other members took it is out
+ * of step with them: it fails as it would for EIO, so that the array is
+ * never marked clean with copies or parity that differ.  When every member
+ * refuses it the request was bad: the client gets the error, and no member
+ * fails. */
+static void test_member_request_error(void)
+{
+	static const struct {
+		const char *name;
+		int err;
+	} errs[] = {
+	    {"EINVAL", -EINVAL}, {"ENOMEM", -ENOMEM}, {"ENOTSUP", -ENOTSUP}, {"EROFS", -EROFS}};
+	/* Member data starts at 1 MiB (RAID1) or 2 MiB (RAID5, 512K chunks):
+	 * 1 MiB at array offset 3 MiB is one full RAID5 row. */
+	const uint64_t at = 3 << 20, len = 1 << 20;
+	static uint8_t buf[1 << 20];
+	struct vol *m[3], **res = NULL;
+	struct md_assemble_opts o = {0};
+	struct md_super s;
+	char spec[3][200];
+	int nres = 0;
+
+	memset(buf, 0x6b, sizeof(buf));
+	for (unsigned e = 0; e < sizeof(errs) / sizeof(errs[0]); e++) {
+		for (int level = 1; level <= 5; level += 4) {
+			int n = level == 1 ? 2 : 3, bad = n - 1;
+
+			fprintf(stderr, "raid%d, member %d refusing writes with %s\n", level, bad,
+			        errs[e].name);
+			make_members(n);
+			if (level == 1)
+				CHECK_EQ(
+				    create("--level=1", "--assume-clean", path(0), path(1), NULL),
+				    0);
+			else
+				CHECK_EQ(create("--level=5", "--assume-clean", "--chunk=512",
+				                path(0), path(1), path(2), NULL),
+				         0);
+			for (int i = 0; i < n; i++) {
+				snprintf(spec[i], sizeof(spec[i]),
+				         "fault:eio=%s,mode=write,errno=%s:%s",
+				         level == 1 ? "1M+7M" : "2M+6M", errs[e].name, path(i));
+				CHECK_EQ(member_open(i == bad ? spec[i] : path(i), 0, &m[i]), 0);
+			}
+			CHECK_EQ(md_assemble_all(m, n, &o, &res, &nres), 0);
+			CHECK_EQ(nres, 1);
+			if (nres == 1) {
+				CHECK_EQ(vol_write(res[0], buf, len, at, 0), 0);
+				vol_close(res[0]);
+			}
+			free(res);
+			read_sb(0, &s);
+			CHECK_EQ(s.roles[bad], MD_ROLE_FAULTY);
+		}
+
+		fprintf(stderr, "raid1, both members refusing writes with %s\n", errs[e].name);
+		make_members(2);
+		CHECK_EQ(create("--level=1", "--assume-clean", path(0), path(1), NULL), 0);
+		for (int i = 0; i < 2; i++) {
+			snprintf(spec[i], sizeof(spec[i]), "fault:eio=1M+7M,mode=write,errno=%s:%s",
+			         errs[e].name, path(i));
+			CHECK_EQ(member_open(spec[i], 0, &m[i]), 0);
+		}
+		CHECK_EQ(md_assemble_all(m, 2, &o, &res, &nres), 0);
+		CHECK_EQ(nres, 1);
+		if (nres == 1) {
+			CHECK_EQ(vol_write(res[0], buf, len, at, 0), errs[e].err);
+			vol_close(res[0]);
+		}
+		free(res);
+		read_sb(0, &s);
+		CHECK(s.roles[0] == 0 && s.roles[1] == 1);
+		CHECK(md_super_clean(&s));
+	}
+}
+
 /* An array found unclean (mirrors may differ) is resynced at a writable
  * start, and left alone by a read-only one. */
 static void test_unclean(void)
@@ -371,6 +480,73 @@ static void test_unclean(void)
 	CHECK(pread(fd, d1, sizeof(d1), 1 << 20) == (ssize_t)sizeof(d1));
 	close(fd);
 	CHECK(memcmp(d0, d1, sizeof(d0)) == 0);
+}
+
+/* md's write hole: a RAID5 found unclean while a member is missing or
+ * being rebuilt is refused writable unless forced (naming the write
+ * hole), writing nothing; read-only it starts; a RAID1 so found starts. */
+static void test_dirty_degraded(void)
+{
+	int all[3] = {0, 1, 2};
+	struct vol *m, *v = NULL, **res;
+	struct md_super s;
+	uint64_t h[3];
+	int nres;
+
+	for (int rebuilding = 0; rebuilding < 2; rebuilding++) {
+		fprintf(stderr, "dirty raid5 with a member %s\n",
+		        rebuilding ? "being rebuilt" : "missing");
+		make_members(3);
+		CHECK_EQ(create("--level=5", "--assume-clean", path(0), path(1), path(2), NULL), 0);
+		for (int i = 0; i < 3; i++) {
+			CHECK_EQ(member_open(path(i), 0, &m), 0);
+			CHECK_EQ(md_super_read(m, &s), 0);
+			s.resync_offset = 0;
+			if (rebuilding && i == 2) {
+				s.feature_map |= MD_FEATURE_RECOVERY_OFFSET;
+				s.recovery_offset = 2048;
+			}
+			CHECK_EQ(md_super_write(m, &s), 0);
+			vol_close(m);
+		}
+		for (int i = 0; i < 3; i++)
+			h[i] = file_hash(i);
+		/* missing: member 2 not given (--degraded); rebuilding: all given */
+		int r = assemble(all, rebuilding ? 3 : 2, false, true, &v);
+		CHECK_EQ(r, -EUCLEAN);
+		CHECK(strstr(err_detail(-EUCLEAN), "write hole") != NULL);
+		if (r == 0)
+			vol_close(v);
+		for (int i = 0; i < 3; i++)
+			CHECK(h[i] == file_hash(i));
+		CHECK_EQ(assemble(all, rebuilding ? 3 : 2, true, true, &v), 0);
+		vol_close(v);
+		v = NULL;
+		for (int i = 0; i < 3; i++)
+			CHECK(h[i] == file_hash(i));
+		/* forced */
+		struct md_assemble_opts o = {.run_degraded = true, .start_dirty_degraded = true};
+		struct vol *mm[3];
+		for (int i = 0; i < (rebuilding ? 3 : 2); i++)
+			CHECK_EQ(member_open(path(i), 0, &mm[i]), 0);
+		CHECK_EQ(md_assemble_all(mm, rebuilding ? 3 : 2, &o, &res, &nres), 0);
+		for (int i = 0; i < nres; i++)
+			vol_close(res[i]);
+		free(res);
+	}
+
+	fprintf(stderr, "dirty raid1 with a member missing\n");
+	make_members(2);
+	CHECK_EQ(create("--level=1", "--assume-clean", path(0), path(1), NULL), 0);
+	CHECK_EQ(member_open(path(0), 0, &m), 0);
+	CHECK_EQ(md_super_read(m, &s), 0);
+	s.resync_offset = 0;
+	CHECK_EQ(md_super_write(m, &s), 0);
+	vol_close(m);
+	CHECK_EQ(assemble(all, 1, false, true, &v), 0);
+	vol_close(v);
+	read_sb(0, &s);
+	CHECK(md_super_clean(&s));
 }
 
 /* RAID0 over two RAID1 arrays: the outer superblocks live in the inner
@@ -433,7 +609,10 @@ int main(void)
 	test_readonly_and_refusals();
 	test_bad_members();
 	test_member_failure();
+	test_member_request_error();
+	test_member_failure_unrecorded();
 	test_unclean();
+	test_dirty_degraded();
 	test_nested();
 	for (int i = 0; i < 8; i++)
 		unlink(path(i));

@@ -591,6 +591,79 @@ static void test_corrupt(void)
 	vol_close(m);
 }
 
+/* A header's chunk count is bounded before anything is allocated or
+ * written: by the space the header reserves (sectors_reserved, the
+ * kernel's bound) within the room before the data, and by the most chunks
+ * uraid keeps; beyond either the bitmap is refused with a reason. */
+static void test_bounds(void)
+{
+	struct md_bitmap_info h;
+	struct rec_io rio = {0};
+	struct md_bitmap_io io = {rec_write, &rio};
+	struct md_bitmap *b = NULL;
+
+	good_header(&h);
+	h.chunksize = 512;
+	h.sectors_reserved = 2; /* 1 KiB: 256 + 768 bytes of bits = 6144 chunks */
+	err_clear();
+	CHECK_EQ(md_bitmap_new(&h, 6144 * 512, 512, 1 << 20, NULL, &io, "t", &b), 0);
+	md_bitmap_free(b);
+	b = NULL;
+	CHECK_EQ(md_bitmap_new(&h, 6145 * 512, 512, 1 << 20, NULL, &io, "t", &b), -ENOSPC);
+	CHECK(detail_has("reserves"));
+	md_bitmap_free(b);
+	b = NULL;
+	/* 64 GiB in 512-byte chunks: 2^27 chunks, in room enough for them */
+	h.sectors_reserved = 0;
+	err_clear();
+	CHECK_EQ(md_bitmap_new(&h, 64ull << 30, 512, 32u << 20, NULL, &io, "t", &b), -EFBIG);
+	CHECK(detail_has("at most"));
+	md_bitmap_free(b);
+	b = NULL;
+	/* nor does create make one: 256 GiB in 4 KiB chunks is 2^26 */
+	CHECK_EQ(md_bitmap_pick_chunk(256ull << 30, 32u << 20, 4096), 0);
+}
+
+/* Through an array: a header whose chunks do not fit in the space it
+ * reserves (here its chunk size cut to 512) is refused, left alone on
+ * disk, and never written past what it reserves. */
+static void test_crafted(void)
+{
+	const int idx[2] = {0, 1};
+	struct md_bitmap_info b;
+	struct md_super s;
+	uint8_t buf[4096], before[2][8192], after[8192];
+	struct vol *v, *m;
+
+	fprintf(stderr, "raid1 with a bitmap header claiming more chunks than its space holds\n");
+	member_file_make(0, MEMBER_SIZE);
+	member_file_make(1, MEMBER_SIZE);
+	CHECK_EQ(create("--level=1", "--bitmap=internal", path(0), path(1), NULL), 0);
+	for (int i = 0; i < 2; i++) {
+		read_member(i, &s, &b, NULL);
+		b.chunksize = 512;
+		b.sectors_reserved = 2;
+		CHECK_EQ(member_open(path(i), 0, &m), 0);
+		CHECK_EQ(vol_read(m, buf, 4096, BM_AT), 0);
+		md_bitmap_encode(&b, buf);
+		CHECK_EQ(vol_write(m, buf, 4096, BM_AT, 0), 0);
+		CHECK_EQ(vol_read(m, before[i], sizeof(before[i]), BM_AT), 0);
+		vol_close(m);
+	}
+	v = assemble(idx, 2, false);
+	if (!v)
+		return;
+	memset(buf, 0x44, sizeof(buf));
+	CHECK_EQ(vol_write(v, buf, 4096, 0, 0), 0);
+	vol_close(v);
+	for (int i = 0; i < 2; i++) {
+		CHECK_EQ(member_open(path(i), MEMBER_READONLY, &m), 0);
+		CHECK_EQ(vol_read(m, after, sizeof(after), BM_AT), 0);
+		CHECK(memcmp(after, before[i], sizeof(after)) == 0);
+		vol_close(m);
+	}
+}
+
 /* A bitmap left behind (events older than the superblock's, as one that
  * an older uraid or a stopped bitmap daemon leaves) is not trusted: its
  * bits do not guide the resync, which then covers everything; then it is
@@ -673,6 +746,8 @@ int main(void)
 	test_array_raid1();
 	test_array_raid5();
 	test_corrupt();
+	test_bounds();
+	test_crafted();
 	test_stale();
 	for (int i = 0; i < 4; i++)
 		unlink(path(i));

@@ -440,6 +440,35 @@ static void test_edges(void)
 	CHECK_EQ(atomic_load(&ev.failed[0]), 1);
 	CHECK_EQ(vol_read(a, buf, 8192, 0), 0);
 	vol_close(a);
+	/* ...or a member refusing its part with a request error (EINVAL):
+	 * the write was acknowledged and the other copy took it, so that
+	 * member is out of step and fails as for EIO. */
+	{
+		struct raid_geom g1 = { .level = 1, .raid_disks = 2 };
+		struct raid_events rev = { on_failed, &ev };
+		memset(&ev, 0, sizeof(ev));
+		CHECK_EQ(member_open("fault:eio=0+1M,mode=write,errno=EINVAL:mem:1M", 0, &m[0]), 0);
+		CHECK_EQ(member_open("fault::mem:1M", 0, &m[1]), 0);
+		CHECK_EQ(raid_open(&g1, m, &rev, "t", &a), 0);
+		CHECK_EQ(raid_set_writebehind(a, 1), 0);
+		CHECK_EQ(vol_write(a, buf, 8192, 0, 0), 0);
+		CHECK_EQ(vol_flush(a), 0);
+		CHECK_EQ(atomic_load(&ev.failed[0]), 1);
+		vol_close(a);
+	}
+	/* A fast zeroing one mirror cannot do fast (ENOTSUP) while the other
+	 * did: the client's to redo by writing zeros, no member fails. */
+	{
+		struct raid_geom g1 = { .level = 1, .raid_disks = 2 };
+		struct raid_events rev = { on_failed, &ev };
+		memset(&ev, 0, sizeof(ev));
+		CHECK_EQ(member_open("mem:1M", 0, &m[0]), 0);
+		CHECK_EQ(member_open("fault:eio=0+1M,mode=write,errno=ENOTSUP:mem:1M", 0, &m[1]), 0);
+		CHECK_EQ(raid_open(&g1, m, &rev, "t", &a), 0);
+		CHECK_EQ(vol_write_zeroes(a, 8192, 0, VOL_FAST_ZERO), -ENOTSUP);
+		CHECK_EQ(atomic_load(&ev.failed[1]), 0);
+		vol_close(a);
+	}
 	/* RAID5 under write-behind: a member dying under the lanes fails
 	 * as on the direct path, and the stripes read back from parity;
 	 * degraded already, the stripes are lost and the error sticks. */
