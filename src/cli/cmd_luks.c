@@ -51,6 +51,7 @@ enum {
 	OPT_DUMP_VK,
 	OPT_CIPHER,
 	OPT_HASH,
+	OPT_FORCE,
 };
 
 static void luks_usage(const struct luks_args *a, FILE *f)
@@ -93,6 +94,9 @@ static void luks_usage(const struct luks_args *a, FILE *f)
 		       "      --iter-time MS        unlock time to aim for (default 2000)\n"
 		       "      --pbkdf-force-iterations N   skip the benchmark\n"
 		       "      --hash HASH           pbkdf2 hash (default sha256)\n");
+	if (a->cmd != LC_DUMP)
+		fprintf(f, "      --force               write on a RAID5/6 that is degraded and was not\n"
+		           "                            shut down cleanly (md's write hole)\n");
 	fprintf(f, "Without --key-file, passphrases are asked on the terminal, or read\n"
 	           "as one line from standard input when that is not a terminal.\n");
 }
@@ -134,6 +138,7 @@ static int luks_parse(struct luks_args *a, int argc, char **argv)
 	    {"label", required_argument, NULL, OPT_LABEL},
 	    {"dump-volume-key", no_argument, NULL, OPT_DUMP_VK},
 	    {"direct", no_argument, NULL, 'D'},
+	    {"force", no_argument, NULL, OPT_FORCE},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
@@ -151,6 +156,9 @@ static int luks_parse(struct luks_args *a, int argc, char **argv)
 			break;
 		case 'd':
 			a->key_file = optarg;
+			break;
+		case OPT_FORCE:
+			a->stack.start_dirty_degraded = true;
 			break;
 		case OPT_NEW_KEY_FILE:
 			a->new_key_file = optarg;
