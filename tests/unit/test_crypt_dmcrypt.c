@@ -1,7 +1,7 @@
 /* test_crypt_dmcrypt.c — the crypt vol against the real dm-crypt, in the
  * linux-peer VM (tests/linux-peer/run.sh, or $LINUX_PEER/run.sh; skipped,
- * saying why, when the harness or a package it needs is missing or the VM
- * does not come up).
+ * saying why, when the harness or a package it needs is missing; a VM that
+ * does not come up, or times out, fails it, as it fails the shell tests).
  *
  * uraid -> kernel: images a, b, c are written through crypt vols (XTS with
  * 512-byte sectors and a 64-byte key; XTS with 4096-byte sectors, large
@@ -169,16 +169,16 @@ int main(void)
 	chmod(path, 0755);
 
 	snprintf(cmd, sizeof(cmd),
-		 "LINUX_PEER_TIMEOUT=100 %s/run.sh %s/job.sh %s/a.img %s/b.img %s/c.img %s/d.img "
+		 "LINUX_PEER_TIMEOUT=280 %s/run.sh %s/job.sh %s/a.img %s/b.img %s/c.img %s/d.img "
 		 "%s/e.img > %s/guest.out 2>&1",
 		 peerdir, dir, dir, dir, dir, dir, dir, dir);
 	rc = system(cmd);
 	rc = WIFEXITED(rc) ? WEXITSTATUS(rc) : 125;
 	snprintf(path, sizeof(path), "%s/guest.out", dir);
 	if (rc == 124 || rc == 125) {
-		fprintf(stderr, "skip: the linux-peer VM did not run (exit %d, see %s)\n", rc, path);
+		fprintf(stderr, "the linux-peer VM %s (exit %d): see %s\n",
+			rc == 124 ? "timed out" : "died", rc, path);
 		keep = true;
-		ret = 77;
 		goto out;
 	}
 	f = fopen(path, "r");
