@@ -8,15 +8,16 @@
  * while clients use the array (a request entered it in the last
  * MD_THROTTLE_IDLE_NS), as md yields to them; 0 means no limit (with no
  * min, busy clients leave it at max).  The speed is taken since a mark,
- * moved every MD_THROTTLE_MARK_NS and whenever the limit in force changes:
- * what went by at one limit is not paid for at the other. */
+ * moved whenever the limit in force changes (what went by at one limit is
+ * not paid for at the other) and, once MD_THROTTLE_MARK_NS have gone by,
+ * when the sync is behind (a slow past is not made up for by a burst). */
 #ifndef URAID_MD_THROTTLE_H
 #define URAID_MD_THROTTLE_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#define MD_THROTTLE_MARK_NS 3000000000ull /* the window a speed is taken over */
+#define MD_THROTTLE_MARK_NS 3000000000ull /* a slow past is forgotten after this */
 #define MD_THROTTLE_IDLE_NS 500000000ull  /* clients idle after this long without a request */
 
 struct md_throttle {
