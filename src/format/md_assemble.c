@@ -717,7 +717,8 @@ static unsigned md_client_ops(struct md_array *a)
 
 /* A sync (a recovery, a check) has done bytes of each member since it
  * began (begin: true at its start): hold it as long as its speed limits
- * say (md_throttle.h).  Called by the recovery thread only, without
+ * say (md_throttle.h), asking again after each nap, so that clients
+ * leaving let it go at once.  Called by the recovery thread only, without
  * a->lock; returns early once stop is set. */
 static void md_sync_throttle(struct md_array *a, uint64_t done, bool begin, atomic_bool *stop)
 {
@@ -728,6 +729,7 @@ static void md_sync_throttle(struct md_array *a, uint64_t done, bool begin, atom
 		uint64_t us = (due - now) / 1000;
 		usleep(us < MD_SYNC_NAP_US ? (useconds_t)us + 1 : MD_SYNC_NAP_US);
 		now = md_now_ns();
+		due = md_throttle_due(&a->sync, now, done, md_client_ops(a), false);
 	}
 }
 
