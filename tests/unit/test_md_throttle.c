@@ -4,7 +4,9 @@
  *
  * sync_run() plays md_assemble.c's sync thread: one call as the sync
  * begins and one after each piece, then "sleeping" (the fake clock jumps)
- * until the answer; clients enter a request every client_ns. */
+ * until the answer (the thread asks again after each nap; while the limit
+ * in force stays, the answer does not change); clients enter a request
+ * every client_ns. */
 #include "check.h"
 
 #include "format/md_throttle.h"
