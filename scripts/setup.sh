@@ -3,7 +3,8 @@
 #
 #   scripts/setup.sh          build dependencies and the clients the main job uses
 #   scripts/setup.sh --test   also every tool the test suite drives (mdadm,
-#                             cryptsetup, qemu, the kernel for linux-peer ...)
+#                             cryptsetup, qemu, the kernel, busybox-static and
+#                             kmod for the linux-peer VM, tests/linux-peer ...)
 #
 # Builds two trees: build/ (optimised, what you run) and, with --test,
 # build-test/ (AddressSanitizer + UBSan, -Werror: what the tests run).
@@ -31,6 +32,12 @@ if [ ${#missing[@]} -gt 0 ]; then
     sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+
+# The kernel tests' harness names what it needs; the list above must hold it.
+if [ $want_tests = 1 ]; then
+    miss=$(tests/linux-peer/build-initramfs.sh --missing)
+    [ -z "$miss" ] || { echo "setup: linux-peer still lacks $miss (add it to the --test list)" >&2; exit 1; }
 fi
 
 [ -d build ] || meson setup build --buildtype=release -Db_ndebug=if-release >&2

@@ -29,6 +29,7 @@
 #include "md.h"
 #include "md_bitmap.h"
 #include "md_manage.h"
+#include "md_throttle.h"
 
 #include "core/clock.h"
 #include "core/log.h"
@@ -107,11 +108,9 @@ struct md_array {
 	bool scrub_ended, scrub_ended_repair;
 	int scrub_status;
 	struct raid_check_report scrub_rep;
-	/* Speed limits of recoveries and checks (md_sync_throttle), and the
-	 * recovery thread's state for them. */
-	uint64_t sync_min, sync_max; /* bytes/s of each member; 0: none */
-	uint64_t sync_mark_ns, sync_mark_done, sync_limit, sync_busy_until;
-	unsigned sync_ops;
+	/* Speed limits of recoveries and checks, and the recovery thread's
+	 * state for them (md_sync_throttle, md_throttle.h). */
+	struct md_throttle sync;
 	/* The gate (md_io_*): requests count themselves in io_in (a slot
 	 * per thread, so that threads do not share one counter's cache
 	 * line); while io_hold is set new ones wait at the door
@@ -728,9 +727,7 @@ static int md_rec_begin(struct md_array *a, unsigned role)
 
 /* ---- speed limits (md's speed_limit_min / speed_limit_max) ---- */
 
-#define MD_SYNC_MARK_NS 3000000000ull /* the window a speed is taken over */
-#define MD_SYNC_NAP_US 50000u          /* naps short enough to hear a stop */
-#define MD_SYNC_IDLE_NS 500000000ull   /* clients idle after this long without a request */
+#define MD_SYNC_NAP_US 50000u /* naps short enough to hear a stop */
 
 static unsigned md_client_ops(struct md_array *a)
 {
@@ -742,42 +739,20 @@ static unsigned md_client_ops(struct md_array *a)
 }
 
 /* A sync (a recovery, a check) has done bytes of each member since it
- * began (begin: true at its start): hold it until it is down to its speed
- * limit, sync_max, or sync_min while clients use the array (a request
- * entered it in the last half second), as md yields to them.  The speed is taken since a mark
- * moved every few seconds and whenever the limit changes.  Called by the
- * recovery thread only, without a->lock; returns early once stop is set. */
+ * began (begin: true at its start): hold it as long as its speed limits
+ * say (md_throttle.h), asking again after each nap, so that clients
+ * leaving let it go at once.  Called by the recovery thread only, without
+ * a->lock; returns early once stop is set. */
 static void md_sync_throttle(struct md_array *a, uint64_t done, bool begin, atomic_bool *stop)
 {
 	uint64_t now = clock_now_ns();
-	unsigned ops = md_client_ops(a);
+	uint64_t due = md_throttle_due(&a->sync, now, done, md_client_ops(a), begin);
 
-	/* Clients are busy from a request seen until MD_SYNC_IDLE_NS without
-	 * one: a few requests a second keep the sync at sync_min. */
-	if (!begin && ops != a->sync_ops)
-		a->sync_busy_until = now + MD_SYNC_IDLE_NS;
-	a->sync_ops = ops;
-	bool busy = !begin && now < a->sync_busy_until;
-	uint64_t limit = busy && a->sync_min ? a->sync_min : a->sync_max;
-
-	/* A new mark when the window is over, and when the limit changes
-	 * (clients came or went): what went by at one limit is not paid for
-	 * at the other. */
-	if (begin || now - a->sync_mark_ns >= MD_SYNC_MARK_NS || done < a->sync_mark_done ||
-	    limit != a->sync_limit) {
-		a->sync_mark_ns = now;
-		a->sync_mark_done = done;
-		a->sync_limit = limit;
-		return;
-	}
-	if (!limit)
-		return;
-	uint64_t due = a->sync_mark_ns +
-	               (uint64_t)((double)(done - a->sync_mark_done) * 1e9 / (double)limit);
 	while (now < due && !atomic_load(stop) && !atomic_load(&a->rec_stop)) {
 		uint64_t us = (due - now) / 1000;
 		usleep(us < MD_SYNC_NAP_US ? (useconds_t)us + 1 : MD_SYNC_NAP_US);
 		now = clock_now_ns();
+		due = md_throttle_due(&a->sync, now, done, md_client_ops(a), false);
 	}
 }
 
@@ -1265,8 +1240,8 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 	pthread_mutex_init(&a->io_lock, NULL);
 	pthread_cond_init(&a->io_cond, NULL);
 	a->recover = !o->readonly && !o->no_recovery && redundant;
-	a->sync_min = o->sync_min;
-	a->sync_max = o->sync_max;
+	a->sync.min = o->sync_min;
+	a->sync.max = o->sync_max;
 	a->spare = calloc(k, sizeof(*a->spare));
 	if (!a->spare) {
 		r = -ENOMEM;

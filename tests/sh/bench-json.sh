@@ -2,7 +2,7 @@
 # bench-json.sh — a short bench run (served, over RAM) finishes and its
 # JSON validates against bench/schema.json; the CSV has a row per result.
 set -euo pipefail
-command -v python3 >/dev/null || exit 77
+command -v python3 >/dev/null || { echo "skip: python3 missing"; exit 77; }
 . "$SRCDIR/tests/sh/bench-lib.sh"
 bench_scratch
 

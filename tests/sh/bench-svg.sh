@@ -1,7 +1,7 @@
 #!/bin/bash
 # bench-svg.sh — the SVG chart of a short run renders to a non-empty PNG.
 set -euo pipefail
-command -v rsvg-convert >/dev/null || exit 77
+command -v rsvg-convert >/dev/null || { echo "skip: rsvg-convert missing (librsvg2-bin)"; exit 77; }
 . "$SRCDIR/tests/sh/bench-lib.sh"
 bench_scratch
 

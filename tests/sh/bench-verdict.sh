@@ -10,7 +10,7 @@
 # a measurement, so it is checked for consistency only, never for a speed
 # (the decision itself, with exact numbers: tests/unit/test_bench.c).
 set -euo pipefail
-command -v python3 >/dev/null || exit 77
+command -v python3 >/dev/null || { echo "skip: python3 missing"; exit 77; }
 . "$SRCDIR/tests/sh/bench-lib.sh"
 bench_scratch
 

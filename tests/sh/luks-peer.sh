@@ -1,6 +1,6 @@
 #!/bin/bash
 # luks-peer.sh — the Linux kernel's dm-crypt and uraid read each other's
-# LUKS2 volumes, in one linux-peer VM boot (../shared/linux-peer):
+# LUKS2 volumes, in one linux-peer VM boot (tests/linux-peer):
 #   ours:   `uraid luks-format` (sector 512 pbkdf2 256-bit key; sector 4096
 #           argon2id 512-bit key), a pattern written through `uraid serve`;
 #           in the guest cryptsetup opens them and dm-crypt must read the
@@ -10,12 +10,10 @@
 #           dm-crypt writes the second pattern; uraid unlocks and reads it.
 # Where uraid refuses 4096-byte sectors (its crypt layer cannot count IVs
 # as LUKS2 does), the refusal must be that clear error; the rest must pass.
-# Skips (77) when QEMU, a kernel image or linux-peer is not available.
+# Skips (77) when the linux-peer harness or a package it needs is missing.
 source "$SRCDIR/tests/sh/luks-lib.sh"
-PEER=${LINUX_PEER:-$SRCDIR/../shared/linux-peer}
-[ -x "$PEER/run.sh" ] || { echo "SKIP: no linux-peer at $PEER"; exit 77; }
-requires qemu-system-x86_64 nbdcopy cpio busybox
-ls /boot/vmlinuz-* >/dev/null 2>&1 || { echo "SKIP: no kernel image in /boot"; exit 77; }
+source "$SRCDIR/tests/sh/peer-check.sh"
+requires nbdcopy
 
 cd "$tmp"
 export PEER_KEY='peer passphrase 1'

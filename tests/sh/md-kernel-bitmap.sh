@@ -20,7 +20,7 @@
 #      write was resynced; a full resync would have erased both); after a
 #      repair the check finds no mismatch, and the kernel reads what uraid
 #      wrote.
-# Skips (77) when QEMU, a kernel image or linux-peer is not available.
+# Skips (77) when the linux-peer harness or a package it needs is missing.
 MB=4
 . "$(dirname "$0")/peer-lib.sh"
 command -v mdadm >/dev/null || { echo "skip: mdadm missing"; exit 77; }

@@ -1,6 +1,6 @@
 #!/bin/bash
 # md-kernel-grow.sh — the Linux kernel's md takes the RAID1s `uraid grow`
-# leaves behind (in a linux-peer VM, ../shared/linux-peer):
+# leaves behind (in a linux-peer VM, tests/linux-peer):
 #   g3: two copies grown to three with a new member, rebuilt by uraid: the
 #       kernel assembles it whole (3 devices), reads the pattern written
 #       before, and its check finds no mismatch;
@@ -8,7 +8,7 @@
 #       starts it degraded (one role missing) and reads the pattern;
 #   s2: grown to three roles and shrunk back to two: whole, 2 devices, read
 #       and checked.
-# Skips (77) when QEMU, a kernel image or linux-peer is not available.
+# Skips (77) when the linux-peer harness or a package it needs is missing.
 MB=6
 . "$(dirname "$0")/peer-lib.sh"
 command -v mdadm >/dev/null || { echo "skip: mdadm missing"; exit 77; }

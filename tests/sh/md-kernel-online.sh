@@ -1,6 +1,6 @@
 #!/bin/bash
 # md-kernel-online.sh — the Linux kernel's md takes what `uraid serve`'s
-# online recovery leaves behind (in a linux-peer VM, ../shared/linux-peer).
+# online recovery leaves behind (in a linux-peer VM, tests/linux-peer).
 #   whole: RAID5 whose lost member serve rebuilt in the
 #          background while a client rewrote the data; the kernel
 #          assembles it, reads the pattern, and its check finds no
@@ -9,7 +9,7 @@
 #          (SIGTERM, on a slowed member) with the recovery offset saved;
 #          the kernel's recovery starts at that offset, finishes, reads the
 #          pattern, and its check finds no mismatch.
-# Skips (77) when QEMU, a kernel image or linux-peer is not available.
+# Skips (77) when the linux-peer harness or a package it needs is missing.
 MB=6
 . "$(dirname "$0")/peer-lib.sh"
 command -v mdadm >/dev/null || { echo "skip: mdadm missing"; exit 77; }

@@ -1,6 +1,6 @@
 #!/bin/bash
 # md-kernel-parity.sh — the Linux kernel's md and uraid read each other's
-# RAID5 and RAID6 arrays (in a linux-peer VM, ../shared/linux-peer).
+# RAID5 and RAID6 arrays (in a linux-peer VM, tests/linux-peer).
 # Ours: `uraid create` and a pattern written through `uraid serve` as one
 # stream (write-behind, whole stripes); the kernel reads the same sha256
 # and its parity check finds no mismatch.
@@ -10,7 +10,7 @@
 # written with dd; on the host uraid examines and serves each read-only and
 # must read the same sha256, then again with members left out (one for
 # RAID5, two for RAID6), their chunks rebuilt from P (and Q).
-# Skips (77) when QEMU, a kernel image or linux-peer is not available.
+# Skips (77) when the linux-peer harness or a package it needs is missing.
 MB=6
 . "$(dirname "$0")/peer-lib.sh"
 

@@ -1,7 +1,7 @@
 #!/bin/bash
 # md-kernel-rebuild.sh — the Linux kernel's md takes the arrays `uraid add`
 # and `uraid rebuild` leave behind (in a linux-peer VM,
-# ../shared/linux-peer).
+# tests/linux-peer).
 #   rebuilt: RAID5, RAID6 (two members) and RAID10 n2 with lost members
 #            rebuilt by uraid; the kernel assembles each, reads the pattern
 #            written before the loss and its check finds no mismatch.
@@ -11,7 +11,7 @@
 #            the recovery is held at 1 KiB/s), finishes, reads the pattern
 #            and its check finds no mismatch; back on the host uraid reads
 #            them, whole, with the superblocks the kernel wrote.
-# Skips (77) when QEMU, a kernel image or linux-peer is not available.
+# Skips (77) when the linux-peer harness or a package it needs is missing.
 MB=6
 . "$(dirname "$0")/peer-lib.sh"
 command -v mdadm >/dev/null || { echo "skip: mdadm missing"; exit 77; }

@@ -1,6 +1,6 @@
 #!/bin/bash
 # md-kernel.sh — the Linux kernel's md and uraid read each other's arrays.
-# One linux-peer VM boot (../shared/linux-peer) does both directions:
+# One linux-peer VM boot (tests/linux-peer) does both directions:
 #   ours:   `uraid create` on the host, a known pattern written through
 #           `uraid serve`; the kernel assembles each array (raid0, raid1,
 #           raid10 n2/f2/o2, linear) and must read the same sha256;
@@ -11,7 +11,7 @@
 #           bitmap, raid10, linear),
 #           the pattern written with dd; uraid examines and serves them
 #           read-only and must read the same sha256.
-# Skips (77) when QEMU, a kernel image or linux-peer is not available.
+# Skips (77) when the linux-peer harness or a package it needs is missing.
 MB=4
 . "$(dirname "$0")/peer-lib.sh"
 

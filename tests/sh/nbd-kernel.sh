@@ -1,6 +1,6 @@
 #!/bin/bash
 # nbd-kernel.sh — the Linux kernel's own NBD client against `uraid serve`.
-# In a linux-peer VM (../shared/linux-peer) the Debian kernel's nbd.ko and
+# In a linux-peer VM (tests/linux-peer) the Debian kernel's nbd.ko and
 # nbd-client (the README's `nbd-client -unix` recipe) attach /dev/nbd0 to
 # uraid serving the VM's second disk, an image from this host.  The
 # kernel writes a pattern through its page cache and fsync (so WRITE and
@@ -9,8 +9,8 @@
 # the pattern: what the kernel wrote reached the member.
 # uraid, nbd-client, their libraries and nbd.ko go into the VM as a tar
 # archive on its first disk (the VM has no network and no other way in).
-# Skips (77) when QEMU, a kernel image, linux-peer, nbd-client or the
-# kernel's nbd module is not available.
+# Skips (77) when the linux-peer harness or a package it needs, nbd-client
+# or the kernel's nbd module is missing.
 MB=8
 . "$(dirname "$0")/peer-lib.sh"
 command -v nbd-client >/dev/null || { echo "skip: nbd-client missing"; exit 77; }

@@ -163,8 +163,10 @@ int main(void)
 
 	log_verbosity = LOG_WARN;
 	snprintf(dir, sizeof(dir), "/tmp/uraid-ctl.XXXXXX");
-	if (!mkdtemp(dir))
+	if (!mkdtemp(dir)) {
+		fprintf(stderr, "skip: cannot make a scratch directory in /tmp\n");
 		return 77;
+	}
 	for (int i = 0; i < 4; i++)
 		member_file_make(i, MEMBER_SIZE);
 	char *cargv[] = {

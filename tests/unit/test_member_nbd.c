@@ -46,7 +46,7 @@ int main(void)
 	pid_t pid, ropid = -1;
 
 	if (system("command -v nbdkit >/dev/null 2>&1") != 0) {
-		fprintf(stderr, "nbdkit not installed\n");
+		fprintf(stderr, "skip: nbdkit not installed\n");
 		return 77;
 	}
 	if (!mkdtemp(dir))

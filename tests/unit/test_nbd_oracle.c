@@ -189,7 +189,7 @@ int main(void)
 	char dir[] = "/tmp/test_nbd_oracle.XXXXXX", file[600], spec[64];
 
 	if (!uraid) {
-		fprintf(stderr, "URAID not set\n");
+		fprintf(stderr, "skip: URAID not set\n");
 		return 77;
 	}
 	signal(SIGPIPE, SIG_IGN);
