@@ -1,6 +1,6 @@
 #!/bin/bash
 # file-order.sh — nbdkit's file plugin and `uraid serve FILE` (2 GiB sparse
-# files in /tmp), ../shared/bench/peers.sh's six jobs on each, one server
+# files in /tmp), bench/peers.sh's six jobs on each, one server
 # after the other in the order given:
 #
 #   bench/file-order.sh ours-first|nbdkit-first
@@ -17,7 +17,7 @@ nbdkit -f -U "$d/nk.sock" file "$d/a.img" & p1=$!
 "$URAID" serve --foreground --socket "$d/u.sock" "$d/b.img" 2>/dev/null & p2=$!
 trap 'kill $p1 $p2 2>/dev/null; wait 2>/dev/null; rm -rf "$d"' EXIT
 sleep 1; sync
-P=${PEERS_SH:-../shared/bench/peers.sh}
+P=${PEERS_SH:-$(dirname "$0")/peers.sh}
 if [ "$1" = ours-first ]; then
   $P --only --runtime 4 --uri "nbd+unix:///?socket=$d/u.sock" --label uraid-file
   $P --only --runtime 4 --uri "nbd+unix:///?socket=$d/nk.sock" --label nbdkit-file

@@ -2,7 +2,7 @@
 # luks-compare.sh — the LUKS rows of issue 4 alone: nbdkit's LUKS filter
 # and `uraid serve` on the same LUKS1 image that qemu-img makes (aes-256-xts,
 # 512-byte sectors), and uraid's LUKS2 (4096-byte sectors) on a 2 GiB file,
-# with ../shared/bench/peers.sh's fio jobs, interleaved ROUNDS times.
+# with bench/peers.sh's fio jobs, interleaved ROUNDS times.
 #
 #   bench/luks-compare.sh [ROUNDS] [RUNTIME]      (defaults 3 and 3 s)
 #
@@ -21,7 +21,7 @@ rounds=${1:-3} runtime=${2:-3}
 rt=()
 [ "${RT:-0}" = 1 ] && rt=(chrt -f 50)
 uraid=${URAID:-$PWD/build/src/uraid}
-peers=${PEERS_SH:-../shared/bench/peers.sh}
+peers=${PEERS_SH:-$(dirname "$0")/peers.sh}
 d=$(mktemp -d "${TMPDIR:-/tmp}/luks-compare.XXXXXX")
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$d"' EXIT

@@ -1,6 +1,6 @@
 #!/bin/bash
 # peers-compare.sh — uraid against nbdkit and qemu-nbd with the same fio
-# jobs (../shared/bench/peers.sh), ROUNDS times, medians per row.
+# jobs (bench/peers.sh), ROUNDS times, medians per row.
 #
 #   bench/peers-compare.sh [ROUNDS] [RUNTIME]     (defaults 3 and 4 s)
 #
@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3} runtime=${2:-4}
-peers=${PEERS_SH:-../shared/bench/peers.sh}
+peers=${PEERS_SH:-$(dirname "$0")/peers.sh}
 uraid=${URAID:-$PWD/build/src/uraid}
 dir=$(mktemp -d /tmp/peers-compare.XXXXXX)
 pids=()
