@@ -12,7 +12,7 @@
  * is not needed: the valid copy with the highest seqid wins).  The JSON
  * object loaded from disk stays the source of truth, so fields we do not
  * interpret (tokens, flags, priorities) survive our writes. */
-#include "format/luks.h"
+#include "luks/luks.h"
 
 #include "core/log.h"
 #include "core/random.h"

@@ -1,7 +1,7 @@
 /* luks.c — what both LUKS versions share: secrets, probing, loading,
  * unlocking a key slot, checking the volume key against the digest, and
  * opening the payload as a crypt vol (see luks.h). */
-#include "format/luks.h"
+#include "luks/luks.h"
 
 #include "core/log.h"
 #include "core/secmem.h"

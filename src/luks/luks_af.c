@@ -8,7 +8,7 @@
  *
  * diffuse(): hash the block in digest-sized pieces, each prefixed with its
  * big-endian 32-bit index; a short last piece takes the digest's prefix. */
-#include "format/luks.h"
+#include "luks/luks.h"
 
 #include "core/log.h"
 #include "core/random.h"

@@ -2,7 +2,7 @@
  * luksDump, so that people (and scripts) used to one can read the other.
  * Prints salts and digests (public) but never key material, unless the
  * caller passes the volume key it was explicitly asked for. */
-#include "format/luks.h"
+#include "luks/luks.h"
 
 #include <inttypes.h>
 

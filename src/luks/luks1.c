@@ -3,7 +3,7 @@
  * PBKDF2 for both key slots and the master-key digest, and the payload
  * offset in 512-byte sectors.  uraid opens LUKS1 volumes but does not
  * change their headers (convert with `cryptsetup convert` for that). */
-#include "format/luks.h"
+#include "luks/luks.h"
 
 #include "core/log.h"
 
