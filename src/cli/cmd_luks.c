@@ -16,7 +16,7 @@
 #include "stack.h"
 
 #include "core/log.h"
-#include "format/luks.h"
+#include "luks/luks.h"
 #include "format/probe.h"
 
 #include <errno.h>

@@ -8,7 +8,7 @@
 #ifndef URAID_PASSPHRASE_H
 #define URAID_PASSPHRASE_H
 
-#include "format/luks.h"
+#include "luks/luks.h"
 
 #include <stdbool.h>
 

@@ -2,7 +2,7 @@
 #include "stack.h"
 
 #include "core/log.h"
-#include "format/luks.h"
+#include "luks/luks.h"
 #include "format/md.h"
 #include "member/member.h"
 #include "passphrase.h"

@@ -34,7 +34,7 @@
 
 #include "core/log.h"
 #include "core/vol.h"
-#include "format/luks.h"
+#include "luks/luks.h"
 
 #include <errno.h>
 #include <openssl/evp.h>

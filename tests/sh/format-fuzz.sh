@@ -31,7 +31,7 @@ done
     $(pkg-config --cflags --libs libcrypto) -pthread -lm -o "$tmp/fuzz_md" &
 md_build=$!
 "$gcc" -c -O1 -g -std=gnu11 -D_GNU_SOURCE -I"$src" "$src"/disc/crypt.c -o "$tmp/crypt.o"
-"$cc" "${fuzz_cflags[@]}" "$fz/fuzz_luks.c" "$src"/format/luks*.c "$src"/disc/slice.c \
+"$cc" "${fuzz_cflags[@]}" "$fz/fuzz_luks.c" "$src"/luks/*.c "$src"/disc/slice.c \
     "$src"/core/*.c "$tmp/crypt.o" \
     $(pkg-config --cflags --libs libcrypto libargon2 json-c) -pthread -lm -o "$tmp/fuzz_luks"
 wait "$md_build"

@@ -9,7 +9,7 @@
 #include "core/log.h"
 #include "core/secmem.h"
 #include "disc/crypt.h"
-#include "format/luks.h"
+#include "luks/luks.h"
 #include "member/member.h"
 
 #include <errno.h>

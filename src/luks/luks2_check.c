@@ -12,7 +12,8 @@
  * breaks a rule is not used, and when neither is usable the rule is the
  * error.  luks2_write() runs it too, so uraid never writes such a header.
  * The rules are listed in docs/luks.md. */
-#include "format/luks.h"
+#include "luks/luks_hdr.h"
+#include "luks/luks_version.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -4,7 +4,7 @@
  * the way cryptsetup does: argon2 keeps its memory and raises the time cost
  * (minimum 4), lowering memory only when even the minimum is too slow;
  * PBKDF2 scales iterations (minimum 1000). */
-#include "format/luks.h"
+#include "luks/luks_kdf.h"
 
 #include "core/log.h"
 #include "core/random.h"

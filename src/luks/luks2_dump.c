@@ -1,58 +1,19 @@
-/* luks_dump.c — a report of a LUKS header in the shape of cryptsetup's
- * luksDump, so that people (and scripts) used to one can read the other.
- * Prints salts and digests (public) but never key material, unless the
- * caller passes the volume key it was explicitly asked for. */
-#include "format/luks.h"
+/* luks2_dump.c — LUKS2's part of the luksDump-style report (luks_dump.c
+ * prints the volume key after it when asked): the header copies, the data
+ * segment, key slots with their KDF and area, and the digests.  Salts and
+ * digests are public; no key material is printed. */
+#include "luks/luks_hdr.h"
+#include "luks/luks_kdf.h"
+#include "luks/luks_version.h"
 
 #include <inttypes.h>
-
-static void dump_hex(FILE *f, const char *title, const unsigned char *p, size_t n,
-                     const char *indent)
-{
-	fprintf(f, "%s", title);
-	for (size_t i = 0; i < n; i++) {
-		if (i && i % 16 == 0)
-			fprintf(f, "\n%s", indent);
-		fprintf(f, "%02x ", p[i]);
-	}
-	fprintf(f, "\n");
-}
-
-static void dump_luks1(const struct luks_hdr *h, FILE *f)
-{
-	const struct luks_digest *g = &h->digests[0];
-
-	fprintf(f, "LUKS header information for LUKS1\n\n");
-	fprintf(f, "Version:       \t1\n");
-	fprintf(f, "Cipher name+mode:\t%s\n", h->seg.cipher);
-	fprintf(f, "Hash spec:     \t%s\n", g->hash);
-	fprintf(f, "Payload offset:\t%" PRIu64 "\n", h->seg.offset / 512);
-	fprintf(f, "MK bits:       \t%u\n", h->seg.key_size * 8);
-	dump_hex(f, "MK digest:     \t", g->digest, g->digest_len, "               \t");
-	dump_hex(f, "MK salt:       \t", g->salt, g->salt_len, "               \t");
-	fprintf(f, "MK iterations: \t%u\n", g->iterations);
-	fprintf(f, "UUID:          \t%s\n\n", h->uuid);
-	for (int i = 0; i < LUKS1_SLOTS; i++) {
-		const struct luks_keyslot *s = &h->slots[i];
-		if (!s->active) {
-			fprintf(f, "Key Slot %d: DISABLED\n", i);
-			continue;
-		}
-		fprintf(f, "Key Slot %d: ENABLED\n", i);
-		fprintf(f, "\tIterations:         \t%u\n", s->kdf.iterations);
-		dump_hex(f, "\tSalt:               \t", s->kdf.salt, s->kdf.salt_len,
-		         "\t                      \t");
-		fprintf(f, "\tKey material offset:\t%" PRIu64 "\n", s->area_offset / 512);
-		fprintf(f, "\tAF stripes:         \t%u\n", s->stripes);
-	}
-}
 
 static const char *dump_priority(int p)
 {
 	return p == 0 ? "ignored" : p == 2 ? "preferred" : "normal";
 }
 
-static void dump_luks2(const struct luks_hdr *h, FILE *f)
+void luks2_dump(const struct luks_hdr *h, FILE *f)
 {
 	const struct luks_segment *sg = &h->seg;
 
@@ -104,7 +65,7 @@ static void dump_luks2(const struct luks_hdr *h, FILE *f)
 			fprintf(f, "\tMemory:     %u\n", s->kdf.memory);
 			fprintf(f, "\tThreads:    %u\n", s->kdf.cpus);
 		}
-		dump_hex(f, "\tSalt:       ", s->kdf.salt, s->kdf.salt_len, "\t            ");
+		luks_dump_hex(f, "\tSalt:       ", s->kdf.salt, s->kdf.salt_len, "\t            ");
 		fprintf(f, "\tAF stripes: %u\n", s->stripes);
 		fprintf(f, "\tAF hash:    %s\n", s->af_hash);
 		fprintf(f, "\tArea offset:%" PRIu64 " [bytes]\n", s->area_offset);
@@ -119,17 +80,7 @@ static void dump_luks2(const struct luks_hdr *h, FILE *f)
 		fprintf(f, "  %d: pbkdf2\n", i);
 		fprintf(f, "\tHash:       %s\n", g->hash);
 		fprintf(f, "\tIterations: %u\n", g->iterations);
-		dump_hex(f, "\tSalt:       ", g->salt, g->salt_len, "\t            ");
-		dump_hex(f, "\tDigest:     ", g->digest, g->digest_len, "\t            ");
+		luks_dump_hex(f, "\tSalt:       ", g->salt, g->salt_len, "\t            ");
+		luks_dump_hex(f, "\tDigest:     ", g->digest, g->digest_len, "\t            ");
 	}
-}
-
-void luks_dump(const struct luks_hdr *h, const struct luks_secret *vk, FILE *f)
-{
-	if (h->version == 1)
-		dump_luks1(h, f);
-	else
-		dump_luks2(h, f);
-	if (vk)
-		dump_hex(f, "MK dump:\t", vk->data, vk->len, "        \t");
 }

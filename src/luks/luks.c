@@ -1,12 +1,14 @@
-/* luks.c — what both LUKS versions share: secrets, probing, loading,
- * unlocking a key slot, checking the volume key against the digest, and
- * opening the payload as a crypt vol (see luks.h). */
-#include "format/luks.h"
+/* luks.c — LUKS whatever the version: probing, loading (through the
+ * version's table, luks_version.h), unlocking a key slot, checking the
+ * volume key against the digest, and opening the payload as a crypt vol
+ * (see luks.h).  The version files fill a struct luks_hdr (luks_hdr.h);
+ * nothing here depends on which one did. */
+#include "luks/luks.h"
 
 #include "core/log.h"
-#include "core/secmem.h"
 #include "disc/crypt.h"
 #include "disc/slice.h"
+#include "luks/luks_version.h"
 #include "member/member.h"
 
 #include <errno.h>
@@ -15,36 +17,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct luks_secret *luks_secret_alloc(size_t len)
-{
-	struct luks_secret *s = calloc(1, sizeof(*s));
+/* The versions luks_probe() and luks_load() know, by version number. */
+static const struct luks_version_ops *const luks_versions[] = {&luks1_ops, &luks2_ops};
+#define LUKS_NVERSIONS (sizeof(luks_versions) / sizeof(luks_versions[0]))
 
-	if (!s)
-		return NULL;
-	s->data = secmem_alloc(len ? len : 1);
-	if (!s->data) {
-		free(s);
-		return NULL;
-	}
-	s->len = len;
-	return s;
-}
-
-void luks_secret_free(struct luks_secret *s)
+static const struct luks_version_ops *luks_version(int v)
 {
-	if (!s)
-		return;
-	secmem_free(s->data);
-	free(s);
-}
-
-void luks_hdr_free(struct luks_hdr *h)
-{
-	if (!h)
-		return;
-	luks2_state_free(h->l2);
-	explicit_bzero(h, sizeof(*h));
-	free(h);
+	for (size_t i = 0; i < LUKS_NVERSIONS; i++)
+		if (luks_versions[i]->version == v)
+			return luks_versions[i];
+	return NULL;
 }
 
 int luks_probe(struct vol *dev)
@@ -61,21 +43,18 @@ int luks_probe(struct vol *dev)
 	if (r < 0) {
 		r = err_set(r, "%s: reading for a LUKS header: %s", dev->name, strerror(-r));
 	} else if (memcmp(b, LUKS_MAGIC, LUKS_MAGIC_LEN) == 0) {
-		r = b[6] == 0 && (b[7] == 1 || b[7] == 2) ? b[7] : 0;
-		if (!r)
+		r = b[6] << 8 | b[7];
+		if (!luks_version(r))
 			r = err_set(-ENOTSUP, "%s: LUKS header version %u is not supported",
 			            dev->name, b[6] << 8 | b[7]);
 	} else {
 		r = 0;
-		/* A LUKS2 device whose primary header was destroyed still
-		 * has its secondary copy at one of the allowed offsets. */
-		for (uint64_t off = 16384; off <= (4u << 20) && off + 4096 <= dev->size; off *= 2) {
-			if (vol_read(dev, b, 4096, off) == 0 &&
-			    memcmp(b, LUKS2_MAGIC_2ND, LUKS_MAGIC_LEN) == 0) {
-				r = 2;
-				break;
-			}
-		}
+		/* A header whose first copy was destroyed (LUKS2's primary)
+		 * may still have another, where its version keeps one. */
+		for (size_t i = 0; i < LUKS_NVERSIONS && r == 0; i++)
+			if (luks_versions[i]->probe_backup &&
+			    luks_versions[i]->probe_backup(dev, b) > 0)
+				r = luks_versions[i]->version;
 	}
 	free(b);
 	return r;
@@ -91,10 +70,10 @@ int luks_load(struct vol *dev, struct luks_hdr **out)
 	r = luks_probe(dev);
 	if (r == 0)
 		r = err_set(-EINVAL, "%s: no LUKS header found", dev->name);
-	else if (r == 1)
-		r = luks1_load(dev, h);
-	else if (r == 2)
-		r = luks2_load(dev, h);
+	if (r > 0) {
+		h->ops = luks_version(r);
+		r = h->ops->load(dev, h);
+	}
 	if (r < 0) {
 		luks_hdr_free(h);
 		return r;
@@ -128,14 +107,9 @@ static int luks_read_any(struct vol *dev, void *buf, uint64_t len, uint64_t off)
  * slot's own digest: an unbound slot's digest checks some other key. */
 static const struct luks_digest *luks_segment_digest(const struct luks_hdr *h)
 {
-	int d = h->version == 1 ? 0 : h->seg_digest;
+	int d = h->seg_digest;
 
 	return d >= 0 && d < LUKS_SLOTS_MAX && h->digests[d].used ? &h->digests[d] : NULL;
-}
-
-bool luks_slot_bound(const struct luks_hdr *h, int i)
-{
-	return h->version == 1 || (h->seg_digest >= 0 && h->slots[i].digest == h->seg_digest);
 }
 
 static int luks_digest_check(const struct luks_digest *g, const struct luks_secret *vk)
@@ -342,11 +316,11 @@ int luks_repair(struct luks_hdr *h, struct vol *dev)
 
 	if (!h->needs_repair)
 		return 0;
-	if (h->version != 2)
+	if (!h->ops->write)
 		return -ENOTSUP;
-	r = luks2_write(h, dev);
+	r = h->ops->write(h, dev);
 	if (r == 0)
-		log_warn("%s: LUKS2 header copies rewritten (seqid %" PRIu64 ")", dev->name,
-		         h->seqid);
+		log_warn("%s: LUKS%d header copies rewritten (seqid %" PRIu64 ")", dev->name,
+		         h->version, h->seqid);
 	return r;
 }

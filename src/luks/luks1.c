@@ -2,10 +2,12 @@
  * create): a 592-byte big-endian phdr at offset 0 with eight key slots,
  * PBKDF2 for both key slots and the master-key digest, and the payload
  * offset in 512-byte sectors.  uraid opens LUKS1 volumes but does not
- * change their headers (convert with `cryptsetup convert` for that). */
-#include "format/luks.h"
-
+ * change their headers (convert with `cryptsetup convert` for that): its
+ * version table (luks1_ops, listed in luks.c) has no write. */
 #include "core/log.h"
+#include "core/vol.h"
+#include "luks/luks_hdr.h"
+#include "luks/luks_version.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -94,7 +96,7 @@ static int luks1_check_slots(struct vol *dev, const struct luks1_phdr *p, uint32
 	return 0;
 }
 
-int luks1_load(struct vol *dev, struct luks_hdr *h)
+static int luks1_load(struct vol *dev, struct luks_hdr *h)
 {
 	_Alignas(VOL_BUF_ALIGN) unsigned char buf[4096]; /* O_DIRECT reads it */
 	const struct luks1_phdr *p = (const void *)buf;
@@ -144,6 +146,7 @@ int luks1_load(struct vol *dev, struct luks_hdr *h)
 	if (h->digests[0].iterations == 0 || h->digests[0].iterations > LUKS1_ITER_MAX)
 		return err_set(-EINVAL, "%s: LUKS1 digest iterations %u out of range (1 to 2^31-1)",
 		               dev->name, h->digests[0].iterations);
+	/* Every key slot and the segment are on digest 0: all are bound. */
 	h->seg_digest = 0;
 	r = luks1_check_slots(dev, p, key_bytes, payload);
 	if (r < 0)
@@ -186,3 +189,38 @@ int luks1_load(struct vol *dev, struct luks_hdr *h)
 	h->secondary_ok = true;
 	return 0;
 }
+
+static void luks1_dump(const struct luks_hdr *h, FILE *f)
+{
+	const struct luks_digest *g = &h->digests[0];
+
+	fprintf(f, "LUKS header information for LUKS1\n\n");
+	fprintf(f, "Version:       \t1\n");
+	fprintf(f, "Cipher name+mode:\t%s\n", h->seg.cipher);
+	fprintf(f, "Hash spec:     \t%s\n", g->hash);
+	fprintf(f, "Payload offset:\t%" PRIu64 "\n", h->seg.offset / 512);
+	fprintf(f, "MK bits:       \t%u\n", h->seg.key_size * 8);
+	luks_dump_hex(f, "MK digest:     \t", g->digest, g->digest_len, "               \t");
+	luks_dump_hex(f, "MK salt:       \t", g->salt, g->salt_len, "               \t");
+	fprintf(f, "MK iterations: \t%u\n", g->iterations);
+	fprintf(f, "UUID:          \t%s\n\n", h->uuid);
+	for (int i = 0; i < LUKS1_SLOTS; i++) {
+		const struct luks_keyslot *s = &h->slots[i];
+		if (!s->active) {
+			fprintf(f, "Key Slot %d: DISABLED\n", i);
+			continue;
+		}
+		fprintf(f, "Key Slot %d: ENABLED\n", i);
+		fprintf(f, "\tIterations:         \t%u\n", s->kdf.iterations);
+		luks_dump_hex(f, "\tSalt:               \t", s->kdf.salt, s->kdf.salt_len,
+		              "\t                      \t");
+		fprintf(f, "\tKey material offset:\t%" PRIu64 "\n", s->area_offset / 512);
+		fprintf(f, "\tAF stripes:         \t%u\n", s->stripes);
+	}
+}
+
+const struct luks_version_ops luks1_ops = {
+    .version = 1,
+    .load = luks1_load,
+    .dump = luks1_dump,
+};

@@ -8,10 +8,12 @@
  *
  * diffuse(): hash the block in digest-sized pieces, each prefixed with its
  * big-endian 32-bit index; a short last piece takes the digest's prefix. */
-#include "format/luks.h"
+#include "luks/luks_af.h"
 
 #include "core/log.h"
 #include "core/random.h"
+#include "luks/luks_hdr.h"
+#include "luks/luks_kdf.h"
 
 #include <errno.h>
 #include <openssl/evp.h>

@@ -11,11 +11,18 @@
  * zeroed) and a seqid; a write rewrites both with seqid+1 (secondary last
  * is not needed: the valid copy with the highest seqid wins).  The JSON
  * object loaded from disk stays the source of truth, so fields we do not
- * interpret (tokens, flags, priorities) survive our writes. */
-#include "format/luks.h"
+ * interpret (tokens, flags, priorities) survive our writes.
+ *
+ * luks.c reaches the reading side through luks2_ops (luks_version.h);
+ * luks2.h is the writing side's public face. */
+#include "luks/luks2.h"
 
 #include "core/log.h"
 #include "core/random.h"
+#include "luks/luks_af.h"
+#include "luks/luks_cipher.h"
+#include "luks/luks_kdf.h"
+#include "luks/luks_version.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -53,10 +60,16 @@ _Static_assert(sizeof(struct luks2_bin) == LUKS2_BIN_SIZE, "LUKS2 binary header"
 _Static_assert(offsetof(struct luks2_bin, csum) == 448, "LUKS2 csum offset");
 _Static_assert(offsetof(struct luks2_bin, hdr_offset) == 256, "LUKS2 hdr_offset");
 
+/* h->state of a LUKS2 header. */
 struct luks2_state {
 	json_object *json;
 	unsigned char salt[2][64]; /* per copy, kept across rewrites */
 };
+
+static struct luks2_state *l2(const struct luks_hdr *h)
+{
+	return h->state;
+}
 
 static uint64_t be64_get(const uint8_t *p)
 {
@@ -72,8 +85,10 @@ static void be64_put(uint8_t *p, uint64_t v)
 		p[i] = (uint8_t)v;
 }
 
-void luks2_state_free(struct luks2_state *s)
+static void luks2_state_free(void *state)
 {
+	struct luks2_state *s = state;
+
 	if (!s)
 		return;
 	json_object_put(s->json);
@@ -298,10 +313,10 @@ static int luks2_parse_digest(struct luks_hdr *h, int id, json_object *d)
 	return 0;
 }
 
-/* Fill h from h->l2->json.  Binary-header fields are already set. */
+/* Fill h from l2(h)->json.  Binary-header fields are already set. */
 static int luks2_parse(struct luks_hdr *h)
 {
-	json_object *j = h->l2->json, *ks = jget(j, "keyslots"), *dg = jget(j, "digests"),
+	json_object *j = l2(h)->json, *ks = jget(j, "keyslots"), *dg = jget(j, "digests"),
 	            *sg = jget(j, "segments"), *cfg = jget(j, "config"), *seg = NULL;
 	uint64_t json_size;
 	int seg_id = -1, r;
@@ -604,7 +619,18 @@ static void luks2_copy_fields(struct luks_hdr *h, const struct luks2_copy *c)
 	h->hdr_size = c->hdr_size;
 }
 
-int luks2_load(struct vol *dev, struct luks_hdr *h)
+/* A device whose primary header was destroyed still has its secondary
+ * copy at one of the offsets the format allows. */
+static int luks2_probe_backup(struct vol *dev, unsigned char *buf)
+{
+	for (uint64_t off = 16384; off <= (4u << 20) && off + 4096 <= dev->size; off *= 2)
+		if (vol_read(dev, buf, 4096, off) == 0 &&
+		    memcmp(buf, LUKS2_MAGIC_2ND, LUKS_MAGIC_LEN) == 0)
+			return 1;
+	return 0;
+}
+
+static int luks2_load(struct vol *dev, struct luks_hdr *h)
 {
 	struct luks2_copy *c = vol_buf_zalloc(2 * sizeof(*c));
 	struct luks2_copy *use;
@@ -677,14 +703,14 @@ int luks2_load(struct vol *dev, struct luks_hdr *h)
 		         dev->name, c[0].seqid, c[1].seqid);
 	h->needs_repair = !h->primary_ok || !h->secondary_ok || c[0].seqid != c[1].seqid;
 	luks2_copy_fields(h, use);
-	h->l2 = calloc(1, sizeof(*h->l2));
-	if (!h->l2) {
+	h->state = calloc(1, sizeof(struct luks2_state));
+	if (!h->state) {
 		r = -ENOMEM;
 		goto out;
 	}
-	memcpy(h->l2->salt[0], c[0].ok ? c[0].bin.salt : use->bin.salt, 64);
-	memcpy(h->l2->salt[1], c[1].ok ? c[1].bin.salt : use->bin.salt, 64);
-	h->l2->json = json_object_get(use->json);
+	memcpy(l2(h)->salt[0], c[0].ok ? c[0].bin.salt : use->bin.salt, 64);
+	memcpy(l2(h)->salt[1], c[1].ok ? c[1].bin.salt : use->bin.salt, 64);
+	l2(h)->json = json_object_get(use->json);
 	r = luks2_parse(h);
 	if (r < 0)
 		err_set(r, "%s: %s", dev->name, err_detail(r));
@@ -713,7 +739,7 @@ static int luks2_write_copy(struct luks_hdr *h, struct vol *dev, int which, cons
 	be64_put(b->seqid, h->seqid);
 	memcpy(b->label, h->label, strnlen(h->label, sizeof(b->label) - 1));
 	strcpy(b->checksum_alg, "sha256");
-	memcpy(b->salt, h->l2->salt[which], sizeof(b->salt));
+	memcpy(b->salt, l2(h)->salt[which], sizeof(b->salt));
 	memcpy(b->uuid, h->uuid, strnlen(h->uuid, sizeof(b->uuid) - 1));
 	memcpy(b->subsystem, h->subsystem, strnlen(h->subsystem, sizeof(b->subsystem) - 1));
 	be64_put(b->hdr_offset, off);
@@ -730,23 +756,23 @@ static int luks2_write_copy(struct luks_hdr *h, struct vol *dev, int which, cons
 	return r;
 }
 
-int luks2_write(struct luks_hdr *h, struct vol *dev)
+static int luks2_write(struct luks_hdr *h, struct vol *dev)
 {
 	const char *json;
 	size_t len;
 	int r;
 
-	if (h->version != 2 || !h->l2)
+	if (h->version != 2 || !h->state)
 		return err_set(-ENOTSUP, "%s: only LUKS2 headers can be changed", dev->name);
 	{
 		char why[192];
-		r = luks2_check(h->l2->json, h->hdr_size, why, sizeof(why));
+		r = luks2_check(l2(h)->json, h->hdr_size, why, sizeof(why));
 		if (r < 0)
 			return err_set(-EINVAL,
 			               "refusing to write a LUKS2 header that breaks a rule: %s",
 			               why);
 	}
-	json = json_object_to_json_string_ext(h->l2->json, JSON_C_TO_STRING_PLAIN |
+	json = json_object_to_json_string_ext(l2(h)->json, JSON_C_TO_STRING_PLAIN |
 	                                                       JSON_C_TO_STRING_NOSLASHESCAPE);
 	len = strlen(json);
 	if (len + 1 > h->hdr_size - LUKS2_BIN_SIZE)
@@ -870,7 +896,7 @@ static void luks2_list_keyslot(json_object *digest, int slot, bool add)
 /* The digest that checks the volume key of the data segment. */
 static int luks2_segment_digest(const struct luks_hdr *h, json_object **d)
 {
-	json_object *dg = jget(h->l2->json, "digests");
+	json_object *dg = jget(l2(h)->json, "digests");
 	char id[12];
 
 	snprintf(id, sizeof(id), "%d", h->seg_digest);
@@ -967,7 +993,7 @@ int luks2_keyslot_store(struct luks_hdr *h, struct vol *dev, int slot, const str
 	json_object_object_add(ks, "area", area);
 	json_object_object_add(ks, "kdf", luks2_kdf_json(&kdf));
 	snprintf(id, sizeof(id), "%d", slot);
-	json_object_object_add(jget(h->l2->json, "keyslots"), id, ks);
+	json_object_object_add(jget(l2(h)->json, "keyslots"), id, ks);
 	luks2_list_keyslot(digest, slot, true);
 
 	r = luks2_write(h, dev);
@@ -1002,15 +1028,15 @@ int luks2_keyslot_remove(struct luks_hdr *h, struct vol *dev, int slot)
 	off = h->slots[slot].area_offset;
 	size = h->slots[slot].area_size;
 	snprintf(id, sizeof(id), "%d", slot);
-	json_object_object_del(jget(h->l2->json, "keyslots"), id);
+	json_object_object_del(jget(l2(h)->json, "keyslots"), id);
 	/* No digest or token may name a key slot that is gone. */
-	dg = jget(h->l2->json, "digests");
+	dg = jget(l2(h)->json, "digests");
 	json_object_object_foreach(dg, key, val)
 	{
 		(void)key;
 		luks2_list_keyslot(val, slot, false);
 	}
-	dg = jget(h->l2->json, "tokens");
+	dg = jget(l2(h)->json, "tokens");
 	json_object_object_foreach(dg, tkey, tval)
 	{
 		(void)tkey;
@@ -1058,8 +1084,9 @@ int luks2_format(struct vol *dev, const struct luks2_format_opts *o, const struc
 	uint32_t key_bytes = o->key_bytes ? o->key_bytes : 64;
 	/* 4096-byte sectors as cryptsetup 2.4+ picks where the device allows:
 	 * a quarter of the per-sector cipher setup of 512. */
-	uint32_t sector = o->sector_size ? o->sector_size
-			  : dev->block_min <= 4096 && dev->size % 4096 == 0 ? 4096 : 512;
+	uint32_t sector = o->sector_size                                    ? o->sector_size
+	                  : dev->block_min <= 4096 && dev->size % 4096 == 0 ? 4096
+	                                                                    : 512;
 	uint64_t data_off = LUKS2_DEFAULT_DATA_OFFSET;
 	struct luks_secret *vk = NULL;
 	struct luks_hdr *h = NULL;
@@ -1091,11 +1118,12 @@ int luks2_format(struct vol *dev, const struct luks2_format_opts *o, const struc
 
 	h = calloc(1, sizeof(*h));
 	vk = luks_secret_alloc(key_bytes);
-	if (!h || !vk || !(h->l2 = calloc(1, sizeof(*h->l2)))) {
+	if (!h || !vk || !(h->state = calloc(1, sizeof(struct luks2_state)))) {
 		r = -ENOMEM;
 		goto out;
 	}
 	h->version = 2;
+	h->ops = &luks2_ops;
 	h->hdr_size = LUKS2_DEFAULT_HDR_SIZE;
 	h->keyslots_size = data_off - 2 * h->hdr_size;
 	h->nslots = LUKS_SLOTS_MAX;
@@ -1103,7 +1131,7 @@ int luks2_format(struct vol *dev, const struct luks2_format_opts *o, const struc
 	if (o->label)
 		strcpy(h->label, o->label);
 	if ((r = random_fill(vk->data, vk->len)) < 0 || (r = random_fill(rnd, sizeof(rnd))) < 0 ||
-	    (r = random_fill(h->l2->salt, sizeof(h->l2->salt))) < 0)
+	    (r = random_fill(l2(h)->salt, sizeof(l2(h)->salt))) < 0)
 		goto out;
 	luks2_uuid(h->uuid, rnd);
 
@@ -1124,7 +1152,7 @@ int luks2_format(struct vol *dev, const struct luks2_format_opts *o, const struc
 		goto out;
 
 	j = json_object_new_object();
-	h->l2->json = j;
+	l2(h)->json = j;
 	json_object_object_add(j, "keyslots", json_object_new_object());
 	json_object_object_add(j, "tokens", json_object_new_object());
 	segs = json_object_new_object();
@@ -1173,3 +1201,12 @@ out:
 	luks_hdr_free(h);
 	return r;
 }
+
+const struct luks_version_ops luks2_ops = {
+    .version = 2,
+    .probe_backup = luks2_probe_backup,
+    .load = luks2_load,
+    .write = luks2_write,
+    .dump = luks2_dump,
+    .free = luks2_state_free,
+};

@@ -6,7 +6,7 @@
  * here: AES in XTS (plain64, plain) and CBC (essiv:HASH, plain64, plain).
  * The data path has its own, faster implementation (src/disc/crypt.c);
  * this one runs once per unlock on a few hundred KiB. */
-#include "format/luks.h"
+#include "luks/luks_cipher.h"
 
 #include "core/log.h"
 
