@@ -1,7 +1,7 @@
 /* linear.c — md linear: the members concatenated in role order (linux
  * drivers/md/md-linear.c).  When the superblock has a chunk size, each
  * member contributes its size rounded down to whole chunks, as md does. */
-#include "raid_internal.h"
+#include "raid/raid_internal.h"
 
 #include "core/log.h"
 

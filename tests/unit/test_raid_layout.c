@@ -6,7 +6,7 @@
  * layout (md(4): "near", "far" and "offset" copies; raid0 zones). */
 #include "check.h"
 
-#include "disc/raid_internal.h"
+#include "disc/raid/raid_internal.h"
 
 #include <stdlib.h>
 
