@@ -19,7 +19,7 @@
 
 #include "core/log.h"
 #include "disc/raid/raid.h"
-#include "disc/raid/raid_internal.h"
+#include "disc/raid/raid_types.h"
 #include "member/member.h"
 #include "view_gather.h"
 
