@@ -8,7 +8,7 @@
  * an array being served (`uraid serve`'s check thread), in ranges of
  * whole extents; the copies of an extent are read at once, one per
  * member.  Beside client writes, a mirror's extent is compared inside
- * the recovery barrier's window (raid.c: no write in flight there, none
+ * the recovery barrier's window (raid_barrier.c: no write in flight there, none
  * let in until the window moves on), and a parity stripe under its
  * stripe lock.  A member that fails to read is reported and left out of
  * that extent's comparison; it is not marked failed (a check may run

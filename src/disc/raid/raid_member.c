@@ -36,7 +36,7 @@ bool raid_err_is_request(int err)
 bool raid_survives_without(struct raid_array *a, unsigned role)
 {
 	struct raid_loc loc[RAID_MAX_COPIES];
-	unsigned probes = a->g.level == 10 ? a->g.raid_disks : 1;
+	unsigned probes = a->g.chunk ? a->g.raid_disks : 1;
 
 	if (a->lvl->md.parity) {
 		unsigned gone = 1;

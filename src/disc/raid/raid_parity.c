@@ -402,7 +402,7 @@ static int parity_io_one(void *arg, unsigned i)
 	struct parity_io *io = &x->io[i];
 	struct raid_member *m = &x->a->m[io->role];
 	struct vol *v = m->vol;
-	/* Timed, as raid.c times its transfers: write-behind engages only on
+	/* Timed, as raid_map.c times its transfers: write-behind engages only on
 	 * members measured slow, and a RAID5/6 that is only written would
 	 * otherwise never be measured. */
 	uint64_t t0 = io->len >= (64u << 10) ? clock_now_ns() : 0;

@@ -428,7 +428,7 @@ static void rb_geometry(struct rb *rb)
 {
 	struct raid_array *a = rb->a;
 
-	if (a->g.level != 1) {
+	if (a->lvl->md.chunked) {
 		rb->chunk = a->g.chunk;
 		rb->ndata = a->n - a->lvl->md.parity;
 		rb->chunks = a->vol.size / (rb->chunk * (a->lvl->md.parity ? rb->ndata : 1));

@@ -129,14 +129,15 @@ struct raid_member {
  * whole chunks).  lo >= hi: none. */
 struct raid_rec_io {
 	uint64_t lo, hi;
-	bool excl;  /* parity levels: alone in its rows (see raid.c) */
+	bool excl;  /* parity levels: alone in its rows (see raid_barrier.c) */
 	bool below; /* rows under the recovery point: rebuilt onto the targets after */
 	struct raid_rec_io *next;
 };
 
-/* Online recovery state (raid.c): md's resync barrier.  The rebuild owns
- * the window [lo, hi) of member offsets: a write that would touch it waits,
- * and the rebuild waits for the writes in flight there before it reads.
+/* Online recovery state (raid_barrier.c, raid_recover.c): md's resync
+ * barrier.  The rebuild owns the window [lo, hi) of member offsets: a
+ * write that would touch it waits, and the rebuild waits for the writes in
+ * flight there before it reads.
  * Below point every target holds what it should. */
 struct raid_rec {
 	pthread_mutex_t lock;
