@@ -10,7 +10,7 @@
  * its ratio to that. */
 #include "core/log.h"
 #include "core/units.h"
-#include "disc/raid.h"
+#include "disc/raid/raid.h"
 #include "member/member.h"
 
 #include <errno.h>

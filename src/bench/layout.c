@@ -16,7 +16,7 @@
 #include "core/log.h"
 #include "core/units.h"
 #include "disc/crypt.h"
-#include "disc/raid.h"
+#include "disc/raid/raid.h"
 #include "format/md.h"
 #include "member/member.h"
 

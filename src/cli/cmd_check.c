@@ -14,7 +14,7 @@
 
 #include "core/log.h"
 #include "core/units.h"
-#include "disc/raid.h"
+#include "disc/raid/raid.h"
 #include "format/md.h"
 #include "stack.h"
 

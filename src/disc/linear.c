@@ -1,7 +1,7 @@
 /* linear.c — md linear: the members concatenated in role order (linux
  * drivers/md/md-linear.c).  When the superblock has a chunk size, each
  * member contributes its size rounded down to whole chunks, as md does. */
-#include "raid_internal.h"
+#include "raid/raid_types.h"
 
 #include "core/log.h"
 
@@ -18,8 +18,8 @@ static void linear_free(void *p)
 	free(p);
 }
 
-static int linear_setup(const struct raid_geom *g, const uint64_t *sizes,
-			void **priv, uint64_t *array_size, unsigned *copies)
+static int linear_setup(const struct raid_geom *g, const uint64_t *sizes, void **priv,
+                        uint64_t *array_size, unsigned *copies)
 {
 	struct linear_priv *l;
 	uint64_t total = 0;
@@ -45,9 +45,8 @@ static int linear_setup(const struct raid_geom *g, const uint64_t *sizes,
 	return 0;
 }
 
-static uint64_t linear_map(const void *p, const struct raid_geom *g,
-			   uint64_t off, uint64_t len, struct raid_loc *loc,
-			   unsigned *ncopies)
+static uint64_t linear_map(const void *p, const struct raid_geom *g, uint64_t off, uint64_t len,
+                           struct raid_loc *loc, unsigned *ncopies)
 {
 	const struct linear_priv *l = p;
 	unsigned i = 0;
@@ -62,10 +61,12 @@ static uint64_t linear_map(const void *p, const struct raid_geom *g,
 	return l->end[i] - off < len ? l->end[i] - off : len;
 }
 
+/* Members of any size: extents need not end on 4096-byte boundaries, so
+ * no view (vol.h). */
 const struct raid_level linear_level = {
-	.kind = "linear",
-	.redundant = false,
-	.setup = linear_setup,
-	.map = linear_map,
-	.free = linear_free,
+    .md = {.level = RAID_LEVEL_LINEAR, .name = "linear", .min_disks = 1, .served = true},
+    .setup = linear_setup,
+    .map = linear_map,
+    .free = linear_free,
+    .caps_off = VOL_CAP_VIEW,
 };

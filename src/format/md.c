@@ -277,84 +277,20 @@ unsigned md_super_role(const struct md_super *s)
 	return MD_ROLE_SPARE;
 }
 
-/* mdadm's names for the layouts (maps.c's r0layout, r5layout, r6layout). */
-static const struct md_layout_name md_r0_layouts[] = {
-    {MD_RAID0_ORIG_LAYOUT, "original", NULL},
-    {MD_RAID0_ALT_LAYOUT, "alternate", NULL},
-};
-
-#define MD_R5_LAYOUTS                                                                              \
-	{0, "left-asymmetric", "la"}, {1, "right-asymmetric", "ra"}, {2, "left-symmetric", "ls"},  \
-	    {3, "right-symmetric", "rs"}, {4, "parity-first", NULL},                               \
-	{                                                                                          \
-		5, "parity-last", NULL                                                             \
-	}
-
-static const struct md_layout_name md_r5_layouts[] = {MD_R5_LAYOUTS};
-static const struct md_layout_name md_r6_layouts[] = {
-    MD_R5_LAYOUTS,
-    {16, "left-asymmetric-6", NULL},
-    {17, "right-asymmetric-6", NULL},
-    {18, "left-symmetric-6", NULL},
-    {19, "right-symmetric-6", NULL},
-    {20, "parity-first-6", NULL},
-};
-
-#define MD_LAYOUTS(t) t, sizeof(t) / sizeof(t[0])
-
-/* raid4 is md's raid5 with parity always on the last member (raid5's
- * parity-last layout); uraid's engine does not run it as a level of its
- * own, so it is refused (md_level_served) rather than half supported. */
-static const struct md_level_info md_levels[] = {
-    {.level = MD_LEVEL_LINEAR, .name = "linear", .min_disks = 1, .served = true},
-    {.level = 0,
-     .name = "raid0",
-     .min_disks = 1,
-     .chunked = true,
-     .served = true,
-     MD_LAYOUTS(md_r0_layouts),
-     .default_layout = "original"},
-    {.level = 1, .name = "raid1", .min_disks = 1, .redundant = true, .served = true},
-    {.level = 4, .name = "raid4", .min_disks = 2, .parity = 1, .redundant = true, .chunked = true},
-    {.level = 5,
-     .name = "raid5",
-     .min_disks = 2,
-     .parity = 1,
-     .redundant = true,
-     .chunked = true,
-     .served = true,
-     MD_LAYOUTS(md_r5_layouts),
-     .default_layout = "left-symmetric"},
-    {.level = 6,
-     .name = "raid6",
-     .min_disks = 4,
-     .parity = 2,
-     .redundant = true,
-     .chunked = true,
-     .served = true,
-     MD_LAYOUTS(md_r6_layouts),
-     .default_layout = "left-symmetric"},
-    {.level = 10,
-     .name = "raid10",
-     .min_disks = 2,
-     .redundant = true,
-     .chunked = true,
-     .served = true,
-     .default_layout = "n2"},
-};
-
-#define MD_NLEVELS (sizeof(md_levels) / sizeof(md_levels[0]))
-
+/* The levels and their layouts are the RAID engine's level descriptors'
+ * (disc/raid/raid.h): md answers from them. */
 const struct md_level_info *md_level_at(unsigned i)
 {
-	return i < MD_NLEVELS ? &md_levels[i] : NULL;
+	return raid_level_md_at(i);
 }
 
 const struct md_level_info *md_level_info(int level)
 {
-	for (size_t i = 0; i < MD_NLEVELS; i++)
-		if (md_levels[i].level == level)
-			return &md_levels[i];
+	const struct md_level_info *l;
+
+	for (unsigned i = 0; (l = md_level_at(i)); i++)
+		if (l->level == level)
+			return l;
 	return NULL;
 }
 
@@ -386,13 +322,14 @@ int md_level_served(int level, const char *name)
 	const struct md_level_info *l = md_level_info(level);
 	char list[128] = "";
 	size_t len = 0;
+	unsigned i = 0;
 
 	if (l && l->served)
 		return 0;
-	for (size_t i = 0; i < MD_NLEVELS; i++)
-		if (md_levels[i].served && len < sizeof(list))
+	for (const struct md_level_info *o; (o = md_level_at(i)); i++)
+		if (o->served && len < sizeof(list))
 			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s",
-			                        len ? ", " : "", md_levels[i].name);
+			                        len ? ", " : "", o->name);
 	if (!l)
 		return err_set(-EINVAL, "%s: md level %d is unknown", name, level);
 	return err_set(-ENOTSUP, "%s: md level %s is not supported by uraid (it serves %s)", name,
@@ -404,9 +341,11 @@ int md_level_parse(const char *s, int *level)
 	char *end;
 	long v;
 
-	for (size_t i = 0; i < MD_NLEVELS; i++)
-		if (strcasecmp(s, md_levels[i].name) == 0) {
-			*level = md_levels[i].level;
+	const struct md_level_info *l;
+
+	for (unsigned i = 0; (l = md_level_at(i)); i++)
+		if (strcasecmp(s, l->name) == 0) {
+			*level = l->level;
 			return 0;
 		}
 	v = strtol(s, &end, 10);
@@ -421,8 +360,8 @@ int md_layout_parse(int level, const char *s, uint32_t *layout)
 {
 	const struct md_level_info *l = md_level_info(level);
 
-	if (level == 10)
-		return md_raid10_layout_parse(s, layout);
+	if (l && l->layout_parse)
+		return l->layout_parse(s, layout);
 	for (unsigned i = 0; l && i < l->nlayouts; i++) {
 		const struct md_layout_name *n = &l->layouts[i];
 		if (strcmp(s, n->name) == 0 || (n->alias && strcmp(s, n->alias) == 0)) {
@@ -437,10 +376,8 @@ const char *md_layout_name(int level, uint32_t layout, char *out, size_t len)
 {
 	const struct md_level_info *l = md_level_info(level);
 
-	if (level == 10) {
-		bool far = MD_RAID10_FAR(layout) > 1;
-		snprintf(out, len, "%s%u", far ? (layout & MD_RAID10_OFFSET ? "o" : "f") : "n",
-		         far ? MD_RAID10_FAR(layout) : MD_RAID10_NEAR(layout));
+	if (l && l->layout_format) {
+		l->layout_format(layout, out, len);
 		return out;
 	}
 	for (unsigned i = 0; l && i < l->nlayouts; i++)
@@ -457,26 +394,7 @@ const char *md_layout_name(int level, uint32_t layout, char *out, size_t len)
 
 int md_raid10_layout_parse(const char *s, uint32_t *layout)
 {
-	char *end;
-	unsigned long copies;
-
-	if (!s[0] || !strchr("nfo", s[0]))
-		return -EINVAL;
-	copies = strtoul(s + 1, &end, 10);
-	if (s[1] < '1' || s[1] > '9' || *end || copies < 1 || copies > 255)
-		return -EINVAL;
-	switch (s[0]) {
-	case 'n':
-		*layout = (1u << 8) | (uint32_t)copies;
-		break;
-	case 'f':
-		*layout = ((uint32_t)copies << 8) | 1;
-		break;
-	default:
-		*layout = MD_RAID10_OFFSET | ((uint32_t)copies << 8) | 1;
-		break;
-	}
-	return 0;
+	return md_level_info(10)->layout_parse(s, layout);
 }
 
 /* mdadm's choose_bm_space(): room it keeps for a write-intent bitmap. */

@@ -15,6 +15,7 @@
 #define URAID_MD_H
 
 #include "core/vol.h"
+#include "disc/raid/raid.h"
 
 #include <endian.h>
 #include <stdbool.h>
@@ -199,33 +200,12 @@ static inline bool md_super_clean(const struct md_super *s)
 	return s->resync_offset == MD_MAX_SECTOR;
 }
 
-/* ---- md's levels: one table (md.c) ----
+/* ---- md's levels: one table ----
  * Every fact about a level (its name, how few members it takes, how many
  * it can lose, its layout names, whether uraid serves it) is asked of
- * md_level_info(); nothing else tests level numbers for them. */
-
-/* A layout word mdadm has a name for. */
-struct md_layout_name {
-	uint32_t layout;   /* md's layout word */
-	const char *name;  /* mdadm's name: "left-symmetric" */
-	const char *alias; /* its short form ("ls"), or NULL */
-};
-
-struct md_level_info {
-	int level;                            /* md's number: -1 linear, 0, 1, 4, 5, 6, 10 */
-	const char *name;                     /* "raid5", as mdadm names it */
-	unsigned min_disks;                   /* fewest raid_disks it is made of */
-	unsigned parity;                      /* parity chunks per stripe: the members a parity
-	                                       * level can lose (raid4/5: 1, raid6: 2); 0 for
-	                                       * the others */
-	bool redundant;                       /* keeps a copy or parity of every block */
-	bool chunked;                         /* striped in chunks: chunksize is part of it */
-	bool served;                          /* uraid's RAID engine runs it (not raid4) */
-	const struct md_layout_name *layouts; /* named layouts (raid10's are
-	                                       * made of copy counts) */
-	unsigned nlayouts;
-	const char *default_layout; /* what create uses without --layout */
-};
+ * md_level_info(); nothing else tests level numbers for them.  The facts
+ * live in the RAID engine's level descriptors (disc/raid/raid.h, struct
+ * md_level_info); md.c answers from them. */
 
 /* The level numbered level, or NULL for one md does not know. */
 const struct md_level_info *md_level_info(int level);

@@ -33,8 +33,8 @@
 
 #include "core/clock.h"
 #include "core/log.h"
-#include "disc/raid.h"
-#include "disc/raid_rebuild.h"
+#include "disc/raid/raid.h"
+#include "disc/raid/raid_rebuild.h"
 #include "disc/slice.h"
 
 #include <errno.h>

@@ -22,7 +22,7 @@ command -v "$gcc" >/dev/null || { echo "SKIP: $gcc not installed (for disc/crypt
 
 fz=$SRCDIR/tests/fuzz
 disc=()
-for f in "$src"/disc/*.c; do
+for f in "$src"/disc/*.c "$src"/disc/raid/*.c; do
     [ "$(basename "$f")" = crypt.c ] || disc+=("$f")
 done
 # The two targets build side by side.

@@ -11,7 +11,7 @@
 
 #include "core/log.h"
 #include "disc/crypt.h"
-#include "disc/raid.h"
+#include "disc/raid/raid.h"
 
 #include <errno.h>
 #include <pthread.h>

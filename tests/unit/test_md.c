@@ -4,7 +4,7 @@
 #include "check.h"
 
 #include "core/log.h"
-#include "disc/raid.h"
+#include "disc/raid/raid.h"
 #include "format/md.h"
 #include "format/md_bitmap.h"
 #include "member/member.h"

@@ -18,8 +18,8 @@
 #include "check.h"
 
 #include "core/log.h"
-#include "disc/raid.h"
-#include "disc/raid_internal.h"
+#include "disc/raid/raid.h"
+#include "disc/raid/raid_types.h"
 #include "member/member.h"
 #include "view_gather.h"
 

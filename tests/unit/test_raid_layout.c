@@ -6,7 +6,7 @@
  * layout (md(4): "near", "far" and "offset" copies; raid0 zones). */
 #include "check.h"
 
-#include "disc/raid_internal.h"
+#include "disc/raid/raid_types.h"
 
 #include <stdlib.h>
 
@@ -38,7 +38,7 @@ static void expect(const struct raid_level *lvl, const struct raid_geom *g,
 		for (unsigned c = 0; c < nc && c < p[i].ncopies; c++) {
 			if (loc[c].role != p[i].loc[c].role || loc[c].off != p[i].loc[c].off) {
 				fprintf(stderr, "%s layout 0x%x: array %llu copy %u: got disk %u @ %llu, want disk %u @ %llu\n",
-					lvl->kind, g->layout, (unsigned long long)p[i].aoff, c,
+					lvl->md.name, g->layout, (unsigned long long)p[i].aoff, c,
 					loc[c].role, (unsigned long long)loc[c].off,
 					p[i].loc[c].role, (unsigned long long)p[i].loc[c].off);
 				CHECK(0);

@@ -1,9 +1,9 @@
 /* test_raid_ra_sched.c — the stretch schedule of mirror read-ahead
- * (disc/raid_ra_sched.h), driven alone: which copy reads which piece of a
+ * (disc/raid/raid_ra_sched.h), driven alone: which copy reads which piece of a
  * stream.  Pure arithmetic, no disks and no clocks. */
 #include "check.h"
 
-#include "disc/raid_ra_sched.h"
+#include "disc/raid/raid_ra_sched.h"
 
 #include <math.h>
 #include <stdint.h>

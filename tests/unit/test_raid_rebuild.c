@@ -14,8 +14,8 @@
 #include "mem_vol.h"
 
 #include "core/log.h"
-#include "disc/raid.h"
-#include "disc/raid_rebuild.h"
+#include "disc/raid/raid.h"
+#include "disc/raid/raid_rebuild.h"
 #include "disc/slice.h"
 #include "member/member.h"
 

@@ -21,8 +21,8 @@
 #include "raid_race.h"
 
 #include "core/log.h"
-#include "disc/raid.h"
-#include "disc/raid_rebuild.h"
+#include "disc/raid/raid.h"
+#include "disc/raid/raid_rebuild.h"
 #include "disc/slice.h"
 #include "member/member.h"
 

@@ -9,7 +9,7 @@
  * counts chunks from the array start in the original layout (layout 0 or
  * 1, RAID0_ORIG_LAYOUT) and from the zone start in the alternate one
  * (layout 2, RAID0_ALT_MULTIZONE_LAYOUT).  With one zone both agree. */
-#include "raid_internal.h"
+#include "raid_types.h"
 
 #include "core/log.h"
 
@@ -39,8 +39,8 @@ static void raid0_free(void *p)
 	free(z);
 }
 
-static int raid0_setup(const struct raid_geom *g, const uint64_t *sizes,
-		       void **priv, uint64_t *array_size, unsigned *copies)
+static int raid0_setup(const struct raid_geom *g, const uint64_t *sizes, void **priv,
+                       uint64_t *array_size, unsigned *copies)
 {
 	struct raid0_priv *z;
 	uint64_t *rs;
@@ -48,7 +48,8 @@ static int raid0_setup(const struct raid_geom *g, const uint64_t *sizes,
 	unsigned n = g->raid_disks;
 
 	if (g->chunk == 0 || g->chunk % 4096)
-		return err_set(-EINVAL, "raid0: chunk %u is not a positive multiple of 4 KiB", g->chunk);
+		return err_set(-EINVAL, "raid0: chunk %u is not a positive multiple of 4 KiB",
+		               g->chunk);
 	if (g->layout > 2)
 		return err_set(-EINVAL, "raid0: unknown layout %u", g->layout);
 	rs = calloc(n, sizeof(*rs));
@@ -100,9 +101,8 @@ nomem:
 	return -ENOMEM;
 }
 
-static uint64_t raid0_map(const void *p, const struct raid_geom *g,
-			  uint64_t off, uint64_t len, struct raid_loc *loc,
-			  unsigned *ncopies)
+static uint64_t raid0_map(const void *p, const struct raid_geom *g, uint64_t off, uint64_t len,
+                          struct raid_loc *loc, unsigned *ncopies)
 {
 	const struct raid0_priv *z = p;
 	const struct raid0_zone *zn = z->zones;
@@ -122,10 +122,24 @@ static uint64_t raid0_map(const void *p, const struct raid_geom *g,
 	return ext < len ? ext : len;
 }
 
+/* mdadm's names (maps.c's r0layout): md's RAID0_ORIG_LAYOUT and
+ * RAID0_ALT_MULTIZONE_LAYOUT. */
+static const struct md_layout_name raid0_layouts[] = {
+    {1, "original", NULL},
+    {2, "alternate", NULL},
+};
+
 const struct raid_level raid0_level = {
-	.kind = "raid0",
-	.redundant = false,
-	.setup = raid0_setup,
-	.map = raid0_map,
-	.free = raid0_free,
+    .md = {.level = 0,
+           .name = "raid0",
+           .min_disks = 1,
+           .chunked = true,
+           .served = true,
+           .layouts = raid0_layouts,
+           .nlayouts = sizeof(raid0_layouts) / sizeof(raid0_layouts[0]),
+           .default_layout = "original"},
+    .setup = raid0_setup,
+    .map = raid0_map,
+    .free = raid0_free,
+    .striped = true,
 };

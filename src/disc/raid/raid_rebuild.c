@@ -26,7 +26,7 @@
  * targets stream. */
 #include "raid_rebuild.h"
 
-#include "raid_internal.h"
+#include "raid_types.h"
 
 #include "core/exec.h"
 #include "core/log.h"
@@ -48,9 +48,8 @@ struct rb {
 	unsigned ndata;  /* RAID5/6: data chunks per row */
 };
 
-uint64_t raid_rebuild_piece(struct vol *array)
+uint64_t raid_rebuild_piece_of(struct raid_array *a)
 {
-	struct raid_array *a = raid_array_of(array);
 	uint64_t c = a && a->g.chunk ? a->g.chunk : 4096;
 
 	return (RB_PIECE_MIN + c - 1) / c * c;
@@ -145,7 +144,7 @@ static int rb_fill_row(void *arg, unsigned i)
 	struct rb_row_scratch *s = NULL;
 	int r = 0;
 
-	if (rb->a->lvl->parity) {
+	if (rb->a->lvl->md.parity) {
 		s = calloc(1, sizeof(*s));
 		if (!s)
 			return -ENOMEM;
@@ -154,7 +153,7 @@ static int rb_fill_row(void *arg, unsigned i)
 		char *out = x->buf + k * rb->piece + (uint64_t)i * chunk;
 		unsigned t = rb->role[k];
 
-		if (row >= (rb->a->lvl->parity ? rb->chunks : UINT64_MAX)) {
+		if (row >= (rb->a->lvl->md.parity ? rb->chunks : UINT64_MAX)) {
 			memset(out, 0, chunk); /* past the array: nothing there */
 		} else if (s) {
 			r = rb56_fill(rb, s, row, t, out);
@@ -354,13 +353,13 @@ static int rb_fill(const struct rb *rb, char *buf, uint64_t w0, uint64_t len)
 	struct raid_array *a = rb->a;
 	int r;
 
-	if (rb->chunk && !a->lvl->parity) {
+	if (rb->chunk && !a->lvl->md.parity) {
 		r = rb10_fill_lanes(rb, buf, w0, len);
 		if (r != -EAGAIN)
 			return r;
 	}
 
-	if (rb->chunk && a->lvl->parity && rb->nt == 1) {
+	if (rb->chunk && a->lvl->md.parity && rb->nt == 1) {
 		r = rb56_fill_fast(rb, buf, w0, len);
 		if (r != -EAGAIN)
 			return r;
@@ -429,14 +428,16 @@ static void rb_geometry(struct rb *rb)
 {
 	struct raid_array *a = rb->a;
 
-	if (a->g.level != 1) {
+	if (a->lvl->md.chunked) {
 		rb->chunk = a->g.chunk;
-		rb->ndata = a->n - a->lvl->parity;
-		rb->chunks = a->vol.size / (rb->chunk * (a->lvl->parity ? rb->ndata : 1));
+		rb->ndata = a->n - a->lvl->md.parity;
+		rb->chunks = a->vol.size / (rb->chunk * (a->lvl->md.parity ? rb->ndata : 1));
 	}
 }
 
-int raid_rebuild_rows(struct raid_array *a, uint64_t lo, uint64_t hi)
+/* Rebuild member offsets [lo, hi) (whole chunks) of every role being
+ * recovered from the others, and write them there. */
+static int raid_rebuild_rows(struct raid_array *a, uint64_t lo, uint64_t hi)
 {
 	struct rb rb = {.a = a};
 	struct vol **targets = calloc(a->n, sizeof(*targets));
@@ -474,19 +475,32 @@ out:
 	return r;
 }
 
-int raid_rebuild(struct vol *array, struct vol *const *targets, uint64_t from, uint64_t to,
-                 raid_rebuild_progress_fn progress, void *ctx)
+void raid_rebuild_written(struct raid_array *a, const struct raid_rec_io *io)
 {
-	struct raid_array *a = raid_array_of(array);
+	uint64_t point = raid_rec_point(a);
+
+	if (!io->excl || io->lo >= io->hi || io->lo >= point)
+		return;
+	uint64_t hi = io->hi < point ? io->hi : point;
+	int e = raid_rebuild_rows(a, io->lo, hi);
+	/* The target now misses what this write changed: its recovery is
+	 * over (the write itself stands). */
+	for (unsigned i = 0; e < 0 && i < a->n; i++)
+		if (atomic_load(&a->m[i].recovering))
+			raid_rec_target_failed(a, i, e);
+}
+
+int raid_rebuild_run(struct raid_array *a, struct vol *const *targets, uint64_t from, uint64_t to,
+                     raid_rebuild_progress_fn progress, void *ctx)
+{
+	struct vol *array = &a->vol;
 	struct rb rb = {.a = a, .targets = targets};
 	char *buf[2] = {NULL, NULL};
 	int r = -ENOMEM;
 
-	if (!a)
-		return err_set(-EINVAL, "%s is not a RAID array", array->name);
-	if (!a->lvl->redundant)
+	if (!a->lvl->md.redundant)
 		return err_set(-EINVAL, "%s: %s has no redundancy: a lost member cannot be rebuilt",
-		               array->name, a->lvl->kind);
+		               array->name, a->lvl->md.name);
 	if (from % 4096 || to % 4096 || from > to)
 		return err_set(-EINVAL, "%s: rebuild range %llu..%llu is not 4 KiB aligned",
 		               array->name, (unsigned long long)from, (unsigned long long)to);
@@ -514,7 +528,7 @@ int raid_rebuild(struct vol *array, struct vol *const *targets, uint64_t from, u
 	r = 0;
 	if (!rb.nt || from == to)
 		goto out;
-	rb.piece = raid_rebuild_piece(array);
+	rb.piece = raid_rebuild_piece_of(a);
 	rb_geometry(&rb);
 	from -= from % rb.piece;
 	r = -ENOMEM;

@@ -6,7 +6,7 @@
  * Online (uraid serve): the array runs, and raid_recover_begin() gives a
  * missing role its new member as "recovering": written by clients, never
  * read; raid_rebuild() onto it then runs beside client I/O, behind a
- * barrier that keeps it from writing data older than a client's (raid.c).
+ * barrier that keeps it from writing data older than a client's (raid_barrier.c).
  * Member offsets are what md counts recovery_offset in: bytes of a
  * member's data area (sectors on disk), the same on every member. */
 #ifndef URAID_RAID_REBUILD_H

@@ -30,7 +30,7 @@
  * stripe cache in miniature): a sequential writer whose requests do not
  * end on stripe boundaries finishes next time the stripe it began, and
  * reading back what it just wrote would cost every disk a seek back. */
-#include "raid_internal.h"
+#include "raid_types.h"
 
 #include "core/exec.h"
 
@@ -120,8 +120,8 @@ static int parity_read_one(void *arg, unsigned i)
 	return 0;
 }
 
-static int raid_parity_rebuild_once(struct raid_array *a, char *buf, uint64_t len,
-				    uint64_t off, unsigned *bad)
+static int raid_parity_rebuild_once(struct raid_array *a, char *buf, uint64_t len, uint64_t off,
+                                    unsigned *bad)
 {
 	struct raid_stripe *st = malloc(sizeof(*st));
 	unsigned *role = malloc((a->n + 2) * sizeof(*role));
@@ -164,7 +164,7 @@ static int raid_parity_rebuild_once(struct raid_array *a, char *buf, uint64_t le
 	r = -ENOMEM;
 	if (!(bufs = vol_buf_alloc(k * len)))
 		goto out;
-	struct parity_read x = { a, role, st->moff, len, bufs, err };
+	struct parity_read x = {a, role, st->moff, len, bufs, err};
 	r = exec_parallel(k, parity_read_one, &x);
 	for (unsigned i = 0; i < k && r == 0; i++) {
 		r = err[i];
@@ -247,7 +247,7 @@ int raid_parity_init(struct raid_array *a)
 
 	if (!p)
 		return -ENOMEM;
-	p->row_bytes = (uint64_t)a->g.chunk * (a->n - a->lvl->parity);
+	p->row_bytes = (uint64_t)a->g.chunk * (a->n - a->lvl->md.parity);
 	for (unsigned i = 0; i < RAID_STRIPE_LOCKS; i++)
 		pthread_mutex_init(&p->stripe_lock[i], NULL);
 	pthread_mutex_init(&p->cache_lock, NULL);
@@ -289,11 +289,10 @@ static int raid_row_find(struct raid_par *p, uint64_t row)
 /* Copy [lo, hi) of every data chunk of stripe row from the cache into
  * data (span bytes per chunk); false if the row is not cached.  The
  * caller holds the row's lock. */
-static bool raid_row_get(struct raid_array *a, uint64_t row, uint64_t lo, uint64_t hi,
-			 char *data)
+static bool raid_row_get(struct raid_array *a, uint64_t row, uint64_t lo, uint64_t hi, char *data)
 {
 	struct raid_par *p = a->par;
-	unsigned ndata = a->n - a->lvl->parity;
+	unsigned ndata = a->n - a->lvl->md.parity;
 	bool hit;
 
 	pthread_mutex_lock(&p->cache_lock);
@@ -322,14 +321,19 @@ void raid_parity_forget(struct raid_array *a, uint64_t row0, uint64_t k)
 	raid_row_forget(a, row0, k);
 }
 
+void raid_parity_forget_all(struct raid_array *a)
+{
+	raid_row_forget(a, 0, UINT64_MAX);
+}
+
 /* Record [lo, hi) of every data chunk of stripe row (as just written),
  * or with data NULL forget the row.  A row not cached yet is taken in only
  * when that is all of it. */
 static void raid_row_put(struct raid_array *a, uint64_t row, uint64_t lo, uint64_t hi,
-			 const char *data)
+                         const char *data)
 {
 	struct raid_par *p = a->par;
-	unsigned ndata = a->n - a->lvl->parity;
+	unsigned ndata = a->n - a->lvl->md.parity;
 
 	pthread_mutex_lock(&p->cache_lock);
 	int i = raid_row_find(p, row);
@@ -354,8 +358,7 @@ static void raid_row_put(struct raid_array *a, uint64_t row, uint64_t lo, uint64
 }
 
 /* Rebuild without taking the stripe's lock (its holder calls this). */
-static int raid_parity_rebuild_locked(struct raid_array *a, char *buf, uint64_t len,
-				      uint64_t off)
+static int raid_parity_rebuild_locked(struct raid_array *a, char *buf, uint64_t len, uint64_t off)
 {
 	/* A member that fails to read here fails (if the array can lose
 	 * it) and the rebuild is tried again without it. */
@@ -399,13 +402,13 @@ static int parity_io_one(void *arg, unsigned i)
 	struct parity_io *io = &x->io[i];
 	struct raid_member *m = &x->a->m[io->role];
 	struct vol *v = m->vol;
-	/* Timed, as raid.c times its transfers: write-behind engages only on
+	/* Timed, as raid_map.c times its transfers: write-behind engages only on
 	 * members measured slow, and a RAID5/6 that is only written would
 	 * otherwise never be measured. */
 	uint64_t t0 = io->len >= (64u << 10) ? clock_now_ns() : 0;
 
 	io->err = x->write ? v->ops->write(v, io->buf, io->len, io->moff, x->flags)
-			   : v->ops->read(v, (char *)io->buf, io->len, io->moff);
+	                   : v->ops->read(v, (char *)io->buf, io->len, io->moff);
 	if (t0 && io->err == 0)
 		raid_note_speed(m, clock_now_ns() - t0, io->len);
 	return 0;
@@ -417,9 +420,9 @@ static int parity_io_one(void *arg, unsigned i)
  * one member while another took its part leaves the stripe's parity out
  * of step: that member fails as for EIO. */
 static int parity_io_run(struct raid_array *a, struct parity_io *io, unsigned n, bool write,
-			 unsigned flags)
+                         unsigned flags)
 {
-	struct parity_ios x = { a, io, flags, write };
+	struct parity_ios x = {a, io, flags, write};
 	int r = exec_parallel(n, parity_io_one, &x);
 	bool taken = false;
 
@@ -436,11 +439,11 @@ static int parity_io_run(struct raid_array *a, struct parity_io *io, unsigned n,
 }
 
 /* Write [off, off+len), all inside stripe row `row`, holding its lock. */
-static int raid_parity_write_row(struct raid_array *a, const char *buf, uint64_t len,
-				 uint64_t off, unsigned flags, struct raid_stripe *st)
+static int raid_parity_write_row(struct raid_array *a, const char *buf, uint64_t len, uint64_t off,
+                                 unsigned flags, struct raid_stripe *st)
 {
 	uint64_t chunk = a->g.chunk;
-	unsigned ndata = a->n - a->lvl->parity;
+	unsigned ndata = a->n - a->lvl->md.parity;
 	uint64_t row_off = off / (chunk * ndata) * (chunk * ndata);
 	uint64_t first = (off - row_off) / chunk, last = (off + len - 1 - row_off) / chunk;
 	/* The part of every chunk to recompute: the hull of what is written;
@@ -478,7 +481,7 @@ static int raid_parity_write_row(struct raid_array *a, const char *buf, uint64_t
 				continue; /* wholly rewritten */
 			if (atomic_load(&a->m[role[d]].failed))
 				continue; /* rebuilt below, once the others are in */
-			io[nio++] = (struct parity_io){ role[d], moff, span, data + d * span, 0 };
+			io[nio++] = (struct parity_io){role[d], moff, span, data + d * span, 0};
 		}
 		r = parity_io_run(a, io, nio, false, 0);
 		if (r)
@@ -513,13 +516,13 @@ static int raid_parity_write_row(struct raid_array *a, const char *buf, uint64_t
 		uint64_t w0 = off > c0 ? off : c0, w1 = off + len < c1 ? off + len : c1;
 		if (w0 >= w1 || atomic_load(&a->m[role[d]].failed))
 			continue;
-		io[nio++] = (struct parity_io){ role[d], moff + (w0 - c0), w1 - w0,
-						data + d * span + (w0 - c0), 0 };
+		io[nio++] = (struct parity_io){role[d], moff + (w0 - c0), w1 - w0,
+		                               data + d * span + (w0 - c0), 0};
 	}
 	if (!atomic_load(&a->m[st->p].failed))
-		io[nio++] = (struct parity_io){ (unsigned)st->p, moff, span, p, 0 };
+		io[nio++] = (struct parity_io){(unsigned)st->p, moff, span, p, 0};
 	if (st->q >= 0 && !atomic_load(&a->m[st->q].failed))
-		io[nio++] = (struct parity_io){ (unsigned)st->q, moff, span, q, 0 };
+		io[nio++] = (struct parity_io){(unsigned)st->q, moff, span, q, 0};
 	r = parity_io_run(a, io, nio, true, flags);
 	/* A write that failed part-way leaves the members unknown: forget
 	 * the row rather than trust the cache. */
@@ -537,11 +540,11 @@ out:
  * their locks: no reads, parity computed per stripe, and each member's
  * share of all k written in one transfer (its chunks of consecutive
  * stripes lie together on it). */
-static int raid_parity_write_rows(struct raid_array *a, const char *buf, uint64_t k,
-				  uint64_t off, unsigned flags, struct raid_stripe *st)
+static int raid_parity_write_rows(struct raid_array *a, const char *buf, uint64_t k, uint64_t off,
+                                  unsigned flags, struct raid_stripe *st)
 {
 	uint64_t chunk = a->g.chunk, row_bytes = a->par->row_bytes, share = k * chunk;
-	unsigned ndata = a->n - a->lvl->parity;
+	unsigned ndata = a->n - a->lvl->md.parity;
 	uint64_t row0 = off / row_bytes;
 	struct parity_io *io = calloc(a->n, sizeof(*io));
 	char *mb = NULL;
@@ -572,7 +575,7 @@ static int raid_parity_write_rows(struct raid_array *a, const char *buf, uint64_
 	}
 	for (unsigned m = 0; m < a->n; m++)
 		if (!atomic_load(&a->m[m].failed))
-			io[nio++] = (struct parity_io){ m, row0 * chunk, share, mb + m * share, 0 };
+			io[nio++] = (struct parity_io){m, row0 * chunk, share, mb + m * share, 0};
 	r = parity_io_run(a, io, nio, true, flags);
 	/* What the cache held of these stripes is old now; the last one may
 	 * be where the stream's next write begins. */
@@ -603,9 +606,9 @@ static void raid_parity_lock_rows(struct raid_array *a, uint64_t row0, uint64_t 
 }
 
 int raid_parity_write(struct raid_array *a, const char *buf, uint64_t len, uint64_t off,
-		      unsigned flags)
+                      unsigned flags)
 {
-	uint64_t row_bytes = (uint64_t)a->g.chunk * (a->n - a->lvl->parity);
+	uint64_t row_bytes = (uint64_t)a->g.chunk * (a->n - a->lvl->md.parity);
 	struct raid_stripe *st = malloc(sizeof(*st));
 	int r = 0;
 
@@ -644,7 +647,7 @@ int raid_parity_write(struct raid_array *a, const char *buf, uint64_t len, uint6
 int raid_parity_check_row(struct raid_array *a, uint64_t row, bool repair, unsigned *differ)
 {
 	uint64_t chunk = a->g.chunk, row_bytes = a->par->row_bytes;
-	unsigned ndata = a->n - a->lvl->parity;
+	unsigned ndata = a->n - a->lvl->md.parity;
 	struct raid_stripe *st = malloc(sizeof(*st));
 	struct parity_io *io = calloc(a->n, sizeof(*io));
 	char *bufs = NULL, *calc = NULL;
@@ -663,7 +666,8 @@ int raid_parity_check_row(struct raid_array *a, uint64_t row, bool repair, unsig
 		if (atomic_load(&a->m[m].failed))
 			goto unlock;
 	for (unsigned m = 0; m < a->n; m++)
-		io[m] = (struct parity_io){ m, st->moff - st->moff % chunk, chunk, bufs + m * chunk, 0 };
+		io[m] =
+		    (struct parity_io){m, st->moff - st->moff % chunk, chunk, bufs + m * chunk, 0};
 	r = parity_io_run(a, io, a->n, false, 0);
 	if (r)
 		goto unlock;
@@ -676,9 +680,9 @@ int raid_parity_check_row(struct raid_array *a, uint64_t row, bool repair, unsig
 	}
 	unsigned nio = 0;
 	if (memcmp(p, bufs + st->p * chunk, chunk) != 0)
-		io[nio++] = (struct parity_io){ (unsigned)st->p, io[0].moff, chunk, p, 0 };
+		io[nio++] = (struct parity_io){(unsigned)st->p, io[0].moff, chunk, p, 0};
 	if (st->q >= 0 && memcmp(q, bufs + st->q * chunk, chunk) != 0)
-		io[nio++] = (struct parity_io){ (unsigned)st->q, io[0].moff, chunk, q, 0 };
+		io[nio++] = (struct parity_io){(unsigned)st->q, io[0].moff, chunk, q, 0};
 	*differ = nio;
 	r = repair && nio ? parity_io_run(a, io, nio, true, 0) : 0;
 unlock:

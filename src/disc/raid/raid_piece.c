@@ -15,7 +15,7 @@
  * member's too (its data still counts in the parity).  A member's chunks of
  * consecutive stripes lie together on it, so its part is one run; P and Q
  * are computed into their places (raid_piece_parity) once the data is in. */
-#include "raid_internal.h"
+#include "raid_types.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -26,7 +26,7 @@ static void raid_runs_free(struct raid_runs *rs)
 	free(rs->run);
 	free(rs->tmp);
 	free(rs->first);
-	*rs = (struct raid_runs){ 0 };
+	*rs = (struct raid_runs){0};
 }
 
 void raid_piece_map_free(struct raid_piece_map *m)
@@ -111,7 +111,8 @@ static void raid_runs_group(struct raid_runs *rs, unsigned members, bool at_pos)
 		for (unsigned i = count[role]; i < end; i++) {
 			struct raid_run *p = w > start ? &rs->run[w - 1] : NULL;
 			const struct raid_run *x = &rs->run[i];
-			if (p && p->moff + p->len == x->moff && (!at_pos || p->pos + p->len == x->pos))
+			if (p && p->moff + p->len == x->moff &&
+			    (!at_pos || p->pos + p->len == x->pos))
 				p->len += x->len;
 			else
 				rs->run[w++] = *x;
@@ -122,8 +123,8 @@ static void raid_runs_group(struct raid_runs *rs, unsigned members, bool at_pos)
 }
 
 /* The run of role holding member offset moff, or NULL. */
-static const struct raid_run *raid_runs_find(const struct raid_runs *rs,
-					     unsigned role, uint64_t moff)
+static const struct raid_run *raid_runs_find(const struct raid_runs *rs, unsigned role,
+                                             uint64_t moff)
 {
 	unsigned lo = rs->first[role], hi = rs->first[role + 1];
 
@@ -143,7 +144,7 @@ static const struct raid_run *raid_runs_find(const struct raid_runs *rs,
 /* Bytes of array data in a stripe of a parity level. */
 static uint64_t raid_piece_row(const struct raid_array *a)
 {
-	return (uint64_t)a->g.chunk * (a->n - a->lvl->parity);
+	return (uint64_t)a->g.chunk * (a->n - a->lvl->md.parity);
 }
 
 /* Where stripe row s begins on every member (md: s chunks in). */
@@ -156,7 +157,7 @@ static uint64_t raid_piece_row_moff(struct raid_array *a, uint64_t s, struct rai
 /* A parity level's stage: every member's chunks of the stripes that
  * [off, off+len) touches, one run per member. */
 static int raid_piece_rows(struct raid_array *a, uint64_t off, uint64_t len,
-			   struct raid_piece_map *m)
+                           struct raid_piece_map *m)
 {
 	struct raid_runs *rs = &m->stage;
 	struct raid_stripe *st = malloc(sizeof(*st));
@@ -166,25 +167,26 @@ static int raid_piece_rows(struct raid_array *a, uint64_t off, uint64_t len,
 	if (r == 0) {
 		uint64_t moff = raid_piece_row_moff(a, s0, st);
 		for (unsigned role = 0; role < a->n && r == 0; role++)
-			r = raid_runs_add(rs, (struct raid_run){ .role = role, .moff = moff,
-								  .len = (s1 - s0) * a->g.chunk },
-					  false);
+			r = raid_runs_add(rs,
+			                  (struct raid_run){.role = role,
+			                                    .moff = moff,
+			                                    .len = (s1 - s0) * a->g.chunk},
+			                  false);
 	}
 	free(st);
 	return r;
 }
 
-int raid_piece_map_build(struct raid_array *a, uint64_t off, uint64_t len,
-			 raid_piece_pick_fn pick, void *ctx,
-			 struct raid_piece_map *m)
+int raid_piece_map_build(struct raid_array *a, uint64_t off, uint64_t len, raid_piece_pick_fn pick,
+                         void *ctx, struct raid_piece_map *m)
 {
 	struct raid_loc loc[RAID_MAX_COPIES];
 	struct raid_runs *rs = &m->stage;
 	unsigned nc;
-	int r = a->lvl->parity ? raid_piece_rows(a, off, len, m) : raid_runs_reset(rs, a->n);
+	int r = a->lvl->md.parity ? raid_piece_rows(a, off, len, m) : raid_runs_reset(rs, a->n);
 
 	m->off = off;
-	while (!a->lvl->parity && r == 0 && len > 0) {
+	while (!a->lvl->md.parity && r == 0 && len > 0) {
 		uint64_t n = a->lvl->map(a->priv, &a->g, off, len, loc, &nc);
 		int want = pick ? pick(a, loc, nc, ctx) : RAID_PICK_ALL;
 		if (want == RAID_PICK_NONE)
@@ -193,8 +195,9 @@ int raid_piece_map_build(struct raid_array *a, uint64_t off, uint64_t len,
 			unsigned role = loc[c].role;
 			if (want >= 0 ? (int)c != want : atomic_load(&a->m[role].failed))
 				continue;
-			r = raid_runs_add(rs, (struct raid_run){ .role = role, .moff = loc[c].off,
-								  .len = n }, false);
+			r = raid_runs_add(
+			    rs, (struct raid_run){.role = role, .moff = loc[c].off, .len = n},
+			    false);
 		}
 		off += n;
 		len -= n;
@@ -210,8 +213,8 @@ int raid_piece_map_build(struct raid_array *a, uint64_t off, uint64_t len,
 	return 0;
 }
 
-int raid_piece_copy(struct raid_array *a, const struct raid_piece_map *m,
-		    char *piece, char *buf, uint64_t len, uint64_t off, bool in)
+int raid_piece_copy(struct raid_array *a, const struct raid_piece_map *m, char *piece, char *buf,
+                    uint64_t len, uint64_t off, bool in)
 {
 	struct raid_loc loc[RAID_MAX_COPIES];
 	unsigned nc;
@@ -220,7 +223,8 @@ int raid_piece_copy(struct raid_array *a, const struct raid_piece_map *m,
 		uint64_t n = a->lvl->map(a->priv, &a->g, off, len, loc, &nc);
 		bool found = false;
 		for (unsigned c = 0; c < nc; c++) {
-			const struct raid_run *r = raid_runs_find(&m->stage, loc[c].role, loc[c].off);
+			const struct raid_run *r =
+			    raid_runs_find(&m->stage, loc[c].role, loc[c].off);
 			if (!r)
 				continue;
 			char *p = piece + r->pos + (loc[c].off - r->moff);
@@ -240,15 +244,14 @@ int raid_piece_copy(struct raid_array *a, const struct raid_piece_map *m,
 	return 0;
 }
 
-int raid_piece_segments(struct raid_array *a, struct raid_piece_map *m,
-			uint64_t len, uint64_t off)
+int raid_piece_segments(struct raid_array *a, struct raid_piece_map *m, uint64_t len, uint64_t off)
 {
 	struct raid_loc loc[RAID_MAX_COPIES];
 	struct raid_runs *out = &m->out;
 	unsigned nc;
 	int r = raid_runs_reset(out, a->n);
 
-	if (a->lvl->parity) {
+	if (a->lvl->md.parity) {
 		/* The whole stripes inside the range, every live member's
 		 * chunks of them (parity included) in one run. */
 		uint64_t row = raid_piece_row(a), s0 = (off + row - 1) / row;
@@ -260,9 +263,13 @@ int raid_piece_segments(struct raid_array *a, struct raid_piece_map *m,
 		for (unsigned role = 0; st && role < a->n && r == 0; role++) {
 			const struct raid_run *x = raid_runs_find(&m->stage, role, moff);
 			if (x && !atomic_load(&a->m[role].failed))
-				r = raid_runs_add(out, (struct raid_run){
-					.role = role, .moff = moff, .len = (s1 - s0) * a->g.chunk,
-					.pos = x->pos + (moff - x->moff) }, true);
+				r = raid_runs_add(
+				    out,
+				    (struct raid_run){.role = role,
+				                      .moff = moff,
+				                      .len = (s1 - s0) * a->g.chunk,
+				                      .pos = x->pos + (moff - x->moff)},
+				    true);
 		}
 		free(st);
 		len = 0; /* nothing more to map */
@@ -270,11 +277,16 @@ int raid_piece_segments(struct raid_array *a, struct raid_piece_map *m,
 	while (r == 0 && len > 0) {
 		uint64_t n = a->lvl->map(a->priv, &a->g, off, len, loc, &nc);
 		for (unsigned c = 0; c < nc && r == 0; c++) {
-			const struct raid_run *s = raid_runs_find(&m->stage, loc[c].role, loc[c].off);
+			const struct raid_run *s =
+			    raid_runs_find(&m->stage, loc[c].role, loc[c].off);
 			if (s)
-				r = raid_runs_add(out, (struct raid_run){
-					.role = s->role, .moff = loc[c].off, .len = n,
-					.pos = s->pos + (loc[c].off - s->moff) }, true);
+				r = raid_runs_add(
+				    out,
+				    (struct raid_run){.role = s->role,
+				                      .moff = loc[c].off,
+				                      .len = n,
+				                      .pos = s->pos + (loc[c].off - s->moff)},
+				    true);
 		}
 		off += n;
 		len -= n;
@@ -284,9 +296,8 @@ int raid_piece_segments(struct raid_array *a, struct raid_piece_map *m,
 	return r;
 }
 
-int raid_piece_move(struct raid_array *a, const struct raid_piece_map *from,
-		    const char *fbuf, const struct raid_piece_map *to, char *tbuf,
-		    uint64_t len, uint64_t off)
+int raid_piece_move(struct raid_array *a, const struct raid_piece_map *from, const char *fbuf,
+                    const struct raid_piece_map *to, char *tbuf, uint64_t len, uint64_t off)
 {
 	struct raid_loc loc[RAID_MAX_COPIES];
 	unsigned nc;
@@ -295,13 +306,15 @@ int raid_piece_move(struct raid_array *a, const struct raid_piece_map *from,
 		uint64_t n = a->lvl->map(a->priv, &a->g, off, len, loc, &nc);
 		const char *src = NULL;
 		for (unsigned c = 0; c < nc && !src; c++) {
-			const struct raid_run *r = raid_runs_find(&from->stage, loc[c].role, loc[c].off);
+			const struct raid_run *r =
+			    raid_runs_find(&from->stage, loc[c].role, loc[c].off);
 			if (r)
 				src = fbuf + r->pos + (loc[c].off - r->moff);
 		}
 		bool found = false;
 		for (unsigned c = 0; c < nc && src; c++) {
-			const struct raid_run *r = raid_runs_find(&to->stage, loc[c].role, loc[c].off);
+			const struct raid_run *r =
+			    raid_runs_find(&to->stage, loc[c].role, loc[c].off);
 			if (r) {
 				memcpy(tbuf + r->pos + (loc[c].off - r->moff), src, n);
 				found = true;
@@ -318,11 +331,11 @@ int raid_piece_move(struct raid_array *a, const struct raid_piece_map *from,
 #define RAID_PIECE_SLICE (64u << 10) /* parity computed this much at a time */
 
 int raid_piece_parity(struct raid_array *a, const struct raid_piece_map *m, char *piece,
-		      unsigned role, uint64_t len, uint64_t off)
+                      unsigned role, uint64_t len, uint64_t off)
 {
 	uint64_t chunk = a->g.chunk, row = raid_piece_row(a);
 	uint64_t s0 = (off + row - 1) / row, s1 = (off + len) / row;
-	unsigned ndata = a->n - a->lvl->parity;
+	unsigned ndata = a->n - a->lvl->md.parity;
 	struct raid_stripe *st = malloc(sizeof(*st));
 	char **data = malloc(2 * ndata * sizeof(*data)), **at;
 	char *scratch = NULL;

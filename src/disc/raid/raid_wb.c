@@ -58,7 +58,7 @@
  * are staged for computing it); a member failing under a lane fails as on
  * the direct path, and a stripe that then cannot be recovered (the level
  * cannot lose that member) makes the error sticky. */
-#include "raid_internal.h"
+#include "raid_types.h"
 
 #include "core/log.h"
 
@@ -67,9 +67,9 @@
 #include <string.h>
 #include <time.h>
 
-#define RAID_WB_PART (2u << 20)  /* what a piece gives each data disk */
+#define RAID_WB_PART (2u << 20) /* what a piece gives each data disk */
 #define RAID_WB_SLOTS 4u
-#define RAID_WB_MAX (64u << 20)  /* all pieces' buffers together */
+#define RAID_WB_MAX (64u << 20) /* all pieces' buffers together */
 #define RAID_WB_MIN_LEN (64u << 10)
 #define RAID_WB_HOLD_NS 10000000u /* a partial stripe held for a stalled stream */
 
@@ -81,7 +81,7 @@ struct raid_wb_slot {
 	uint64_t fill;    /* ... and holds data in [map.off, fill) */
 	unsigned copying; /* writers copying into it now */
 	unsigned left;    /* sealed: lanes yet to pass it (every lane does,
-			   * so that no lane meets the slot reused) */
+	                   * so that no lane meets the slot reused) */
 	bool listed;      /* sealed: map.out lists the writes */
 	/* Sealed on a parity level: the whole stripes [whole_lo, whole_hi)
 	 * go through the lanes; the rest of [map.off, fill) is partial
@@ -107,14 +107,14 @@ struct raid_wb {
 	pthread_t *thread;
 	unsigned started;
 	bool stop;
-	int err;      /* sticky: a piece that reached no copy */
-	atomic_int mode; /* raid_set_writebehind(); read unlocked by writes */
-	bool told;    /* the log has said that write-behind engaged */
+	int err;                 /* sticky: a piece that reached no copy */
+	atomic_int mode;         /* raid_set_writebehind(); read unlocked by writes */
+	bool told;               /* the log has said that write-behind engaged */
 	uint64_t whole, partial; /* parity levels: stripes sealed whole, and
-				  * partial ranges, so far (raid_wb_counts) */
-	uint64_t next; /* where the last write ended */
-	unsigned seq;  /* back-to-back writes so far */
-	unsigned writers; /* changes in flight */
+	                          * partial ranges, so far (raid_wb_counts) */
+	uint64_t next;           /* where the last write ended */
+	unsigned seq;            /* back-to-back writes so far */
+	unsigned writers;        /* changes in flight */
 };
 
 struct raid_wb_lane {
@@ -143,8 +143,9 @@ static void raid_wb_fail(struct raid_array *a, unsigned role, int err)
 		return;
 	wb->err = err;
 	log_error("%s: data written behind could not reach %s%s: %s; every later "
-		  "write and flush fails", a->vol.name, role < a->n ? "member " : "the members",
-		  role < a->n ? a->m[role].vol->name : "", strerror(-err));
+	          "write and flush fails",
+	          a->vol.name, role < a->n ? "member " : "the members",
+	          role < a->n ? a->m[role].vol->name : "", strerror(-err));
 }
 
 /* Does role write anything of sealed piece s? */
@@ -184,7 +185,7 @@ static void raid_wb_seal(struct raid_array *a, struct raid_wb_slot *s)
 			s->whole_hi = s->whole_lo;
 		if (s->whole_hi > s->whole_lo)
 			raid_parity_forget(a, s->whole_lo / wb->row,
-					   (s->whole_hi - s->whole_lo) / wb->row);
+			                   (s->whole_hi - s->whole_lo) / wb->row);
 		wb->whole += (s->whole_hi - s->whole_lo) / wb->row;
 		wb->partial += (s->map.off < s->whole_lo) + (s->whole_hi < s->fill);
 	}
@@ -267,8 +268,7 @@ static void raid_wb_drain_locked(struct raid_array *a)
 
 /* Write role's part of piece s.  A failed member's part is skipped: its
  * copies live on the others (it could not fail otherwise). */
-static int raid_wb_write_part(struct raid_array *a, struct raid_wb_slot *s,
-			      unsigned role)
+static int raid_wb_write_part(struct raid_array *a, struct raid_wb_slot *s, unsigned role)
 {
 	struct raid_member *m = &a->m[role];
 	struct vol *v = m->vol;
@@ -325,7 +325,7 @@ static void raid_wb_lane_part(struct raid_array *a, struct raid_wb_slot *s, unsi
 
 	if (wb->row && !atomic_load(&a->m[role].failed))
 		r = raid_piece_parity(a, &s->map, s->buf, role, s->whole_hi - s->whole_lo,
-				      s->whole_lo);
+		                      s->whole_lo);
 	if (r) {
 		/* No parity to write: the stripes would not match it. */
 		pthread_mutex_lock(&wb->lock);
@@ -342,7 +342,7 @@ static void raid_wb_lane_part(struct raid_array *a, struct raid_wb_slot *s, unsi
  * (lane 0, on parity levels).  Lock not held. */
 static void raid_wb_lane_partial(struct raid_array *a, struct raid_wb_slot *s)
 {
-	uint64_t lo[2] = { s->map.off, s->whole_hi }, hi[2] = { s->whole_lo, s->fill };
+	uint64_t lo[2] = {s->map.off, s->whole_hi}, hi[2] = {s->whole_lo, s->fill};
 	int r = 0;
 
 	if (s->whole_hi == s->whole_lo) { /* no whole stripe: all of it */
@@ -380,8 +380,8 @@ static void raid_wb_lane_wait(struct raid_array *a)
 		return;
 	}
 	uint64_t fill = s->fill, head = wb->head, t = clock_now_ns() + RAID_WB_HOLD_NS;
-	struct timespec ts = { .tv_sec = (time_t)(t / 1000000000u),
-			       .tv_nsec = (long)(t % 1000000000u) };
+	struct timespec ts = {.tv_sec = (time_t)(t / 1000000000u),
+	                      .tv_nsec = (long)(t % 1000000000u)};
 	if (pthread_cond_timedwait(&wb->work, &wb->lock, &ts) == ETIMEDOUT && wb->head == head &&
 	    raid_wb_open_slot(wb) == s && s->fill == fill)
 		raid_wb_seal_now(a);
@@ -434,7 +434,7 @@ static int raid_wb_start(struct raid_array *a)
 		struct raid_wb_lane *l = malloc(sizeof(*l));
 		if (!l)
 			return -ENOMEM;
-		*l = (struct raid_wb_lane){ a, wb->started };
+		*l = (struct raid_wb_lane){a, wb->started};
 		wb->lane_at[wb->started] = wb->head;
 		if (pthread_create(&wb->thread[wb->started], NULL, raid_wb_lane_run, l) != 0) {
 			free(l);
@@ -465,7 +465,8 @@ static bool raid_wb_shares_row(struct raid_array *a, uint64_t off)
 	uint64_t lo = off / row, hi = (raid_wb_end(a, off) + row - 1) / row;
 	for (uint64_t i = wb->tail; i < wb->head; i++) {
 		const struct raid_wb_slot *s = raid_wb_at(wb, i);
-		if (s->state == WB_SEALED && s->map.off / row < hi && lo < (s->fill + row - 1) / row)
+		if (s->state == WB_SEALED && s->map.off / row < hi &&
+		    lo < (s->fill + row - 1) / row)
 			return true;
 	}
 	return false;
@@ -499,8 +500,7 @@ static int raid_wb_open(struct raid_array *a, struct raid_wb_slot *s, uint64_t o
 }
 
 /* Is this write the stream's, to be written behind?  Lock held. */
-static bool raid_wb_takes(struct raid_array *a, uint64_t len, uint64_t off,
-			  unsigned flags)
+static bool raid_wb_takes(struct raid_array *a, uint64_t len, uint64_t off, unsigned flags)
 {
 	struct raid_wb *wb = a->wb;
 
@@ -517,14 +517,13 @@ static bool raid_wb_takes(struct raid_array *a, uint64_t len, uint64_t off,
 		return false;
 	if (!wb->told) {
 		log_info("%s: writing a stream behind, in pieces of %llu KiB", a->vol.name,
-			 (unsigned long long)(wb->piece >> 10));
+		         (unsigned long long)(wb->piece >> 10));
 		wb->told = true;
 	}
 	return true;
 }
 
-int raid_wb_write(struct raid_array *a, const char *buf, uint64_t len,
-		  uint64_t off, unsigned flags)
+int raid_wb_write(struct raid_array *a, const char *buf, uint64_t len, uint64_t off, unsigned flags)
 {
 	struct raid_wb *wb = a->wb;
 	int r;
@@ -661,10 +660,10 @@ int raid_wb_init(struct raid_array *a)
 		return -ENOMEM;
 	if (env && strtoull(env, NULL, 0) >= 512)
 		part = strtoull(env, NULL, 0);
-	if (a->lvl->parity) {
+	if (a->lvl->md.parity) {
 		/* A stripe is a chunk of every data disk; every member's
 		 * part is staged, parity included. */
-		width = a->n - a->lvl->parity;
+		width = a->n - a->lvl->md.parity;
 		unit = wb->row = (uint64_t)a->g.chunk * width;
 		held = a->n;
 	}
@@ -674,7 +673,7 @@ int raid_wb_init(struct raid_array *a)
 	while (part > unit / width && (uint64_t)wb->nslots * held * part > RAID_WB_MAX)
 		part /= 2;
 	wb->piece = (width * part + unit - 1) / unit * unit;
-	uint64_t staged = a->lvl->parity ? wb->piece / width * held : wb->piece * a->copies;
+	uint64_t staged = a->lvl->md.parity ? wb->piece / width * held : wb->piece * a->copies;
 	if ((uint64_t)wb->nslots * staged > 2 * (uint64_t)RAID_WB_MAX) {
 		free(wb); /* stripes too wide to stage: write-behind off */
 		return 0;
@@ -726,12 +725,10 @@ void raid_wb_destroy(struct raid_array *a)
 	a->wb = NULL;
 }
 
-void raid_wb_counts(struct vol *array, uint64_t *whole, uint64_t *partial)
+void raid_wb_counts_of(struct raid_array *a, uint64_t *whole, uint64_t *partial)
 {
-	struct raid_array *a = raid_array_of(array);
-
 	*whole = *partial = 0;
-	if (!a || !a->wb)
+	if (!a->wb)
 		return;
 	pthread_mutex_lock(&a->wb->lock);
 	*whole = a->wb->whole;
@@ -739,12 +736,8 @@ void raid_wb_counts(struct vol *array, uint64_t *whole, uint64_t *partial)
 	pthread_mutex_unlock(&a->wb->lock);
 }
 
-int raid_set_writebehind(struct vol *array, int mode)
+int raid_wb_set_mode(struct raid_array *a, int mode)
 {
-	struct raid_array *a = raid_array_of(array);
-
-	if (!a)
-		return -EINVAL;
 	if (!a->wb)
 		return mode > 0 ? -ENOTSUP : 0;
 	pthread_mutex_lock(&a->wb->lock);

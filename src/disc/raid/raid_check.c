@@ -8,12 +8,12 @@
  * an array being served (`uraid serve`'s check thread), in ranges of
  * whole extents; the copies of an extent are read at once, one per
  * member.  Beside client writes, a mirror's extent is compared inside
- * the recovery barrier's window (raid.c: no write in flight there, none
+ * the recovery barrier's window (raid_barrier.c: no write in flight there, none
  * let in until the window moves on), and a parity stripe under its
  * stripe lock.  A member that fails to read is reported and left out of
  * that extent's comparison; it is not marked failed (a check may run
  * read-only, and that is the user's decision). */
-#include "raid_internal.h"
+#include "raid_types.h"
 
 #include "core/exec.h"
 #include "core/log.h"
@@ -36,8 +36,7 @@ struct raid_check_read {
  * before its state is looked at, so that a member failed and taken away
  * meanwhile (raid_detach_member waits for inflight) is either seen failed
  * or still there: -ENODEV for a failed one. */
-static int raid_check_xfer(struct raid_member *m, bool write, char *buf, uint64_t len,
-			   uint64_t off)
+static int raid_check_xfer(struct raid_member *m, bool write, char *buf, uint64_t len, uint64_t off)
 {
 	int r;
 
@@ -56,8 +55,8 @@ static int raid_check_read_one(void *arg, unsigned c)
 {
 	struct raid_check_read *x = arg;
 
-	x->err[c] = raid_check_xfer(&x->a->m[x->loc[c].role], false, x->buf[c], x->len,
-				    x->loc[c].off);
+	x->err[c] =
+	    raid_check_xfer(&x->a->m[x->loc[c].role], false, x->buf[c], x->len, x->loc[c].off);
 	return 0;
 }
 
@@ -75,22 +74,24 @@ static int check_progress(const struct raid_check_cb *cb, uint64_t done)
 /* Parity levels: stripe by stripe, the parity recomputed from the data
  * and compared (md's check of a RAID5/6); a differing stripe is reported
  * as its whole array range, and repaired by rewriting its parity. */
-static int raid_check_parity(struct raid_array *a, bool repair, struct raid_check_report *rep,
-			     const struct raid_check_cb *cb)
+static int raid_check_rows(struct raid_array *a, bool repair, struct raid_check_report *rep,
+                           const struct raid_check_cb *cb)
 {
-	uint64_t row_bytes = (uint64_t)a->g.chunk * (a->n - a->lvl->parity);
+	uint64_t row_bytes = (uint64_t)a->g.chunk * (a->n - a->lvl->md.parity);
 	uint64_t rows = a->vol.size / row_bytes;
 	int r = 0;
 
 	for (uint64_t row = 0; row < rows && r == 0; row++) {
 		unsigned differ;
-		r = raid_parity_check_row(a, row, repair, &differ);
+		r = a->lvl->check_row(a, row, repair, &differ);
 		if (r == -ENODEV)
-			return err_set(r, "%s: a member is missing or failed: its parity cannot be "
-					  "checked", a->vol.name);
+			return err_set(r,
+			               "%s: a member is missing or failed: its parity cannot be "
+			               "checked",
+			               a->vol.name);
 		if (r < 0)
 			return err_set(r, "%s: stripe %llu: %s", a->vol.name,
-				       (unsigned long long)row, strerror(-r));
+			               (unsigned long long)row, strerror(-r));
 		rep->checked += row_bytes;
 		if (differ) {
 			rep->mismatched += row_bytes;
@@ -107,8 +108,7 @@ static int raid_check_parity(struct raid_array *a, bool repair, struct raid_chec
 }
 
 /* The member offsets an extent's copies lie at: the scrub's window. */
-static void check_window(struct raid_array *a, const struct raid_loc *loc, unsigned nc,
-			 uint64_t n)
+static void check_window(struct raid_array *a, const struct raid_loc *loc, unsigned nc, uint64_t n)
 {
 	uint64_t lo = UINT64_MAX, hi = 0;
 
@@ -123,12 +123,13 @@ static void check_window(struct raid_array *a, const struct raid_loc *loc, unsig
  * the differing copies rewritten from the reference when repairing.  *run
  * is the run of differing blocks not reported yet. */
 static int check_extent(struct raid_array *a, bool repair, uint64_t off, uint64_t n,
-			const struct raid_loc *loc, unsigned nc, char **buf,
-			struct raid_check_report *rep, uint64_t run[2], const struct raid_check_cb *cb)
+                        const struct raid_loc *loc, unsigned nc, char **buf,
+                        struct raid_check_report *rep, uint64_t run[2],
+                        const struct raid_check_cb *cb)
 {
 	uint32_t bs = a->vol.block_min;
 	int err[RAID_MAX_COPIES];
-	struct raid_check_read x = { a, loc, n, buf, err };
+	struct raid_check_read x = {a, loc, n, buf, err};
 	int r = exec_parallel(nc, raid_check_read_one, &x);
 
 	if (r < 0)
@@ -141,8 +142,8 @@ static int check_extent(struct raid_array *a, bool repair, uint64_t off, uint64_
 		if (err[c]) {
 			rep->read_errors++;
 			log_error("%s: member %u could not read %llu bytes at %llu: %s",
-				  a->vol.name, loc[c].role, (unsigned long long)n,
-				  (unsigned long long)loc[c].off, strerror(-err[c]));
+			          a->vol.name, loc[c].role, (unsigned long long)n,
+			          (unsigned long long)loc[c].off, strerror(-err[c]));
 			continue;
 		}
 		if (ref < 0)
@@ -159,13 +160,13 @@ static int check_extent(struct raid_array *a, bool repair, uint64_t off, uint64_
 			if (!repair)
 				continue;
 			r = raid_check_xfer(&a->m[loc[c].role], true, buf[ref] + b, l,
-					    loc[c].off + b);
+			                    loc[c].off + b);
 			if (r == -ENODEV)
 				continue; /* failed meanwhile: nothing to repair */
 			if (r < 0)
-				return err_set(r, "%s: repairing member %u at %llu: %s", a->vol.name,
-					       loc[c].role, (unsigned long long)(loc[c].off + b),
-					       strerror(-r));
+				return err_set(r, "%s: repairing member %u at %llu: %s",
+				               a->vol.name, loc[c].role,
+				               (unsigned long long)(loc[c].off + b), strerror(-r));
 			rep->repaired += l;
 			repaired = true;
 		}
@@ -189,27 +190,25 @@ static int check_extent(struct raid_array *a, bool repair, uint64_t off, uint64_
 	return 0;
 }
 
-int raid_check(struct vol *array, bool repair, struct raid_check_report *rep,
-	       const struct raid_check_cb *cb)
+int raid_check_run(struct raid_array *a, bool repair, struct raid_check_report *rep,
+                   const struct raid_check_cb *cb)
 {
-	struct raid_array *a = raid_array_of(array);
+	struct vol *array = &a->vol;
 	struct raid_loc loc[RAID_MAX_COPIES];
-	char *buf[RAID_MAX_COPIES] = { 0 };
-	uint64_t run[2] = { 0, 0 }; /* mismatching blocks not reported yet */
+	char *buf[RAID_MAX_COPIES] = {0};
+	uint64_t run[2] = {0, 0}; /* mismatching blocks not reported yet */
 	unsigned nc;
 	int r = 0;
 
-	*rep = (struct raid_check_report){ 0 };
-	if (!a)
-		return err_set(-EINVAL, "%s is not a RAID array", array->name);
-	if (!a->lvl->parity && (!a->lvl->redundant || a->copies < 2))
+	*rep = (struct raid_check_report){0};
+	if (!a->lvl->check_row && (!a->lvl->md.redundant || a->copies < 2))
 		return err_set(-EINVAL, "%s: %s keeps one copy of each block: nothing to compare",
-			       array->name, a->lvl->kind);
+		               array->name, a->lvl->md.name);
 	r = raid_scrub_begin(a);
 	if (r < 0)
 		return r;
-	if (a->lvl->parity) {
-		r = raid_check_parity(a, repair, rep, cb);
+	if (a->lvl->check_row) {
+		r = raid_check_rows(a, repair, rep, cb);
 		goto out;
 	}
 	for (unsigned c = 0; c < a->copies && c < RAID_MAX_COPIES; c++) {
@@ -219,8 +218,8 @@ int raid_check(struct vol *array, bool repair, struct raid_check_report *rep,
 		}
 	}
 	for (uint64_t off = 0; off < array->size && r == 0;) {
-		uint64_t want = array->size - off < RAID_CHECK_RANGE ? array->size - off
-								      : RAID_CHECK_RANGE;
+		uint64_t want =
+		    array->size - off < RAID_CHECK_RANGE ? array->size - off : RAID_CHECK_RANGE;
 		uint64_t n = a->lvl->map(a->priv, &a->g, off, want, loc, &nc);
 		check_window(a, loc, nc, n);
 		r = check_extent(a, repair, off, n, loc, nc, buf, rep, run, cb);

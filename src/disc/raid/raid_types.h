@@ -1,14 +1,21 @@
-/* raid_internal.h — what raid.c (the shared engine) and the level files
- * (raid0.c, raid1.c, raid10.c, linear.c) agree on.
- *
+/* raid_types.h — the RAID engine's types and what its files offer each
+ * other, layer by layer from the bottom (no file calls one above it):
+ *   levels     raid0.c raid1.c raid10.c raid5.c ../linear.c, one descriptor
+ *              each (struct raid_level), listed in raid_levels.c
+ *   members    raid_member.c: state, speed, the one live -> failed transition
+ *   parity     raid_parity.c: RAID5/6 stripes (the parity levels' hooks)
+ *   fan-out    raid_map.c: a request mapped into per-member sub-requests
+ *   pieces     raid_piece.c: array ranges staged member-major in memory
+ *   stages     raid_ra.c (read-ahead), raid_wb.c (write-behind)
+ *   recovery   raid_barrier.c (writes vs. the rebuild's window),
+ *              raid_recover.c (lifecycle), raid_rebuild.c, raid_check.c
+ *   front      raid.c: raid_open(), the vol_ops, raid.h's and
+ *              raid_rebuild.h's calls on a struct vol
  * A level is a mapping: it turns a range of the array into extents, each
- * with the member locations ("copies") that hold it.  Everything else —
- * fanning sub-requests out to members in parallel, degraded operation,
- * read balancing — lives once in raid.c, and its stages for sequential
- * streams in raid_ra.c (read-ahead) and raid_wb.c (write-behind), which
- * stage pieces laid out by raid_piece.c. */
-#ifndef URAID_RAID_INTERNAL_H
-#define URAID_RAID_INTERNAL_H
+ * with the member locations ("copies") that hold it; everything else lives
+ * once in the engine, with the level's hooks where it differs. */
+#ifndef URAID_RAID_TYPES_H
+#define URAID_RAID_TYPES_H
 
 #include "raid.h"
 #include "core/clock.h"
@@ -36,44 +43,75 @@ struct raid_stripe {
 	int p, q;
 };
 
+struct raid_array;
+
+/* A level's one descriptor (md's personality, SPDK's raid_bdev_module):
+ * what md knows of it (number, name, fewest members, how many it can
+ * lose, its layout names: raid.h's struct md_level_info, which create,
+ * examine and the control socket read through md_level_info()), how it
+ * maps the array onto its members, and hooks where its behaviour differs
+ * from the mirrors' (NULL: what raid0/1/10 and linear do).  One file per
+ * level fills it (raid0.c, raid1.c, raid10.c, raid5.c, linear.c), and
+ * raid_levels.c lists them all in raid_levels[]. */
 struct raid_level {
-	const char *kind;
-	bool redundant;
-	unsigned parity; /* members a parity level can lose (0: copies only) */
+	struct md_level_info md;
 	/* Check g against the member sizes (bytes; 0 for a missing member),
 	 * build the level's private state, and say how big the array is and
-	 * how many copies each block has.  0 or -errno with err_set(). */
-	int (*setup)(const struct raid_geom *g, const uint64_t *sizes,
-		     void **priv, uint64_t *array_size, unsigned *copies);
+	 * how many copies each block has.  0 or -errno with err_set().  NULL
+	 * for a level md knows but the engine does not run (raid4). */
+	int (*setup)(const struct raid_geom *g, const uint64_t *sizes, void **priv,
+	             uint64_t *array_size, unsigned *copies);
 	/* Map the start of [off, off+len): fill loc[] with every copy of the
 	 * first extent (all in the same order for every extent: copy i of
 	 * one extent continues copy i of the previous one where the layout
 	 * allows) and return its length, 1..len. */
-	uint64_t (*map)(const void *priv, const struct raid_geom *g,
-			uint64_t off, uint64_t len, struct raid_loc *loc,
-			unsigned *ncopies);
+	uint64_t (*map)(const void *priv, const struct raid_geom *g, uint64_t off, uint64_t len,
+	                struct raid_loc *loc, unsigned *ncopies);
 	/* Parity levels: the stripe holding the extent at off (see struct
 	 * raid_stripe), for rebuilding it when its member is gone. */
 	void (*stripe)(const void *priv, const struct raid_geom *g, uint64_t off,
-		       struct raid_stripe *st);
+	               struct raid_stripe *st);
 	void (*free)(void *priv);
+	/* vol caps the level takes away whatever its members can do. */
+	unsigned caps_off;
+	/* One copy of each block, in chunks over every member (raid0,
+	 * raid5/6): read-ahead's lanes pay even without a second copy. */
+	bool striped;
+
+	/* ---- hooks (NULL: the mirrors' way) ---- */
+	/* State of an open array beside priv (parity: stripe locks, row
+	 * cache); stop must take a start that did not run or failed. */
+	int (*start)(struct raid_array *a);
+	void (*stop)(struct raid_array *a);
+	/* The write path: [off, off+len) onto the members (NULL: on every
+	 * live copy, raid_map_modify). */
+	int (*write)(struct raid_array *a, const char *buf, uint64_t len, uint64_t off,
+	             unsigned flags);
+	/* Read [off, off+len) (one extent) whose copies are all gone, from the
+	 * rest (NULL: -EIO). */
+	int (*rebuild)(struct raid_array *a, char *buf, uint64_t len, uint64_t off);
+	/* Scrub one row: *differ says how much of it did not match (NULL: the
+	 * copies are compared, raid_check.c). */
+	int (*check_row)(struct raid_array *a, uint64_t row, bool repair, unsigned *differ);
+	/* A member rejoined in sync: forget what was cached without it. */
+	void (*member_back)(struct raid_array *a);
 };
 
 extern const struct raid_level raid0_level;
 extern const struct raid_level raid1_level;
 extern const struct raid_level raid10_level;
+extern const struct raid_level raid4_level;
 extern const struct raid_level raid5_level;
 extern const struct raid_level raid6_level;
 extern const struct raid_level linear_level;
 
-/* The discipline of md level number level, or NULL for one uraid does not
- * run: its descriptor is the one place for what the engine knows of it
- * (parity count, redundancy). */
+/* The discipline of md level number level that the engine runs, or NULL
+ * (raid_levels.c, from raid_levels[]). */
 const struct raid_level *raid_level_of(int level);
 
 /* Per-member state of an open array. */
 struct raid_member {
-	struct vol *vol;   /* NULL when missing */
+	struct vol *vol;    /* NULL when missing */
 	atomic_bool failed; /* missing, failed by I/O or by the user */
 	atomic_int inflight;
 	atomic_uint_fast64_t last_end; /* where its last request ended */
@@ -91,14 +129,15 @@ struct raid_member {
  * whole chunks).  lo >= hi: none. */
 struct raid_rec_io {
 	uint64_t lo, hi;
-	bool excl; /* parity levels: alone in its rows (see raid.c) */
+	bool excl;  /* parity levels: alone in its rows (see raid_barrier.c) */
 	bool below; /* rows under the recovery point: rebuilt onto the targets after */
 	struct raid_rec_io *next;
 };
 
-/* Online recovery state (raid.c): md's resync barrier.  The rebuild owns
- * the window [lo, hi) of member offsets: a write that would touch it waits,
- * and the rebuild waits for the writes in flight there before it reads.
+/* Online recovery state (raid_barrier.c, raid_recover.c): md's resync
+ * barrier.  The rebuild owns the window [lo, hi) of member offsets: a
+ * write that would touch it waits, and the rebuild waits for the writes in
+ * flight there before it reads.
  * Below point every target holds what it should. */
 struct raid_rec {
 	pthread_mutex_t lock;
@@ -114,8 +153,8 @@ struct raid_rec {
 	atomic_bool scrub;
 };
 
-struct raid_ra; /* read-ahead state (raid_ra.c) */
-struct raid_wb; /* write-behind state (raid_wb.c) */
+struct raid_ra;  /* read-ahead state (raid_ra.c) */
+struct raid_wb;  /* write-behind state (raid_wb.c) */
 struct raid_par; /* parity levels' state (raid_parity.c) */
 
 struct raid_array {
@@ -131,7 +170,9 @@ struct raid_array {
 	struct raid_par *par;      /* parity levels: stripe locks, row cache */
 	struct raid_ra *ra;        /* NULL without read-ahead */
 	struct raid_wb *wb;        /* NULL without write-behind */
-	atomic_uint view_next;     /* the copy the next view starts from */
+	/* A stage's word that a member failed (read-ahead's: raid_ra.c). */
+	void (*on_member_failed)(struct raid_array *a, unsigned role);
+	atomic_uint view_next; /* the copy the next view starts from */
 	/* Online recovery: rec_on says writes must register (rec);
 	 * writes that saw it off are counted in wr_fast, so that turning it
 	 * on can wait for them (raid_recover_begin). */
@@ -142,7 +183,7 @@ struct raid_array {
 	unsigned nretired;
 };
 
-/* ---- the engine (raid.c), for the stages below ---- */
+/* ---- members' state and failure (raid_member.c) ---- */
 
 /* Members slower than this (measured) are disks: worth staging streams
  * for. */
@@ -159,27 +200,63 @@ bool raid_err_is_request(int err);
  * -EIO (-EBUSY when by_user) if the level has no redundancy left to lose
  * it. */
 int raid_member_fail(struct raid_array *a, unsigned role, int err, bool by_user);
-/* The array behind v, or NULL if v is not one. */
-struct raid_array *raid_array_of(struct vol *v);
-/* Read [off, off+len) from the members (no read-ahead, no write-behind
- * wait): what the rebuild reads through. */
-int raid_read_members(struct raid_array *a, char *buf, uint64_t len, uint64_t off);
+/* Would every block still have a live copy if role failed too? */
+bool raid_survives_without(struct raid_array *a, unsigned role);
+/* A write to a role being recovered failed: the recovery of that role is
+ * over (the md layer aborts it); the request does not fail for it. */
+void raid_rec_target_failed(struct raid_array *a, unsigned role, int err);
 
-/* ---- online recovery (raid.c, raid_rebuild.c) ---- */
+/* ---- the I/O fan-out (raid_map.c) ---- */
+
+enum raid_op { RAID_READ, RAID_WRITE, RAID_TRIM, RAID_ZERO };
+/* Read [off, off+len) from the members (no read-ahead, no write-behind
+ * wait), failing over to other copies extent by extent, or rebuilding
+ * through the level's rebuild hook: the front's and the rebuild's read. */
+int raid_read_members(struct raid_array *a, char *buf, uint64_t len, uint64_t off);
+/* Write, trim or zero [off, off+len) on every live copy, and on the
+ * copies of roles being recovered (which do not count as live). */
+int raid_map_modify(struct raid_array *a, enum raid_op op, const char *buf, uint64_t len,
+                    uint64_t off, unsigned flags);
+
+/* ---- the recovery barrier (raid_barrier.c) ---- */
+
+/* Before a write of [off, off+len): true if it registered (recovery or
+ * scrub on), false if it only counted itself in wr_fast. */
+bool raid_rec_enter(struct raid_array *a, struct raid_rec_io *io, uint64_t len, uint64_t off);
+/* After a write that returned r: unregister it; returns r. */
+int raid_rec_leave(struct raid_array *a, struct raid_rec_io *io, bool reg, int r);
+/* Where every target holds what it should below. */
+uint64_t raid_rec_point(struct raid_array *a);
 
 /* The rebuild's window moves to [lo, hi) with every target rebuilt below
  * point: writes into it wait from now on, and this returns once none is
  * in flight there.  lo >= hi clears it. */
 void raid_rec_window(struct raid_array *a, uint64_t lo, uint64_t hi, uint64_t point);
+
+/* ---- online recovery and scrub lifecycle (raid_recover.c) ---- */
+
+/* raid_rebuild.h's raid_recover_begin/finish/abort on an array. */
+int raid_recovery_begin(struct raid_array *a, unsigned role, struct vol *target, uint64_t from);
+int raid_recovery_end(struct raid_array *a, unsigned role, bool in_sync);
 /* A scrub of a (live) array begins: writes register from now on, with
  * write-behind off (what it held written out).  -EBUSY while a recovery or
  * another scrub runs. */
 int raid_scrub_begin(struct raid_array *a);
 void raid_scrub_end(struct raid_array *a);
-/* Rebuild member offsets [lo, hi) (whole chunks) of every role being
- * recovered from the others, and write them there (raid_rebuild.c): a
- * parity write below the recovery point calls it for its rows. */
-int raid_rebuild_rows(struct raid_array *a, uint64_t lo, uint64_t hi);
+
+/* ---- the rebuild (raid_rebuild.c) and the scrub (raid_check.c) ---- */
+
+/* raid_rebuild.h's raid_rebuild() and raid_rebuild_piece() on an array. */
+int raid_rebuild_run(struct raid_array *a, struct vol *const *targets, uint64_t from, uint64_t to,
+                     int (*progress)(void *ctx, uint64_t done), void *ctx);
+uint64_t raid_rebuild_piece_of(struct raid_array *a);
+/* After a registered write: on a parity level, rebuild the rows it
+ * touched below the recovery point onto the targets (a failure there ends
+ * their recovery; the write itself stands). */
+void raid_rebuild_written(struct raid_array *a, const struct raid_rec_io *io);
+/* raid.h's raid_check() on an array. */
+int raid_check_run(struct raid_array *a, bool repair, struct raid_check_report *rep,
+                   const struct raid_check_cb *cb);
 
 /* ---- parity levels (raid_parity.c) ---- */
 
@@ -189,7 +266,7 @@ int raid_parity_rebuild(struct raid_array *a, char *buf, uint64_t len, uint64_t 
 /* Write [off, off+len) of a parity level, stripe by stripe, parity
  * included. */
 int raid_parity_write(struct raid_array *a, const char *buf, uint64_t len, uint64_t off,
-		      unsigned flags);
+                      unsigned flags);
 /* Scrub stripe row: recompute its P (and Q) from its data and compare;
  * *differ says how many of them differ, and with repair those are
  * rewritten.  -ENODEV when a member is gone (nothing to compare against). */
@@ -200,6 +277,8 @@ void raid_parity_compute(char *const *data, unsigned ndata, uint64_t len, char *
 /* Forget what the row cache holds of stripes [row0, row0+k): they are
  * being rewritten whole behind its back (raid_wb.c). */
 void raid_parity_forget(struct raid_array *a, uint64_t row0, uint64_t k);
+/* Forget the whole row cache (a member rejoined in sync). */
+void raid_parity_forget_all(struct raid_array *a);
 int raid_parity_init(struct raid_array *a);
 void raid_parity_destroy(struct raid_array *a);
 
@@ -233,38 +312,36 @@ struct raid_piece_map {
 #define RAID_PICK_NONE (-2) /* no live copy: the piece cannot be staged */
 /* Which copy of an extent a piece stages: a loc index, or one of the two
  * above. */
-typedef int (*raid_piece_pick_fn)(struct raid_array *a, const struct raid_loc *loc,
-				  unsigned nc, void *ctx);
+typedef int (*raid_piece_pick_fn)(struct raid_array *a, const struct raid_loc *loc, unsigned nc,
+                                  void *ctx);
 
 /* Lay out [off, off+len); pick NULL stages every live copy.  0, -EIO if an
  * extent has no copy to stage, or -ENOMEM.  m is reused between calls.
  * On a parity level every member's chunks of the stripes the range
  * touches are staged, gone members' too, and pick is not used. */
-int raid_piece_map_build(struct raid_array *a, uint64_t off, uint64_t len,
-			 raid_piece_pick_fn pick, void *ctx, struct raid_piece_map *m);
+int raid_piece_map_build(struct raid_array *a, uint64_t off, uint64_t len, raid_piece_pick_fn pick,
+                         void *ctx, struct raid_piece_map *m);
 void raid_piece_map_free(struct raid_piece_map *m);
 /* Copy [off, off+len) of the array between buf and the piece's buffer:
  * in (buf -> piece) to every staged copy, out from the first one.  -EIO if
  * some of the range is not staged. */
-int raid_piece_copy(struct raid_array *a, const struct raid_piece_map *m,
-		    char *piece, char *buf, uint64_t len, uint64_t off, bool in);
+int raid_piece_copy(struct raid_array *a, const struct raid_piece_map *m, char *piece, char *buf,
+                    uint64_t len, uint64_t off, bool in);
 /* Set m->out to the member writes that put [off, off+len) of the array
  * (inside the piece) on every staged copy, each contiguous on the member
  * and in the buffer.  On a parity level: the whole stripes inside the
  * range, every live member's chunks of them, P and Q included (compute
  * those first with raid_piece_parity).  0 or -ENOMEM. */
-int raid_piece_segments(struct raid_array *a, struct raid_piece_map *m,
-			uint64_t len, uint64_t off);
+int raid_piece_segments(struct raid_array *a, struct raid_piece_map *m, uint64_t len, uint64_t off);
 /* Parity levels: compute the P and Q chunks that role holds in the whole
  * stripes inside [off, off+len), from the data staged in the piece (all
  * of it must be in).  0, -ENOMEM or -EIO (the stripes are not staged). */
 int raid_piece_parity(struct raid_array *a, const struct raid_piece_map *m, char *piece,
-		      unsigned role, uint64_t len, uint64_t off);
+                      unsigned role, uint64_t len, uint64_t off);
 /* Copy [off, off+len) of the array from one piece to another (both
  * staging it).  0 or -EIO. */
-int raid_piece_move(struct raid_array *a, const struct raid_piece_map *from,
-		    const char *fbuf, const struct raid_piece_map *to, char *tbuf,
-		    uint64_t len, uint64_t off);
+int raid_piece_move(struct raid_array *a, const struct raid_piece_map *from, const char *fbuf,
+                    const struct raid_piece_map *to, char *tbuf, uint64_t len, uint64_t off);
 
 /* A stage's mode as raid_set_readahead()/raid_set_writebehind() take it:
  * -1 off, 0 automatic, 1 forced on. */
@@ -283,7 +360,8 @@ int raid_ra_read(struct raid_array *a, char *buf, uint64_t len, uint64_t off);
 /* Drop what was read ahead of [off, off+len): called before and after
  * every change of that range. */
 void raid_ra_invalidate(struct raid_array *a, uint64_t len, uint64_t off);
-void raid_ra_member_failed(struct raid_array *a, unsigned role);
+/* raid_set_readahead() on an array. */
+int raid_ra_set_mode(struct raid_array *a, int mode);
 
 /* ---- write-behind for sequential streams (raid_wb.c) ---- */
 
@@ -295,11 +373,13 @@ void raid_wb_destroy(struct raid_array *a);
  * write directly.  On a parity level the caller then calls
  * raid_wb_direct_done() once its direct write is over: until then no
  * piece is staged, so lanes never write stripes beside the direct path. */
-int raid_wb_write(struct raid_array *a, const char *buf, uint64_t len,
-		  uint64_t off, unsigned flags);
+int raid_wb_write(struct raid_array *a, const char *buf, uint64_t len, uint64_t off,
+                  unsigned flags);
 void raid_wb_direct_done(struct raid_array *a);
 /* Wait until every staged piece is written; 0 or the sticky error. */
 int raid_wb_barrier(struct raid_array *a);
+/* raid_set_writebehind() on an array. */
+int raid_wb_set_mode(struct raid_array *a, int mode);
 /* The mode raid_set_writebehind() last set (-1 without write-behind). */
 int raid_wb_mode(struct raid_array *a);
 /* Wait until no staged piece holds any of [off, off+len). */
@@ -307,6 +387,8 @@ void raid_wb_wait_range(struct raid_array *a, uint64_t len, uint64_t off);
 /* Parity levels, for tests: how many stripes pieces have held whole (the
  * lanes write them, parity computed once), and how many partial-stripe
  * ranges they handed to the direct path, since the array opened. */
+void raid_wb_counts_of(struct raid_array *a, uint64_t *whole, uint64_t *partial);
+/* The same on a struct vol (raid.c), for tests. */
 void raid_wb_counts(struct vol *array, uint64_t *whole, uint64_t *partial);
 
 #endif

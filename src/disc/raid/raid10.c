@@ -10,12 +10,16 @@
  * has far-1 further copies, one stride on and near devices over.  The
  * stride is one chunk for offset layouts, else the used device size
  * divided by far. */
-#include "raid_internal.h"
+#include "raid_types.h"
 
 #include "core/log.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#define RAID10_OFFSET 0x10000u /* offset copies (md's layout bit 16) */
 
 struct raid10_priv {
 	unsigned nc, fc, disks;
@@ -29,19 +33,19 @@ static void raid10_free(void *p)
 	free(p);
 }
 
-static int raid10_setup(const struct raid_geom *g, const uint64_t *sizes,
-			void **priv, uint64_t *array_size, unsigned *copies)
+static int raid10_setup(const struct raid_geom *g, const uint64_t *sizes, void **priv,
+                        uint64_t *array_size, unsigned *copies)
 {
 	struct raid10_priv *t;
 	unsigned nc = g->layout & 0xff, fc = (g->layout >> 8) & 0xff;
 	unsigned d = g->raid_disks;
 	uint64_t dev = UINT64_MAX, chunk = g->chunk;
 
-	if (nc < 1 || fc < 1 || nc * fc > d || nc * fc > RAID_MAX_COPIES ||
-	    (g->layout >> 17) > 2)
+	if (nc < 1 || fc < 1 || nc * fc > d || nc * fc > RAID_MAX_COPIES || (g->layout >> 17) > 2)
 		return err_set(-EINVAL, "raid10: layout 0x%x does not fit %u disks", g->layout, d);
 	if (chunk < 4096 || (chunk & (chunk - 1)))
-		return err_set(-EINVAL, "raid10: chunk %u is not a power of two >= 4 KiB", g->chunk);
+		return err_set(-EINVAL, "raid10: chunk %u is not a power of two >= 4 KiB",
+		               g->chunk);
 	for (unsigned i = 0; i < d; i++)
 		if (sizes[i] && sizes[i] < dev)
 			dev = sizes[i];
@@ -85,9 +89,8 @@ static int raid10_setup(const struct raid_geom *g, const uint64_t *sizes,
 	return 0;
 }
 
-static uint64_t raid10_map(const void *p, const struct raid_geom *g,
-			   uint64_t off, uint64_t len, struct raid_loc *loc,
-			   unsigned *ncopies)
+static uint64_t raid10_map(const void *p, const struct raid_geom *g, uint64_t off, uint64_t len,
+                           struct raid_loc *loc, unsigned *ncopies)
 {
 	const struct raid10_priv *t = p;
 	uint64_t chunk = g->chunk;
@@ -133,10 +136,51 @@ static uint64_t raid10_map(const void *p, const struct raid_geom *g,
 	return ext < len ? ext : len;
 }
 
+/* mdadm's raid10 layout names are made of the copy counts: "n2" (near),
+ * "f2" (far), "o2" (offset). */
+static int raid10_layout_parse(const char *s, uint32_t *layout)
+{
+	char *end;
+	unsigned long copies;
+
+	if (!s[0] || !strchr("nfo", s[0]))
+		return -EINVAL;
+	copies = strtoul(s + 1, &end, 10);
+	if (s[1] < '1' || s[1] > '9' || *end || copies < 1 || copies > 255)
+		return -EINVAL;
+	switch (s[0]) {
+	case 'n':
+		*layout = (1u << 8) | (uint32_t)copies;
+		break;
+	case 'f':
+		*layout = ((uint32_t)copies << 8) | 1;
+		break;
+	default:
+		*layout = RAID10_OFFSET | ((uint32_t)copies << 8) | 1;
+		break;
+	}
+	return 0;
+}
+
+static void raid10_layout_format(uint32_t layout, char *out, size_t len)
+{
+	unsigned near = layout & 0xff, far = (layout >> 8) & 0xff;
+
+	snprintf(out, len, "%s%u", far > 1 ? (layout & RAID10_OFFSET ? "o" : "f") : "n",
+	         far > 1 ? far : near);
+}
+
 const struct raid_level raid10_level = {
-	.kind = "raid10",
-	.redundant = true,
-	.setup = raid10_setup,
-	.map = raid10_map,
-	.free = raid10_free,
+    .md = {.level = 10,
+           .name = "raid10",
+           .min_disks = 2,
+           .redundant = true,
+           .chunked = true,
+           .served = true,
+           .default_layout = "n2",
+           .layout_parse = raid10_layout_parse,
+           .layout_format = raid10_layout_format},
+    .setup = raid10_setup,
+    .map = raid10_map,
+    .free = raid10_free,
 };

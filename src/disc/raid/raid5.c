@@ -25,7 +25,7 @@
  * P is the XOR of the stripe's data chunks; Q weighs them by powers of 2
  * in GF(2^8), in "syndrome order": from the disk after Q (disk 0 when Q is
  * last), wrapping. */
-#include "raid_internal.h"
+#include "raid_types.h"
 
 #include "core/log.h"
 
@@ -33,8 +33,17 @@
 #include <stdlib.h>
 
 enum {
-	L_LEFT_ASYM, L_RIGHT_ASYM, L_LEFT_SYM, L_RIGHT_SYM, L_PARITY_0, L_PARITY_N,
-	L6_LEFT_ASYM = 16, L6_RIGHT_ASYM, L6_LEFT_SYM, L6_RIGHT_SYM, L6_PARITY_0,
+	L_LEFT_ASYM,
+	L_RIGHT_ASYM,
+	L_LEFT_SYM,
+	L_RIGHT_SYM,
+	L_PARITY_0,
+	L_PARITY_N,
+	L6_LEFT_ASYM = 16,
+	L6_RIGHT_ASYM,
+	L6_LEFT_SYM,
+	L6_RIGHT_SYM,
+	L6_PARITY_0,
 };
 
 struct raid56 {
@@ -49,19 +58,20 @@ static bool raid56_layout_known(int level, unsigned layout)
 	return level == 6 && layout >= L6_LEFT_ASYM && layout <= L6_PARITY_0;
 }
 
-static int raid56_setup(const struct raid_geom *g, const uint64_t *sizes,
-			void **priv, uint64_t *array_size, unsigned *copies)
+/* m: the level's parity count, 1 or 2 */
+static int raid56_setup(const struct raid_geom *g, const uint64_t *sizes, unsigned m, void **priv,
+                        uint64_t *array_size, unsigned *copies)
 {
-	unsigned m = raid_level_of(g->level)->parity;
 	uint64_t size = UINT64_MAX;
 	struct raid56 *t;
 
 	if (g->raid_disks < (m == 2 ? 4u : 2u))
 		return err_set(-EINVAL, "raid%d: needs at least %u members, not %u", g->level,
-			       m == 2 ? 4 : 2, g->raid_disks);
+		               m == 2 ? 4 : 2, g->raid_disks);
 	if (!raid56_layout_known(g->level, g->layout))
-		return err_set(-EINVAL, "raid%d: layout %u is not one uraid reads (DDF layouts are not)",
-			       g->level, g->layout);
+		return err_set(-EINVAL,
+		               "raid%d: layout %u is not one uraid reads (DDF layouts are not)",
+		               g->level, g->layout);
 	if (g->chunk == 0 || g->chunk % 512)
 		return err_set(-EINVAL, "raid%d: chunk of %u bytes", g->level, g->chunk);
 	for (unsigned i = 0; i < g->raid_disks; i++)
@@ -71,7 +81,8 @@ static int raid56_setup(const struct raid_geom *g, const uint64_t *sizes,
 		return err_set(-ENODEV, "raid%d: no member present", g->level);
 	if (g->dev_size) {
 		if (g->dev_size > size)
-			return err_set(-EINVAL, "raid%d: members are smaller than the array", g->level);
+			return err_set(-EINVAL, "raid%d: members are smaller than the array",
+			               g->level);
 		size = g->dev_size;
 	}
 	size -= size % g->chunk;
@@ -88,8 +99,8 @@ static int raid56_setup(const struct raid_geom *g, const uint64_t *sizes,
 
 /* Stripe s: the P and Q disks (q = -1 on RAID5) and the disk of data
  * index d. */
-static void raid56_place(const struct raid_geom *g, unsigned m, uint64_t s, unsigned d,
-			 unsigned *p, int *q, unsigned *dd)
+static void raid56_place(const struct raid_geom *g, unsigned m, uint64_t s, unsigned d, unsigned *p,
+                         int *q, unsigned *dd)
 {
 	unsigned n = g->raid_disks;
 
@@ -154,14 +165,14 @@ static void raid56_place(const struct raid_geom *g, unsigned m, uint64_t s, unsi
 	case L6_LEFT_ASYM:
 	case L6_RIGHT_ASYM:
 		*p = g->layout == L6_LEFT_ASYM ? n - 2 - (unsigned)(s % (n - 1))
-					       : (unsigned)(s % (n - 1));
+		                               : (unsigned)(s % (n - 1));
 		*dd = d >= *p ? d + 1 : d;
 		*q = (int)n - 1;
 		break;
 	case L6_LEFT_SYM:
 	case L6_RIGHT_SYM:
 		*p = g->layout == L6_LEFT_SYM ? n - 2 - (unsigned)(s % (n - 1))
-					      : (unsigned)(s % (n - 1));
+		                              : (unsigned)(s % (n - 1));
 		*dd = (*p + 1 + d) % (n - 1);
 		*q = (int)n - 1;
 		break;
@@ -173,8 +184,8 @@ static void raid56_place(const struct raid_geom *g, unsigned m, uint64_t s, unsi
 	}
 }
 
-static uint64_t raid56_map(const void *priv, const struct raid_geom *g, uint64_t off,
-			   uint64_t len, struct raid_loc *loc, unsigned *ncopies)
+static uint64_t raid56_map(const void *priv, const struct raid_geom *g, uint64_t off, uint64_t len,
+                           struct raid_loc *loc, unsigned *ncopies)
 {
 	const struct raid56 *t = priv;
 	unsigned ndata = g->raid_disks - t->m;
@@ -190,7 +201,7 @@ static uint64_t raid56_map(const void *priv, const struct raid_geom *g, uint64_t
 }
 
 static void raid56_stripe(const void *priv, const struct raid_geom *g, uint64_t off,
-			  struct raid_stripe *st)
+                          struct raid_stripe *st)
 {
 	const struct raid56 *t = priv;
 	unsigned n = g->raid_disks, ndata = n - t->m;
@@ -221,22 +232,87 @@ static void raid56_free(void *p)
 	free(p);
 }
 
+static int raid5_setup(const struct raid_geom *g, const uint64_t *sizes, void **priv,
+                       uint64_t *array_size, unsigned *copies)
+{
+	return raid56_setup(g, sizes, 1, priv, array_size, copies);
+}
+
+static int raid6_setup(const struct raid_geom *g, const uint64_t *sizes, void **priv,
+                       uint64_t *array_size, unsigned *copies)
+{
+	return raid56_setup(g, sizes, 2, priv, array_size, copies);
+}
+
+/* mdadm's names for the layouts (maps.c's r5layout, r6layout). */
+#define RAID5_LAYOUT_NAMES                                                                         \
+	{L_LEFT_ASYM, "left-asymmetric", "la"}, {L_RIGHT_ASYM, "right-asymmetric", "ra"},          \
+	    {L_LEFT_SYM, "left-symmetric", "ls"}, {L_RIGHT_SYM, "right-symmetric", "rs"},          \
+	    {L_PARITY_0, "parity-first", NULL},                                                    \
+	{                                                                                          \
+		L_PARITY_N, "parity-last", NULL                                                    \
+	}
+
+static const struct md_layout_name raid5_layouts[] = {RAID5_LAYOUT_NAMES};
+static const struct md_layout_name raid6_layouts[] = {
+    RAID5_LAYOUT_NAMES,
+    {L6_LEFT_ASYM, "left-asymmetric-6", NULL},
+    {L6_RIGHT_ASYM, "right-asymmetric-6", NULL},
+    {L6_LEFT_SYM, "left-symmetric-6", NULL},
+    {L6_RIGHT_SYM, "right-symmetric-6", NULL},
+    {L6_PARITY_0, "parity-first-6", NULL},
+};
+
+/* What every parity level does where the mirrors differ: a trimmed chunk
+ * would no longer match its parity and zeros are written, parity and all;
+ * writes, reads of a gone chunk and the scrub go by stripe
+ * (raid_parity.c). */
+#define RAID56_HOOKS                                                                               \
+	.map = raid56_map, .stripe = raid56_stripe, .free = raid56_free, .striped = true,          \
+	.caps_off = VOL_CAP_TRIM | VOL_CAP_ZEROES | VOL_CAP_FAST_ZERO | VOL_CAP_VIEW,              \
+	.start = raid_parity_init, .stop = raid_parity_destroy, .write = raid_parity_write,        \
+	.rebuild = raid_parity_rebuild, .check_row = raid_parity_check_row,                        \
+	.member_back = raid_parity_forget_all
+
+/* raid4 is md's raid5 with parity always on the last member (raid5's
+ * parity-last layout); the engine does not run it as a level of its own,
+ * so it is refused (md_level_served) rather than half supported: md's
+ * facts only, no setup. */
+const struct raid_level raid4_level = {
+    .md = {.level = 4,
+           .name = "raid4",
+           .min_disks = 2,
+           .parity = 1,
+           .redundant = true,
+           .chunked = true},
+};
+
 const struct raid_level raid5_level = {
-	.kind = "raid5",
-	.redundant = true,
-	.parity = 1,
-	.setup = raid56_setup,
-	.map = raid56_map,
-	.stripe = raid56_stripe,
-	.free = raid56_free,
+    .md = {.level = 5,
+           .name = "raid5",
+           .min_disks = 2,
+           .parity = 1,
+           .redundant = true,
+           .chunked = true,
+           .served = true,
+           .layouts = raid5_layouts,
+           .nlayouts = sizeof(raid5_layouts) / sizeof(raid5_layouts[0]),
+           .default_layout = "left-symmetric"},
+    .setup = raid5_setup,
+    RAID56_HOOKS,
 };
 
 const struct raid_level raid6_level = {
-	.kind = "raid6",
-	.redundant = true,
-	.parity = 2,
-	.setup = raid56_setup,
-	.map = raid56_map,
-	.stripe = raid56_stripe,
-	.free = raid56_free,
+    .md = {.level = 6,
+           .name = "raid6",
+           .min_disks = 4,
+           .parity = 2,
+           .redundant = true,
+           .chunked = true,
+           .served = true,
+           .layouts = raid6_layouts,
+           .nlayouts = sizeof(raid6_layouts) / sizeof(raid6_layouts[0]),
+           .default_layout = "left-symmetric"},
+    .setup = raid6_setup,
+    RAID56_HOOKS,
 };

@@ -1,14 +1,14 @@
 /* raid1.c — md RAID1: every member holds the whole array at the same
  * offset of its data area.  The array is dev_size bytes (or the smallest
  * member when the geometry leaves it 0). */
-#include "raid_internal.h"
+#include "raid_types.h"
 
 #include "core/log.h"
 
 #include <errno.h>
 
-static int raid1_setup(const struct raid_geom *g, const uint64_t *sizes,
-		       void **priv, uint64_t *array_size, unsigned *copies)
+static int raid1_setup(const struct raid_geom *g, const uint64_t *sizes, void **priv,
+                       uint64_t *array_size, unsigned *copies)
 {
 	uint64_t size = UINT64_MAX;
 
@@ -30,9 +30,8 @@ static int raid1_setup(const struct raid_geom *g, const uint64_t *sizes,
 	return 0;
 }
 
-static uint64_t raid1_map(const void *p, const struct raid_geom *g,
-			  uint64_t off, uint64_t len, struct raid_loc *loc,
-			  unsigned *ncopies)
+static uint64_t raid1_map(const void *p, const struct raid_geom *g, uint64_t off, uint64_t len,
+                          struct raid_loc *loc, unsigned *ncopies)
 {
 	(void)p;
 	for (unsigned i = 0; i < g->raid_disks; i++) {
@@ -49,9 +48,8 @@ static void raid1_free(void *p)
 }
 
 const struct raid_level raid1_level = {
-	.kind = "raid1",
-	.redundant = true,
-	.setup = raid1_setup,
-	.map = raid1_map,
-	.free = raid1_free,
+    .md = {.level = 1, .name = "raid1", .min_disks = 1, .redundant = true, .served = true},
+    .setup = raid1_setup,
+    .map = raid1_map,
+    .free = raid1_free,
 };

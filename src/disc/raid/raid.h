@@ -3,7 +3,8 @@
  * The geometry uses md's own numbers (level, layout, chunk) so that the md
  * metadata code (src/format/md.c) hands over what the superblock says, and
  * the RAID code never reads a superblock.  Each level lives in its own file
- * (raid0.c, raid1.c, raid10.c, raid5.c for 5 and 6, linear.c) behind raid_open().
+ * (raid0.c, raid1.c, raid10.c, raid5.c for 4, 5 and 6, ../linear.c), one
+ * descriptor each, behind raid_open() (raid_types.h maps the engine).
  *
  * members[] holds the data areas (superblock and offsets already cut away,
  * see slice.h), indexed by role (md's dev_roles slot).  A NULL entry is a
@@ -13,7 +14,47 @@
 
 #include "core/vol.h"
 
+#include <stddef.h>
+
 #define RAID_LEVEL_LINEAR (-1)
+
+/* ---- what md knows of each level ----
+ * Each level's descriptor (raid_types.h, one file per level) carries
+ * these facts; md (src/format/md.c: md_level_info(), md_layout_parse(),
+ * md_layout_name(), md_level_parity()) answers from them, so that create,
+ * examine, detail and the control socket read one table. */
+
+/* A layout word mdadm has a name for. */
+struct md_layout_name {
+	uint32_t layout;   /* md's layout word */
+	const char *name;  /* mdadm's name: "left-symmetric" */
+	const char *alias; /* its short form ("ls"), or NULL */
+};
+
+struct md_level_info {
+	int level;                            /* md's number: -1 linear, 0, 1, 4, 5, 6, 10 */
+	const char *name;                     /* "raid5", as mdadm names it */
+	unsigned min_disks;                   /* fewest raid_disks it is made of */
+	unsigned parity;                      /* parity chunks per stripe: the members a parity
+	                                       * level can lose (raid4/5: 1, raid6: 2); 0 for
+	                                       * the others */
+	bool redundant;                       /* keeps a copy or parity of every block */
+	bool chunked;                         /* striped in chunks: chunksize is part of it */
+	bool served;                          /* uraid's RAID engine runs it (not raid4) */
+	const struct md_layout_name *layouts; /* named layouts (raid10's are
+	                                       * made of copy counts) */
+	unsigned nlayouts;
+	const char *default_layout; /* what create uses without --layout */
+	/* Layouts made by a rule rather than named (raid10's "n2", "f2",
+	 * "o2"): read and write them; NULL: the layouts[] above. */
+	int (*layout_parse)(const char *s, uint32_t *layout);
+	void (*layout_format)(uint32_t layout, char *out, size_t len);
+};
+
+/* The levels md knows, linear first (raid_levels[] order): i from 0 until
+ * it returns NULL.  raid4's is there though the engine does not run it
+ * (served false). */
+const struct md_level_info *raid_level_md_at(unsigned i);
 
 struct raid_geom {
 	int level;           /* -1 linear, 0, 1, 10, 5 and 6 */
@@ -21,7 +62,7 @@ struct raid_geom {
 	uint32_t chunk;      /* bytes; 0 for raid1 */
 	unsigned raid_disks; /* number of roles */
 	uint64_t dev_size;   /* bytes used on each member (raid1/10/5/6); for raid0
-			      * and linear each member's own vol size is used */
+	                      * and linear each member's own vol size is used */
 };
 
 /* How a RAID vol tells the metadata layer what happened to a member, so it
@@ -34,8 +75,8 @@ struct raid_events {
 
 /* Build the array.  On success the RAID vol owns the member vols.
  * Returns 0 or -errno with err_set() detail. */
-int raid_open(const struct raid_geom *g, struct vol **members,
-	      const struct raid_events *ev, const char *name, struct vol **out);
+int raid_open(const struct raid_geom *g, struct vol **members, const struct raid_events *ev,
+              const char *name, struct vol **out);
 
 /* Mark role as failed by the user (uraid fail): I/O stops going to it.
  * -EBUSY (err_set) if the array would lose data without it.  A role being
@@ -94,7 +135,7 @@ struct raid_check_cb {
  * found), -EINTR when progress stopped it (rep says how far it got), or
  * -errno with err_set() detail; -EINVAL for a level without copies. */
 int raid_check(struct vol *array, bool repair, struct raid_check_report *rep,
-	       const struct raid_check_cb *cb);
+               const struct raid_check_cb *cb);
 
 /* How many bytes of array each level makes of the given geometry and member
  * sizes (for create and for validating superblocks). */

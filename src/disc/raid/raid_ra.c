@@ -3,7 +3,7 @@
  * of every disk.  The engine (raid.c) calls raid_ra_read() before reading
  * directly, and raid_ra_invalidate() around every change of the array.
  */
-#include "raid_internal.h"
+#include "raid_types.h"
 #include "raid_ra_sched.h"
 
 #include "core/log.h"
@@ -35,8 +35,8 @@
  *
  * Pieces live in a ring of K slots covering the window [F, F+K) of pieces
  * from the reader's position F; piece p goes to slot p % K.  Lanes only
- * read inside the window, so memory is K pieces whatever the stream does; K leaves room for the other copies' stretches
- * ahead of the reader.  Writes, trims and zeroes drop the pieces they
+ * read inside the window, so memory is K pieces whatever the stream does; K leaves room for the
+ * other copies' stretches ahead of the reader.  Writes, trims and zeroes drop the pieces they
  * overlap before and after they run, so a piece read while one ran is read
  * again, never served.
  *
@@ -48,11 +48,11 @@
  * leaves the parity.  Only while every member is live: a piece that would
  * need a gone member is left to the direct path, which rebuilds. */
 
-#define RAID_RA_STRETCH (64u << 20)       /* per mirror disk */
-#define RAID_RA_PIECE (2u << 20)          /* per data disk */
-#define RAID_RA_MAX (256u << 20)          /* all slots' buffers together */
-#define RAID_RA_XFER (512u << 10)         /* a young stream's lane transfers */
-#define RAID_RA_YOUNG_NS 1000000000u      /* a stream is young for 1 s */
+#define RAID_RA_STRETCH (64u << 20)  /* per mirror disk */
+#define RAID_RA_PIECE (2u << 20)     /* per data disk */
+#define RAID_RA_MAX (256u << 20)     /* all slots' buffers together */
+#define RAID_RA_XFER (512u << 10)    /* a young stream's lane transfers */
+#define RAID_RA_YOUNG_NS 1000000000u /* a stream is young for 1 s */
 /* A stream is seen at its second back-to-back read (of >= 64 KiB): every
  * read before it goes to one disk. */
 #define RAID_RA_SEQ 1
@@ -76,10 +76,10 @@ struct raid_ra_slot {
 	uint64_t piece; /* piece held or being read */
 	uint64_t gen;   /* bumped when the slot's content is invalidated */
 	enum raid_ra_state state;
-	unsigned loading; /* parts being read now */
-	unsigned left;    /* parts still to read */
-	bool stale;       /* invalidated while parts were being read */
-	unsigned char *part; /* per member: enum raid_ra_part */
+	unsigned loading;          /* parts being read now */
+	unsigned left;             /* parts still to read */
+	bool stale;                /* invalidated while parts were being read */
+	unsigned char *part;       /* per member: enum raid_ra_part */
 	struct raid_piece_map map; /* where each member's part goes in buf */
 	char *buf;
 };
@@ -88,26 +88,26 @@ struct raid_ra {
 	pthread_mutex_t lock;
 	pthread_cond_t work; /* lanes wait for parts to read */
 	pthread_cond_t done; /* readers wait for pieces read */
-	uint64_t piece;   /* bytes of the array a piece covers */
-	uint64_t buf_len; /* bytes a piece's buffer holds (parity levels: all
-			   * members' chunks, so more than piece) */
-	uint64_t stretch; /* pieces read from the same copy in a row */
-	unsigned nslots;  /* K */
-	uint64_t npieces; /* in the array */
+	uint64_t piece;      /* bytes of the array a piece covers */
+	uint64_t buf_len;    /* bytes a piece's buffer holds (parity levels: all
+	                      * members' chunks, so more than piece) */
+	uint64_t stretch;    /* pieces read from the same copy in a row */
+	unsigned nslots;     /* K */
+	uint64_t npieces;    /* in the array */
 	struct raid_ra_slot *slot;
 	pthread_t *thread;
 	unsigned started; /* lane threads running (0 until the first stream) */
 	bool stop;
-	uint64_t front;   /* F: the piece the reader needs next */
-	uint64_t origin;  /* the piece the current stream started at */
-	bool reading;     /* a reader is being served (one at a time) */
-	int mode;         /* raid_set_readahead() */
-	uint64_t next;    /* where the last read ended */
-	unsigned seq;     /* back-to-back reads so far */
-	uint64_t first;   /* where in piece origin the stream started (bytes) */
-	bool served;      /* the stream's reads continued and were served */
-	uint64_t xfer;    /* a lane's longest transfer */
-	uint64_t disk_bytes; /* a piece's bytes on each disk it touches */
+	uint64_t front;             /* F: the piece the reader needs next */
+	uint64_t origin;            /* the piece the current stream started at */
+	bool reading;               /* a reader is being served (one at a time) */
+	int mode;                   /* raid_set_readahead() */
+	uint64_t next;              /* where the last read ended */
+	unsigned seq;               /* back-to-back reads so far */
+	uint64_t first;             /* where in piece origin the stream started (bytes) */
+	bool served;                /* the stream's reads continued and were served */
+	uint64_t xfer;              /* a lane's longest transfer */
+	uint64_t disk_bytes;        /* a piece's bytes on each disk it touches */
 	struct raid_ra_sched sched; /* which copy reads which stretch */
 };
 
@@ -121,14 +121,14 @@ struct raid_ra_lane {
 int raid_ra_sched_init(struct raid_ra_sched *s, unsigned copies, uint64_t max, unsigned cap)
 {
 	*s = (struct raid_ra_sched){
-		.copies = copies < RAID_RA_SCHED_COPIES ? copies : RAID_RA_SCHED_COPIES,
-		.max = max ? max : 1,
-		.piece_ns = 1,
-		.skip_ns = RAID_RA_SKIP_NS,
-		.grow = RAID_RA_GROW,
-		.floor = RAID_RA_FLOOR_SKIPS,
-		.limit = UINT64_MAX,
-		.cap = cap < 2 ? 2 : cap,
+	    .copies = copies < RAID_RA_SCHED_COPIES ? copies : RAID_RA_SCHED_COPIES,
+	    .max = max ? max : 1,
+	    .piece_ns = 1,
+	    .skip_ns = RAID_RA_SKIP_NS,
+	    .grow = RAID_RA_GROW,
+	    .floor = RAID_RA_FLOOR_SKIPS,
+	    .limit = UINT64_MAX,
+	    .cap = cap < 2 ? 2 : cap,
 	};
 	s->ring = calloc(s->cap, sizeof(*s->ring));
 	return s->ring ? 0 : -ENOMEM;
@@ -141,7 +141,7 @@ void raid_ra_sched_free(struct raid_ra_sched *s)
 }
 
 void raid_ra_sched_begin(struct raid_ra_sched *s, uint64_t origin, uint64_t piece_ns,
-			 const uint64_t *delay_ns)
+                         const uint64_t *delay_ns)
 {
 	s->dealt = origin;
 	s->piece_ns = piece_ns ? piece_ns : 1;
@@ -196,7 +196,7 @@ static void raid_ra_sched_deal(struct raid_ra_sched *s)
 		s->head = (s->head + 1) % s->cap;
 		s->n--;
 	}
-	s->ring[(s->head + s->n++) % s->cap] = (struct raid_ra_stretch){ s->dealt, c };
+	s->ring[(s->head + s->n++) % s->cap] = (struct raid_ra_stretch){s->dealt, c};
 	s->dealt += len;
 	s->clock[c] = t + len * s->piece_ns;
 	s->end[c] = s->dealt;
@@ -231,8 +231,7 @@ unsigned raid_ra_sched_copy(struct raid_ra_sched *s, uint64_t p, uint64_t front)
 
 /* The copy of [off, off+len) that piece p reads: its stretch's copy if
  * live, else the first live one.  Returns the loc index or -1. */
-static int raid_ra_copy(struct raid_array *a, const struct raid_loc *loc,
-			unsigned nc, uint64_t p)
+static int raid_ra_copy(struct raid_array *a, const struct raid_loc *loc, unsigned nc, uint64_t p)
 {
 	struct raid_ra *ra = a->ra;
 	unsigned want = raid_ra_sched_copy(&ra->sched, p, ra->front) % nc;
@@ -245,8 +244,7 @@ static int raid_ra_copy(struct raid_array *a, const struct raid_loc *loc,
 	return -1;
 }
 
-static int raid_ra_pick(struct raid_array *a, const struct raid_loc *loc,
-			unsigned nc, void *ctx)
+static int raid_ra_pick(struct raid_array *a, const struct raid_loc *loc, unsigned nc, void *ctx)
 {
 	int c = raid_ra_copy(a, loc, nc, *(const uint64_t *)ctx);
 	return c < 0 ? RAID_PICK_NONE : c;
@@ -255,7 +253,7 @@ static int raid_ra_pick(struct raid_array *a, const struct raid_loc *loc,
 /* A parity level with a member gone: its pieces cannot be read whole. */
 static bool raid_ra_parity_degraded(struct raid_array *a)
 {
-	for (unsigned r = 0; a->lvl->parity && r < a->n; r++)
+	for (unsigned r = 0; a->lvl->md.parity && r < a->n; r++)
 		if (atomic_load(&a->m[r].failed))
 			return true;
 	return false;
@@ -309,7 +307,7 @@ static bool raid_ra_part_wanted(struct raid_ra *ra, struct raid_ra_slot *s, uint
  * first reads, direct) then waits for one short transfer on the disk,
  * not for a whole part read for nobody. */
 static int raid_ra_read_part(struct raid_array *a, struct raid_ra_slot *s, uint64_t most,
-			     unsigned role, uint64_t gen)
+                             unsigned role, uint64_t gen)
 {
 	struct raid_member *m = &a->m[role];
 	struct vol *v = m->vol;
@@ -402,8 +400,8 @@ static void *raid_ra_lane_run(void *arg)
 
 	pthread_mutex_lock(&ra->lock);
 	while (!ra->stop) {
-		uint64_t p = atomic_load(&a->m[l->role].failed) ? UINT64_MAX
-								: raid_ra_next_part(a, l->role);
+		uint64_t p =
+		    atomic_load(&a->m[l->role].failed) ? UINT64_MAX : raid_ra_next_part(a, l->role);
 		if (p == UINT64_MAX) {
 			pthread_cond_wait(&ra->work, &ra->lock);
 			continue;
@@ -435,6 +433,8 @@ static void *raid_ra_lane_run(void *arg)
 	return NULL;
 }
 
+static void raid_ra_member_failed(struct raid_array *a, unsigned role);
+
 int raid_ra_init(struct raid_array *a)
 {
 	struct raid_ra *ra = calloc(1, sizeof(*ra));
@@ -452,8 +452,8 @@ int raid_ra_init(struct raid_array *a)
 	 * RAID5/6), in whole stripes. */
 	unsigned width = a->n / a->copies ? a->n / a->copies : 1;
 	unit = a->g.chunk ? (uint64_t)a->g.chunk * a->n : 4096;
-	if (a->lvl->parity) {
-		width = a->n - a->lvl->parity;
+	if (a->lvl->md.parity) {
+		width = a->n - a->lvl->md.parity;
 		unit = (uint64_t)a->g.chunk * width;
 	}
 	uint64_t per_disk = a->copies > 1 ? RAID_RA_PIECE : 1u << 20;
@@ -462,7 +462,7 @@ int raid_ra_init(struct raid_array *a)
 		per_disk = strtoull(env, NULL, 0);
 	ra->piece = (uint64_t)width * per_disk;
 	ra->piece = (ra->piece + unit - 1) / unit * unit;
-	ra->buf_len = a->lvl->parity ? ra->piece / width * a->n : ra->piece;
+	ra->buf_len = a->lvl->md.parity ? ra->piece / width * a->n : ra->piece;
 	ra->stretch = a->copies > 1 ? (stretch * width + ra->piece - 1) / ra->piece : 1;
 	if (ra->stretch == 0)
 		ra->stretch = 1;
@@ -509,6 +509,7 @@ int raid_ra_init(struct raid_array *a)
 	pthread_cond_init(&ra->work, NULL);
 	pthread_cond_init(&ra->done, NULL);
 	a->ra = ra;
+	a->on_member_failed = raid_ra_member_failed;
 	return 0;
 nomem:
 	raid_ra_sched_free(&ra->sched);
@@ -598,7 +599,7 @@ static void raid_ra_begin(struct raid_array *a, uint64_t off)
 {
 	struct raid_ra *ra = a->ra;
 	struct raid_loc loc[RAID_MAX_COPIES];
-	uint64_t delay[RAID_RA_SCHED_COPIES] = { 0 };
+	uint64_t delay[RAID_RA_SCHED_COPIES] = {0};
 	uint64_t ns_per_mib = 0;
 	unsigned nc = 0;
 
@@ -622,8 +623,8 @@ static void raid_ra_begin(struct raid_array *a, uint64_t off)
 	if (!ns_per_mib)
 		ns_per_mib = RAID_SLOW_NS_PER_MIB;
 	raid_ra_sched_begin(&ra->sched, ra->origin,
-			    (uint64_t)((double)ns_per_mib * (double)ra->disk_bytes / (1 << 20)),
-			    delay);
+	                    (uint64_t)((double)ns_per_mib * (double)ra->disk_bytes / (1 << 20)),
+	                    delay);
 }
 
 /* Serve a read from read-ahead when it continues a stream.  Returns
@@ -660,9 +661,8 @@ int raid_ra_read(struct raid_array *a, char *buf, uint64_t len, uint64_t off)
 		ra->front = ra->npieces;
 		raid_ra_drop(ra);
 	}
-	if (ra->mode < 0 ||
-	    (ra->mode == 0 && ((ra->seq < RAID_RA_SEQ && !again) || len < (64u << 10) ||
-			       !raid_members_slow(a))))
+	if (ra->mode < 0 || (ra->mode == 0 && ((ra->seq < RAID_RA_SEQ && !again) ||
+	                                       len < (64u << 10) || !raid_members_slow(a))))
 		goto out;
 	/* A degraded RAID5/6 rebuilds on the direct path (raid_ra_layout). */
 	if (raid_ra_parity_degraded(a))
@@ -750,7 +750,7 @@ void raid_ra_invalidate(struct raid_array *a, uint64_t len, uint64_t off)
 
 /* A member failed: pieces waiting for a part from it are set up again
  * from the live copies (its lane reads no more). */
-void raid_ra_member_failed(struct raid_array *a, unsigned role)
+static void raid_ra_member_failed(struct raid_array *a, unsigned role)
 {
 	struct raid_ra *ra = a->ra;
 
@@ -768,12 +768,8 @@ void raid_ra_member_failed(struct raid_array *a, unsigned role)
 	pthread_mutex_unlock(&ra->lock);
 }
 
-int raid_set_readahead(struct vol *array, int mode)
+int raid_ra_set_mode(struct raid_array *a, int mode)
 {
-	struct raid_array *a = raid_array_of(array);
-
-	if (!a)
-		return -EINVAL;
 	if (!a->ra)
 		return mode > 0 ? -ENOTSUP : 0;
 	pthread_mutex_lock(&a->ra->lock);
