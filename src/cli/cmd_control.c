@@ -1,10 +1,10 @@
 /* cmd_control.c — the clients of a running serve's control socket
- * (control.h): `uraid detail`, `uraid fail`, `uraid remove`, and the hot
+ * (ctl/control.h): `uraid detail`, `uraid fail`, `uraid remove`, and the hot
  * form of `uraid add` (cmd_rebuild.c hands it over when its first
  * argument is a socket).  Each sends one JSON request and prints the
  * reply; the exit code is 0 when the server says ok. */
 #include "cli.h"
-#include "control.h"
+#include "ctl/control.h"
 
 #include "core/log.h"
 
