@@ -14,7 +14,7 @@
  * Requests are served one at a time by the control's own thread; each
  * management call takes the md array's locks (md.h), so NBD I/O goes on
  * beside it (remove holds new requests at the array's gate only while
- * the RAID vol lets go of the member). */
+ * the RAID vol lets go of the member).  control.c serves, client.c asks. */
 #ifndef URAID_CTL_CONTROL_H
 #define URAID_CTL_CONTROL_H
 
@@ -50,5 +50,12 @@ void ctl_stop(struct ctl *c);
  * NUL-terminated JSON text to free(), or NULL when out of memory.
  * Never fails on bad input: that gets an error reply. */
 char *ctl_handle(const struct ctl_target *t, const char *req, size_t len);
+
+/* The client's side (client.c): send req to the server at path and wait
+ * for its answer; *reply (json_object_put() it) is the parsed reply
+ * object, "ok" true or false.  0, or -errno with err_set() detail when
+ * no reply came (no server there, the connection broke, not JSON). */
+struct json_object;
+int ctl_request(const char *path, struct json_object *req, struct json_object **reply);
 
 #endif
