@@ -16,7 +16,7 @@
 #include "core/units.h"
 #include "disc/raid/raid.h"
 #include "format/md.h"
-#include "stack.h"
+#include "stack/stack.h"
 
 #include <errno.h>
 #include <getopt.h>

@@ -1,22 +1,20 @@
 /* cmd_control.c — the clients of a running serve's control socket
- * (control.h): `uraid detail`, `uraid fail`, `uraid remove`, and the hot
+ * (ctl/control.h): `uraid detail`, `uraid fail`, `uraid remove`, and the hot
  * form of `uraid add` (cmd_rebuild.c hands it over when its first
- * argument is a socket).  Each sends one JSON request and prints the
- * reply; the exit code is 0 when the server says ok. */
+ * argument is a socket).  Each sends one JSON request (ctl_request(),
+ * ctl/client.c) and prints the reply, mdadm's way for detail; the exit
+ * code is 0 when the server says ok. */
 #include "cli.h"
-#include "control.h"
+#include "ctl/control.h"
 
 #include "core/log.h"
 
-#include <errno.h>
 #include <getopt.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 bool cli_is_control_socket(const char *path)
@@ -29,78 +27,13 @@ bool cli_is_control_socket(const char *path)
  * Returns 0, or 1 after printing why not. */
 static int control_call(const char *path, json_object *req, json_object **reply)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	const char *text = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
-	int fd = -1, rc = 1;
-
-	*reply = NULL;
-	if (strlen(path) >= sizeof(sa.sun_path)) {
-		fprintf(stderr, "uraid: %s: path too long for a Unix socket\n", path);
+	err_clear();
+	int r = ctl_request(path, req, reply);
+	if (r < 0) {
+		fprintf(stderr, "uraid: %s\n", err_detail(r));
 		return 1;
 	}
-	memcpy(sa.sun_path, path, strlen(path) + 1);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		fprintf(stderr, "uraid: %s: %s (is `uraid serve --control %s` running?)\n", path,
-		        strerror(errno), path);
-		goto out;
-	}
-	size_t n = strlen(text), off = 0;
-	while (off < n) {
-		ssize_t w = send(fd, text + off, n - off, MSG_NOSIGNAL);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			fprintf(stderr, "uraid: %s: sending: %s\n", path, strerror(errno));
-			goto out;
-		}
-		off += (size_t)w;
-	}
-	if (send(fd, "\n", 1, MSG_NOSIGNAL) != 1) {
-		fprintf(stderr, "uraid: %s: sending: %s\n", path, strerror(errno));
-		goto out;
-	}
-	for (;;) {
-		if (len + 4096 > cap) {
-			char *nb = realloc(buf, cap = cap ? cap * 2 : 65536);
-			if (!nb) {
-				fprintf(stderr, "uraid: out of memory\n");
-				goto out;
-			}
-			buf = nb;
-		}
-		ssize_t got = read(fd, buf + len, cap - len - 1);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got < 0) {
-			fprintf(stderr, "uraid: %s: reading the reply: %s\n", path,
-			        strerror(errno));
-			goto out;
-		}
-		if (got == 0)
-			break;
-		len += (size_t)got;
-	}
-	if (!buf) {
-		fprintf(stderr, "uraid: %s: the server closed without a reply\n", path);
-		goto out;
-	}
-	buf[len] = '\0';
-	*reply = json_tokener_parse(buf);
-	if (!*reply || !json_object_is_type(*reply, json_type_object)) {
-		fprintf(stderr, "uraid: %s: the reply is not JSON\n", path);
-		json_object_put(*reply);
-		*reply = NULL;
-		goto out;
-	}
-	rc = 0;
-out:
-	if (fd >= 0)
-		close(fd);
-	free(buf);
-	return rc;
+	return 0;
 }
 
 static json_object *jget(json_object *o, const char *key)

@@ -16,7 +16,7 @@
  * Every check is made before the first byte is written: a refusal leaves
  * every member and every NEW as it was. */
 #include "cli.h"
-#include "stack.h"
+#include "stack/stack.h"
 
 #include "core/log.h"
 #include "format/md.h"

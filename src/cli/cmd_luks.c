@@ -12,8 +12,8 @@
  * hold.  Every command that changes the header writes both LUKS2 copies,
  * which also repairs a damaged one; luks-dump never writes. */
 #include "cli.h"
-#include "passphrase.h"
-#include "stack.h"
+#include "stack/passphrase.h"
+#include "stack/stack.h"
 
 #include "core/log.h"
 #include "luks/luks.h"

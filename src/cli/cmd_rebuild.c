@@ -24,7 +24,7 @@
  * every member as it was.  The members are taken for the command (no
  * `uraid serve` can hold them meanwhile). */
 #include "cli.h"
-#include "stack.h"
+#include "stack/stack.h"
 
 #include "core/clock.h"
 #include "core/log.h"

@@ -1,13 +1,13 @@
 /* cmd_serve.c — `uraid serve`: assemble the stack from its members (by
- * probing, stack.h) and export the top vol over NBD until told to stop.
+ * probing, stack/stack.h) and export the top vol over NBD until told to stop.
  * Stopping is orderly whatever the cause (SIGINT/SIGTERM, --run's command
  * exiting, the --stdio client leaving): the server finishes the requests it
  * has read, then the stack is flushed and closed, which is what leaves md
  * arrays in a clean state. */
 #include "cli.h"
-#include "control.h"
-#include "passphrase.h"
-#include "stack.h"
+#include "ctl/control.h"
+#include "stack/passphrase.h"
+#include "stack/stack.h"
 
 #include "core/log.h"
 #include "core/units.h"
@@ -565,8 +565,8 @@ int cmd_serve(int argc, char **argv)
 	struct vol *top = NULL;
 	struct nbd_server *srv = NULL;
 	struct stack_info info;
-	struct control_target ct = { 0 };
-	struct control *ctl = NULL;
+	struct ctl_target ct = {0};
+	struct ctl *ctl = NULL;
 	char tmpdir[] = "/tmp/uraid-serve-XXXXXX";
 	bool made_tmpdir = false;
 	char sockbuf[PATH_MAX], uri[PATH_MAX + 4200];
@@ -623,10 +623,13 @@ int cmd_serve(int argc, char **argv)
 		goto out;
 	}
 	if (a.control_path) {
-		ct = (struct control_target){ .top = top, .md = info.md, .luks = info.luks,
-					      .member_flags = a.stack.direct ? MEMBER_DIRECT : 0,
-					      .connections = serve_connections, .ctx = srv };
-		r = control_start(a.control_path, &ct, &ctl);
+		ct = (struct ctl_target){.top = top,
+		                         .md = info.md,
+		                         .luks = info.luks,
+		                         .member_flags = a.stack.direct ? MEMBER_DIRECT : 0,
+		                         .connections = serve_connections,
+		                         .ctx = srv};
+		r = ctl_start(a.control_path, &ct, &ctl);
 		if (r < 0) {
 			cli_fail("control", r);
 			goto out;
@@ -696,7 +699,7 @@ int cmd_serve(int argc, char **argv)
 out:
 	serve_server = NULL;
 	/* Before the stack closes: no management call runs on it then. */
-	control_stop(ctl);
+	ctl_stop(ctl);
 	nbd_server_free(srv);
 	if (top) {
 		r = vol_flush(top);

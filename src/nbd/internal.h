@@ -24,7 +24,8 @@ struct nbd_slot {
 	struct nbd_conn *conn;
 };
 
-/* Where a connection is, for the two bounds (server.c): handshakes
+/* Where a connection is, for the two bounds (server.c; phase.c moves a
+ * connection from one phase to the next): handshakes
  * (max_handshakes; the oldest unauthenticated one makes room for a new
  * client) and established connections (max_conns). */
 enum nbd_phase { NBD_PHASE_HANDSHAKE, NBD_PHASE_ESTABLISHED, NBD_PHASE_EVICTED };
@@ -133,10 +134,18 @@ void nbd_bufpool_trim(struct nbd_bufpool *p, unsigned idle_ms);
 void nbd_bufpool_init(struct nbd_bufpool *p, uint64_t budget, unsigned max_conns);
 void nbd_bufpool_destroy(struct nbd_bufpool *p);
 
-/* server.c: before the reply that enters transmission, take an
- * established slot.  0, -EBUSY when every one is taken, or -ECONNRESET
- * when the connection was dropped to make room for a newer one. */
+/* phase.c.  Under srv->lock: put c on the server's list, in the
+ * handshake phase; -ESHUTDOWN when the server is stopping. */
+int nbd_conn_register(struct nbd_server *s, struct nbd_conn *c);
+/* Take c off the list (takes srv->lock); the last one out trims the pool. */
+void nbd_conn_unregister(struct nbd_server *s, struct nbd_conn *c);
+/* Before the reply that enters transmission, take an established slot.
+ * 0, -EBUSY when every one is taken, or -ECONNRESET when the connection
+ * was dropped to make room for a newer one. */
 int nbd_conn_establish(struct nbd_conn *c);
+/* Under srv->lock: drop the oldest connection still negotiating, one
+ * that has not authenticated if there is one. */
+void nbd_evict_oldest_handshake(struct nbd_server *s);
 
 /* handshake.c: returns 0 to enter transmission, 1 when the client ended
  * the session during the handshake (NBD_OPT_ABORT), or -errno. */

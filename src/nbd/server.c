@@ -1,10 +1,10 @@
 /* server.c — listening sockets, the accept loop, the bounds on connections
  * (handshakes and established ones apart: a client still negotiating never
  * keeps an established one out, and the oldest unauthenticated one makes
- * room for a new client), and an orderly stop: stop accepting, shut the
- * read side of every connection so its workers finish the requests already
- * read and send their replies, then wait for every connection to end.  See
- * server.h. */
+ * room for a new client; phase.c keeps the counts), and an orderly stop:
+ * stop accepting, shut the read side of every connection so its workers
+ * finish the requests already read and send their replies, then wait for
+ * every connection to end.  See server.h. */
 #include "internal.h"
 #include "tls.h"
 
@@ -232,89 +232,6 @@ static void conn_free(struct nbd_conn *c)
 	free(c);
 }
 
-/* Under s->lock: put c on the list, in the handshake phase. */
-static int conn_register(struct nbd_server *s, struct nbd_conn *c)
-{
-	if (s->stopping)
-		return -ESHUTDOWN;
-	c->phase = NBD_PHASE_HANDSHAKE;
-	s->n_handshake++;
-	c->next = s->conns;
-	if (s->conns)
-		s->conns->prev = c;
-	s->conns = c;
-	return 0;
-}
-
-static void conn_unregister(struct nbd_server *s, struct nbd_conn *c)
-{
-	pthread_mutex_lock(&s->lock);
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		s->conns = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	if (c->phase == NBD_PHASE_HANDSHAKE)
-		s->n_handshake--;
-	else if (c->phase == NBD_PHASE_ESTABLISHED)
-		s->n_established--;
-	else
-		s->n_evicted--;
-	/* The last one out gives the idle buffers back at once. */
-	bool last = s->conns == NULL;
-	pthread_mutex_unlock(&s->lock);
-	if (last)
-		nbd_bufpool_trim(&s->pool, 0);
-}
-
-int nbd_conn_establish(struct nbd_conn *c)
-{
-	struct nbd_server *s = c->srv;
-	int r = 0;
-
-	pthread_mutex_lock(&s->lock);
-	if (c->phase != NBD_PHASE_HANDSHAKE) {
-		r = -ECONNRESET;
-	} else if (s->n_established >= s->max_conns) {
-		r = -EBUSY;
-	} else {
-		c->phase = NBD_PHASE_ESTABLISHED;
-		s->n_handshake--;
-		s->n_established++;
-	}
-	pthread_mutex_unlock(&s->lock);
-	if (r == -EBUSY)
-		log_warn("nbd: connection limit (%u) reached, refusing a client's export",
-			 s->max_conns);
-	return r;
-}
-
-/* The oldest connection still negotiating makes room for a new one:
- * one that has not authenticated (no TLS session yet) if there is one.
- * Its socket is shut, so its thread ends at its next read or write.
- * Under s->lock. */
-static void evict_oldest_handshake(struct nbd_server *s)
-{
-	struct nbd_conn *tail = NULL, *victim = NULL;
-
-	for (struct nbd_conn *c = s->conns; c; c = c->next)
-		tail = c;
-	for (struct nbd_conn *c = tail; c && !victim; c = c->prev)
-		if (c->phase == NBD_PHASE_HANDSHAKE && !c->tls_on)
-			victim = c;
-	for (struct nbd_conn *c = tail; c && !victim; c = c->prev)
-		if (c->phase == NBD_PHASE_HANDSHAKE)
-			victim = c;
-	if (!victim)
-		return;
-	victim->phase = NBD_PHASE_EVICTED;
-	s->n_handshake--;
-	s->n_evicted++;
-	shutdown(victim->rfd, SHUT_RDWR);
-	log_debug("nbd: %u clients negotiating: dropping the oldest", s->max_handshakes);
-}
-
 /* Handshake (under its deadline), then transmission. */
 static int conn_serve(struct nbd_conn *c)
 {
@@ -354,11 +271,11 @@ int nbd_serve_connection(struct nbd_server *s, int rfd, int wfd)
 	if (!c)
 		return -ENOMEM;
 	pthread_mutex_lock(&s->lock);
-	r = conn_register(s, c);
+	r = nbd_conn_register(s, c);
 	pthread_mutex_unlock(&s->lock);
 	if (r == 0) {
 		r = conn_serve(c);
-		conn_unregister(s, c);
+		nbd_conn_unregister(s, c);
 	}
 	conn_free(c);
 	return r;
@@ -382,7 +299,7 @@ static void *slot_main(void *arg)
 
 	conn_serve(slot->conn);
 	/* Once off the server's list, nothing else touches the descriptor. */
-	conn_unregister(s, slot->conn);
+	nbd_conn_unregister(s, slot->conn);
 	conn_free(slot->conn);
 	close(slot->fd);
 	pthread_mutex_lock(&s->lock);
@@ -467,8 +384,8 @@ static void start_connection(struct nbd_server *s, int fd)
 		pthread_cond_wait(&s->slot_done, &s->lock);
 	reap_slots(s);
 	if (s->n_handshake >= s->max_handshakes)
-		evict_oldest_handshake(s);
-	if (conn_register(s, c) < 0) {
+		nbd_evict_oldest_handshake(s);
+	if (nbd_conn_register(s, c) < 0) {
 		pthread_mutex_unlock(&s->lock);
 		goto out_refuse;
 	}
@@ -489,7 +406,7 @@ static void start_connection(struct nbd_server *s, int fd)
 	}
 	pthread_mutex_unlock(&s->lock);
 	log_warn("nbd: cannot start a connection thread");
-	conn_unregister(s, c);
+	nbd_conn_unregister(s, c);
 out_refuse:
 	if (c)
 		conn_free(c);

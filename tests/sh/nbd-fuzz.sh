@@ -13,8 +13,7 @@
 fuzz_init
 
 "$cc" "${fuzz_cflags[@]}" "$SRCDIR/tests/fuzz/fuzz_nbd.c" \
-    "$src"/nbd/bufpool.c "$src"/nbd/conn.c "$src"/nbd/handshake.c "$src"/nbd/request.c \
-    "$src"/nbd/server.c "$src"/nbd/tls.c "$src"/nbd/transmit.c \
+    "$src"/nbd/*.c \
     "$src"/core/vol.c "$src"/core/log.c \
     $(pkg-config --cflags --libs gnutls) -pthread -o "$tmp/fuzz_nbd"
 

@@ -1,4 +1,4 @@
-/* test_control.c — the control socket's requests (control_handle), on a
+/* test_control.c — the control socket's requests (ctl_handle), on a
  * RAID1 x3 of files opened as `uraid serve` opens it, while a writer
  * thread keeps writing and reading back through the top vol:
  *  - malformed, unknown and incomplete requests get an error reply;
@@ -11,8 +11,8 @@
 #include "member_files.h"
 
 #include "cli/cli.h"
-#include "cli/control.h"
-#include "cli/stack.h"
+#include "ctl/control.h"
+#include "stack/stack.h"
 #include "core/log.h"
 #include "format/md.h"
 
@@ -33,9 +33,9 @@
 
 
 /* The reply to text, parsed; *ok says whether the server said ok. */
-static json_object *ask(const struct control_target *t, const char *text, bool *ok)
+static json_object *ask(const struct ctl_target *t, const char *text, bool *ok)
 {
-	char *reply = control_handle(t, text, strlen(text));
+	char *reply = ctl_handle(t, text, strlen(text));
 	json_object *j = reply ? json_tokener_parse(reply) : NULL, *v;
 
 	CHECK(j != NULL);
@@ -47,7 +47,7 @@ static json_object *ask(const struct control_target *t, const char *text, bool *
 	return j;
 }
 
-static bool ask_ok(const struct control_target *t, const char *fmt, ...)
+static bool ask_ok(const struct ctl_target *t, const char *fmt, ...)
 {
 	char text[512];
 	va_list ap;
@@ -61,7 +61,7 @@ static bool ask_ok(const struct control_target *t, const char *fmt, ...)
 }
 
 /* The state detail gives the member whose device is name ("" if none). */
-static const char *member_state(const struct control_target *t, const char *name, char *out)
+static const char *member_state(const struct ctl_target *t, const char *name, char *out)
 {
 	bool ok;
 	json_object *j = ask(t, "{\"op\":\"detail\"}", &ok), *arrs, *a, *ms;
@@ -112,7 +112,7 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
-static void test_malformed(const struct control_target *t)
+static void test_malformed(const struct ctl_target *t)
 {
 	static const char *const bad[] = {
 	    "",
@@ -137,14 +137,14 @@ static void test_malformed(const struct control_target *t)
 	char bin[64];
 	for (size_t i = 0; i < sizeof(bin); i++)
 		bin[i] = (char)(i * 37);
-	char *reply = control_handle(t, bin, sizeof(bin));
+	char *reply = ctl_handle(t, bin, sizeof(bin));
 	CHECK(reply && strstr(reply, "\"ok\":false"));
 	free(reply);
-	size_t big = CONTROL_REQ_MAX + 10;
+	size_t big = CTL_REQ_MAX + 10;
 	char *huge = malloc(big);
 	memset(huge, ' ', big);
 	memcpy(huge, "{\"op\":\"detail\"}", 15);
-	reply = control_handle(t, huge, big);
+	reply = ctl_handle(t, huge, big);
 	CHECK(reply && strstr(reply, "too long"));
 	free(reply);
 	free(huge);
@@ -180,7 +180,7 @@ int main(void)
 		return check_done();
 	CHECK(info.md == top);
 	CHECK_EQ(info.luks, 0);
-	struct control_target t = {.top = top, .md = info.md};
+	struct ctl_target t = {.top = top, .md = info.md};
 
 	test_malformed(&t);
 

@@ -8,7 +8,7 @@
 #include "member_files.h"
 
 #include "cli/cli.h"
-#include "cli/stack.h"
+#include "stack/stack.h"
 #include "core/log.h"
 #include "format/md.h"
 #include "member/member.h"

@@ -1,4 +1,5 @@
-/* passphrase.c — reading passphrases without echo (see passphrase.h). */
+/* passphrase.c — reading passphrases without echo (see passphrase.h): for
+ * stack.c's LUKS unlock and cli/cmd_luks.c's key commands. */
 #include "passphrase.h"
 
 #include "core/log.h"

@@ -1,8 +1,10 @@
 /* control.c — the control socket of `uraid serve` (see control.h): parse a
  * JSON request, find the md array and member it names in the stack being
- * served, call the md layer's management (md.h), answer in JSON. */
+ * served (stack/stack.h opened it), call the md layer's management (md.h),
+ * answer in JSON.  The clients, `uraid detail` and the rest, are
+ * cli/cmd_control.c. */
 #include "control.h"
-#include "stack.h"
+#include "stack/stack.h"
 
 #include "core/log.h"
 #include "format/md.h"
@@ -23,11 +25,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#define CONTROL_MAX_ARRAYS 64
-#define CONTROL_IO_TIMEOUT_S 5
+#define CTL_MAX_ARRAYS 64
+#define CTL_IO_TIMEOUT_S 5
 
-struct control {
-	const struct control_target *t;
+struct ctl {
+	const struct ctl_target *t;
 	char path[PATH_MAX];
 	int fd;
 	int stop_pipe[2];
@@ -38,18 +40,18 @@ struct control {
 
 /* The md arrays in the stack, outermost first: t->md and, depth first,
  * the arrays among its members. */
-struct control_arrays {
-	struct vol *v[CONTROL_MAX_ARRAYS];
-	struct vol *parent[CONTROL_MAX_ARRAYS];
-	struct md_array_info info[CONTROL_MAX_ARRAYS];
+struct ctl_arrays {
+	struct vol *v[CTL_MAX_ARRAYS];
+	struct vol *parent[CTL_MAX_ARRAYS];
+	struct md_array_info info[CTL_MAX_ARRAYS];
 	unsigned n;
 };
 
-static void control_arrays_walk(struct control_arrays *ca, struct vol *v, struct vol *parent)
+static void ctl_arrays_walk(struct ctl_arrays *ca, struct vol *v, struct vol *parent)
 {
 	unsigned me = ca->n;
 
-	if (ca->n == CONTROL_MAX_ARRAYS || md_array_info(v, &ca->info[me]) < 0)
+	if (ca->n == CTL_MAX_ARRAYS || md_array_info(v, &ca->info[me]) < 0)
 		return;
 	ca->v[me] = v;
 	ca->parent[me] = parent;
@@ -57,18 +59,18 @@ static void control_arrays_walk(struct control_arrays *ca, struct vol *v, struct
 	for (unsigned i = 0; i < ca->info[me].nmembers; i++) {
 		struct vol *mv = ca->info[me].m[i].vol;
 		if (mv && md_array_raid(mv))
-			control_arrays_walk(ca, mv, v);
+			ctl_arrays_walk(ca, mv, v);
 	}
 }
 
-static void control_arrays_load(const struct control_target *t, struct control_arrays *ca)
+static void ctl_arrays_load(const struct ctl_target *t, struct ctl_arrays *ca)
 {
 	ca->n = 0;
 	if (t->md)
-		control_arrays_walk(ca, t->md, NULL);
+		ctl_arrays_walk(ca, t->md, NULL);
 }
 
-static void control_arrays_free(struct control_arrays *ca)
+static void ctl_arrays_free(struct ctl_arrays *ca)
 {
 	for (unsigned i = 0; i < ca->n; i++)
 		md_array_info_free(&ca->info[i]);
@@ -77,7 +79,7 @@ static void control_arrays_free(struct control_arrays *ca)
 
 /* The array holding a member that spec names (the same string or the same
  * file) and that member's name there.  Returns the array's index or -1. */
-static int control_find_member(struct control_arrays *ca, const char *spec, const char **name)
+static int ctl_find_member(struct ctl_arrays *ca, const char *spec, const char **name)
 {
 	for (int pass = 0; pass < 2; pass++)
 		for (unsigned a = 0; a < ca->n; a++)
@@ -96,7 +98,7 @@ static int control_find_member(struct control_arrays *ca, const char *spec, cons
 
 /* ---- detail ---- */
 
-static const char *control_state_name(enum md_member_state s)
+static const char *ctl_state_name(enum md_member_state s)
 {
 	switch (s) {
 	case MD_MEMBER_IN_SYNC:
@@ -113,7 +115,7 @@ static const char *control_state_name(enum md_member_state s)
 	return "?";
 }
 
-static json_object *control_array_json(const struct md_array_info *in, const char *parent)
+static json_object *ctl_array_json(const struct md_array_info *in, const char *parent)
 {
 	json_object *o = json_object_new_object(), *ms = json_object_new_array();
 	const char *lvl = md_level_name(in->level);
@@ -196,7 +198,7 @@ static json_object *control_array_json(const struct md_array_info *in, const cha
 		json_object_object_add(m, "role", json_object_new_int(mi->role));
 		json_object_object_add(m, "slot", json_object_new_int(mi->slot));
 		json_object_object_add(m, "state",
-		                       json_object_new_string(control_state_name(mi->state)));
+		                       json_object_new_string(ctl_state_name(mi->state)));
 		json_object_object_add(m, "device", json_object_new_string(mi->name));
 		json_object_array_add(ms, m);
 	}
@@ -204,9 +206,9 @@ static json_object *control_array_json(const struct md_array_info *in, const cha
 	return o;
 }
 
-static json_object *control_detail(const struct control_target *t)
+static json_object *ctl_detail(const struct ctl_target *t)
 {
-	struct control_arrays *ca = calloc(1, sizeof(*ca));
+	struct ctl_arrays *ca = calloc(1, sizeof(*ca));
 	json_object *o = json_object_new_object(), *ex = json_object_new_object();
 	json_object *arr = json_object_new_array();
 
@@ -219,15 +221,15 @@ static json_object *control_detail(const struct control_target *t)
 	                                      : NULL);
 	json_object_object_add(o, "export", ex);
 	if (ca) {
-		control_arrays_load(t, ca);
+		ctl_arrays_load(t, ca);
 		for (unsigned i = 0; i < ca->n; i++) {
 			const char *parent = NULL;
 			for (unsigned j = 0; j < i; j++)
 				if (ca->v[j] == ca->parent[i])
 					parent = ca->info[j].name;
-			json_object_array_add(arr, control_array_json(&ca->info[i], parent));
+			json_object_array_add(arr, ctl_array_json(&ca->info[i], parent));
 		}
-		control_arrays_free(ca);
+		ctl_arrays_free(ca);
 		free(ca);
 	}
 	json_object_object_add(o, "arrays", arr);
@@ -237,7 +239,7 @@ static json_object *control_detail(const struct control_target *t)
 /* ---- fail, remove, add ---- */
 
 /* {"ok":true,"message":...} or {"ok":false,"error":...}. */
-static json_object *control_vreply(bool ok, const char *fmt, va_list ap)
+static json_object *ctl_vreply(bool ok, const char *fmt, va_list ap)
 {
 	json_object *o = json_object_new_object();
 	char msg[1024];
@@ -248,47 +250,45 @@ static json_object *control_vreply(bool ok, const char *fmt, va_list ap)
 	return o;
 }
 
-static json_object *control_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static json_object *ctl_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-static json_object *control_error(const char *fmt, ...)
+static json_object *ctl_error(const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	json_object *o = control_vreply(false, fmt, ap);
+	json_object *o = ctl_vreply(false, fmt, ap);
 	va_end(ap);
 	return o;
 }
 
-static json_object *control_ok(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static json_object *ctl_ok(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-static json_object *control_ok(const char *fmt, ...)
+static json_object *ctl_ok(const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	json_object *o = control_vreply(true, fmt, ap);
+	json_object *o = ctl_vreply(true, fmt, ap);
 	va_end(ap);
 	return o;
 }
 
 /* fail or remove the member spec names. */
-static json_object *control_member_op(const struct control_target *t, const char *op,
-                                      const char *spec)
+static json_object *ctl_member_op(const struct ctl_target *t, const char *op, const char *spec)
 {
-	struct control_arrays *ca = calloc(1, sizeof(*ca));
+	struct ctl_arrays *ca = calloc(1, sizeof(*ca));
 	json_object *reply;
 	const char *name = NULL;
 	int r;
 
 	if (!ca)
-		return control_error("out of memory");
-	control_arrays_load(t, ca);
-	int ai = control_find_member(ca, spec, &name);
+		return ctl_error("out of memory");
+	ctl_arrays_load(t, ca);
+	int ai = ctl_find_member(ca, spec, &name);
 	if (ai < 0) {
-		reply = ca->n
-		            ? control_error("%s is not a member of any md array served here", spec)
-		            : control_error("no md array is served here");
+		reply = ca->n ? ctl_error("%s is not a member of any md array served here", spec)
+		              : ctl_error("no md array is served here");
 		goto out;
 	}
 	err_clear();
@@ -297,34 +297,34 @@ static json_object *control_member_op(const struct control_target *t, const char
 	else
 		r = md_array_remove(ca->v[ai], name);
 	if (r < 0)
-		reply = control_error("%s", err_detail(r));
+		reply = ctl_error("%s", err_detail(r));
 	else
-		reply = control_ok("%s: %s %s", ca->info[ai].name, name,
-		                   strcmp(op, "fail") == 0 ? "is faulty" : "removed");
+		reply = ctl_ok("%s: %s %s", ca->info[ai].name, name,
+		               strcmp(op, "fail") == 0 ? "is faulty" : "removed");
 out:
-	control_arrays_free(ca);
+	ctl_arrays_free(ca);
 	free(ca);
 	return reply;
 }
 
-static json_object *control_add(const struct control_target *t, const char *spec, const char *array,
-                                bool force)
+static json_object *ctl_add(const struct ctl_target *t, const char *spec, const char *array,
+                            bool force)
 {
-	struct control_arrays *ca = calloc(1, sizeof(*ca));
+	struct ctl_arrays *ca = calloc(1, sizeof(*ca));
 	struct vol *nv = NULL;
 	json_object *reply;
 	const char *name;
 	int ai = -1, r;
 
 	if (!ca)
-		return control_error("out of memory");
-	control_arrays_load(t, ca);
+		return ctl_error("out of memory");
+	ctl_arrays_load(t, ca);
 	if (!ca->n) {
-		reply = control_error("no md array is served here");
+		reply = ctl_error("no md array is served here");
 		goto out;
 	}
-	if (control_find_member(ca, spec, &name) >= 0) {
-		reply = control_error("%s is already a member of an array served here", spec);
+	if (ctl_find_member(ca, spec, &name) >= 0) {
+		reply = ctl_error("%s is already a member of an array served here", spec);
 		goto out;
 	}
 	if (array) {
@@ -332,7 +332,7 @@ static json_object *control_add(const struct control_target *t, const char *spec
 			if (strcmp(ca->info[i].name, array) == 0)
 				ai = (int)i;
 		if (ai < 0) {
-			reply = control_error("no md array %s is served here", array);
+			reply = ctl_error("no md array %s is served here", array);
 			goto out;
 		}
 	} else if (ca->n == 1) {
@@ -348,8 +348,7 @@ static json_object *control_add(const struct control_target *t, const char *spec
 				ai = (int)i;
 			}
 		if (ai < 0) {
-			reply =
-			    control_error("%u md arrays are served here: say which one takes %s "
+			reply = ctl_error("%u md arrays are served here: say which one takes %s "
 			                  "(--array md/NAME)",
 			                  ca->n, spec);
 			goto out;
@@ -358,31 +357,30 @@ static json_object *control_add(const struct control_target *t, const char *spec
 	err_clear();
 	r = member_open(spec, t->member_flags, &nv);
 	if (r < 0) {
-		reply = control_error("%s", err_detail(r));
+		reply = ctl_error("%s", err_detail(r));
 		goto out;
 	}
 	err_clear();
 	r = md_array_add(ca->v[ai], nv, force);
 	if (r < 0) {
 		vol_close(nv);
-		reply = control_error("%s", err_detail(r));
+		reply = ctl_error("%s", err_detail(r));
 		goto out;
 	}
-	reply = control_ok("%s: %s added as a spare; it takes a missing role and is rebuilt "
-	                   "while serving",
-	                   ca->info[ai].name, spec);
+	reply = ctl_ok("%s: %s added as a spare; it takes a missing role and is rebuilt "
+	               "while serving",
+	               ca->info[ai].name, spec);
 out:
-	control_arrays_free(ca);
+	ctl_arrays_free(ca);
 	free(ca);
 	return reply;
 }
 
 /* Start (or stop) a check of the array named array, or of the one array
  * with redundancy served here. */
-static json_object *control_check(const struct control_target *t, const char *action,
-                                  const char *array)
+static json_object *ctl_check(const struct ctl_target *t, const char *action, const char *array)
 {
-	struct control_arrays *ca;
+	struct ctl_arrays *ca;
 	enum md_check_action act;
 	json_object *reply;
 	int ai = -1, r;
@@ -394,47 +392,47 @@ static json_object *control_check(const struct control_target *t, const char *ac
 	else if (strcmp(action, "stop") == 0)
 		act = MD_CHECK_STOP;
 	else
-		return control_error("unknown check action \"%.32s\" (check, repair, stop)", action);
+		return ctl_error("unknown check action \"%.32s\" (check, repair, stop)", action);
 	ca = calloc(1, sizeof(*ca));
 	if (!ca)
-		return control_error("out of memory");
-	control_arrays_load(t, ca);
+		return ctl_error("out of memory");
+	ctl_arrays_load(t, ca);
 	for (unsigned i = 0; i < ca->n; i++) {
 		bool redundant = md_level_redundant(ca->info[i].level);
 		if (array ? strcmp(ca->info[i].name, array) != 0 : !redundant)
 			continue;
 		if (ai >= 0) {
-			reply = control_error("%u md arrays with redundancy are served here: say "
-			                      "which one (--array md/NAME)",
-			                      ca->n);
+			reply = ctl_error("%u md arrays with redundancy are served here: say "
+			                  "which one (--array md/NAME)",
+			                  ca->n);
 			goto out;
 		}
 		ai = (int)i;
 	}
 	if (ai < 0) {
-		reply = array      ? control_error("no md array %s is served here", array)
-		        : ca->n    ? control_error("no md array served here keeps copies or parity")
-		                   : control_error("no md array is served here");
+		reply = array   ? ctl_error("no md array %s is served here", array)
+		        : ca->n ? ctl_error("no md array served here keeps copies or parity")
+		                : ctl_error("no md array is served here");
 		goto out;
 	}
 	err_clear();
 	r = md_array_check(ca->v[ai], act);
 	if (r < 0)
-		reply = control_error("%s", err_detail(r));
+		reply = ctl_error("%s", err_detail(r));
 	else if (act == MD_CHECK_STOP)
-		reply = control_ok("%s: check stopped", ca->info[ai].name);
+		reply = ctl_ok("%s: check stopped", ca->info[ai].name);
 	else
-		reply = control_ok("%s: %s started while serving (`uraid detail` shows it)",
-		                   ca->info[ai].name, act == MD_CHECK_REPAIR ? "repair" : "check");
+		reply = ctl_ok("%s: %s started while serving (`uraid detail` shows it)",
+		               ca->info[ai].name, act == MD_CHECK_REPAIR ? "repair" : "check");
 	if (r == 0)
 		json_object_object_add(reply, "array", json_object_new_string(ca->info[ai].name));
 out:
-	control_arrays_free(ca);
+	ctl_arrays_free(ca);
 	free(ca);
 	return reply;
 }
 
-static const char *control_str(json_object *req, const char *key)
+static const char *ctl_str(json_object *req, const char *key)
 {
 	json_object *v;
 
@@ -443,7 +441,7 @@ static const char *control_str(json_object *req, const char *key)
 	return json_object_get_string(v);
 }
 
-char *control_handle(const struct control_target *t, const char *req, size_t len)
+char *ctl_handle(const struct ctl_target *t, const char *req, size_t len)
 {
 	json_tokener *tok = json_tokener_new();
 	json_object *in = NULL, *reply;
@@ -454,37 +452,37 @@ char *control_handle(const struct control_target *t, const char *req, size_t len
 		return NULL;
 	while (len > 0 && (req[len - 1] == '\n' || req[len - 1] == '\r'))
 		len--;
-	if (len > CONTROL_REQ_MAX) {
-		reply = control_error("request too long (more than %u bytes)", CONTROL_REQ_MAX);
+	if (len > CTL_REQ_MAX) {
+		reply = ctl_error("request too long (more than %u bytes)", CTL_REQ_MAX);
 		goto answer;
 	}
 	in = json_tokener_parse_ex(tok, req, (int)len);
 	if (!in || json_tokener_get_error(tok) != json_tokener_success ||
 	    json_tokener_get_parse_end(tok) != len || !json_object_is_type(in, json_type_object)) {
-		reply = control_error("malformed request: one JSON object expected, such as "
-		                      "{\"op\":\"detail\"}");
+		reply = ctl_error("malformed request: one JSON object expected, such as "
+		                  "{\"op\":\"detail\"}");
 		goto answer;
 	}
-	op = control_str(in, "op");
-	member = control_str(in, "member");
+	op = ctl_str(in, "op");
+	member = ctl_str(in, "member");
 	if (!op) {
-		reply = control_error("malformed request: no \"op\" string");
+		reply = ctl_error("malformed request: no \"op\" string");
 	} else if (strcmp(op, "detail") == 0) {
-		reply = control_detail(t);
+		reply = ctl_detail(t);
 	} else if (strcmp(op, "fail") == 0 || strcmp(op, "remove") == 0 || strcmp(op, "add") == 0) {
 		json_object *f;
 		bool force =
 		    json_object_object_get_ex(in, "force", &f) && json_object_get_boolean(f);
 		if (!member || !*member)
-			reply = control_error("%s needs a \"member\" string", op);
+			reply = ctl_error("%s needs a \"member\" string", op);
 		else if (strcmp(op, "add") == 0)
-			reply = control_add(t, member, control_str(in, "array"), force);
+			reply = ctl_add(t, member, ctl_str(in, "array"), force);
 		else
-			reply = control_member_op(t, op, member);
+			reply = ctl_member_op(t, op, member);
 	} else if (strcmp(op, "check") == 0) {
-		reply = control_check(t, control_str(in, "action"), control_str(in, "array"));
+		reply = ctl_check(t, ctl_str(in, "action"), ctl_str(in, "array"));
 	} else {
-		reply = control_error("unknown op \"%.64s\" (detail, fail, remove, add, check)", op);
+		reply = ctl_error("unknown op \"%.64s\" (detail, fail, remove, add, check)", op);
 	}
 answer:
 	json_object_put(in);
@@ -499,10 +497,10 @@ answer:
 
 /* ---- the socket ---- */
 
-static void control_serve_one(struct control *c, int fd)
+static void ctl_serve_one(struct ctl *c, int fd)
 {
-	struct timeval tv = {.tv_sec = CONTROL_IO_TIMEOUT_S};
-	char *buf = malloc(CONTROL_REQ_MAX + 1), *reply = NULL;
+	struct timeval tv = {.tv_sec = CTL_IO_TIMEOUT_S};
+	char *buf = malloc(CTL_REQ_MAX + 1), *reply = NULL;
 	size_t len = 0;
 	bool too_long = false;
 
@@ -511,7 +509,7 @@ static void control_serve_one(struct control *c, int fd)
 	if (!buf)
 		return;
 	for (;;) {
-		ssize_t got = read(fd, buf + len, CONTROL_REQ_MAX + 1 - len);
+		ssize_t got = read(fd, buf + len, CTL_REQ_MAX + 1 - len);
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got < 0)
@@ -521,7 +519,7 @@ static void control_serve_one(struct control *c, int fd)
 		len += (size_t)got;
 		if (memchr(buf + len - (size_t)got, '\n', (size_t)got))
 			break;
-		if (len > CONTROL_REQ_MAX) {
+		if (len > CTL_REQ_MAX) {
 			too_long = true;
 			break;
 		}
@@ -529,7 +527,7 @@ static void control_serve_one(struct control *c, int fd)
 	/* An oversized request is read on (up to a limit) before the
 	 * answer, so that the client is not reset before it reads it. */
 	for (size_t drained = 0; too_long && drained < (1u << 20);) {
-		ssize_t got = read(fd, buf, CONTROL_REQ_MAX);
+		ssize_t got = read(fd, buf, CTL_REQ_MAX);
 		if (got <= 0 || memchr(buf, '\n', (size_t)got))
 			break;
 		drained += (size_t)got;
@@ -537,7 +535,7 @@ static void control_serve_one(struct control *c, int fd)
 	char *nl = too_long ? NULL : memchr(buf, '\n', len);
 	if (nl)
 		len = (size_t)(nl - buf);
-	reply = control_handle(c->t, buf, too_long ? CONTROL_REQ_MAX + 1 : len);
+	reply = ctl_handle(c->t, buf, too_long ? CTL_REQ_MAX + 1 : len);
 	if (reply) {
 		size_t n = strlen(reply), off = 0;
 		while (off < n) {
@@ -557,9 +555,9 @@ out:
 	free(buf);
 }
 
-static void *control_main(void *arg)
+static void *ctl_main(void *arg)
 {
-	struct control *c = arg;
+	struct ctl *c = arg;
 
 	for (;;) {
 		struct pollfd p[2] = {{.fd = c->fd, .events = POLLIN},
@@ -577,14 +575,14 @@ static void *control_main(void *arg)
 		int fd = accept4(c->fd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd < 0)
 			continue;
-		control_serve_one(c, fd);
+		ctl_serve_one(c, fd);
 		close(fd);
 	}
 	return NULL;
 }
 
 /* Is a server listening at path? */
-static bool control_live(const struct sockaddr_un *sa)
+static bool ctl_live(const struct sockaddr_un *sa)
 {
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	bool live;
@@ -596,9 +594,9 @@ static bool control_live(const struct sockaddr_un *sa)
 	return live;
 }
 
-int control_start(const char *path, const struct control_target *t, struct control **out)
+int ctl_start(const char *path, const struct ctl_target *t, struct ctl **out)
 {
-	struct control *c = calloc(1, sizeof(*c));
+	struct ctl *c = calloc(1, sizeof(*c));
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct stat st;
 	int r;
@@ -634,7 +632,7 @@ int control_start(const char *path, const struct control_target *t, struct contr
 			r = err_set(-EEXIST, "--control %s: exists and is not a socket", path);
 			goto fail;
 		}
-		if (control_live(&sa)) {
+		if (ctl_live(&sa)) {
 			r = err_set(-EADDRINUSE, "--control %s: another server is listening there",
 			            path);
 			goto fail;
@@ -654,7 +652,7 @@ int control_start(const char *path, const struct control_target *t, struct contr
 		unlink(c->path);
 		goto fail;
 	}
-	r = pthread_create(&c->thread, NULL, control_main, c);
+	r = pthread_create(&c->thread, NULL, ctl_main, c);
 	if (r != 0) {
 		unlink(c->path);
 		r = err_set(-r, "--control: cannot start its thread: %s", strerror(r));
@@ -673,7 +671,7 @@ fail:
 	return r;
 }
 
-void control_stop(struct control *c)
+void ctl_stop(struct ctl *c)
 {
 	if (!c)
 		return;

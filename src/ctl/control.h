@@ -4,7 +4,7 @@
  *
  * Protocol (docs/serve.md, "The control socket"): a Unix stream socket,
  * one request per connection.  The client sends one JSON object (at most
- * CONTROL_REQ_MAX bytes, ended by a newline or by shutting down its
+ * CTL_REQ_MAX bytes, ended by a newline or by shutting down its
  * write side); the server answers with one JSON object and a newline,
  * then closes.  Requests: {"op":"detail"}, {"op":"fail","member":SPEC},
  * {"op":"remove","member":SPEC}, {"op":"add","member":SPEC[,"force":true]
@@ -14,18 +14,18 @@
  * Requests are served one at a time by the control's own thread; each
  * management call takes the md array's locks (md.h), so NBD I/O goes on
  * beside it (remove holds new requests at the array's gate only while
- * the RAID vol lets go of the member). */
-#ifndef URAID_CONTROL_H
-#define URAID_CONTROL_H
+ * the RAID vol lets go of the member).  control.c serves, client.c asks. */
+#ifndef URAID_CTL_CONTROL_H
+#define URAID_CTL_CONTROL_H
 
 #include "core/vol.h"
 
 #include <stddef.h>
 
-#define CONTROL_REQ_MAX (64u << 10)
+#define CTL_REQ_MAX (64u << 10)
 
 /* What the control socket manages: the stack being served. */
-struct control_target {
+struct ctl_target {
 	struct vol *top;       /* the exported vol */
 	struct vol *md;        /* the md array under it (stack_info), or NULL */
 	int luks;              /* LUKS version on top of md, or 0 */
@@ -35,20 +35,27 @@ struct control_target {
 	void *ctx;
 };
 
-struct control;
+struct ctl;
 
 /* Listen on path (mode 0600; refused with -EADDRINUSE if a live server
  * answers there, a stale socket is replaced) and serve requests on a
- * thread of its own.  t must stay valid until control_stop().  0 or
+ * thread of its own.  t must stay valid until ctl_stop().  0 or
  * -errno with err_set(). */
-int control_start(const char *path, const struct control_target *t, struct control **out);
+int ctl_start(const char *path, const struct ctl_target *t, struct ctl **out);
 
 /* Stop (after the request being served, if any), remove the socket. */
-void control_stop(struct control *c);
+void ctl_stop(struct ctl *c);
 
 /* Answer one request (len bytes, not NUL-terminated): the reply as a
  * NUL-terminated JSON text to free(), or NULL when out of memory.
  * Never fails on bad input: that gets an error reply. */
-char *control_handle(const struct control_target *t, const char *req, size_t len);
+char *ctl_handle(const struct ctl_target *t, const char *req, size_t len);
+
+/* The client's side (client.c): send req to the server at path and wait
+ * for its answer; *reply (json_object_put() it) is the parsed reply
+ * object, "ok" true or false.  0, or -errno with err_set() detail when
+ * no reply came (no server there, the connection broke, not JSON). */
+struct json_object;
+int ctl_request(const char *path, struct json_object *req, struct json_object **reply);
 
 #endif

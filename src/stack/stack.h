@@ -27,7 +27,7 @@ int stack_open(char **specs, int n, const struct stack_opts *o,
 	       struct vol **top);
 
 /* What stack_open_info() found under the top vol, for those who manage a
- * running stack (the control socket, control.h).  The vols belong to the
+ * running stack (the control socket, ctl/control.h).  The vols belong to the
  * stack: valid until the top vol is closed. */
 struct stack_info {
 	struct vol *md;  /* the md array assembled (arrays inside it are its

@@ -1,4 +1,7 @@
-/* stack.c — discovery by probing (see stack.h). */
+/* stack.c — discovery by probing (see stack.h): member/ opens the
+ * specs, format/md.h assembles the arrays, format/luks.h unlocks the top
+ * with a passphrase from passphrase.c.  Its callers: serve, check, grow,
+ * luks (cli/) and the control socket (ctl/). */
 #include "stack.h"
 
 #include "core/log.h"

@@ -1,0 +1,90 @@
+/* client.c — the client half of the control socket's protocol (see
+ * control.h; control.c is the server): connect, send one JSON request and
+ * a newline, read the reply to the end, parse it.  cli/cmd_control.c's
+ * commands (detail, fail, remove, hot add and check) print what it gets. */
+#include "control.h"
+
+#include "core/log.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+int ctl_request(const char *path, json_object *req, json_object **reply)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	const char *text = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	int fd = -1, r;
+
+	*reply = NULL;
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return err_set(-ENAMETOOLONG, "%s: path too long for a Unix socket", path);
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		r = err_set(-errno, "%s: %s (is `uraid serve --control %s` running?)", path,
+		            strerror(errno), path);
+		goto out;
+	}
+	size_t n = strlen(text), off = 0;
+	while (off < n) {
+		ssize_t w = send(fd, text + off, n - off, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			r = err_set(w < 0 ? -errno : -EIO, "%s: sending: %s", path,
+			            strerror(errno));
+			goto out;
+		}
+		off += (size_t)w;
+	}
+	ssize_t w = send(fd, "\n", 1, MSG_NOSIGNAL);
+	if (w != 1) {
+		r = err_set(w < 0 ? -errno : -EIO, "%s: sending: %s", path, strerror(errno));
+		goto out;
+	}
+	for (;;) {
+		if (len + 4096 > cap) {
+			char *nb = realloc(buf, cap = cap ? cap * 2 : 65536);
+			if (!nb) {
+				r = err_set(-ENOMEM, "out of memory");
+				goto out;
+			}
+			buf = nb;
+		}
+		ssize_t got = read(fd, buf + len, cap - len - 1);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			r = err_set(-errno, "%s: reading the reply: %s", path, strerror(errno));
+			goto out;
+		}
+		if (got == 0)
+			break;
+		len += (size_t)got;
+	}
+	if (!buf) {
+		r = err_set(-EPROTO, "%s: the server closed without a reply", path);
+		goto out;
+	}
+	buf[len] = '\0';
+	*reply = json_tokener_parse(buf);
+	if (!*reply || !json_object_is_type(*reply, json_type_object)) {
+		json_object_put(*reply);
+		*reply = NULL;
+		r = err_set(-EPROTO, "%s: the reply is not JSON", path);
+		goto out;
+	}
+	r = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return r;
+}
