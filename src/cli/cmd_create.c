@@ -4,7 +4,7 @@
  * Nothing is written until every check has passed: member count, level
  * and layout, sizes, and (unless --force) that no member already holds an
  * md superblock, a LUKS header, a filesystem or a partition table
- * (format/probe.c, the list add and grow use too).
+ * (md/probe.c, the list add and grow use too).
  *
  * Consistency: mdadm leaves a new RAID1/10/5/6 "active" and the kernel
  * copies one mirror over the others (or computes parity) in the
@@ -18,9 +18,9 @@
 #include "core/log.h"
 #include "core/random.h"
 #include "core/units.h"
-#include "format/md.h"
-#include "format/md_bitmap.h"
-#include "format/probe.h"
+#include "md/md.h"
+#include "md/md_bitmap.h"
+#include "md/probe.h"
 #include "member/member.h"
 
 #include <errno.h>

@@ -19,8 +19,8 @@
 #include "stack.h"
 
 #include "core/log.h"
-#include "format/md.h"
-#include "format/md_manage.h"
+#include "md/md.h"
+#include "md/md_manage.h"
 #include "member/member.h"
 
 #include <errno.h>

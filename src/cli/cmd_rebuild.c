@@ -33,8 +33,8 @@
 #include "disc/raid.h"
 #include "disc/raid_rebuild.h"
 #include "disc/slice.h"
-#include "format/md.h"
-#include "format/md_manage.h"
+#include "md/md.h"
+#include "md/md_manage.h"
 #include "member/member.h"
 
 #include <errno.h>

@@ -5,7 +5,7 @@
 #include "stack.h"
 
 #include "core/log.h"
-#include "format/md.h"
+#include "md/md.h"
 #include "member/member.h"
 
 #include <errno.h>

@@ -3,7 +3,7 @@
 
 #include "core/log.h"
 #include "format/luks.h"
-#include "format/md.h"
+#include "md/md.h"
 #include "member/member.h"
 #include "passphrase.h"
 

@@ -26,7 +26,7 @@ for f in "$src"/disc/*.c; do
     [ "$(basename "$f")" = crypt.c ] || disc+=("$f")
 done
 # The two targets build side by side.
-"$cc" "${fuzz_cflags[@]}" "$fz/fuzz_md.c" "$src"/format/md*.c "$src"/format/probe.c \
+"$cc" "${fuzz_cflags[@]}" "$fz/fuzz_md.c" "$src"/md/*.c \
     "${disc[@]}" "$src"/core/*.c \
     $(pkg-config --cflags --libs libcrypto) -pthread -lm -o "$tmp/fuzz_md" &
 md_build=$!

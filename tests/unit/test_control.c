@@ -14,7 +14,7 @@
 #include "cli/control.h"
 #include "cli/stack.h"
 #include "core/log.h"
-#include "format/md.h"
+#include "md/md.h"
 
 #include <errno.h>
 #include <fcntl.h>
