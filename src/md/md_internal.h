@@ -23,8 +23,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#define MD_REC_CHECKPOINT (64ull << 20) /* recovery_offset saved this often */
-#define MD_GATE_SLOTS 16                /* counters of requests inside the gate */
+#define MD_GATE_SLOTS 16 /* counters of requests inside the gate */
 
 struct md_member {
 	struct vol *vol; /* the whole member; NULL when missing */
@@ -45,7 +44,7 @@ struct md_rec {
 	pthread_cond_t cond; /* with lock: work for the thread */
 	atomic_bool stop;    /* the array closes */
 	bool dead;           /* recovery cannot go on: no more tries */
-	uint64_t to, saved;
+	uint64_t to;         /* bytes of each member to rebuild */
 	/* What a rebuild running has done (for md_array_info). */
 	bool running; /* with lock */
 	uint64_t from, t0_ns;

@@ -7,6 +7,7 @@
  * transitions are md_manage.c's, the array's state md_state.c's. */
 #include "md_internal.h"
 #include "md_manage.h"
+#include "md_recover.h"
 
 #include "core/clock.h"
 #include "core/log.h"
@@ -201,37 +202,64 @@ static void md_sync_throttle(struct md_array *a, uint64_t done, bool begin, atom
 	}
 }
 
-static int md_rec_progress(void *ctx, uint64_t done)
+/* The background thread's side of the recovery driver (md_recover.h). */
+static void md_rec_progress(void *ctx, uint64_t done)
 {
 	struct md_array *a = ctx;
-	bool stop = atomic_load(&a->rec.stop), failed = false;
 
 	atomic_store(&a->rec.pos, done);
+}
+
+static bool md_rec_failed(void *ctx)
+{
+	struct md_array *a = ctx;
+	bool failed = false;
+
 	for (unsigned role = 0; role < a->n; role++)
 		failed |= raid_recover_error(a->raid, role) != 0;
-	if (failed)
-		return 1;
-	if (done >= a->rec.to)
-		return 0; /* all written: finish */
-	if (done - a->rec.saved >= MD_REC_CHECKPOINT || stop) {
-		int r = 0;
-		pthread_mutex_lock(&a->lock);
-		for (unsigned role = 0; role < a->n && r == 0; role++)
-			if (a->m[role].recovering)
-				r = md_manage_checkpoint(a->m[role].vol, a->m[role].sb, done);
-		pthread_mutex_unlock(&a->lock);
-		if (r < 0) {
-			log_warn("%s: saving the recovery offset: %s", a->vol.name, err_detail(r));
-			return 1;
-		}
-		a->rec.saved = done;
-		log_debug("%s: recovery at %llu of %llu bytes", a->vol.name,
-		          (unsigned long long)done, (unsigned long long)a->rec.to);
-	}
-	if (!stop)
-		md_sync_throttle(a, done, false, &a->rec.stop);
+	return failed;
+}
+
+static bool md_rec_stopping(void *ctx)
+{
+	struct md_array *a = ctx;
+
 	return atomic_load(&a->rec.stop);
 }
+
+static int md_rec_checkpoint(void *ctx, uint64_t done)
+{
+	struct md_array *a = ctx;
+	int r = 0;
+
+	pthread_mutex_lock(&a->lock);
+	for (unsigned role = 0; role < a->n && r == 0; role++)
+		if (a->m[role].recovering)
+			r = md_manage_checkpoint(a->m[role].vol, a->m[role].sb, done);
+	pthread_mutex_unlock(&a->lock);
+	if (r < 0) {
+		log_warn("%s: saving the recovery offset: %s", a->vol.name, err_detail(r));
+		return r;
+	}
+	log_debug("%s: recovery at %llu of %llu bytes", a->vol.name, (unsigned long long)done,
+	          (unsigned long long)a->rec.to);
+	return 0;
+}
+
+static void md_rec_throttle(void *ctx, uint64_t done)
+{
+	struct md_array *a = ctx;
+
+	md_sync_throttle(a, done, false, &a->rec.stop);
+}
+
+static const struct md_recover_ops md_rec_ops = {
+    .progress = md_rec_progress,
+    .failed = md_rec_failed,
+    .stopping = md_rec_stopping,
+    .checkpoint = md_rec_checkpoint,
+    .throttle = md_rec_throttle,
+};
 
 /* One rebuild of every recovering role, from the lowest offset recorded
  * among them (a member recorded further on is marked back there first).
@@ -239,12 +267,16 @@ static int md_rec_progress(void *ctx, uint64_t done)
 static void md_rec_run(struct md_array *a)
 {
 	struct vol **targets = calloc(a->n, sizeof(*targets));
-	uint64_t from = a->rec.to;
+	struct md_super **sbs = calloc(a->n, sizeof(*sbs));
+	struct md_recover rc = {.raid = a->raid, .targets = targets, .ops = &md_rec_ops, .ctx = a};
+	uint64_t from;
 	char list[256] = "";
 	size_t len = 0;
 	int r;
 
-	if (!targets) {
+	if (!targets || !sbs) {
+		free(targets);
+		free(sbs);
 		a->rec.dead = true;
 		return;
 	}
@@ -252,20 +284,20 @@ static void md_rec_run(struct md_array *a)
 		struct md_member *mm = &a->m[role];
 		if (!mm->recovering)
 			continue;
-		uint64_t f = md_manage_recovery_from(mm->sb, a->size);
-		from = f < from ? f : from;
+		sbs[role] = mm->sb;
 		targets[role] = mm->slice;
 		if (len < sizeof(list) - 8)
 			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s (role %u)",
 			                        len ? ", " : "", mm->vol->name, role);
 	}
-	from -= from % raid_rebuild_piece(a->raid);
+	md_recover_plan(&rc, sbs, a->n, a->size);
+	free(sbs);
+	from = rc.from;
 	for (unsigned role = 0; role < a->n; role++) {
 		struct md_member *mm = &a->m[role];
 		if (mm->recovering && (r = md_manage_restart(mm->vol, mm->sb, from)) < 0)
 			log_warn("%s: %s", a->vol.name, err_detail(r));
 	}
-	a->rec.saved = from;
 	log_info("%s: recovering %s from byte %llu of %llu, while serving", a->vol.name, list,
 	         (unsigned long long)from, (unsigned long long)a->rec.to);
 	uint64_t t0 = clock_now_ns();
@@ -277,7 +309,7 @@ static void md_rec_run(struct md_array *a)
 	pthread_mutex_unlock(&a->lock);
 
 	err_clear();
-	r = raid_rebuild(a->raid, targets, from, a->rec.to, md_rec_progress, a);
+	r = md_recover_run(&rc);
 	double secs = (double)(clock_now_ns() - t0) / 1e9;
 	char detail[512];
 	snprintf(detail, sizeof(detail), "%s", r < 0 ? err_detail(r) : "");
