@@ -55,56 +55,43 @@ static const char *md_first_present(const struct md_array *a)
 	return "";
 }
 
-/* Assemble the k candidates in g[] (one array UUID).  Always consumes
- * their vols and superblocks (closes them on failure). */
-static int md_array_open(struct md_cand **g, unsigned k, const struct md_assemble_opts *o,
-                         struct vol **out)
+/* The freshest superblock of the k candidates of g (a copy, for the
+ * members' own may be freed), every member checked against it, and the
+ * array's name.  0, or -errno with err_set() detail. */
+static int md_set_fresh(struct md_cand **g, unsigned k, struct md_super **freshp, char name[48])
 {
-	struct md_super *fresh = NULL; /* a copy: members' own may be freed */
-	struct md_array *a = NULL;
-	struct vol **slices = NULL;
-	struct raid_geom geom = {0};
-	struct raid_events ev;
-	char name[48], uuid[36];
-	unsigned present = 0, missing = 0;
-	bool redundant;
-	int r = 0;
-
+	struct md_super *fresh;
 	unsigned fi = 0;
+	int r;
+
 	for (unsigned i = 1; i < k; i++)
 		if (g[i]->sb->events > g[fi]->sb->events)
 			fi = i;
-	fresh = malloc(sizeof(*fresh));
-	if (!fresh) {
-		r = -ENOMEM;
-		goto fail;
-	}
+	*freshp = fresh = malloc(sizeof(*fresh));
+	if (!fresh)
+		return -ENOMEM;
 	*fresh = *g[fi]->sb;
-	md_super_array_name(fresh, name, sizeof(name));
-	md_uuid_format(fresh->set_uuid, uuid);
+	md_super_array_name(fresh, name, 48);
 	for (unsigned i = 0; i < k; i++) {
 		r = md_super_same_geometry(g[i]->sb, g[i]->v->name, fresh, g[fi]->v->name, name);
 		if (r < 0)
-			goto fail;
+			return r;
 	}
-	redundant = md_level_redundant(fresh->level);
-	if (fresh->raid_disks > MD_SB_MAX_DEV) {
-		r = err_set(-EINVAL, "%s: %u devices is more than uraid handles", name,
-		            fresh->raid_disks);
-		goto fail;
-	}
+	if (fresh->raid_disks > MD_SB_MAX_DEV)
+		return err_set(-EINVAL, "%s: %u devices is more than uraid handles", name,
+		               fresh->raid_disks);
+	return 0;
+}
 
-	a = calloc(1, sizeof(*a));
-	slices = calloc(fresh->raid_disks, sizeof(*slices));
-	if (!a || !slices) {
-		r = -ENOMEM;
-		goto fail;
-	}
+/* a's state as fresh records it, with room for k members and spares, no
+ * member yet.  0 or -ENOMEM (what was allocated is md_array_open's to
+ * free). */
+static int md_array_init(struct md_array *a, const struct md_super *fresh, unsigned k,
+                         const struct md_assemble_opts *o)
+{
 	a->m = calloc(fresh->raid_disks, sizeof(*a->m));
-	if (!a->m) {
-		r = -ENOMEM;
-		goto fail;
-	}
+	if (!a->m)
+		return -ENOMEM;
 	a->n = fresh->raid_disks;
 	a->level = fresh->level;
 	a->readonly = o->readonly;
@@ -116,18 +103,22 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 	pthread_cond_init(&a->rec.cond, NULL);
 	pthread_mutex_init(&a->gate.lock, NULL);
 	pthread_cond_init(&a->gate.cond, NULL);
-	a->rec.enabled = !o->readonly && !o->no_recovery && redundant;
+	a->rec.enabled = !o->readonly && !o->no_recovery && md_level_redundant(fresh->level);
 	a->sync.min = o->sync_min;
 	a->sync.max = o->sync_max;
 	a->spare = calloc(k, sizeof(*a->spare));
-	if (!a->spare) {
-		r = -ENOMEM;
-		goto fail;
-	}
+	if (!a->spare)
+		return -ENOMEM;
 	a->spare_cap = k;
+	return 0;
+}
 
-	/* Each member takes the role the freshest superblock gives its slot
-	 * (as the kernel does); stale, spare and faulty ones are left out. */
+/* Each member of g takes the role the freshest superblock gives its slot
+ * (as the kernel does), or stands by as a spare; stale, spare and faulty
+ * ones are left out (closed).  Consumes g's vols and superblocks. */
+static void md_set_roles(struct md_array *a, struct md_cand **g, unsigned k,
+                         const struct md_super *fresh, const char *name)
+{
 	for (unsigned i = 0; i < k; i++) {
 		struct md_super *sb = g[i]->sb;
 		const char *mname = g[i]->v->name;
@@ -181,6 +172,25 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 		g[i]->v = NULL;
 		g[i]->sb = NULL;
 	}
+	/* A slot whose role has no member here (or another member now) is
+	 * recorded as faulty at the first superblock update. */
+	for (unsigned s = 0; s < a->max_dev && s < MD_SB_MAX_DEV; s++) {
+		unsigned role = a->roles[s];
+		if (role < a->n && (!a->m[role].vol || a->m[role].sb->dev_number != s))
+			a->roles[s] = MD_ROLE_FAULTY;
+	}
+}
+
+/* The roles no member holds: refusals (a level without redundancy, a
+ * surprise without run_degraded, a dirty degraded start), and the counts
+ * for the log. */
+static int md_set_check_missing(struct md_array *a, const struct md_super *fresh,
+                                const struct md_assemble_opts *o, const char *name,
+                                unsigned *present, unsigned *missing, unsigned *recovering)
+{
+	bool redundant = md_level_redundant(fresh->level);
+	int r;
+
 	/* A missing role that the freshest superblock still gives to some
 	 * device is a surprise (a member not given, or left out above): like
 	 * mdadm without --run, start only when asked.  One already recorded
@@ -188,37 +198,36 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 	bool surprise = false;
 	char list[256] = "";
 	size_t len = 0;
-	unsigned recovering = 0;
 	for (unsigned role = 0; role < a->n; role++) {
 		if (a->m[role].vol) {
-			present += !a->m[role].recovering;
-			recovering += a->m[role].recovering;
+			*present += !a->m[role].recovering;
+			*recovering += a->m[role].recovering;
 			continue;
 		}
-		missing++;
+		(*missing)++;
 		for (unsigned s = 0; s < fresh->max_dev && s < MD_SB_MAX_DEV; s++)
 			surprise |= fresh->roles[s] == role;
 		if (len < sizeof(list) - 8)
 			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%u",
 			                        len ? "," : "", role);
 	}
-	if (missing && !redundant) {
+	if (*missing && !redundant) {
 		r = err_set(-ENODEV, "%s: %s needs all %u members, %u found (missing role %s)",
-		            name, md_level_name(fresh->level), a->n, present, list);
-		goto fail;
+		            name, md_level_name(fresh->level), a->n, *present, list);
+		return r;
 	}
 	if (surprise && !o->run_degraded) {
 		r = err_set(-ENODEV,
 		            "%s: %u of %u members found (missing role %s); start it degraded with "
 		            "--degraded",
-		            name, present, a->n, list);
-		goto fail;
+		            name, *present, a->n, list);
+		return r;
 	}
-	if (md_dirty_degraded(fresh, missing + recovering)) {
+	if (md_dirty_degraded(fresh, *missing + *recovering)) {
 		char what[300];
 		snprintf(what, sizeof(what), "dirty degraded %s (%s, not shut down cleanly)",
 		         md_level_name(fresh->level),
-		         missing ? "a member missing" : "a member being rebuilt");
+		         *missing ? "a member missing" : "a member being rebuilt");
 		if (!o->readonly && !o->start_dirty_degraded) {
 			r = err_set(
 			    -EUCLEAN,
@@ -227,45 +236,60 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 			    "--force starts it anyway, --readonly serves it without changing "
 			    "it",
 			    name, md_first_present(a), what);
-			goto fail;
+			return r;
 		}
 		log_warn("%s: %s%s: stripes written during the crash may read back stale or "
 		         "wrong where they lie on the missing member (md's write hole)",
 		         name, o->readonly ? "" : "starting anyway (--force) a ", what);
 	}
-	/* A slot whose role has no member here (or another member now) is
-	 * recorded as faulty at the first superblock update. */
-	for (unsigned s = 0; s < a->max_dev && s < MD_SB_MAX_DEV; s++) {
-		unsigned role = a->roles[s];
-		if (role < a->n && (!a->m[role].vol || a->m[role].sb->dev_number != s))
-			a->roles[s] = MD_ROLE_FAULTY;
-	}
+	return 0;
+}
 
-	geom.level = fresh->level;
-	geom.raid_disks = a->n;
+/* The RAID vol's geometry as fresh records it. */
+static int md_set_geom(const struct md_array *a, const struct md_super *fresh, const char *name,
+                       struct raid_geom *geom)
+{
+	*geom = (struct raid_geom){0};
+	geom->level = fresh->level;
+	geom->raid_disks = a->n;
 	/* RAID1 has no chunk, whatever the superblock says (the kernel
 	 * ignores it too): a stray one must not refuse 4 KiB-block members. */
-	geom.chunk = fresh->level == 1 ? 0 : fresh->chunk * 512;
-	geom.layout = fresh->layout;
+	geom->chunk = fresh->level == 1 ? 0 : fresh->chunk * 512;
+	geom->layout = fresh->layout;
 	if (md_level_redundant(fresh->level))
-		geom.dev_size = fresh->size * 512;
+		geom->dev_size = fresh->size * 512;
 	if (fresh->level == 0 && !(fresh->feature_map & MD_FEATURE_RAID0_LAYOUT)) {
 		/* Without a layout only single-zone RAID0 is unambiguous; the
 		 * kernel refuses the rest too (since 5.4). */
 		for (unsigned role = 1; role < a->n; role++)
 			if (a->m[role].sb->data_size / fresh->chunk !=
 			    a->m[0].sb->data_size / fresh->chunk) {
-				r = err_set(-EINVAL,
-				            "%s: raid0 of unequal members without a layout (made "
-				            "before Linux 5.4) is ambiguous; refusing it",
-				            name);
-				goto fail;
+				return err_set(
+				    -EINVAL,
+				    "%s: raid0 of unequal members without a layout (made "
+				    "before Linux 5.4) is ambiguous; refusing it",
+				    name);
 			}
-		geom.layout = 0;
+		geom->layout = 0;
 	}
 	if (fresh->level == MD_LEVEL_LINEAR)
-		geom.layout = 0;
+		geom->layout = 0;
 
+	return 0;
+}
+
+/* Cut out the members' data areas and open the RAID vol over them, and
+ * the md vol over that.  slices (by role) are the RAID vol's once it is
+ * open; on failure they are left for the caller to close. */
+static int md_array_open_raid(struct md_array *a, const struct md_super *fresh, const char *name,
+                              bool readonly, struct vol **slices)
+{
+	struct raid_geom geom;
+	struct raid_events ev;
+	int r = md_set_geom(a, fresh, name, &geom);
+
+	if (r < 0)
+		return r;
 	for (unsigned role = 0; role < a->n; role++) {
 		struct md_member *mm = &a->m[role];
 		if (!mm->vol)
@@ -275,27 +299,66 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 		r = slice_open(mm->vol, mm->sb->data_offset * 512, mm->sb->data_size * 512, false,
 		               mm->vol->name, mm->recovering ? &mm->slice : &slices[role]);
 		if (r < 0) {
-			r = err_set(r, "%s: %s: cannot cut out the data area", name, mm->vol->name);
-			goto fail;
+			return err_set(r, "%s: %s: cannot cut out the data area", name,
+			               mm->vol->name);
 		}
 	}
 	ev.member_failed = md_member_failed;
 	ev.ctx = a;
 	r = raid_open(&geom, slices, &ev, name, &a->raid);
 	if (r < 0)
-		goto fail;
+		return r;
 	for (unsigned role = 0; role < a->n; role++)
 		a->m[role].data = slices[role];
 	/* The RAID vol owns the slices now; the members stay ours (the
-	 * superblocks are written through them) and md_close() closes them. */
-	r = md_vol_init(a, name, o->readonly);
+	 * superblocks are written through them) and the md vol's close (md_vol.c) closes them. */
+	r = md_vol_init(a, name, readonly);
 	if (r < 0) {
 		vol_close(a->raid);
 		a->raid = NULL;
 		for (unsigned role = 0; role < a->n; role++)
 			slices[role] = NULL;
+		return r;
+	}
+	return 0;
+}
+
+/* Assemble the k candidates in g[] (one array UUID), step by step: the
+ * freshest superblock, the array's state, the members' roles, the
+ * refusals for what is missing, the RAID and md vols, then the bitmap,
+ * resync and recovery of a writable start.  Always consumes their vols
+ * and superblocks (closes them on failure). */
+static int md_array_open(struct md_cand **g, unsigned k, const struct md_assemble_opts *o,
+                         struct vol **out)
+{
+	struct md_super *fresh = NULL; /* a copy: members' own may be freed */
+	struct md_array *a = NULL;
+	struct vol **slices = NULL;
+	char name[48], uuid[36];
+	unsigned present = 0, missing = 0, recovering = 0;
+	bool redundant;
+	int r = 0;
+
+	r = md_set_fresh(g, k, &fresh, name);
+	if (r < 0)
+		goto fail;
+	md_uuid_format(fresh->set_uuid, uuid);
+	redundant = md_level_redundant(fresh->level);
+	a = calloc(1, sizeof(*a));
+	slices = calloc(fresh->raid_disks, sizeof(*slices));
+	if (!a || !slices) {
+		r = -ENOMEM;
 		goto fail;
 	}
+	r = md_array_init(a, fresh, k, o);
+	if (r < 0)
+		goto fail;
+	md_set_roles(a, g, k, fresh, name);
+	r = md_set_check_missing(a, fresh, o, name, &present, &missing, &recovering);
+	if (r == 0)
+		r = md_array_open_raid(a, fresh, name, o->readonly, slices);
+	if (r < 0)
+		goto fail;
 	log_info("%s: assembled %s (%s) from %u of %u members%s%s%s", name,
 	         md_level_name(fresh->level), uuid, present, a->n,
 	         missing || recovering ? ", degraded" : "", o->readonly ? ", read-only" : "",
