@@ -17,7 +17,7 @@
 #include "core/units.h"
 #include "disc/crypt.h"
 #include "disc/raid/raid.h"
-#include "format/md.h"
+#include "md/md.h"
 #include "member/member.h"
 
 #include <errno.h>

@@ -9,7 +9,7 @@
  * uraid's own ("uraid itself"). */
 #include "bench.h"
 
-#include "format/md.h"
+#include "md/md.h"
 
 #include <math.h>
 

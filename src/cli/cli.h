@@ -23,6 +23,12 @@ int cmd_examine(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_add(int argc, char **argv);
 int cmd_rebuild(int argc, char **argv);
+/* How `uraid rebuild` shows an offline rebuild and stops it on SIGINT or
+ * SIGTERM (cmd_rebuild.c), for `uraid grow` too; cli_rebuild_end() puts
+ * the signals back once it returned. */
+struct md_rebuild_opts;
+void cli_rebuild_opts(struct md_rebuild_opts *ro, bool force);
+void cli_rebuild_end(void);
 int cmd_grow(int argc, char **argv);
 int cmd_detail(int argc, char **argv);
 int cmd_fail(int argc, char **argv);

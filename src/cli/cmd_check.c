@@ -15,7 +15,7 @@
 #include "core/log.h"
 #include "core/units.h"
 #include "disc/raid/raid.h"
-#include "format/md.h"
+#include "md/md.h"
 #include "stack/stack.h"
 
 #include <errno.h>

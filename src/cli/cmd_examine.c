@@ -5,8 +5,8 @@
 #include "cli.h"
 
 #include "core/log.h"
-#include "format/md.h"
-#include "format/md_bitmap.h"
+#include "md/md.h"
+#include "md/md_bitmap.h"
 #include "member/member.h"
 
 #include <errno.h>

@@ -17,7 +17,7 @@
 
 #include "core/log.h"
 #include "luks/luks.h"
-#include "format/probe.h"
+#include "md/probe.h"
 
 #include <errno.h>
 #include <getopt.h>

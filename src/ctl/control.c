@@ -7,7 +7,7 @@
 #include "stack/stack.h"
 
 #include "core/log.h"
-#include "format/md.h"
+#include "md/md.h"
 #include "member/member.h"
 
 #include <errno.h>

@@ -6,7 +6,7 @@
 
 #include "core/log.h"
 #include "luks/luks.h"
-#include "format/md.h"
+#include "md/md.h"
 #include "member/member.h"
 #include "passphrase.h"
 

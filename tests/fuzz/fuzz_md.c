@@ -1,6 +1,6 @@
 /* fuzz_md.c — libFuzzer target for what a read-only start does with the
  * md members of a foreign disk: md v1.2 superblock decoding and checking
- * (src/format/md.c), assembly (md_assemble_all() with readonly set, as
+ * (src/md/md.c), assembly (md_assemble_all() with readonly set, as
  * `uraid serve --readonly` calls it) and reads through whatever array
  * assembles, degraded ones included.
  *
@@ -31,7 +31,7 @@
 
 #include "core/log.h"
 #include "core/vol.h"
-#include "format/md.h"
+#include "md/md.h"
 
 #include <errno.h>
 #include <stdio.h>

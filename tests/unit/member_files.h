@@ -1,27 +1,24 @@
-/* member_files.h — member image files for the unit tests that go through
- * the CLI's create (test_md_assemble, test_md_bitmap, test_control): a
- * scratch dir, the path of member i in it, a blank member of a size,
- * create(args..., NULL) as `uraid create args...`, and the cli_fail that
- * cmd_create reports through (it lives in main.c, which tests do not
- * link). */
+/* member_files.h — member image files for the unit tests that make md
+ * arrays (test_md_assemble, test_md_bitmap, test_control): a scratch dir,
+ * the path of member i in it, a blank member of a size, and
+ * create(args..., NULL), md_create() with `uraid create`'s options
+ * (--level, --chunk and --bitmap-chunk in KiB, --layout, --name,
+ * --assume-clean, --bitmap) and members. */
 #ifndef URAID_TEST_MEMBER_FILES_H
 #define URAID_TEST_MEMBER_FILES_H
 
 #include "check.h"
-#include "cli/cli.h"
 #include "core/log.h"
+#include "md/md.h"
+#include "md/md_create.h"
 
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
-
-int cli_fail(const char *what, int r)
-{
-	fprintf(stderr, "uraid: %s: %s\n", what, err_detail(r));
-	return 1;
-}
 
 static char dir[64];
 
@@ -40,20 +37,60 @@ static void member_file_make(int i, uint64_t size)
 	close(fd);
 }
 
-/* `uraid create first ...` (the list ends with NULL). */
+/* `uraid create first ...` (the list ends with NULL) through md_create():
+ * 0, or 1 after saying why. */
 static inline int create(const char *first, ...)
 {
-	char *argv[32];
-	int argc = 0;
+	const char *a, *args[32], *layout = NULL, *name = NULL;
+	char *specs[32];
+	struct md_create_opts o;
+	struct md_created made;
+	uint64_t chunk = 0, bm_chunk = 0;
+	int level = -100, bitmap = -1, nargs = 0, r;
+	bool clean = false;
+	unsigned n = 0;
 	va_list ap;
 
-	argv[argc++] = (char *)"create";
 	va_start(ap, first);
-	for (const char *a = first; a && argc < 31; a = va_arg(ap, const char *))
-		argv[argc++] = (char *)a;
+	for (a = first; a && nargs < 31; a = va_arg(ap, const char *))
+		args[nargs++] = a;
 	va_end(ap);
-	argv[argc] = NULL;
-	return cmd_create(argc, argv);
+	for (int i = 0; i < nargs; i++) {
+		a = args[i];
+		if (!strncmp(a, "--level=", 8))
+			CHECK_EQ(md_level_parse(a + 8, &level), 0);
+		else if (!strncmp(a, "--chunk=", 8))
+			chunk = strtoull(a + 8, NULL, 10);
+		else if (!strncmp(a, "--bitmap-chunk=", 15))
+			bm_chunk = strtoull(a + 15, NULL, 10) * 1024;
+		else if (!strncmp(a, "--bitmap=", 9))
+			bitmap = strcmp(a + 9, "internal") == 0;
+		else if (!strncmp(a, "--layout=", 9))
+			layout = a + 9;
+		else if (!strncmp(a, "--name=", 7))
+			name = a + 7;
+		else if (!strcmp(a, "--assume-clean"))
+			clean = true;
+		else
+			specs[n++] = (char *)a;
+	}
+	CHECK(level != -100);
+	md_create_defaults(level, &o);
+	if (chunk)
+		o.chunk_kib = (uint32_t)chunk;
+	if (layout)
+		CHECK_EQ(md_layout_parse(level, layout, &o.layout), 0);
+	o.name = name;
+	o.assume_clean = clean;
+	o.bitmap = bm_chunk && bitmap == -1 ? 1 : bitmap;
+	o.bitmap_chunk = bm_chunk;
+	err_clear();
+	r = md_create(specs, n, &o, &made);
+	if (r < 0) {
+		fprintf(stderr, "create: %s\n", err_detail(r));
+		return 1;
+	}
+	return 0;
 }
 
 #endif

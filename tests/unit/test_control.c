@@ -14,7 +14,7 @@
 #include "ctl/control.h"
 #include "stack/stack.h"
 #include "core/log.h"
-#include "format/md.h"
+#include "md/md.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -169,10 +169,7 @@ int main(void)
 	}
 	for (int i = 0; i < 4; i++)
 		member_file_make(i, MEMBER_SIZE);
-	char *cargv[] = {
-	    "create",        "--level=1", "--assume-clean", (char *)path(0), (char *)path(1),
-	    (char *)path(2), NULL};
-	CHECK_EQ(cmd_create(6, cargv), 0);
+	CHECK_EQ(create("--level=1", "--assume-clean", path(0), path(1), path(2), NULL), 0);
 	for (int i = 0; i < 3; i++)
 		specs[i] = (char *)path(i);
 	CHECK_EQ(stack_open_info(specs, 3, &so, &top, &info), 0);

@@ -5,8 +5,8 @@
 
 #include "core/log.h"
 #include "disc/raid/raid.h"
-#include "format/md.h"
-#include "format/md_bitmap.h"
+#include "md/md.h"
+#include "md/md_bitmap.h"
 #include "member/member.h"
 
 #include <errno.h>

@@ -10,7 +10,7 @@
 #include "cli/cli.h"
 #include "stack/stack.h"
 #include "core/log.h"
-#include "format/md.h"
+#include "md/md.h"
 #include "member/member.h"
 
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* test_md_bitmap.c — md's internal write-intent bitmap (format/md_bitmap.h):
+/* test_md_bitmap.c — md's internal write-intent bitmap (md/md_bitmap.h):
  * a bitmap superblock decodes and checks, and a corrupt one (magic, chunk
  * size, uuid, version) is refused with a reason; array offsets map to the
  * kernel's index space per level and back; the upkeep sets a chunk's bit
@@ -16,8 +16,8 @@
 
 #include "cli/cli.h"
 #include "core/log.h"
-#include "format/md.h"
-#include "format/md_bitmap.h"
+#include "md/md.h"
+#include "md/md_bitmap.h"
 #include "member/member.h"
 
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* test_md_throttle.c — what the speed limits of md's background syncs
- * decide (format/md_throttle.h), on a clock of the test's own: no test
+ * decide (md/md_throttle.h), on a clock of the test's own: no test
  * here sleeps or reads the time, so each answer is exact.
  *
  * sync_run() plays md_assemble.c's sync thread: one call as the sync
@@ -9,7 +9,7 @@
  * every client_ns. */
 #include "check.h"
 
-#include "format/md_throttle.h"
+#include "md/md_throttle.h"
 
 #define MiB (1ull << 20)
 #define S 1000000000ull

@@ -1,7 +1,7 @@
 /* raid.h — md-compatible RAID disciplines built on member vols.
  *
  * The geometry uses md's own numbers (level, layout, chunk) so that the md
- * metadata code (src/format/md.c) hands over what the superblock says, and
+ * metadata code (src/md/md.c) hands over what the superblock says, and
  * the RAID code never reads a superblock.  Each level lives in its own file
  * (raid0.c, raid1.c, raid10.c, raid5.c for 4, 5 and 6, ../linear.c), one
  * descriptor each, behind raid_open() (raid_types.h maps the engine).

@@ -1,0 +1,523 @@
+/* md_assemble.c — from member vols to running md arrays (see md.h).
+ *
+ * Members are grouped by array UUID, checked against each other, given
+ * the role the freshest superblock (highest events) records for their
+ * slot, and handed to raid_open() as slices of their data areas.  The
+ * resulting RAID vol is wrapped in an md vol that keeps the superblocks
+ * true while the array runs, as the kernel's md does:
+ *   - first write after start: every live member is marked active
+ *     (resync_offset 0, events + 1) before the data changes;
+ *   - a member fails: its slot becomes faulty (0xfffe) in the survivors,
+ *     events + 1, so it is recognised as stale if it comes back;
+ *   - close: marked clean again (resync_offset = MaxSector, events + 1);
+ *   - a redundant array found unclean is resynced before a writable start
+ *     returns (md_resync); a read-only one stays marked unclean;
+ *   - online recovery (writable starts): a member found under recovery
+ *     (feature RECOVERY_OFFSET: `uraid add --no-rebuild`, an interrupted
+ *     rebuild, the kernel's) takes its role as "recovering" before the
+ *     array is served, and a thread rebuilds it while the array serves
+ *     (raid_recover_begin, raid_rebuild); spares given with the array
+ *     stand by, and take a role that is gone (failed now, or already
+ *     recorded as failed), as md's hot spares do.  The rebuild saves its
+ *     recovery_offset every 64 MiB and when the array closes, and on
+ *     completion the member is in sync (events + 1 everywhere).  The
+ *     superblock transitions are md_manage.c's.
+ * Read-only arrays never write, recover nor take spares: they leave out
+ * spares and members under recovery.  Assembly writes nothing, except
+ * that resync of an unclean array and the recovery offsets of members a
+ * rebuild is about to restart below them. */
+#include "md_internal.h"
+
+#include "core/log.h"
+#include "disc/slice.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MD_NEST_MAX 8 /* arrays inside arrays, at most */
+
+/* One vol being probed: a member, or an array assembled in an earlier
+ * round.  sb is set when it holds a superblock. */
+struct md_cand {
+	struct vol *v;
+	struct md_super *sb;
+	bool done; /* probed: holds no superblock */
+};
+
+/* The name of the first member present, for messages ("" if none). */
+static const char *md_first_present(const struct md_array *a)
+{
+	for (unsigned role = 0; role < a->n; role++)
+		if (a->m[role].vol)
+			return a->m[role].vol->name;
+	return "";
+}
+
+/* The freshest superblock of the k candidates of g (a copy, for the
+ * members' own may be freed), every member checked against it, and the
+ * array's name.  0, or -errno with err_set() detail. */
+static int md_set_fresh(struct md_cand **g, unsigned k, struct md_super **freshp, char name[48])
+{
+	struct md_super *fresh;
+	unsigned fi = 0;
+	int r;
+
+	for (unsigned i = 1; i < k; i++)
+		if (g[i]->sb->events > g[fi]->sb->events)
+			fi = i;
+	*freshp = fresh = malloc(sizeof(*fresh));
+	if (!fresh)
+		return -ENOMEM;
+	*fresh = *g[fi]->sb;
+	md_super_array_name(fresh, name, 48);
+	for (unsigned i = 0; i < k; i++) {
+		r = md_super_same_geometry(g[i]->sb, g[i]->v->name, fresh, g[fi]->v->name, name);
+		if (r < 0)
+			return r;
+	}
+	if (fresh->raid_disks > MD_SB_MAX_DEV)
+		return err_set(-EINVAL, "%s: %u devices is more than uraid handles", name,
+		               fresh->raid_disks);
+	return 0;
+}
+
+/* a's state as fresh records it, with room for k members and spares, no
+ * member yet.  0 or -ENOMEM (what was allocated is md_array_open's to
+ * free). */
+static int md_array_init(struct md_array *a, const struct md_super *fresh, unsigned k,
+                         const struct md_assemble_opts *o)
+{
+	a->m = calloc(fresh->raid_disks, sizeof(*a->m));
+	if (!a->m)
+		return -ENOMEM;
+	a->n = fresh->raid_disks;
+	a->level = fresh->level;
+	a->readonly = o->readonly;
+	a->events = fresh->events;
+	a->max_dev = fresh->max_dev;
+	a->size = fresh->size;
+	memcpy(a->roles, fresh->roles, sizeof(a->roles));
+	pthread_mutex_init(&a->lock, NULL);
+	pthread_cond_init(&a->rec.cond, NULL);
+	pthread_mutex_init(&a->gate.lock, NULL);
+	pthread_cond_init(&a->gate.cond, NULL);
+	a->rec.enabled = !o->readonly && !o->no_recovery && md_level_redundant(fresh->level);
+	a->sync.min = o->sync_min;
+	a->sync.max = o->sync_max;
+	a->spare = calloc(k, sizeof(*a->spare));
+	if (!a->spare)
+		return -ENOMEM;
+	a->spare_cap = k;
+	return 0;
+}
+
+/* Each member of g takes the role the freshest superblock gives its slot
+ * (as the kernel does), or stands by as a spare; stale, spare and faulty
+ * ones are left out (closed).  Consumes g's vols and superblocks. */
+static void md_set_roles(struct md_array *a, struct md_cand **g, unsigned k,
+                         const struct md_super *fresh, const char *name)
+{
+	for (unsigned i = 0; i < k; i++) {
+		struct md_super *sb = g[i]->sb;
+		const char *mname = g[i]->v->name;
+		unsigned slot = sb->dev_number;
+		unsigned role = slot < fresh->max_dev ? fresh->roles[slot] : MD_ROLE_SPARE;
+		const char *why = NULL;
+		bool rec = sb->feature_map & MD_FEATURE_RECOVERY_OFFSET;
+
+		if (a->rec.enabled && role == MD_ROLE_SPARE && sb->data_size >= fresh->size) {
+			/* A spare's events do not matter (md's rule). */
+			a->spare[a->nspare++] = (struct md_member){.vol = g[i]->v, .sb = sb};
+			g[i]->v = NULL;
+			g[i]->sb = NULL;
+			continue;
+		}
+		if (sb->events + 1 < fresh->events)
+			why = "is stale (older events)";
+		else if (role == MD_ROLE_FAULTY)
+			why = "is marked faulty";
+		else if (role >= a->n)
+			why = a->rec.enabled ? "is a spare too small for the array" : "is a spare";
+		else if (rec && !a->rec.enabled)
+			why = "was being rebuilt (`uraid rebuild`, or a writable `uraid serve`, "
+			      "finishes that)";
+		else if (rec && a->m[role].vol)
+			why = "is being rebuilt for a role another member holds";
+		else if (a->m[role].vol) {
+			why = "claims a role another member holds";
+			if (sb->events > a->m[role].sb->events) {
+				/* keep the fresher of the two */
+				struct md_member old = a->m[role];
+				log_warn("%s: %s (events %llu) left out: %s", name, old.vol->name,
+				         (unsigned long long)old.sb->events, why);
+				vol_close(old.vol);
+				free(old.sb);
+				a->m[role].vol = NULL;
+				why = NULL;
+			}
+		}
+		if (why) {
+			log_warn("%s: %s (events %llu, newest %llu) left out: it %s", name, mname,
+			         (unsigned long long)sb->events, (unsigned long long)fresh->events,
+			         why);
+			vol_close(g[i]->v);
+			free(sb);
+		} else {
+			a->m[role].vol = g[i]->v;
+			a->m[role].sb = sb;
+			a->m[role].recovering = rec;
+		}
+		g[i]->v = NULL;
+		g[i]->sb = NULL;
+	}
+	/* A slot whose role has no member here (or another member now) is
+	 * recorded as faulty at the first superblock update. */
+	for (unsigned s = 0; s < a->max_dev && s < MD_SB_MAX_DEV; s++) {
+		unsigned role = a->roles[s];
+		if (role < a->n && (!a->m[role].vol || a->m[role].sb->dev_number != s))
+			a->roles[s] = MD_ROLE_FAULTY;
+	}
+}
+
+/* The roles no member holds: refusals (a level without redundancy, a
+ * surprise without run_degraded, a dirty degraded start), and the counts
+ * for the log. */
+static int md_set_check_missing(struct md_array *a, const struct md_super *fresh,
+                                const struct md_assemble_opts *o, const char *name,
+                                unsigned *present, unsigned *missing, unsigned *recovering)
+{
+	bool redundant = md_level_redundant(fresh->level);
+	int r;
+
+	/* A missing role that the freshest superblock still gives to some
+	 * device is a surprise (a member not given, or left out above): like
+	 * mdadm without --run, start only when asked.  One already recorded
+	 * as failed or removed is the array's known state. */
+	bool surprise = false;
+	char list[256] = "";
+	size_t len = 0;
+	for (unsigned role = 0; role < a->n; role++) {
+		if (a->m[role].vol) {
+			*present += !a->m[role].recovering;
+			*recovering += a->m[role].recovering;
+			continue;
+		}
+		(*missing)++;
+		for (unsigned s = 0; s < fresh->max_dev && s < MD_SB_MAX_DEV; s++)
+			surprise |= fresh->roles[s] == role;
+		if (len < sizeof(list) - 8)
+			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%u",
+			                        len ? "," : "", role);
+	}
+	if (*missing && !redundant) {
+		r = err_set(-ENODEV, "%s: %s needs all %u members, %u found (missing role %s)",
+		            name, md_level_name(fresh->level), a->n, *present, list);
+		return r;
+	}
+	if (surprise && !o->run_degraded) {
+		r = err_set(-ENODEV,
+		            "%s: %u of %u members found (missing role %s); start it degraded with "
+		            "--degraded",
+		            name, *present, a->n, list);
+		return r;
+	}
+	if (md_dirty_degraded(fresh, *missing + *recovering)) {
+		char what[300];
+		snprintf(what, sizeof(what), "dirty degraded %s (%s, not shut down cleanly)",
+		         md_level_name(fresh->level),
+		         *missing ? "a member missing" : "a member being rebuilt");
+		if (!o->readonly && !o->start_dirty_degraded) {
+			r = err_set(
+			    -EUCLEAN,
+			    "%s (%s...): cannot start a %s: stripes written during the "
+			    "crash may be wrong on the missing member (md's write hole); "
+			    "--force starts it anyway, --readonly serves it without changing "
+			    "it",
+			    name, md_first_present(a), what);
+			return r;
+		}
+		log_warn("%s: %s%s: stripes written during the crash may read back stale or "
+		         "wrong where they lie on the missing member (md's write hole)",
+		         name, o->readonly ? "" : "starting anyway (--force) a ", what);
+	}
+	return 0;
+}
+
+/* The RAID vol's geometry as fresh records it. */
+static int md_set_geom(const struct md_array *a, const struct md_super *fresh, const char *name,
+                       struct raid_geom *geom)
+{
+	*geom = (struct raid_geom){0};
+	geom->level = fresh->level;
+	geom->raid_disks = a->n;
+	/* RAID1 has no chunk, whatever the superblock says (the kernel
+	 * ignores it too): a stray one must not refuse 4 KiB-block members. */
+	geom->chunk = fresh->level == 1 ? 0 : fresh->chunk * 512;
+	geom->layout = fresh->layout;
+	if (md_level_redundant(fresh->level))
+		geom->dev_size = fresh->size * 512;
+	if (fresh->level == 0 && !(fresh->feature_map & MD_FEATURE_RAID0_LAYOUT)) {
+		/* Without a layout only single-zone RAID0 is unambiguous; the
+		 * kernel refuses the rest too (since 5.4). */
+		for (unsigned role = 1; role < a->n; role++)
+			if (a->m[role].sb->data_size / fresh->chunk !=
+			    a->m[0].sb->data_size / fresh->chunk) {
+				return err_set(
+				    -EINVAL,
+				    "%s: raid0 of unequal members without a layout (made "
+				    "before Linux 5.4) is ambiguous; refusing it",
+				    name);
+			}
+		geom->layout = 0;
+	}
+	if (fresh->level == MD_LEVEL_LINEAR)
+		geom->layout = 0;
+
+	return 0;
+}
+
+/* Cut out the members' data areas and open the RAID vol over them, and
+ * the md vol over that.  slices (by role) are the RAID vol's once it is
+ * open; on failure they are left for the caller to close. */
+static int md_array_open_raid(struct md_array *a, const struct md_super *fresh, const char *name,
+                              bool readonly, struct vol **slices)
+{
+	struct raid_geom geom;
+	struct raid_events ev;
+	int r = md_set_geom(a, fresh, name, &geom);
+
+	if (r < 0)
+		return r;
+	for (unsigned role = 0; role < a->n; role++) {
+		struct md_member *mm = &a->m[role];
+		if (!mm->vol)
+			continue;
+		/* A member being recovered is missing to raid_open: it joins
+		 * as recovering below (md_rec_begin). */
+		r = slice_open(mm->vol, mm->sb->data_offset * 512, mm->sb->data_size * 512, false,
+		               mm->vol->name, mm->recovering ? &mm->slice : &slices[role]);
+		if (r < 0) {
+			return err_set(r, "%s: %s: cannot cut out the data area", name,
+			               mm->vol->name);
+		}
+	}
+	ev.member_failed = md_member_failed;
+	ev.ctx = a;
+	r = raid_open(&geom, slices, &ev, name, &a->raid);
+	if (r < 0)
+		return r;
+	for (unsigned role = 0; role < a->n; role++)
+		a->m[role].data = slices[role];
+	/* The RAID vol owns the slices now; the members stay ours (the
+	 * superblocks are written through them) and the md vol's close (md_vol.c) closes them. */
+	r = md_vol_init(a, name, readonly);
+	if (r < 0) {
+		vol_close(a->raid);
+		a->raid = NULL;
+		for (unsigned role = 0; role < a->n; role++)
+			slices[role] = NULL;
+		return r;
+	}
+	return 0;
+}
+
+/* Assemble the k candidates in g[] (one array UUID), step by step: the
+ * freshest superblock, the array's state, the members' roles, the
+ * refusals for what is missing, the RAID and md vols, then the bitmap,
+ * resync and recovery of a writable start.  Always consumes their vols
+ * and superblocks (closes them on failure). */
+static int md_array_open(struct md_cand **g, unsigned k, const struct md_assemble_opts *o,
+                         struct vol **out)
+{
+	struct md_super *fresh = NULL; /* a copy: members' own may be freed */
+	struct md_array *a = NULL;
+	struct vol **slices = NULL;
+	char name[48], uuid[36];
+	unsigned present = 0, missing = 0, recovering = 0;
+	bool redundant;
+	int r = 0;
+
+	r = md_set_fresh(g, k, &fresh, name);
+	if (r < 0)
+		goto fail;
+	md_uuid_format(fresh->set_uuid, uuid);
+	redundant = md_level_redundant(fresh->level);
+	a = calloc(1, sizeof(*a));
+	slices = calloc(fresh->raid_disks, sizeof(*slices));
+	if (!a || !slices) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	r = md_array_init(a, fresh, k, o);
+	if (r < 0)
+		goto fail;
+	md_set_roles(a, g, k, fresh, name);
+	r = md_set_check_missing(a, fresh, o, name, &present, &missing, &recovering);
+	if (r == 0)
+		r = md_array_open_raid(a, fresh, name, o->readonly, slices);
+	if (r < 0)
+		goto fail;
+	log_info("%s: assembled %s (%s) from %u of %u members%s%s%s", name,
+	         md_level_name(fresh->level), uuid, present, a->n,
+	         missing || recovering ? ", degraded" : "", o->readonly ? ", read-only" : "",
+	         recovering ? ", recovering" : "");
+	free(slices);
+	md_bm_load(a, fresh);
+	bool clean = md_super_clean(fresh);
+	free(fresh);
+	if (redundant && !clean) {
+		a->unclean = true;
+		if (o->readonly) {
+			log_warn("%s: array was not shut down cleanly; copies may differ until "
+			         "it is resynced (a writable start does that)",
+			         name);
+		} else {
+			r = md_resync(a);
+			if (r < 0) {
+				vol_close(&a->vol); /* stays marked unclean */
+				return r;
+			}
+		}
+	}
+	if (a->rec.enabled) {
+		r = md_rec_start(a);
+		if (r < 0) {
+			vol_close(&a->vol);
+			return r;
+		}
+	}
+	*out = &a->vol;
+	return 0;
+
+fail:
+	for (unsigned i = 0; i < k; i++) {
+		vol_close(g[i]->v);
+		free(g[i]->sb);
+		g[i]->v = NULL;
+		g[i]->sb = NULL;
+	}
+	if (a) {
+		for (unsigned role = 0; a->m && role < a->n; role++) {
+			if (slices && slices[role])
+				vol_close(slices[role]);
+			vol_close(a->m[role].slice);
+			vol_close(a->m[role].vol);
+			free(a->m[role].sb);
+		}
+		for (unsigned i = 0; i < a->nspare; i++) {
+			vol_close(a->spare[i].vol);
+			free(a->spare[i].sb);
+		}
+		free(a->spare);
+		free(a->m);
+		if (a->max_dev || a->n) {
+			pthread_mutex_destroy(&a->lock);
+			pthread_cond_destroy(&a->rec.cond);
+			pthread_mutex_destroy(&a->gate.lock);
+			pthread_cond_destroy(&a->gate.cond);
+		}
+		free(a);
+	}
+	free(slices);
+	free(fresh);
+	return r;
+}
+
+int md_assemble_all(struct vol **vols, int n, const struct md_assemble_opts *o, struct vol ***out,
+                    int *nout)
+{
+	struct md_cand *c = calloc((size_t)n, sizeof(*c));
+	struct md_cand **g = calloc((size_t)n, sizeof(*g));
+	struct vol **res = NULL;
+	int nc = n, r = 0, round;
+
+	if (!c || !g) {
+		r = -ENOMEM;
+		for (int i = 0; i < n; i++)
+			vol_close(vols[i]);
+		goto out;
+	}
+	for (int i = 0; i < n; i++)
+		c[i].v = vols[i];
+
+	for (round = 0; round <= MD_NEST_MAX; round++) {
+		bool found = false;
+
+		for (int i = 0; i < nc; i++) {
+			if (c[i].done || c[i].sb)
+				continue;
+			c[i].sb = malloc(sizeof(*c[i].sb));
+			if (!c[i].sb) {
+				r = -ENOMEM;
+				goto fail;
+			}
+			err_clear();
+			r = md_super_read(c[i].v, c[i].sb);
+			if (r == -ENOENT) {
+				free(c[i].sb);
+				c[i].sb = NULL;
+				c[i].done = true;
+				r = 0;
+			} else if (r < 0) {
+				goto fail;
+			} else
+				found = true;
+		}
+		if (!found)
+			break;
+		if (round == MD_NEST_MAX) {
+			r = err_set(-ELOOP, "md arrays nested more than %d deep", MD_NEST_MAX);
+			goto fail;
+		}
+		/* Assemble each array UUID, in the order members were given;
+		 * the array takes the place of its first member. */
+		for (int i = 0; i < nc; i++) {
+			unsigned k = 0;
+			struct vol *arr;
+
+			if (!c[i].sb)
+				continue;
+			for (int j = i; j < nc; j++)
+				if (c[j].sb &&
+				    memcmp(c[j].sb->set_uuid, c[i].sb->set_uuid, 16) == 0)
+					g[k++] = &c[j];
+			r = md_array_open(g, k, o, &arr);
+			if (r < 0)
+				goto fail;
+			c[i].v = arr;
+			c[i].sb = NULL;
+			c[i].done = false;
+		}
+		/* drop the emptied slots */
+		int w = 0;
+		for (int i = 0; i < nc; i++)
+			if (c[i].v)
+				c[w++] = c[i];
+		nc = w;
+	}
+
+	res = calloc(nc > 0 ? (size_t)nc : 1, sizeof(*res));
+	if (!res) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	for (int i = 0; i < nc; i++)
+		res[i] = c[i].v;
+	*out = res;
+	*nout = nc;
+	r = 0;
+	goto out;
+fail:
+	for (int i = 0; i < nc; i++) {
+		/* An array assembled in this run has written nothing yet:
+		 * closing it writes nothing either (never marked active). */
+		vol_close(c[i].v);
+		free(c[i].sb);
+	}
+out:
+	free(c);
+	free(g);
+	return r;
+}

@@ -1,0 +1,172 @@
+/* md_bitmap_load.c — at a writable start, the internal write-intent
+ * bitmap the superblock records: the freshest valid header on the
+ * members, their bits merged when up to date, and the writer that keeps
+ * every member's copy (md_bitmap_io.write).  The codec is md_bitmap.c's;
+ * md_vol.c marks and clears the bits as the array is written. */
+#include "md_internal.h"
+
+#include "core/log.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* md_bitmap_io.write: the image's bytes [off, off+len) to every live
+ * member (all of it to a member whose bitmap is not known to be ours yet),
+ * flushed.  Called with a->lock held. */
+static int md_bm_io_write(void *ctx, const uint8_t *img, size_t off, size_t len)
+{
+	struct md_array *a = ctx;
+	size_t img_len;
+	int written = 0, last = -EIO;
+
+	md_bitmap_image(a->bm.map, &img_len);
+	for (unsigned r = 0; r < a->n; r++) {
+		struct md_member *mm = &a->m[r];
+		size_t o = mm->bm_ok ? off : 0, l = mm->bm_ok ? len : img_len;
+		int e;
+
+		if (!mm->vol || mm->failed)
+			continue;
+		e = vol_write(mm->vol, img + o, l, a->bm.at + o, 0);
+		if (e == 0)
+			e = vol_flush(mm->vol);
+		if (e < 0) {
+			mm->bm_ok = false;
+			last = err_set(e, "%s: %s", mm->vol->name, strerror(-e));
+			continue;
+		}
+		mm->bm_ok = true;
+		written++;
+	}
+	return written ? 0 : last;
+}
+
+/* A writable start of an array whose superblock (fresh) records an
+ * internal write-intent bitmap: a->bm.map is kept up from now on, and
+ * a->bm.trusted says whether its bits may guide a resync (found valid on
+ * some member and not behind the superblock's events; the bits of every
+ * such member are merged).  One that is out of date starts over, all
+ * clear with the array's events (a resync due now covers everything).
+ * One that cannot be used at all is warned about and left alone: a crash
+ * then costs a full resync, as before. */
+void md_bm_load(struct md_array *a, const struct md_super *fresh)
+{
+	const struct md_sb1 *raw = (const struct md_sb1 *)fresh->raw;
+	int32_t bo = (int32_t)md_le32(raw->bitmap_offset);
+	int32_t bb = (int32_t)md_le32(raw->bblog_offset);
+	struct md_bitmap_io io = {.write = md_bm_io_write, .ctx = a};
+	struct md_bitmap_info ref, h;
+	struct md_bitmap *b = NULL;
+	uint64_t end, room, ref_events = 0;
+	uint32_t unit = 512;
+	uint8_t *buf = NULL;
+	char why[256] = "no member holds a valid one";
+	bool have = false;
+	int r;
+
+	if (!(fresh->feature_map & MD_FEATURE_BITMAP_OFFSET) || a->readonly)
+		return;
+	if (md_bitmap_geom_init(&a->bm.geom, a->level, a->n, fresh->chunk, a->size, a->vol.size) <
+	    0) {
+		log_warn("%s: a write-intent bitmap on a %s array is not used", a->vol.name,
+		         md_level_name(a->level));
+		return;
+	}
+	for (unsigned i = 0; i < a->n; i++)
+		if (a->m[i].vol && a->m[i].vol->block_min > unit)
+			unit = a->m[i].vol->block_min;
+	a->bm.at = (fresh->super_offset + (uint64_t)(int64_t)bo) * 512;
+	end = fresh->data_offset * 512;
+	if (md_le16(raw->bblog_size) && bb > bo && (fresh->super_offset + (uint64_t)bb) * 512 < end)
+		end = (fresh->super_offset + (uint64_t)bb) * 512;
+	if (bo <= 0 || a->bm.at % unit || end < a->bm.at + unit) {
+		snprintf(why, sizeof(why), "bitmap offset %d does not fit (units of %u bytes)", bo,
+		         unit);
+		goto unusable;
+	}
+	room = end - a->bm.at;
+	if (!(buf = vol_buf_alloc(unit))) {
+		snprintf(why, sizeof(why), "out of memory");
+		goto unusable;
+	}
+	/* The reference header: the valid one of the freshest member. */
+	for (unsigned i = 0; i < a->n; i++) {
+		struct md_member *mm = &a->m[i];
+		if (!mm->vol || mm->failed)
+			continue;
+		err_clear();
+		r = vol_read(mm->vol, buf, unit, a->bm.at);
+		if (r == 0)
+			r = md_bitmap_decode(buf, &h, mm->vol->name);
+		if (r == 0)
+			r = md_bitmap_check(&h, fresh->set_uuid, mm->vol->name);
+		if (r < 0) {
+			snprintf(why, sizeof(why), "%s", err_detail(r));
+			continue;
+		}
+		if (!have || mm->sb->events > ref_events) {
+			ref = h;
+			ref_events = mm->sb->events;
+			have = true;
+		}
+	}
+	if (!have)
+		goto unusable;
+	a->bm.trusted = ref.events >= fresh->events && !(ref.state & MD_BITMAP_STALE);
+	if (!a->bm.trusted) {
+		log_warn("%s: write-intent bitmap is out of date (events %llu, array %llu%s): "
+		         "starting it over",
+		         a->vol.name, (unsigned long long)ref.events,
+		         (unsigned long long)fresh->events,
+		         ref.state & MD_BITMAP_STALE ? ", marked stale" : "");
+		ref.events = ref.events_cleared = fresh->events;
+		ref.state &= ~(MD_BITMAP_STALE | MD_BITMAP_WRITE_ERROR);
+	}
+	err_clear();
+	r = md_bitmap_new(&ref, md_bitmap_index_size(&a->bm.geom), unit, room, NULL, &io,
+	                  a->vol.name, &b);
+	if (r < 0) {
+		snprintf(why, sizeof(why), "%s", err_detail(r));
+		goto unusable;
+	}
+	size_t img_len;
+	const uint8_t *img = md_bitmap_image(b, &img_len);
+	free(buf);
+	if (!(buf = vol_buf_alloc(img_len))) {
+		md_bitmap_free(b);
+		buf = NULL;
+		snprintf(why, sizeof(why), "out of memory");
+		goto unusable;
+	}
+	/* Two passes over the members: merge the bits of every up-to-date
+	 * bitmap, then note which members hold exactly ours. */
+	for (int pass = 0; pass < 2; pass++)
+		for (unsigned i = 0; i < a->n; i++) {
+			struct md_member *mm = &a->m[i];
+			if (!mm->vol || mm->failed)
+				continue;
+			err_clear();
+			if (vol_read(mm->vol, buf, img_len, a->bm.at) < 0 ||
+			    md_bitmap_decode(buf, &h, mm->vol->name) < 0 ||
+			    md_bitmap_check(&h, fresh->set_uuid, mm->vol->name) < 0)
+				continue;
+			if (pass == 1)
+				mm->bm_ok = memcmp(buf, img, img_len) == 0;
+			else if (a->bm.trusted && h.chunksize == ref.chunksize &&
+			         h.events >= fresh->events && !(h.state & MD_BITMAP_STALE))
+				md_bitmap_merge(b, buf);
+		}
+	free(buf);
+	a->bm.map = b;
+	log_info("%s: keeping its write-intent bitmap (%llu chunks of %u bytes, %llu dirty)",
+	         a->vol.name, (unsigned long long)md_bitmap_chunks(b), ref.chunksize,
+	         (unsigned long long)md_bitmap_dirty(b));
+	return;
+unusable:
+	free(buf);
+	log_warn("%s: write-intent bitmap unusable (%s): not kept up; after a crash the whole "
+	         "array is resynced",
+	         a->vol.name, why);
+}

@@ -1,0 +1,165 @@
+/* md_internal.h — a running md array, as the files of src/md/ that keep
+ * it share it (not for callers outside src/md/; they see md.h):
+ *   md_assemble.c    grouping members by array and opening an array
+ *   md_state.c       the array's state in the superblocks (events, roles)
+ *   md_vol.c         the md vol's data path: the gate, marking active,
+ *                    the write-intent bitmap hooks, close
+ *   md_bitmap_load.c finding and loading the on-disk bitmap at a start
+ *   md_sync.c        resync at start, the background recovery and check
+ *                    thread (speed limits: md_throttle.h)
+ *   md_admin.c       info, fail, remove, add, check of a running array
+ * struct md_array holds one sub-struct per job; each is changed by its
+ * file, under the array's lock unless a field says otherwise.  The files
+ * call downwards only: assemble and admin -> vol -> sync -> state. */
+#ifndef URAID_MD_INTERNAL_H
+#define URAID_MD_INTERNAL_H
+
+#include "md.h"
+#include "md_bitmap.h"
+#include "md_throttle.h"
+
+#include "disc/raid/raid.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#define MD_GATE_SLOTS 16 /* counters of requests inside the gate */
+
+struct md_member {
+	struct vol *vol; /* the whole member; NULL when missing */
+	struct md_super *sb;
+	bool failed;
+	bool recovering;   /* being rebuilt online (its sb says so) */
+	struct vol *slice; /* its data area (being recovered) */
+	bool slice_given;  /* the RAID vol owns slice */
+	struct vol *data;  /* its data area as the RAID vol holds it, or NULL */
+	bool bm_ok;        /* its write-intent bitmap on disk is ours */
+};
+
+/* Online recovery (writable arrays of a redundant level): md_sync.c. */
+struct md_rec {
+	bool enabled;
+	pthread_t thread;
+	bool started;
+	pthread_cond_t cond; /* with lock: work for the thread */
+	atomic_bool stop;    /* the array closes */
+	bool dead;           /* recovery cannot go on: no more tries */
+	uint64_t to;         /* bytes of each member to rebuild */
+	/* What a rebuild running has done (for md_array_info). */
+	bool running; /* with lock */
+	uint64_t from, t0_ns;
+	atomic_uint_fast64_t pos;
+};
+
+/* A check (md_array_check), run by the recovery thread when there is no
+ * recovery to run; with lock, but for the atomics: md_sync.c. */
+struct md_scrub {
+	enum md_check_action req; /* asked for: STOP for none */
+	bool running, repair;
+	atomic_bool stop;
+	atomic_uint_fast64_t pos; /* array bytes compared */
+	uint64_t t0_ns;
+	unsigned shown; /* mismatches logged (by the thread) */
+	bool ended, ended_repair;
+	int status;
+	struct raid_check_report rep;
+};
+
+/* The gate (md_io_*, md_vol.c): requests count themselves in in[] (a slot
+ * per thread, so that threads do not share one counter's cache line);
+ * while hold is set new ones wait at the door (md_array_remove takes a
+ * member's vol away, which requests planned earlier could name). */
+struct md_gate {
+	struct {
+		atomic_int n;
+		atomic_uint ops; /* requests that entered: clients are busy */
+		char pad[56];
+	} in[MD_GATE_SLOTS];
+	atomic_bool hold;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+};
+
+/* The internal write-intent bitmap we keep up (writable arrays with a
+ * usable one: md_bitmap_load.c finds it, md_vol.c keeps it), its
+ * changes under lock. */
+struct md_bm {
+	struct md_bitmap *map;
+	struct md_bitmap_geom geom;
+	uint64_t at;      /* its byte offset on each member */
+	bool trusted;     /* found up to date: a resync may follow it */
+	uint64_t pass_ns; /* last lazy clearing pass (with lock) */
+};
+
+struct md_array {
+	struct vol vol;
+	struct vol *raid;
+	struct md_member *m; /* by role */
+	unsigned n;
+	int level;
+	bool readonly;
+	bool unclean; /* found not clean: stays marked for resync */
+	atomic_bool active;
+	/* A member failure that no superblock took (-errno; 0 when none):
+	 * until a superblock update records it, no write is acknowledged
+	 * (md_failure_recorded), as md holds writes until it is. */
+	atomic_int unrecorded;
+	pthread_mutex_t lock;
+	uint64_t events;
+	uint32_t max_dev;
+	uint16_t roles[MD_SB_MAX_DEV];
+	uint64_t size;           /* sectors of each member's data area used */
+	struct md_member *spare; /* standing by, in the order given */
+	unsigned nspare;
+	unsigned spare_cap;        /* entries allocated in spare */
+	struct md_member *retired; /* replaced by a spare: closed at close */
+	unsigned nretired;
+	struct md_rec rec;
+	struct md_scrub scrub;
+	/* Speed limits of recoveries and checks, and the recovery thread's
+	 * state for them (md_sync_throttle, md_throttle.h). */
+	struct md_throttle sync;
+	struct md_gate gate;
+	struct md_bm bm;
+};
+
+/* md_state.c: write the array state into every live member's (and
+ * spare's) superblock, events + 1; with a->lock held; 0 if at least one
+ * member took it. */
+int md_array_sync(struct md_array *a, bool active);
+/* Marks the array active (in every superblock) before its first write. */
+int md_mark_active(struct md_array *a);
+/* Whether a role has no in-sync member. */
+bool md_degraded(struct md_array *a);
+/* raid_events.member_failed: records role's member as faulty. */
+void md_member_failed(void *ctx, unsigned role, int err);
+
+/* md_sync.c */
+/* Make the copies of an array found unclean agree (before it is served). */
+int md_resync(struct md_array *a);
+/* A member being recovered failed: out for good.  With a->lock held. */
+void md_rec_target_failed(struct md_array *a, unsigned role, int err);
+/* At a writable start: members found under recovery join as recovering,
+ * and the thread starts if there is work or a spare to stand by. */
+int md_rec_start(struct md_array *a);
+/* Wake the recovery thread, starting it if it is not running: 0, or
+ * pthread_create's errno.  With a->lock held. */
+int md_rec_wake(struct md_array *a);
+/* At close: the thread saves where it got to and ends; members being
+ * recovered that a write failed on are marked faulty. */
+void md_rec_stop(struct md_array *a);
+
+/* md_bitmap_load.c: a writable start of an array whose superblock fresh
+ * records an internal bitmap: a->bm is kept from now on. */
+void md_bm_load(struct md_array *a, const struct md_super *fresh);
+
+/* md_vol.c */
+/* The md vol over a->raid: 0 or -errno. */
+int md_vol_init(struct md_array *a, const char *name, bool readonly);
+/* The md array behind v, or NULL when v is not one. */
+struct md_array *md_of(struct vol *v);
+/* Hold new requests at the gate and wait for those inside: 0 or -EBUSY. */
+int md_io_hold(struct md_array *a);
+void md_io_release(struct md_array *a);
+
+#endif

@@ -1,0 +1,316 @@
+/* md_vol.c — the md vol's ops: every request passes the gate (md_io_*,
+ * which md_array_remove holds shut while it takes a member away), a write
+ * marks the array active first (md_state.c) and keeps the write-intent
+ * bitmap's bits (md_bm_start/end; the lazy clearing after a flush), and
+ * close stops the recovery thread (md_sync.c) and marks the array clean.
+ * Opening is md_assemble.c's, managing md_admin.c's. */
+#include "md_internal.h"
+
+#include "core/clock.h"
+#include "core/log.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static struct md_array *to_md(struct vol *v)
+{
+	return container_of(v, struct md_array, vol);
+}
+
+/* This thread's counter slot (ops are synchronous: a request leaves the
+ * gate on the thread that entered it). */
+static unsigned md_io_slot(void)
+{
+	static atomic_uint next;
+	static _Thread_local unsigned slot = UINT_MAX;
+
+	if (slot == UINT_MAX)
+		slot = atomic_fetch_add(&next, 1) % MD_GATE_SLOTS;
+	return slot;
+}
+
+/* Every request passes the gate: one atomic add and subtract on its
+ * thread's slot unless a management call holds it (then it waits for the
+ * call to finish). */
+static void md_io_enter(struct md_array *a)
+{
+	unsigned slot = md_io_slot();
+
+	for (;;) {
+		atomic_fetch_add(&a->gate.in[slot].n, 1);
+		if (!atomic_load(&a->gate.hold)) {
+			atomic_fetch_add_explicit(&a->gate.in[slot].ops, 1, memory_order_relaxed);
+			return;
+		}
+		atomic_fetch_sub(&a->gate.in[slot].n, 1);
+		pthread_mutex_lock(&a->gate.lock);
+		while (atomic_load(&a->gate.hold))
+			pthread_cond_wait(&a->gate.cond, &a->gate.lock);
+		pthread_mutex_unlock(&a->gate.lock);
+	}
+}
+
+static int md_io_leave(struct md_array *a, int r)
+{
+	atomic_fetch_sub(&a->gate.in[md_io_slot()].n, 1);
+	return r;
+}
+
+/* Hold new requests at the gate and wait for those inside to finish:
+ * 0, or -EBUSY (and the gate open again) if they have not within 10 s (a
+ * member that hangs).  Not with a->lock held: a request may need it
+ * (md_mark_active, a member failing). */
+int md_io_hold(struct md_array *a)
+{
+	int t = 0;
+
+	pthread_mutex_lock(&a->gate.lock);
+	atomic_store(&a->gate.hold, true);
+	pthread_mutex_unlock(&a->gate.lock);
+	for (unsigned i = 0; i < MD_GATE_SLOTS; i++)
+		while (atomic_load(&a->gate.in[i].n) > 0) {
+			if (++t == 50000) {
+				md_io_release(a);
+				return -EBUSY;
+			}
+			usleep(200);
+		}
+	return 0;
+}
+
+void md_io_release(struct md_array *a)
+{
+	pthread_mutex_lock(&a->gate.lock);
+	atomic_store(&a->gate.hold, false);
+	pthread_cond_broadcast(&a->gate.cond);
+	pthread_mutex_unlock(&a->gate.lock);
+}
+
+/* Before a write of array bytes [off, off+len): its chunks' bits durable.
+ * On success the caller calls md_bm_end once the write is done. */
+static int md_bm_start(struct md_array *a, uint64_t off, uint64_t len)
+{
+	uint64_t first, end;
+	int r;
+
+	if (!a->bm.map || !len)
+		return 0;
+	md_bitmap_map(&a->bm.geom, off, len, &first, &end);
+	if (md_bitmap_start(a->bm.map, first, end))
+		return 0;
+	pthread_mutex_lock(&a->lock);
+	r = md_bitmap_mark(a->bm.map, first, end);
+	pthread_mutex_unlock(&a->lock);
+	if (r < 0)
+		md_bitmap_end(a->bm.map, first, end);
+	return r;
+}
+
+static int md_bm_end(struct md_array *a, uint64_t off, uint64_t len, int r)
+{
+	uint64_t first, end;
+
+	if (a->bm.map && len) {
+		md_bitmap_map(&a->bm.geom, off, len, &first, &end);
+		md_bitmap_end(a->bm.map, first, end);
+	}
+	return r;
+}
+
+/* After every member was flushed by a flush that began at begun: a lazy
+ * clearing pass, at most one per daemon_sleep seconds (md's bitmap daemon
+ * period), none while degraded.  Only a flush that began after the
+ * previous pass may run one: a write counted out of its chunk may still
+ * be held in the RAID layer's write-behind, and the pass that clears its
+ * bit (the one after the pass that saw it start) must come after a flush
+ * that was asked for once it was held, so that wrote it out. */
+static void md_bm_after_flush(struct md_array *a, uint64_t begun)
+{
+	uint64_t now, period;
+
+	if (!a->bm.map)
+		return;
+	now = clock_now_ns();
+	period = (uint64_t)md_bitmap_header(a->bm.map)->daemon_sleep * 1000000000u;
+	if (pthread_mutex_trylock(&a->lock) != 0)
+		return; /* busy: the next flush will do */
+	if (begun >= a->bm.pass_ns && now - a->bm.pass_ns >= period && !md_degraded(a)) {
+		a->bm.pass_ns = now;
+		md_bitmap_clear_idle(a->bm.map, a->events);
+	}
+	pthread_mutex_unlock(&a->lock);
+}
+
+/* r for a write (trim, flush) that came back r from the RAID layer: an
+ * error if a member failure is not recorded in any superblock yet (tried
+ * again here first), since the array it was acknowledged on would
+ * otherwise reassemble with the failed member's stale copy in it. */
+static int md_failure_recorded(struct md_array *a, int r)
+{
+	if (r < 0 || !atomic_load(&a->unrecorded))
+		return r;
+	pthread_mutex_lock(&a->lock);
+	if (atomic_load(&a->unrecorded)) {
+		r = md_array_sync(a, atomic_load(&a->active));
+		if (r == 0)
+			atomic_store(&a->unrecorded, 0);
+	}
+	pthread_mutex_unlock(&a->lock);
+	return r;
+}
+
+static int md_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
+{
+	struct md_array *a = to_md(v);
+	md_io_enter(a);
+	return md_io_leave(a, a->raid->ops->read(a->raid, buf, len, off));
+}
+
+static int md_view(struct vol *v, uint64_t len, uint64_t off, vol_view_fn fn, void *arg)
+{
+	struct md_array *a = to_md(v);
+	md_io_enter(a);
+	return md_io_leave(a, vol_view(a->raid, len, off, fn, arg));
+}
+
+static int md_extents(struct vol *v, uint64_t len, uint64_t off, vol_extent_fn fn, void *arg)
+{
+	struct md_array *a = to_md(v);
+	md_io_enter(a);
+	return md_io_leave(a, vol_extents(a->raid, len, off, fn, arg));
+}
+
+static int md_write(struct vol *v, const void *buf, uint64_t len, uint64_t off, unsigned flags)
+{
+	struct md_array *a = to_md(v);
+	md_io_enter(a);
+	int r = md_mark_active(a);
+	if (r == 0)
+		r = md_bm_start(a, off, len);
+	if (r == 0)
+		r = md_bm_end(a, off, len, a->raid->ops->write(a->raid, buf, len, off, flags));
+	return md_io_leave(a, md_failure_recorded(a, r));
+}
+
+static int md_flush(struct vol *v)
+{
+	struct md_array *a = to_md(v);
+	md_io_enter(a);
+	uint64_t begun = clock_now_ns();
+	int r = md_failure_recorded(a, vol_flush(a->raid));
+	if (r == 0)
+		md_bm_after_flush(a, begun);
+	return md_io_leave(a, r);
+}
+
+static int md_trim(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
+{
+	struct md_array *a = to_md(v);
+	md_io_enter(a);
+	int r = md_mark_active(a);
+	if (r == 0)
+		r = md_bm_start(a, off, len);
+	if (r == 0)
+		r = md_bm_end(a, off, len, vol_trim(a->raid, len, off, flags));
+	return md_io_leave(a, md_failure_recorded(a, r));
+}
+
+static int md_write_zeroes(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
+{
+	struct md_array *a = to_md(v);
+	md_io_enter(a);
+	int r = md_mark_active(a);
+	if (r == 0)
+		r = md_bm_start(a, off, len);
+	if (r == 0)
+		r = md_bm_end(a, off, len, vol_write_zeroes(a->raid, len, off, flags));
+	return md_io_leave(a, md_failure_recorded(a, r));
+}
+
+static void md_free(struct md_array *a)
+{
+	for (unsigned r = 0; r < a->n; r++)
+		free(a->m[r].sb);
+	for (unsigned i = 0; i < a->nspare; i++)
+		free(a->spare[i].sb);
+	for (unsigned i = 0; i < a->nretired; i++)
+		free(a->retired[i].sb);
+	free(a->m);
+	free(a->spare);
+	free(a->retired);
+	md_bitmap_free(a->bm.map);
+	pthread_cond_destroy(&a->rec.cond);
+	pthread_mutex_destroy(&a->lock);
+	pthread_cond_destroy(&a->gate.cond);
+	pthread_mutex_destroy(&a->gate.lock);
+	vol_fini(&a->vol);
+	free(a);
+}
+
+static void md_close(struct vol *v)
+{
+	struct md_array *a = to_md(v);
+
+	md_rec_stop(a);
+	if (!a->readonly && atomic_load(&a->active)) {
+		/* Data durable first, then the clean mark. */
+		int r = vol_flush(a->raid);
+		pthread_mutex_lock(&a->lock);
+		/* Every write done and durable: the bitmap ends clear, with
+		 * events_cleared at the events the clean mark takes. */
+		if (r == 0 && a->bm.map && !md_degraded(a))
+			md_bitmap_clear_all(a->bm.map, a->events + 1);
+		if (r == 0)
+			r = md_array_sync(a, false);
+		pthread_mutex_unlock(&a->lock);
+		if (r < 0)
+			log_warn("%s: could not mark the array clean: %s", v->name, err_detail(r));
+	}
+	vol_close(a->raid); /* closes the slices; the members are ours */
+	for (unsigned r = 0; r < a->n; r++) {
+		if (!a->m[r].slice_given)
+			vol_close(a->m[r].slice);
+		vol_close(a->m[r].vol);
+	}
+	for (unsigned i = 0; i < a->nspare; i++)
+		vol_close(a->spare[i].vol);
+	for (unsigned i = 0; i < a->nretired; i++)
+		vol_close(a->retired[i].vol);
+	md_free(a);
+}
+
+static const struct vol_ops md_ops = {
+    .kind = "md",
+    .read = md_read,
+    .write = md_write,
+    .flush = md_flush,
+    .trim = md_trim,
+    .write_zeroes = md_write_zeroes,
+    .close = md_close,
+    .view = md_view,
+    .extents = md_extents,
+};
+
+struct vol *md_array_raid(struct vol *v)
+{
+	return v->ops == &md_ops ? to_md(v)->raid : NULL;
+}
+
+struct md_array *md_of(struct vol *v)
+{
+	return v && v->ops == &md_ops ? to_md(v) : NULL;
+}
+
+int md_vol_init(struct md_array *a, const char *name, bool readonly)
+{
+	int r = vol_init(&a->vol, &md_ops, name, a->raid->size, a->raid->block_min,
+	                 a->raid->caps | (readonly ? VOL_CAP_READONLY : 0));
+
+	if (r == 0) {
+		a->vol.block_pref = a->raid->block_pref;
+		a->vol.block_max = a->raid->block_max;
+	}
+	return r;
+}
