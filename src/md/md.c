@@ -296,7 +296,7 @@ const struct md_level_info *md_level_info(int level)
 
 bool md_dirty_degraded(const struct md_super *s, unsigned degraded)
 {
-	return s->level >= 4 && s->level <= 6 && degraded > 0 && !md_super_clean(s);
+	return md_level_parity(s->level) > 0 && degraded > 0 && !md_super_clean(s);
 }
 
 const char *md_level_name(int level)
