@@ -196,7 +196,6 @@ static int examine_one(const char *spec)
 {
 	struct vol *m = NULL;
 	struct md_super *s = NULL;
-	void *buf = NULL;
 	int r;
 
 	err_clear();
@@ -204,25 +203,25 @@ static int examine_one(const char *spec)
 	if (r < 0)
 		return cli_fail("examine", r);
 	s = malloc(sizeof(*s));
-	if (!s || !(buf = vol_buf_alloc(MD_SB_BLOCK))) {
+	if (!s) {
 		r = cli_fail("examine", -ENOMEM);
 		goto out;
 	}
-	if (m->size < MD_SB_OFFSET + MD_SB_BLOCK) {
+	r = md_super_read_raw(m, s);
+	if (r == -ENOSPC) {
 		fprintf(stderr,
 		        "uraid: examine: %s: no md superblock (member is too small to hold one)\n",
 		        spec);
 		r = 1;
 		goto out;
 	}
-	r = vol_read(m, buf, MD_SB_BLOCK, MD_SB_OFFSET);
-	if (r < 0) {
-		fprintf(stderr, "uraid: examine: %s: read failed: %s\n", spec, strerror(-r));
+	if (r == -ENOENT) {
+		fprintf(stderr, "uraid: examine: %s: no md superblock detected\n", spec);
 		r = 1;
 		goto out;
 	}
-	if (md_super_decode(buf, s) < 0) {
-		fprintf(stderr, "uraid: examine: %s: no md superblock detected\n", spec);
+	if (r < 0) {
+		fprintf(stderr, "uraid: examine: %s: read failed: %s\n", spec, strerror(-r));
 		r = 1;
 		goto out;
 	}
@@ -236,7 +235,6 @@ static int examine_one(const char *spec)
 		r = 1;
 	}
 out:
-	free(buf);
 	free(s);
 	vol_close(m);
 	return r;

@@ -1,5 +1,9 @@
 /* md.c — reading, checking and writing md v1.2 superblocks (see md.h).
  *
+ * Where a superblock lives is one table, md_sb_versions[]: reading tries
+ * each entry's offset, writing and checking use the version a superblock
+ * was read (or created) with.  Only 1.2 is an entry today.
+ *
  * Nothing here trusts a field before the magic, version, max_dev bound and
  * checksum have been verified; md_super_check() then applies the kernel's
  * own sanity rules (super_1_load) plus ours for the geometry, so that a
@@ -17,6 +21,30 @@
 static const struct md_sb1 *sb_const(const void *buf)
 {
 	return (const struct md_sb1 *)buf;
+}
+
+/* ---- the version table ---- */
+
+static uint64_t v12_offset(uint64_t member_bytes)
+{
+	(void)member_bytes;
+	return MD_SB_OFFSET; /* 4 KiB from the start, whatever the size */
+}
+
+static const struct md_sb_version md_sb_versions[] = {
+    {"1.2", v12_offset},
+};
+#define MD_SB_NVERSIONS (sizeof(md_sb_versions) / sizeof(md_sb_versions[0]))
+
+const struct md_sb_version *md_sb_version_default(void)
+{
+	return &md_sb_versions[0];
+}
+
+uint64_t md_super_offset(const struct md_super *s, uint64_t member_bytes)
+{
+	const struct md_sb_version *v = s->version ? s->version : md_sb_version_default();
+	return v->offset(member_bytes);
 }
 
 uint32_t md_sb_csum(const void *buf)
@@ -94,6 +122,7 @@ int md_super_check(const struct md_super *s, uint64_t member_bytes, const char *
 {
 	const struct md_sb1 *sb = sb_const(s->raw);
 	uint64_t sectors = member_bytes / 512;
+	uint64_t at = md_super_offset(s, member_bytes) / 512;
 	const struct md_level_info *lv;
 	uint64_t sb_sectors;
 	uint32_t want;
@@ -112,18 +141,21 @@ int md_super_check(const struct md_super *s, uint64_t member_bytes, const char *
 		return err_set(-EUCLEAN,
 		               "%s: md superblock checksum mismatch (stored %08x, computed %08x)",
 		               name, s->sb_csum, want);
-	if (s->super_offset != MD_SB_SECTOR)
-		return err_set(-EINVAL,
-		               "%s: md superblock says it lives at sector %llu, not %u (only v1.2 "
-		               "is supported)",
-		               name, (unsigned long long)s->super_offset, MD_SB_SECTOR);
+	if (s->super_offset != at)
+		return err_set(
+		    -EINVAL,
+		    "%s: md superblock says it lives at sector %llu, not %llu (only v1.2 "
+		    "is supported)",
+		    name, (unsigned long long)s->super_offset, (unsigned long long)at);
 	if (s->feature_map & ~MD_FEATURE_ALL)
 		return err_set(-EINVAL, "%s: md superblock has unknown features 0x%x", name,
 		               s->feature_map & ~MD_FEATURE_ALL);
 	if (sb->pad0 || memcmp(sb->pad3, (const uint8_t[32]){0}, 32) != 0)
 		return err_set(-EINVAL, "%s: md superblock padding is not zero", name);
 	sb_sectors = (256 + 2 * (uint64_t)s->max_dev + 511) / 512;
-	if (s->data_offset < MD_SB_SECTOR + sb_sectors)
+	/* The data follows the superblock (as in 1.2; a version with its
+	 * superblock at the end will need its own rule here). */
+	if (s->data_offset < at + sb_sectors)
 		return err_set(-EUCLEAN, "%s: md data offset %llu overlaps the superblock", name,
 		               (unsigned long long)s->data_offset);
 	if (s->data_size < 10)
@@ -176,29 +208,61 @@ int md_super_check(const struct md_super *s, uint64_t member_bytes, const char *
 	return 0;
 }
 
-int md_super_read(struct vol *member, struct md_super *s)
+int md_super_read_raw(struct vol *member, struct md_super *s)
 {
+	const struct md_sb_version *first = NULL, *in_s = NULL;
+	bool fits = false;
 	void *buf;
-	int r;
+	int r = 0;
 
-	if (member->size < MD_SB_OFFSET + MD_SB_BLOCK)
-		return err_set(-ENOENT, "%s: too small to hold an md superblock", member->name);
 	if (!(buf = vol_buf_alloc(MD_SB_BLOCK)))
 		return -ENOMEM;
-	r = vol_read(member, buf, MD_SB_BLOCK, MD_SB_OFFSET);
-	if (r < 0) {
-		r = err_set(r, "%s: reading the md superblock: %s", member->name, strerror(-r));
-		goto out;
+	for (size_t i = 0; i < MD_SB_NVERSIONS; i++) {
+		const struct md_sb_version *v = &md_sb_versions[i];
+		uint64_t at = v->offset(member->size);
+		if (member->size < MD_SB_BLOCK || at > member->size - MD_SB_BLOCK)
+			continue;
+		fits = true;
+		r = vol_read(member, buf, MD_SB_BLOCK, at);
+		if (r < 0)
+			goto out;
+		if (md_super_decode(buf, s) < 0) {
+			in_s = NULL; /* s holds this failed decode */
+			continue;
+		}
+		in_s = v;
+		if (s->super_offset == at / 512) {
+			s->version = v;
+			goto out;
+		}
+		if (!first)
+			first = v;
 	}
-	r = md_super_decode(buf, s);
-	if (r < 0) {
-		r = err_set(r, "%s: no md superblock", member->name);
-		goto out;
+	r = !fits ? -ENOSPC : !first ? -ENOENT : 0;
+	if (first && first != in_s) {
+		/* Decode it again: a later entry overwrote s. */
+		r = vol_read(member, buf, MD_SB_BLOCK, first->offset(member->size));
+		if (r == 0)
+			r = md_super_decode(buf, s);
 	}
-	r = md_super_check(s, member->size, member->name);
+	if (first && r == 0)
+		s->version = first;
 out:
 	free(buf);
 	return r;
+}
+
+int md_super_read(struct vol *member, struct md_super *s)
+{
+	int r = md_super_read_raw(member, s);
+
+	if (r == -ENOSPC)
+		return err_set(-ENOENT, "%s: too small to hold an md superblock", member->name);
+	if (r == -ENOENT)
+		return err_set(r, "%s: no md superblock", member->name);
+	if (r < 0)
+		return err_set(r, "%s: reading the md superblock: %s", member->name, strerror(-r));
+	return md_super_check(s, member->size, member->name);
 }
 
 void md_super_encode(struct md_super *s)
@@ -248,7 +312,7 @@ int md_super_write(struct vol *member, struct md_super *s)
 	if (!(buf = vol_buf_alloc(MD_SB_BLOCK)))
 		return -ENOMEM;
 	memcpy(buf, s->raw, MD_SB_BLOCK);
-	r = vol_write(member, buf, MD_SB_BLOCK, MD_SB_OFFSET, 0);
+	r = vol_write(member, buf, MD_SB_BLOCK, md_super_offset(s, member->size), 0);
 	if (r == 0)
 		r = vol_flush(member);
 	if (r < 0)

@@ -23,6 +23,10 @@
 #include <stdint.h>
 
 #define MD_SB_MAGIC 0xa92b4efcu
+/* Where v1.2's superblock sits.  Code that means "where this member's
+ * superblock is" asks md_super_offset() (the version table in md.c);
+ * these stay for 1.2's layout arithmetic (bitmap and bad-block log
+ * placement, the room before the data) and for the tests. */
 #define MD_SB_OFFSET 4096u    /* bytes from the member start (v1.2) */
 #define MD_SB_SECTOR 8u       /* the same, in 512-byte sectors */
 #define MD_SB_BLOCK 4096u     /* bytes read and written */
@@ -118,6 +122,19 @@ struct md_sb1 {
 
 _Static_assert(sizeof(struct md_sb1) == 256, "md v1 superblock is 256 bytes");
 
+/* The superblock versions uraid knows, one table entry each (md.c): its
+ * name as mdadm's --metadata spells it and where a member of member_bytes
+ * holds its superblock.  Only 1.2 today; 1.1, 1.0 and 0.90 are to come as
+ * entries.  Reading tries each entry's offset; writing and checking use the
+ * superblock's own version. */
+struct md_sb_version {
+	const char *name;                          /* "1.2" */
+	uint64_t (*offset)(uint64_t member_bytes); /* bytes from the member start */
+};
+
+/* The version uraid creates: 1.2. */
+const struct md_sb_version *md_sb_version_default(void);
+
 /* A superblock in host order.  raw holds the 4 KiB block read or last
  * encoded; fields not listed here live only there. */
 struct md_super {
@@ -139,6 +156,9 @@ struct md_super {
 	uint32_t max_dev;
 	uint16_t roles[MD_SB_MAX_DEV];
 	uint8_t raw[MD_SB_BLOCK];
+	/* The version it was read with (md_super_read, md_super_read_raw);
+	 * NULL, as md_super_decode leaves it, means the default, 1.2. */
+	const struct md_sb_version *version;
 };
 
 /* ctime and utime keep seconds in their low 40 bits. */
@@ -174,6 +194,20 @@ int md_super_decode(const void *buf, struct md_super *s);
  * name. */
 int md_super_check(const struct md_super *s, uint64_t member_bytes, const char *name);
 
+/* Where s's superblock sits on a member of member_bytes, in bytes: its
+ * version's offset (1.2's when s->version is NULL). */
+uint64_t md_super_offset(const struct md_super *s, uint64_t member_bytes);
+
+/* Find member's superblock through the version table and decode it
+ * without checking it (examine shows even a damaged one): the first
+ * version whose block decodes and whose super_offset names where it was
+ * found wins; failing that the first whose block decodes at all (so that
+ * md_super_check names the stray super_offset).  s->version records the
+ * version.  Returns 0; -ENOENT when no version's block decodes; -ENOSPC
+ * when member is too small to hold any; or the read's -errno.  Sets no
+ * message: the caller words it. */
+int md_super_read_raw(struct vol *member, struct md_super *s);
+
 /* Read and check the superblock of member.  -ENOENT (with detail) when
  * there is no md superblock at all. */
 int md_super_read(struct vol *member, struct md_super *s);
@@ -181,7 +215,8 @@ int md_super_read(struct vol *member, struct md_super *s);
 /* Write s's managed fields into s->raw and set the checksum. */
 void md_super_encode(struct md_super *s);
 
-/* Encode s and write its block to member, then flush it. */
+/* Encode s and write its block to member where its version puts it,
+ * then flush it. */
 int md_super_write(struct vol *member, struct md_super *s);
 
 /* Whether two members' superblocks describe one geometry: level, layout,

@@ -146,7 +146,7 @@ int md_create(char **specs, unsigned n, const struct md_create_opts *o, struct m
 	else if (o->level == 10 || o->level == 5 || o->level == 6)
 		sb->size = min_avail / sb->chunk * sb->chunk;
 	sb->data_offset = data_offset;
-	sb->super_offset = MD_SB_SECTOR;
+	sb->version = md_sb_version_default(); /* super_offset: per member, below */
 	sb->events = 0;
 	sb->resync_offset = MD_MAX_SECTOR;
 	sb->max_dev = (((256 + 2 * n) + 511) / 512 * 512 - 256) / 2;
@@ -166,7 +166,8 @@ int md_create(char **specs, unsigned n, const struct md_create_opts *o, struct m
 
 	/* The write-intent bitmap: 4 KiB after the superblock (bitmap_offset
 	 * 8), in the room mdadm keeps for it, all clear (the array starts
-	 * clean), events matching the superblock's. */
+	 * clean), events matching the superblock's.  MD_SB_SECTOR here and in
+	 * the bad-block log below is 1.2's layout arithmetic, as mdadm's. */
 	uint64_t bm_room = 0;
 	if (sb->size >= 128)
 		bm_room = sb->size - 128 >= 200ull * 1024 * 1024 * 2 ? 256
@@ -217,14 +218,14 @@ int md_create(char **specs, unsigned n, const struct md_create_opts *o, struct m
 	for (i = 0; i < n; i++) {
 		if (!m[i])
 			continue;
+		uint64_t sb_at = md_super_offset(sb, m[i]->size);
 		err_clear();
-		r = vol_write_zeroes(m[i], data_offset * 512 - MD_SB_OFFSET, MD_SB_OFFSET,
-		                     VOL_MAY_TRIM);
+		r = vol_write_zeroes(m[i], data_offset * 512 - sb_at, sb_at, VOL_MAY_TRIM);
 		if (r == 0 && md_level_redundant(o->level) && !o->assume_clean)
 			r = vol_write_zeroes(m[i], m[i]->size - data_offset * 512,
 			                     data_offset * 512, VOL_MAY_TRIM);
 		if (r == 0 && bm_block)
-			r = vol_write(m[i], bm_block, 4096, (MD_SB_SECTOR + 8) * 512, 0);
+			r = vol_write(m[i], bm_block, 4096, sb_at + 8 * 512, 0);
 		if (r == 0)
 			r = vol_flush(m[i]);
 		if (r < 0) {
@@ -238,6 +239,7 @@ int md_create(char **specs, unsigned n, const struct md_create_opts *o, struct m
 			continue;
 		s = m[i]->size / 512;
 		sb->dev_number = i;
+		sb->super_offset = md_super_offset(sb, m[i]->size) / 512;
 		sb->data_size = s - data_offset;
 		if (random_fill(sb->device_uuid, 16) < 0) {
 			r = -EIO;

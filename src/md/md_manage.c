@@ -86,23 +86,22 @@ uint64_t md_manage_recovery_from(const struct md_super *sb, uint64_t size_sector
 int md_manage_probe_new(struct vol *v, const char *spec, const uint8_t set_uuid[16],
                         const char *array, bool force, uint64_t *end_sb)
 {
-	uint8_t *buf;
 	struct md_super *sb = malloc(sizeof(*sb));
+	bool found = true;
 	int r = 0;
 
 	*end_sb = UINT64_MAX;
-	if (!sb || !(buf = vol_buf_alloc(8192))) {
-		free(sb);
+	if (!sb)
 		return -ENOMEM;
-	}
-	memset(buf, 0, 8192);
-	if (v->size >= 8192)
-		r = vol_read(v, buf, 8192, 0);
-	if (r < 0) {
+	r = md_super_read_raw(v, sb);
+	if (r == -ENOENT || r == -ENOSPC) {
+		found = false; /* none, or no room for one */
+		r = 0;
+	} else if (r < 0) {
 		r = err_set(r, "%s: reading it failed: %s", spec, strerror(-r));
 		goto out;
 	}
-	if (!force && md_super_decode(buf + MD_SB_OFFSET, sb) == 0) {
+	if (!force && found) {
 		if (memcmp(sb->set_uuid, set_uuid, 16) == 0)
 			r = err_set(-EEXIST,
 			            "%s is already a member of %s (slot %u, events %llu); "
@@ -128,7 +127,6 @@ int md_manage_probe_new(struct vol *v, const char *spec, const uint8_t set_uuid[
 		r = 0;
 	}
 out:
-	free(buf);
 	free(sb);
 	return r;
 }
@@ -163,6 +161,7 @@ int md_manage_pick_slot(const uint16_t *roles, uint32_t max_dev, unsigned raid_d
 		if (!taken)
 			break;
 	}
+	/* The roles must fit between 1.2's superblock and the data. */
 	uint64_t sb_sectors = (256 + 2 * (uint64_t)(slot + 1) + 511) / 512;
 	if (slot >= MD_SB_MAX_DEV || MD_SB_SECTOR + sb_sectors > data_offset)
 		return err_set(-ENOSPC, "%s: no free device slot for another member", array);
@@ -183,6 +182,7 @@ static int md_manage_copy_bitmap(struct vol *from, struct vol *to, const struct 
 
 	if (!(f->feature_map & MD_FEATURE_BITMAP_OFFSET) || bm <= 0)
 		return 0;
+	/* The offsets count from the superblock: 1.2's, at MD_SB_SECTOR. */
 	start = (MD_SB_SECTOR + (uint64_t)bm) * 512;
 	end = md_le16(raw->bblog_size) && bb > bm ? (MD_SB_SECTOR + (uint64_t)bb) * 512
 	                                          : f->data_offset * 512;
@@ -218,8 +218,9 @@ int md_manage_new_super(struct vol *nv, const char *spec, const struct md_super 
 	/* Old metadata, bitmaps and bad-block logs up to the data go; the
 	 * array's bitmap comes over; the superblock is the caller's to write,
 	 * last of nv's bytes. */
-	r = vol_write_zeroes(nv, tmpl->data_offset * 512 - MD_SB_OFFSET, MD_SB_OFFSET,
-	                     VOL_MAY_TRIM);
+	uint64_t sb_at = md_super_offset(nsb, nv->size);
+	nsb->super_offset = sb_at / 512;
+	r = vol_write_zeroes(nv, tmpl->data_offset * 512 - sb_at, sb_at, VOL_MAY_TRIM);
 	if (r == 0 && end_sb != UINT64_MAX)
 		r = vol_write_zeroes(nv, 4096, end_sb, 0);
 	if (r < 0)
