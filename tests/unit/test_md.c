@@ -234,6 +234,37 @@ static void test_read_from_member(void)
 	vol_close(m);
 }
 
+/* The superblock is found through the version table: read_raw records
+ * the version it was found with, decodes one that says it lives elsewhere
+ * (so examine can show it, and md_super_check names the sector), and tells
+ * "none" from "no room for one". */
+static void test_version_table(void)
+{
+	uint8_t buf[MD_SB_BLOCK];
+	struct vol *m;
+	struct md_super s;
+
+	CHECK_EQ(member_open("mem:64M", 0, &m), 0);
+	CHECK_EQ(md_super_read_raw(m, &s), -ENOENT);
+	fixture(buf);
+	CHECK_EQ(vol_write(m, buf, MD_SB_BLOCK, MD_SB_OFFSET, 0), 0);
+	CHECK_EQ(md_super_read_raw(m, &s), 0);
+	CHECK(s.version != NULL && strcmp(s.version->name, "1.2") == 0);
+	CHECK_EQ(md_super_offset(&s, m->size), MD_SB_OFFSET);
+	dmg_super_offset(buf);
+	CHECK_EQ(vol_write(m, buf, MD_SB_BLOCK, MD_SB_OFFSET, 0), 0);
+	CHECK_EQ(md_super_read_raw(m, &s), 0);
+	CHECK(s.version == md_sb_version_default());
+	CHECK_EQ(s.super_offset, 0);
+	err_clear();
+	CHECK_EQ(md_super_read(m, &s), -EINVAL);
+	CHECK(strstr(err_detail(-EINVAL), "lives at sector 0, not 8") != NULL);
+	vol_close(m);
+	CHECK_EQ(member_open("mem:6k", 0, &m), 0);
+	CHECK_EQ(md_super_read_raw(m, &s), -ENOSPC);
+	vol_close(m);
+}
+
 static void test_names(void)
 {
 	int level = 99;
@@ -432,6 +463,7 @@ int main(void)
 	test_round_trip();
 	test_damage();
 	test_read_from_member();
+	test_version_table();
 	test_names();
 	test_level_table();
 	test_level4();
