@@ -19,7 +19,7 @@ step() { printf '\n== %s\n' "$*"; }
 
 step "two 256 MiB member files"
 truncate -s 256M a.img b.img
-printf 'demo passphrase' > key
+(umask 077; printf 'demo passphrase' > key)
 
 step "uraid create --level=1 a.img b.img   (md v1.2 superblocks, as mdadm writes them)"
 "$uraid" create --level=1 --name=demo a.img b.img
