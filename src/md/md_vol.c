@@ -182,16 +182,40 @@ static int md_extents(struct vol *v, uint64_t len, uint64_t off, vol_extent_fn f
 	return md_io_leave(a, vol_extents(a->raid, len, off, fn, arg));
 }
 
-static int md_write(struct vol *v, const void *buf, uint64_t len, uint64_t off, unsigned flags)
+/* What every change of the data (a write, trim or zeroing) does around
+ * the RAID's own op: the array marked active and the range's bitmap bits
+ * set before it, the bits' count dropped after it, and no success
+ * acknowledged while a member failure is recorded nowhere. */
+enum md_change_op { MD_WRITE, MD_TRIM, MD_ZEROES };
+
+static int md_change(struct vol *v, enum md_change_op op, const void *buf, uint64_t len,
+                     uint64_t off, unsigned flags)
 {
 	struct md_array *a = to_md(v);
 	md_io_enter(a);
 	int r = md_mark_active(a);
 	if (r == 0)
 		r = md_bm_start(a, off, len);
-	if (r == 0)
-		r = md_bm_end(a, off, len, a->raid->ops->write(a->raid, buf, len, off, flags));
+	if (r == 0) {
+		switch (op) {
+		case MD_WRITE:
+			r = a->raid->ops->write(a->raid, buf, len, off, flags);
+			break;
+		case MD_TRIM:
+			r = vol_trim(a->raid, len, off, flags);
+			break;
+		case MD_ZEROES:
+			r = vol_write_zeroes(a->raid, len, off, flags);
+			break;
+		}
+		r = md_bm_end(a, off, len, r);
+	}
 	return md_io_leave(a, md_failure_recorded(a, r));
+}
+
+static int md_write(struct vol *v, const void *buf, uint64_t len, uint64_t off, unsigned flags)
+{
+	return md_change(v, MD_WRITE, buf, len, off, flags);
 }
 
 static int md_flush(struct vol *v)
@@ -207,26 +231,12 @@ static int md_flush(struct vol *v)
 
 static int md_trim(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
 {
-	struct md_array *a = to_md(v);
-	md_io_enter(a);
-	int r = md_mark_active(a);
-	if (r == 0)
-		r = md_bm_start(a, off, len);
-	if (r == 0)
-		r = md_bm_end(a, off, len, vol_trim(a->raid, len, off, flags));
-	return md_io_leave(a, md_failure_recorded(a, r));
+	return md_change(v, MD_TRIM, NULL, len, off, flags);
 }
 
 static int md_write_zeroes(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
 {
-	struct md_array *a = to_md(v);
-	md_io_enter(a);
-	int r = md_mark_active(a);
-	if (r == 0)
-		r = md_bm_start(a, off, len);
-	if (r == 0)
-		r = md_bm_end(a, off, len, vol_write_zeroes(a->raid, len, off, flags));
-	return md_io_leave(a, md_failure_recorded(a, r));
+	return md_change(v, MD_ZEROES, NULL, len, off, flags);
 }
 
 static void md_free(struct md_array *a)
