@@ -163,34 +163,31 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 		fprintf(stderr, "uraid: create: --chunk makes no sense for raid1\n");
 		return 2;
 	}
-	if (!o->chunk_set) {
-		struct md_create_opts d;
-		md_create_defaults(o->md.level, &d);
+	/* The level's defaults (md_create_defaults: one place for them); a
+	 * --layout given is parsed with a message naming the level's words. */
+	struct md_create_opts d;
+	md_create_defaults(o->md.level, &d);
+	if (!o->chunk_set)
 		o->md.chunk_kib = d.chunk_kib;
-	}
-	if (o->md.level == 10) {
-		const char *name =
-		    o->layout_name ? o->layout_name : md_level_info(10)->default_layout;
-		if (md_layout_parse(10, name, &o->md.layout) < 0) {
+	o->md.layout = d.layout;
+	if (o->layout_name && o->md.level == 10) {
+		if (md_layout_parse(10, o->layout_name, &o->md.layout) < 0) {
 			fprintf(stderr,
 			        "uraid: create: raid10 layout '%s' is not n<copies>, f<copies> or "
 			        "o<copies>\n",
 			        o->layout_name);
 			return 2;
 		}
-	} else if (o->md.level == 5 || o->md.level == 6) {
-		const char *name =
-		    o->layout_name ? o->layout_name : md_level_info(o->md.level)->default_layout;
-		if (md_layout_parse(o->md.level, name, &o->md.layout) < 0) {
+	} else if (o->layout_name && (o->md.level == 5 || o->md.level == 6)) {
+		if (md_layout_parse(o->md.level, o->layout_name, &o->md.layout) < 0) {
 			fprintf(stderr, "uraid: create: '%s' is not a raid%d layout mdadm knows\n",
-			        name, o->md.level);
+			        o->layout_name, o->md.level);
 			return 2;
 		}
 	} else if (o->layout_name) {
 		fprintf(stderr, "uraid: create: --layout is only supported for raid10, 5 and 6\n");
 		return 2;
-	} else if (o->md.level == 0)
-		o->md.layout = MD_RAID0_ORIG_LAYOUT;
+	}
 	if (o->md.bitmap == 1 && !md_level_redundant(o->md.level)) {
 		fprintf(stderr, "uraid: create: a write-intent bitmap needs raid1, 10, 5 or 6\n");
 		return 2;
