@@ -1,4 +1,4 @@
-/* md.c — reading, checking and writing md v1.2 superblocks (see md.h).
+/* md.c — reading, checking and writing md superblocks (see md.h).
  *
  * Where a superblock lives is one table, md_sb_versions[]: reading tries
  * each entry's offset, writing and checking use the version a superblock
@@ -31,8 +31,12 @@ static uint64_t v12_offset(uint64_t member_bytes)
 	return MD_SB_OFFSET; /* 4 KiB from the start, whatever the size */
 }
 
+static int sb1_decode(const void *buf, struct md_super *s);
+static void sb1_encode(struct md_super *s);
+static int sb1_check(const struct md_super *s, uint64_t member_bytes, const char *name);
+
 static const struct md_sb_version md_sb_versions[] = {
-    {"1.2", v12_offset},
+    {"1.2", v12_offset, sb1_decode, sb1_encode, sb1_check},
 };
 #define MD_SB_NVERSIONS (sizeof(md_sb_versions) / sizeof(md_sb_versions[0]))
 
@@ -41,10 +45,14 @@ const struct md_sb_version *md_sb_version_default(void)
 	return &md_sb_versions[0];
 }
 
+static const struct md_sb_version *sb_version(const struct md_super *s)
+{
+	return s->version ? s->version : md_sb_version_default();
+}
+
 uint64_t md_super_offset(const struct md_super *s, uint64_t member_bytes)
 {
-	const struct md_sb_version *v = s->version ? s->version : md_sb_version_default();
-	return v->offset(member_bytes);
+	return sb_version(s)->offset(member_bytes);
 }
 
 uint32_t md_sb_csum(const void *buf)
@@ -72,7 +80,14 @@ uint32_t md_sb_csum(const void *buf)
 	return (uint32_t)((sum & 0xffffffffu) + (sum >> 32));
 }
 
+/* ---- the 1.x codec (1.2 today) ---- */
+
 int md_super_decode(const void *buf, struct md_super *s)
+{
+	return sb1_decode(buf, s);
+}
+
+static int sb1_decode(const void *buf, struct md_super *s)
 {
 	const struct md_sb1 *sb = sb_const(buf);
 	uint32_t n;
@@ -118,15 +133,14 @@ static bool is_pow2(uint64_t v)
 	return v && !(v & (v - 1));
 }
 
-int md_super_check(const struct md_super *s, uint64_t member_bytes, const char *name)
+/* 1.x's own rules (the kernel's super_1_load): the block before any
+ * field in it is trusted. */
+static int sb1_check(const struct md_super *s, uint64_t member_bytes, const char *name)
 {
 	const struct md_sb1 *sb = sb_const(s->raw);
-	uint64_t sectors = member_bytes / 512;
 	uint64_t at = md_super_offset(s, member_bytes) / 512;
-	const struct md_level_info *lv;
 	uint64_t sb_sectors;
 	uint32_t want;
-	int r;
 
 	if (md_le32(sb->magic) != MD_SB_MAGIC)
 		return err_set(-ENOENT, "%s: no md superblock", name);
@@ -158,6 +172,18 @@ int md_super_check(const struct md_super *s, uint64_t member_bytes, const char *
 	if (s->data_offset < at + sb_sectors)
 		return err_set(-EUCLEAN, "%s: md data offset %llu overlaps the superblock", name,
 		               (unsigned long long)s->data_offset);
+	return 0;
+}
+
+int md_super_check(const struct md_super *s, uint64_t member_bytes, const char *name)
+{
+	uint64_t sectors = member_bytes / 512;
+	const struct md_level_info *lv;
+	int r;
+
+	r = sb_version(s)->check(s, member_bytes, name);
+	if (r < 0)
+		return r;
 	if (s->data_size < 10)
 		return err_set(-EUCLEAN, "%s: md data size %llu sectors is too small", name,
 		               (unsigned long long)s->data_size);
@@ -226,7 +252,7 @@ int md_super_read_raw(struct vol *member, struct md_super *s)
 		r = vol_read(member, buf, MD_SB_BLOCK, at);
 		if (r < 0)
 			goto out;
-		if (md_super_decode(buf, s) < 0) {
+		if (v->decode(buf, s) < 0) {
 			in_s = NULL; /* s holds this failed decode */
 			continue;
 		}
@@ -243,7 +269,7 @@ int md_super_read_raw(struct vol *member, struct md_super *s)
 		/* Decode it again: a later entry overwrote s. */
 		r = vol_read(member, buf, MD_SB_BLOCK, first->offset(member->size));
 		if (r == 0)
-			r = md_super_decode(buf, s);
+			r = first->decode(buf, s);
 	}
 	if (first && r == 0)
 		s->version = first;
@@ -266,6 +292,11 @@ int md_super_read(struct vol *member, struct md_super *s)
 }
 
 void md_super_encode(struct md_super *s)
+{
+	sb_version(s)->encode(s);
+}
+
+static void sb1_encode(struct md_super *s)
 {
 	struct md_sb1 *sb = (struct md_sb1 *)s->raw;
 	uint32_t n = s->max_dev < MD_SB_MAX_DEV ? s->max_dev : MD_SB_MAX_DEV;

@@ -123,13 +123,30 @@ struct md_sb1 {
 _Static_assert(sizeof(struct md_sb1) == 256, "md v1 superblock is 256 bytes");
 
 /* The superblock versions uraid knows, one table entry each (md.c): its
- * name as mdadm's --metadata spells it and where a member of member_bytes
- * holds its superblock.  Only 1.2 today; 1.1, 1.0 and 0.90 are to come as
- * entries.  Reading tries each entry's offset; writing and checking use the
- * superblock's own version. */
+ * name as mdadm's --metadata spells it, where a member of member_bytes
+ * holds its superblock, and its codec.  Only 1.2 today; 1.1, 1.0 and 0.90
+ * are to come as entries.  Reading tries each entry's offset; decoding,
+ * checking and writing use the superblock's own version (s->version).
+ *
+ * A codec translates between its on-disk block and struct md_super, whose
+ * fields mean what they mean in a 1.x superblock (sectors, roles indexed
+ * by dev_number); raw keeps the block in the version's own format, so
+ * that encode() rewrites only the fields uraid manages. */
+struct md_super;
 struct md_sb_version {
 	const char *name;                          /* "1.2" */
 	uint64_t (*offset)(uint64_t member_bytes); /* bytes from the member start */
+	/* Decode the MD_SB_BLOCK bytes at buf into s (clearing it first and
+	 * copying buf to s->raw) without judging them; -ENOENT when the
+	 * block is not this version's (magic, major version). */
+	int (*decode)(const void *buf, struct md_super *s);
+	/* Write s's managed fields into s->raw and set the checksum. */
+	void (*encode)(struct md_super *s);
+	/* The version's own rules for a decoded s on a member of
+	 * member_bytes: checksum, where the superblock and the data lie,
+	 * reserved fields.  0 or -errno with err_set() detail prefixed by
+	 * name.  md_super_check() adds the rules every version shares. */
+	int (*check)(const struct md_super *s, uint64_t member_bytes, const char *name);
 };
 
 /* The version uraid creates: 1.2. */
@@ -182,8 +199,9 @@ static inline uint64_t md_le64(uint64_t v)
  * carry folded in once.  max_dev is clamped to MD_SB_MAX_DEV. */
 uint32_t md_sb_csum(const void *buf);
 
-/* Decode the 4 KiB block buf into s without judging it (examine shows even
- * a damaged superblock).  Returns -ENOENT when the magic is not there. */
+/* Decode the 4 KiB block buf, a 1.x superblock, into s without judging it
+ * (examine shows even a damaged superblock); s->version is left NULL (1.2).
+ * Returns -ENOENT when the magic is not there. */
 int md_super_decode(const void *buf, struct md_super *s);
 
 /* Check a decoded superblock as the kernel would before trusting it:
@@ -309,11 +327,11 @@ void md_super_array_name(const struct md_super *sb, char *out, size_t len);
 /* ---- assembly (md_assemble.c) ---- */
 
 struct md_assemble_opts {
-	bool readonly;     /* never write a byte, not even events or utime */
-	bool run_degraded; /* start redundant arrays with members missing */
-	bool no_recovery;  /* writable, but no online recovery: members under
-	                    * recovery and spares are left out, as read-only
-	                    * starts leave them */
+	bool readonly;             /* never write a byte, not even events or utime */
+	bool run_degraded;         /* start redundant arrays with members missing */
+	bool no_recovery;          /* writable, but no online recovery: members under
+	                            * recovery and spares are left out, as read-only
+	                            * starts leave them */
 	bool start_dirty_degraded; /* start a writable RAID5/6 that is
 	                            * md_dirty_degraded() (mdadm --force) */
 	/* md's speed_limit_min and _max for online recoveries and checks,
@@ -388,8 +406,8 @@ struct md_array_info {
 	double rec_speed;             /* bytes/s of the rebuild running */
 	/* A check (md's sync_action "check" or "repair"): the one running,
 	 * else the last one's outcome since the array started. */
-	bool checking, check_repair;    /* running; a repair */
-	bool check_pending;             /* asked for, waiting for a recovery */
+	bool checking, check_repair;      /* running; a repair */
+	bool check_pending;               /* asked for, waiting for a recovery */
 	uint64_t check_done, check_total; /* array bytes */
 	double check_speed;               /* bytes/s of the check running */
 	bool check_ended;                 /* one ended: the fields below */
