@@ -361,6 +361,13 @@ struct md_assemble_opts {
 int md_assemble_all(struct vol **vols, int n, const struct md_assemble_opts *o, struct vol ***out,
                     int *nout);
 
+/* Assemble the one array whose members are vols[0..n): each must hold a
+ * superblock of one set UUID (md_assemble_all() groups them; the probe
+ * graph of stack/graph.c groups them itself, to assemble one array at a
+ * time).  Takes ownership of the vols, also on error. */
+int md_assemble_one(struct vol **vols, unsigned n, const struct md_assemble_opts *o,
+                    struct vol **out);
+
 /* The RAID array inside an assembled md array, or NULL if v is not one. */
 struct vol *md_array_raid(struct vol *v);
 

@@ -425,6 +425,49 @@ fail:
 	return r;
 }
 
+int md_assemble_one(struct vol **vols, unsigned n, const struct md_assemble_opts *o,
+                    struct vol **out)
+{
+	struct md_cand *c = calloc(n ? n : 1, sizeof(*c));
+	struct md_cand **g = calloc(n ? n : 1, sizeof(*g));
+	int r = 0;
+
+	if (!c || !g) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		c[i].v = vols[i];
+		g[i] = &c[i];
+		c[i].sb = malloc(sizeof(*c[i].sb));
+		if (!c[i].sb) {
+			r = -ENOMEM;
+			goto fail;
+		}
+		err_clear();
+		r = md_super_read(c[i].v, c[i].sb);
+		if (r < 0)
+			goto fail;
+		if (memcmp(c[i].sb->set_uuid, c[0].sb->set_uuid, 16) != 0) {
+			r = err_set(-EINVAL, "%s and %s belong to different md arrays",
+			            vols[0]->name, vols[i]->name);
+			goto fail;
+		}
+	}
+	r = md_array_open(g, n, o, out); /* takes the members, also on error */
+	goto out;
+fail:
+	for (unsigned i = 0; i < n; i++) {
+		vol_close(vols[i]);
+		if (c)
+			free(c[i].sb);
+	}
+out:
+	free(c);
+	free(g);
+	return r;
+}
+
 int md_assemble_all(struct vol **vols, int n, const struct md_assemble_opts *o, struct vol ***out,
                     int *nout)
 {

@@ -4,6 +4,8 @@
  * luks (cli/) and the control socket (ctl/). */
 #include "stack.h"
 
+#include "graph.h"
+
 #include "core/log.h"
 #include "luks/luks.h"
 #include "md/md.h"
@@ -36,11 +38,9 @@ bool stack_same_member(const char *a, const char *b)
 	return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
-int stack_open_members(char **specs, int n, const struct stack_opts *o,
-		       struct vol **members)
+int stack_open_members(char **specs, int n, const struct stack_opts *o, struct vol **members)
 {
-	unsigned flags = (o->readonly ? MEMBER_READONLY : 0) |
-			 (o->direct ? MEMBER_DIRECT : 0);
+	unsigned flags = (o->readonly ? MEMBER_READONLY : 0) | (o->direct ? MEMBER_DIRECT : 0);
 
 	for (int i = 0; i < n; i++) {
 		int r = member_open(specs[i], flags, &members[i]);
@@ -54,7 +54,7 @@ int stack_open_members(char **specs, int n, const struct stack_opts *o,
 }
 
 int stack_open_md_members(char **specs, unsigned n, struct vol **vols, struct md_super **sbs,
-			  unsigned *fresh, const char *hint)
+                          unsigned *fresh, const char *hint)
 {
 	*fresh = 0;
 	for (unsigned i = 0; i < n; i++)
@@ -83,9 +83,9 @@ int stack_open_md_members(char **specs, unsigned n, struct vol **vols, struct md
 			md_uuid_format(sbs[0]->set_uuid, u0);
 			md_uuid_format(sbs[i]->set_uuid, u1);
 			return err_set(-EINVAL,
-				       "%s (array %.35s) and %s (array %.35s) belong to "
-				       "different arrays",
-				       specs[0], u0, specs[i], u1);
+			               "%s (array %.35s) and %s (array %.35s) belong to "
+			               "different arrays",
+			               specs[0], u0, specs[i], u1);
 		}
 		if (sbs[i]->events > sbs[*fresh]->events)
 			*fresh = i;
@@ -93,134 +93,173 @@ int stack_open_md_members(char **specs, unsigned n, struct vol **vols, struct md
 	return 0;
 }
 
-/* The md step: assemble the arrays on members[0..n) (see md.h) and
- * require that they make exactly one volume.  Consumes the members. */
-static int stack_assemble_md(struct vol **members, int n,
-			     const struct stack_opts *o, struct vol **top)
-{
-	struct md_assemble_opts mo = { .readonly = o->readonly,
-				       .run_degraded = o->run_degraded,
-				       .no_recovery = o->no_recovery,
-				       .start_dirty_degraded = o->start_dirty_degraded,
-				       .sync_min = o->sync_min,
-				       .sync_max = o->sync_max };
-	struct vol **vols = NULL;
-	int nvols = 0, r;
+/* ---- one volume for the callers that want one ----
+ * A graph whose export owns everything beneath it (members -> md ->
+ * LUKS) hands the export over as it is.  Where it does not (partitions
+ * and logical volumes borrow the vol they sit in), the caller gets a vol
+ * that passes every op through to the export and closes the whole graph
+ * when closed. */
 
-	if (o->raw) {
-		if (n == 1) {
-			*top = members[0];
-			return 0;
-		}
-		for (int i = 0; i < n; i++)
-			vol_close(members[i]);
-		return err_set(-EINVAL, "--raw exports one member, %d given", n);
+struct stack_top {
+	struct vol vol;
+	struct vol *in;
+	struct stack_graph *g;
+};
+
+static struct vol *top_in(struct vol *v)
+{
+	return ((struct stack_top *)v)->in;
+}
+
+static int top_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
+{
+	return top_in(v)->ops->read(top_in(v), buf, len, off);
+}
+
+static int top_write(struct vol *v, const void *buf, uint64_t len, uint64_t off, unsigned flags)
+{
+	return top_in(v)->ops->write(top_in(v), buf, len, off, flags);
+}
+
+static int top_flush(struct vol *v)
+{
+	return vol_flush(top_in(v));
+}
+
+static int top_trim(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
+{
+	return vol_trim(top_in(v), len, off, flags);
+}
+
+static int top_write_zeroes(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
+{
+	return vol_write_zeroes(top_in(v), len, off, flags);
+}
+
+static int top_view(struct vol *v, uint64_t len, uint64_t off, vol_view_fn fn, void *arg)
+{
+	return vol_view(top_in(v), len, off, fn, arg);
+}
+
+static int top_extents(struct vol *v, uint64_t len, uint64_t off, vol_extent_fn fn, void *arg)
+{
+	return vol_extents(top_in(v), len, off, fn, arg);
+}
+
+static void top_close(struct vol *v)
+{
+	struct stack_top *t = (struct stack_top *)v;
+
+	stack_graph_close(t->g);
+	vol_fini(v);
+	free(t);
+}
+
+static const struct vol_ops top_ops = {
+    .kind = "stack",
+    .read = top_read,
+    .write = top_write,
+    .flush = top_flush,
+    .trim = top_trim,
+    .write_zeroes = top_write_zeroes,
+    .close = top_close,
+    .view = top_view,
+    .extents = top_extents,
+};
+
+int stack_take_export(struct stack_graph *g, unsigned e, struct vol **top)
+{
+	struct vol *in = g->node[e].vol;
+	struct stack_top *t;
+	bool chain = true;
+	int r;
+
+	for (unsigned i = 0; i < g->n; i++)
+		if (i != e && g->node[i].vol && g->node[i].owned)
+			chain = false;
+	if (chain) {
+		g->node[e].owned = false;
+		stack_graph_close(g);
+		*top = in;
+		return 0;
 	}
-	r = md_assemble_all(members, n, &mo, &vols, &nvols);
-	if (r < 0)
+	t = calloc(1, sizeof(*t));
+	r = t ? vol_init(&t->vol, &top_ops, g->node[e].name, in->size, in->block_min, in->caps)
+	      : -ENOMEM;
+	if (r < 0) {
+		free(t);
+		stack_graph_close(g);
 		return r;
-	if (nvols != 1) {
-		char list[256] = "";
-		size_t len = 0;
-		for (int i = 0; i < nvols && len < sizeof(list) - 4; i++)
-			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s",
-						i ? ", " : "", vols[i]->name);
-		for (int i = 0; i < nvols; i++)
-			vol_close(vols[i]);
-		free(vols);
-		return err_set(-EINVAL,
-			       "the members make %d separate volumes (%s), not one array; give the members of one array",
-			       nvols, list);
 	}
-	*top = vols[0];
-	free(vols);
+	t->vol.block_pref = in->block_pref;
+	t->vol.block_max = in->block_max;
+	t->in = in;
+	t->g = g;
+	*top = &t->vol;
 	return 0;
 }
 
-/* The LUKS step: if the assembled vol *top starts with a LUKS header,
- * unlock it (o->key_file or a prompt) and replace *top with the plaintext
- * vol.  A writable open rewrites a damaged or stale LUKS2 header copy once
- * the passphrase has proved right; a read-only one never writes.  On
- * failure *top has been closed and set to NULL. */
-static int stack_unlock_luks(struct vol **top, const struct stack_opts *o,
-			     int *luks_version)
+/* Why the graph has no export: the first refusal, or that there is none. */
+static int stack_no_export(const struct stack_graph *g)
 {
-	struct luks_secret *pass = NULL, *vk = NULL;
-	struct luks_hdr *h = NULL;
-	char prompt[300];
-	int r, slot;
-
-	if (o->no_luks || o->raw)
-		return 0;
-	r = luks_probe(*top);
-	if (r <= 0)
-		goto out;
-	r = luks_load(*top, &h);
-	if (r < 0)
-		goto out;
-	snprintf(prompt, sizeof(prompt), "Enter passphrase for %s: ", (*top)->name);
-	r = passphrase_read(o->key_file, prompt, false, &pass);
-	if (r < 0)
-		goto out;
-	slot = r = luks_unlock(h, *top, -1, pass, &vk);
-	if (r < 0)
-		goto out;
-	if (!o->readonly && h->needs_repair) {
-		r = luks_repair(h, *top);
-		if (r < 0)
-			goto out;
-	}
-	r = luks_open_payload(h, *top, true, vk, top);
-	if (r == 0) {
-		log_info("LUKS%d volume unlocked with key slot %d", h->version, slot);
-		*luks_version = h->version;
-	} else
-		*top = NULL; /* luks_open_payload closed it */
-out:
-	if (r < 0 && *top) {
-		vol_close(*top);
-		*top = NULL;
-	}
-	luks_secret_free(pass);
-	luks_secret_free(vk);
-	luks_hdr_free(h);
-	return r < 0 ? r : 0;
+	for (unsigned i = 0; i < g->n; i++)
+		if (g->node[i].refused)
+			return err_set(-EINVAL, "%s", g->node[i].refused);
+	return err_set(-EINVAL, "the members hold no volume to open");
 }
 
-int stack_open(char **specs, int n, const struct stack_opts *o,
-	       struct vol **top)
+int stack_open(char **specs, int n, const struct stack_opts *o, struct vol **top)
 {
 	struct stack_info info;
 
 	return stack_open_info(specs, n, o, top, &info);
 }
 
-int stack_open_info(char **specs, int n, const struct stack_opts *o,
-		    struct vol **top, struct stack_info *info)
+int stack_open_info(char **specs, int n, const struct stack_opts *o, struct vol **top,
+                    struct stack_info *info)
 {
-	struct vol **members;
+	struct stack_graph *g;
+	unsigned e[2], k;
 	int r;
 
 	memset(info, 0, sizeof(*info));
-
-	if (n < 1)
-		return err_set(-EINVAL, "no members given");
-	members = calloc((size_t)n, sizeof(*members));
-	if (!members)
-		return -ENOMEM;
-	r = stack_open_members(specs, n, o, members);
+	if (o->raw) {
+		if (n != 1)
+			return err_set(-EINVAL, "--raw exports one member, %d given", n);
+		return stack_open_members(specs, 1, o, top);
+	}
+	r = stack_graph_open(specs, n, o, &g);
 	if (r < 0)
-		goto out;
-	/* md arrays, nested ones too; consumes the members either way. */
-	r = stack_assemble_md(members, n, o, top);
+		return r;
+	k = stack_graph_exports(g, NULL);
+	if (k == 0) {
+		r = stack_no_export(g);
+		stack_graph_close(g);
+		return r;
+	}
+	if (k > 1) {
+		char list[256] = "";
+		size_t len = 0;
+		unsigned *idx = calloc(k, sizeof(*idx));
+		if (!idx) {
+			stack_graph_close(g);
+			return -ENOMEM;
+		}
+		stack_graph_exports(g, idx);
+		for (unsigned i = 0; i < k && len < sizeof(list) - 4; i++)
+			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s",
+			                        i ? ", " : "", g->node[idx[i]].name);
+		free(idx);
+		stack_graph_close(g);
+		return err_set(-EINVAL,
+		               "the members make %u separate volumes (%s), not one array; give the "
+		               "members of one array (uraid probe shows what they hold)",
+		               k, list);
+	}
+	stack_graph_exports(g, e);
+	stack_info_of(g, e[0], info);
+	r = stack_take_export(g, e[0], top);
 	if (r < 0)
-		goto out;
-	info->md = md_array_raid(*top) ? *top : NULL;
-	/* LUKS on the assembled top vol; consumes *top on failure. */
-	r = stack_unlock_luks(top, o, &info->luks);
-	if (r < 0)
-		info->md = NULL;
-out:
-	free(members);
+		memset(info, 0, sizeof(*info));
 	return r;
 }

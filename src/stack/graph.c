@@ -1,0 +1,461 @@
+/* graph.c — the probe graph of graph.h: one table of layers, run over the
+ * nodes round after round until a round adds nothing.
+ *
+ * Ownership: the graph holds every vol.  A layer that builds on nodes
+ * either borrows them (partitions and logical volumes are windows into
+ * the vol beneath; LUKS reads through its device) or takes them over (an
+ * md array owns its members, as md's remove closes one): those get a
+ * borrowing slice of the node, which the array adopts once it has
+ * assembled, so that a refusal leaves the node open for the next layer
+ * (LUKS's plaintext takes its device over the same way, so that a stack
+ * of one array and LUKS is a chain of owners, as stack_open() returns).
+ * Nodes are closed in the reverse of the order they were found: what is
+ * built on a vol always after it. */
+#include "graph.h"
+
+#include "core/log.h"
+#include "disc/slice.h"
+#include "luks/luks.h"
+#include "md/md.h"
+#include "md/probe.h"
+#include "member/member.h"
+#include "passphrase.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- nodes ---- */
+
+static char *graph_strdup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *graph_strdup_printf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	return s;
+}
+
+/* A name no node has yet: name, else name.2, name.3 ... */
+static char *graph_unique_name(const struct stack_graph *g, const char *name)
+{
+	if (stack_graph_find(g, name) < 0)
+		return strdup(name);
+	for (unsigned k = 2;; k++) {
+		char *s = graph_strdup_printf("%s.%u", name, k);
+		if (!s || stack_graph_find(g, s) < 0)
+			return s;
+		free(s);
+	}
+}
+
+/* Add a node for vol (owned by the graph), made of from[0..nfrom), which
+ * it marks used by it.  Returns its index or -ENOMEM (vol is then closed). */
+static int graph_add(struct stack_graph *g, struct vol *vol, const char *name, const char *kind,
+                     char *what, const int *from, unsigned nfrom)
+{
+	struct stack_node *nd;
+
+	if (g->n == g->cap) {
+		unsigned cap = g->cap ? 2 * g->cap : 16;
+		struct stack_node *p = realloc(g->node, cap * sizeof(*p));
+		if (!p)
+			goto nomem;
+		g->node = p;
+		g->cap = cap;
+	}
+	nd = &g->node[g->n];
+	memset(nd, 0, sizeof(*nd));
+	nd->used_by = -1;
+	nd->vol = vol;
+	nd->owned = vol != NULL;
+	nd->kind = kind;
+	nd->what = what;
+	nd->name = graph_unique_name(g, name);
+	nd->from = nfrom ? calloc(nfrom, sizeof(*nd->from)) : NULL;
+	if (!nd->name || (nfrom && !nd->from)) {
+		free(nd->name);
+		free(nd->from);
+		goto nomem;
+	}
+	for (unsigned i = 0; i < nfrom; i++) {
+		nd->from[i] = from[i];
+		if (g->node[from[i]].used_by < 0)
+			g->node[from[i]].used_by = (int)g->n;
+	}
+	nd->nfrom = nfrom;
+	return (int)g->n++;
+nomem:
+	free(what);
+	if (vol)
+		vol_close(vol);
+	return -ENOMEM;
+}
+
+/* A node a layer may still look at: it has a vol, nothing uses it, no
+ * layer refused it, and layer bit has not seen it. */
+static bool graph_free(const struct stack_graph *g, unsigned i, unsigned bit)
+{
+	const struct stack_node *nd = &g->node[i];
+
+	return nd->vol && nd->used_by < 0 && !nd->refused && !(nd->tried & bit);
+}
+
+static void graph_refuse(struct stack_graph *g, unsigned i, const char *why)
+{
+	free(g->node[i].refused);
+	g->node[i].refused = strdup(why);
+	log_warn("%s: %s", g->node[i].name, why);
+}
+
+/* ---- the md layer ---- */
+
+static char *md_node_what(struct vol *arr)
+{
+	struct md_array_info in;
+	char *s;
+
+	if (md_array_info(arr, &in) < 0)
+		return strdup("md array");
+	s = graph_strdup_printf(
+	    "%s, %u members%s%s%s", md_level_name(in.level) ? md_level_name(in.level) : "md",
+	    in.raid_disks, in.degraded ? ", degraded" : "", in.readonly ? ", read-only" : "",
+	    in.recovering ? ", recovering" : "");
+	md_array_info_free(&in);
+	return s;
+}
+
+/* Assemble the arrays of the free nodes holding md superblocks, one set
+ * UUID at a time, in the order their first member was found. */
+static int layer_md(struct stack_graph *g, unsigned bit)
+{
+	const struct stack_opts *o = g->o;
+	struct md_assemble_opts mo = {.readonly = o->readonly,
+	                              .run_degraded = o->run_degraded,
+	                              .no_recovery = o->no_recovery,
+	                              .start_dirty_degraded = o->start_dirty_degraded,
+	                              .sync_min = o->sync_min,
+	                              .sync_max = o->sync_max};
+	unsigned n0 = g->n, nc = 0;
+	int *cand = calloc(n0 ? n0 : 1, sizeof(*cand)), added = 0, r = 0;
+	struct md_super *sb = malloc(sizeof(*sb));
+	uint8_t(*uuid)[16] = calloc(n0 ? n0 : 1, 16);
+
+	if (!cand || !sb || !uuid) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (unsigned i = 0; i < n0; i++) {
+		if (!graph_free(g, i, bit))
+			continue;
+		g->node[i].tried |= bit;
+		err_clear();
+		r = md_super_read(g->node[i].vol, sb);
+		if (r == -ENOENT) {
+			r = 0;
+			continue;
+		}
+		if (r < 0) {
+			graph_refuse(g, i, err_detail(r));
+			r = 0;
+			continue;
+		}
+		memcpy(uuid[nc], sb->set_uuid, 16);
+		cand[nc++] = (int)i;
+	}
+	for (unsigned a = 0; a < nc; a++) {
+		struct vol **members;
+		struct vol *arr;
+		int from[nc], k = 0, idx;
+
+		if (cand[a] < 0)
+			continue;
+		for (unsigned b = a; b < nc; b++)
+			if (cand[b] >= 0 && memcmp(uuid[a], uuid[b], 16) == 0) {
+				from[k++] = cand[b];
+				cand[b] = b == a ? cand[b] : -1;
+			}
+		members = calloc((size_t)k, sizeof(*members));
+		if (!members) {
+			r = -ENOMEM;
+			goto out;
+		}
+		for (int j = 0; j < k; j++) {
+			struct stack_node *nd = &g->node[from[j]];
+			r = slice_open(nd->vol, 0, nd->vol->size, false, nd->name, &members[j]);
+			if (r < 0) {
+				while (j-- > 0)
+					vol_close(members[j]);
+				free(members);
+				goto out;
+			}
+		}
+		err_clear();
+		r = md_assemble_one(members, (unsigned)k, &mo, &arr);
+		if (r < 0) {
+			free(members);
+			if (r == -ENOMEM)
+				goto out;
+			for (int j = 0; j < k; j++)
+				graph_refuse(g, (unsigned)from[j], err_detail(r));
+			r = 0;
+			continue;
+		}
+		/* The array holds the members it kept (a stale one it left out
+		 * and closed): those it adopts, the others stay the graph's. */
+		struct md_array_info in;
+		char name[48] = "md";
+		r = md_array_info(arr, &in);
+		if (r < 0) {
+			free(members);
+			vol_close(arr);
+			goto out;
+		}
+		snprintf(name, sizeof(name), "%s", in.name);
+		for (int j = 0; j < k; j++)
+			for (unsigned m = 0; m < in.nmembers; m++)
+				if (in.m[m].vol == members[j]) {
+					slice_adopt(members[j]);
+					g->node[from[j]].owned = false;
+				}
+		md_array_info_free(&in);
+		free(members);
+		idx = graph_add(g, arr, name, "md", md_node_what(arr), from, (unsigned)k);
+		if (idx < 0) {
+			r = idx;
+			goto out;
+		}
+		added++;
+	}
+out:
+	free(cand);
+	free(sb);
+	free(uuid);
+	return r < 0 ? r : added;
+}
+
+/* ---- the LUKS layer ---- */
+
+/* Unlock a free node that starts with a LUKS header: its plaintext
+ * becomes a node of the same name (the encrypted one is used by it).  A
+ * writable open rewrites a damaged or stale LUKS2 header copy once the
+ * passphrase has proved right; a read-only one never writes.  A wrong
+ * passphrase is an error, as with cryptsetup open. */
+static int layer_luks_one(struct stack_graph *g, unsigned i)
+{
+	struct luks_secret *pass = NULL, *vk = NULL;
+	struct luks_hdr *h = NULL;
+	struct vol *dev = g->node[i].vol, *plain, *lent;
+	char prompt[300], *name = NULL;
+	int r, slot, from = (int)i;
+
+	r = luks_probe(dev);
+	if (r <= 0)
+		return r;
+	r = luks_load(dev, &h);
+	if (r < 0) {
+		graph_refuse(g, i, err_detail(r));
+		return 0;
+	}
+	snprintf(prompt, sizeof(prompt), "Enter passphrase for %s: ", g->node[i].name);
+	r = passphrase_read(g->o->key_file, prompt, false, &pass);
+	if (r < 0)
+		goto out;
+	slot = r = luks_unlock(h, dev, -1, pass, &vk);
+	if (r < 0)
+		goto out;
+	if (!g->o->readonly && h->needs_repair) {
+		r = luks_repair(h, dev);
+		if (r < 0)
+			goto out;
+	}
+	/* Lent through a slice the payload adopts once open (see the top). */
+	r = slice_open(dev, 0, dev->size, false, g->node[i].name, &lent);
+	if (r < 0)
+		goto out;
+	r = luks_open_payload(h, lent, true, vk, &plain); /* closes lent on error */
+	if (r < 0)
+		goto out;
+	slice_adopt(lent);
+	g->node[i].owned = false;
+	log_info("%s: LUKS%d volume unlocked with key slot %d", g->node[i].name, h->version, slot);
+	/* The plaintext takes the name: the ciphertext's node is renamed. */
+	name = g->node[i].name;
+	g->node[i].name = graph_strdup_printf("%s (LUKS%d)", name, h->version);
+	if (!g->node[i].name) {
+		g->node[i].name = name;
+		name = NULL;
+		vol_close(plain);
+		r = -ENOMEM;
+		goto out;
+	}
+	r = graph_add(g, plain, name, "luks",
+	              graph_strdup_printf("LUKS%d, key slot %d", h->version, slot), &from, 1);
+	if (r >= 0)
+		g->node[r].luks = h->version;
+	r = r < 0 ? r : 1;
+out:
+	free(name);
+	luks_secret_free(pass);
+	luks_secret_free(vk);
+	luks_hdr_free(h);
+	return r;
+}
+
+static int layer_luks(struct stack_graph *g, unsigned bit)
+{
+	unsigned n0 = g->n;
+	int added = 0;
+
+	if (g->o->no_luks)
+		return 0;
+	for (unsigned i = 0; i < n0; i++) {
+		int r;
+		if (!graph_free(g, i, bit))
+			continue;
+		g->node[i].tried |= bit;
+		r = layer_luks_one(g, i);
+		if (r < 0)
+			return r;
+		added += r;
+	}
+	return added;
+}
+
+/* ---- the table ---- */
+
+struct graph_layer {
+	const char *name;
+	/* Look at the free nodes not yet seen (graph_free with bit): the
+	 * number of nodes added, or -errno (the whole open fails). */
+	int (*scan)(struct stack_graph *g, unsigned bit);
+};
+
+static const struct graph_layer graph_layers[] = {
+    {"md", layer_md},
+    {"luks", layer_luks},
+};
+#define GRAPH_NLAYERS (sizeof(graph_layers) / sizeof(graph_layers[0]))
+/* Rounds before a cycle is assumed (md arrays nest up to 8 deep). */
+#define GRAPH_ROUNDS 32
+
+/* ---- the graph ---- */
+
+bool stack_graph_is_export(const struct stack_graph *g, unsigned i)
+{
+	return g->node[i].vol && g->node[i].used_by < 0 && !g->node[i].refused;
+}
+
+unsigned stack_graph_exports(const struct stack_graph *g, unsigned *idx)
+{
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < g->n; i++)
+		if (stack_graph_is_export(g, i)) {
+			if (idx)
+				idx[k] = i;
+			k++;
+		}
+	return k;
+}
+
+int stack_graph_find(const struct stack_graph *g, const char *name)
+{
+	for (unsigned i = 0; i < g->n; i++)
+		if (g->node[i].name && strcmp(g->node[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+void stack_info_of(const struct stack_graph *g, unsigned e, struct stack_info *info)
+{
+	const struct stack_node *nd = &g->node[e];
+
+	memset(info, 0, sizeof(*info));
+	if (nd->luks) {
+		info->luks = nd->luks;
+		nd = &g->node[nd->from[0]];
+	}
+	if (strcmp(nd->kind, "md") == 0)
+		info->md = nd->vol;
+}
+
+void stack_graph_close(struct stack_graph *g)
+{
+	if (!g)
+		return;
+	for (unsigned i = g->n; i-- > 0;) {
+		struct stack_node *nd = &g->node[i];
+		if (nd->vol && nd->owned)
+			vol_close(nd->vol);
+		free(nd->name);
+		free(nd->what);
+		free(nd->refused);
+		free(nd->from);
+	}
+	free(g->node);
+	free(g);
+}
+
+int stack_graph_open(char **specs, int n, const struct stack_opts *o, struct stack_graph **out)
+{
+	unsigned flags = (o->readonly ? MEMBER_READONLY : 0) | (o->direct ? MEMBER_DIRECT : 0);
+	struct stack_graph *g = calloc(1, sizeof(*g));
+	int r = 0, round;
+
+	if (!g)
+		return -ENOMEM;
+	g->o = o;
+	if (n < 1) {
+		r = err_set(-EINVAL, "no members given");
+		goto fail;
+	}
+	for (int i = 0; i < n; i++) {
+		struct vol *v;
+
+		for (int j = 0; j < i; j++)
+			if (stack_same_member(specs[i], specs[j])) {
+				r = err_set(-EINVAL, "%s is given twice", specs[i]);
+				goto fail;
+			}
+		r = member_open(specs[i], flags, &v);
+		if (r < 0)
+			goto fail;
+		r = graph_add(g, v, specs[i], "member", strdup(v->ops->kind), NULL, 0);
+		if (r < 0)
+			goto fail;
+	}
+	for (round = 0; round < GRAPH_ROUNDS; round++) {
+		int added = 0;
+
+		for (unsigned l = 0; l < GRAPH_NLAYERS; l++) {
+			r = graph_layers[l].scan(g, 1u << l);
+			if (r < 0)
+				goto fail;
+			added += r;
+		}
+		if (!added)
+			break;
+	}
+	if (round == GRAPH_ROUNDS) {
+		r = err_set(-ELOOP, "volumes nested more than %d deep", GRAPH_ROUNDS);
+		goto fail;
+	}
+	for (unsigned i = 0; i < g->n; i++) {
+		const char *what = NULL;
+		if (stack_graph_is_export(g, i) &&
+		    probe_member(g->node[i].vol, g->node[i].name, &what) > 0)
+			g->node[i].holds = what;
+	}
+	*out = g;
+	return 0;
+fail:
+	stack_graph_close(g);
+	return r;
+}
