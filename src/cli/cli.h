@@ -20,6 +20,7 @@ int cmd_serve(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_create(int argc, char **argv);
 int cmd_examine(int argc, char **argv);
+int cmd_probe(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_add(int argc, char **argv);
 int cmd_rebuild(int argc, char **argv);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 static const struct md_sb1 *sb_const(const void *buf)
 {
@@ -534,8 +535,14 @@ void md_super_array_name(const struct md_super *sb, char *out, size_t len)
 {
 	const char *colon = strchr(sb->set_name, ':');
 	const char *name = colon ? colon + 1 : sb->set_name;
-	char uuid[36];
+	char uuid[36], host[256];
 
+	/* mdadm's rule for /dev/md/: the host part goes when it is this
+	 * host's name, and stays for a foreign array (md/DiskStation:2). */
+	if (colon && (gethostname(host, sizeof(host)) != 0 ||
+	              strlen(host) != (size_t)(colon - sb->set_name) ||
+	              memcmp(host, sb->set_name, strlen(host)) != 0))
+		name = sb->set_name;
 	if (*name) {
 		snprintf(out, len, "md/%s", name);
 	} else {

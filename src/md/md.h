@@ -320,8 +320,10 @@ int md_find_end_supers(struct vol *v, const char *spec, uint64_t at[2]);
 void md_uuid_format(const uint8_t uuid[16], char out[36]);
 
 /* The array's name as uraid shows it everywhere (serve, detail, add,
- * rebuild, grow): "md/NAME" from the set name "host:NAME", or, when the
- * name is empty, "md/" and the first 8 hex digits of the array UUID. */
+ * rebuild, grow, the export names): as mdadm names /dev/md/, "md/NAME"
+ * from the set name "host:NAME" when host is this machine's name (or
+ * there is none), "md/host:NAME" for a foreign array, or, when the name
+ * is empty, "md/" and the first 8 hex digits of the array UUID. */
 void md_super_array_name(const struct md_super *sb, char *out, size_t len);
 
 /* ---- assembly (md_assemble.c) ---- */

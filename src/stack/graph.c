@@ -218,15 +218,27 @@ static int layer_md(struct stack_graph *g, unsigned bit)
 			goto out;
 		}
 		snprintf(name, sizeof(name), "%s", in.name);
-		for (int j = 0; j < k; j++)
+		int kept[nc], nkept = 0;
+		for (int j = 0; j < k; j++) {
+			bool held = false;
 			for (unsigned m = 0; m < in.nmembers; m++)
-				if (in.m[m].vol == members[j]) {
-					slice_adopt(members[j]);
-					g->node[from[j]].owned = false;
-				}
+				held |= in.m[m].vol == members[j];
+			if (held) {
+				slice_adopt(members[j]);
+				g->node[from[j]].owned = false;
+				kept[nkept++] = from[j];
+			} else {
+				char why[200];
+				snprintf(why, sizeof(why),
+				         "left out of %s: older events than the others, or a spare "
+				         "(uraid examine shows which)",
+				         name);
+				graph_refuse(g, (unsigned)from[j], why);
+			}
+		}
 		md_array_info_free(&in);
 		free(members);
-		idx = graph_add(g, arr, name, "md", md_node_what(arr), from, (unsigned)k);
+		idx = graph_add(g, arr, name, "md", md_node_what(arr), kept, (unsigned)nkept);
 		if (idx < 0) {
 			r = idx;
 			goto out;
