@@ -377,6 +377,27 @@ unsigned stack_graph_exports(const struct stack_graph *g, unsigned *idx)
 	return k;
 }
 
+int stack_graph_no_export(const struct stack_graph *g)
+{
+	for (unsigned i = 0; i < g->n; i++)
+		if (g->node[i].refused)
+			return err_set(-EINVAL, "%s", g->node[i].refused);
+	return err_set(-EINVAL, "the members hold no volume to open");
+}
+
+int stack_graph_no_such_export(const struct stack_graph *g, const char *name)
+{
+	char list[512] = "";
+	size_t len = 0;
+
+	for (unsigned i = 0; i < g->n && len < sizeof(list) - 4; i++)
+		if (stack_graph_is_export(g, i))
+			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s",
+			                        len ? ", " : "", g->node[i].name);
+	return err_set(-ENOENT, "no volume named %s; the members hold %s", name,
+	               len ? list : "none that can be opened");
+}
+
 int stack_graph_find(const struct stack_graph *g, const char *name)
 {
 	for (unsigned i = 0; i < g->n; i++)

@@ -61,6 +61,15 @@ bool stack_graph_is_export(const struct stack_graph *g, unsigned i);
 /* The number of exports, and (when idx is not NULL) their node indexes. */
 unsigned stack_graph_exports(const struct stack_graph *g, unsigned *idx);
 
+/* The error for a graph without exports: -EINVAL with err_set() detail,
+ * the first refusal (why the array did not start ...), or that the
+ * members hold nothing to open. */
+int stack_graph_no_export(const struct stack_graph *g);
+
+/* The error for an export name g does not have: -ENOENT with err_set()
+ * detail "no volume named NAME; the members hold A, B, C". */
+int stack_graph_no_such_export(const struct stack_graph *g, const char *name);
+
 /* The first node named name, or -1. */
 int stack_graph_find(const struct stack_graph *g, const char *name);
 

@@ -199,15 +199,6 @@ int stack_take_export(struct stack_graph *g, unsigned e, struct vol **top)
 	return 0;
 }
 
-/* Why the graph has no export: the first refusal, or that there is none. */
-static int stack_no_export(const struct stack_graph *g)
-{
-	for (unsigned i = 0; i < g->n; i++)
-		if (g->node[i].refused)
-			return err_set(-EINVAL, "%s", g->node[i].refused);
-	return err_set(-EINVAL, "the members hold no volume to open");
-}
-
 int stack_open(char **specs, int n, const struct stack_opts *o, struct vol **top)
 {
 	struct stack_info info;
@@ -233,7 +224,7 @@ int stack_open_info(char **specs, int n, const struct stack_opts *o, struct vol 
 		return r;
 	k = stack_graph_exports(g, NULL);
 	if (k == 0) {
-		r = stack_no_export(g);
+		r = stack_graph_no_export(g);
 		stack_graph_close(g);
 		return r;
 	}
