@@ -22,12 +22,15 @@
 
 static void probe_usage(FILE *f)
 {
-	fprintf(f, "usage: uraid probe [--json] [--key-file FILE] MEMBER...\n"
+	fprintf(f, "usage: uraid probe [--json] [--key-file FILE] [--force] MEMBER...\n"
 	           "Show what the members hold, as a tree: partitions, md arrays, LVM2 logical\n"
 	           "volumes, LUKS, and the signature found on each volume; the names are the\n"
 	           "export names of `uraid serve`. Reads only: no byte is changed.\n"
 	           "  --json           one JSON object instead of the tree\n"
 	           "  --key-file FILE  unlock LUKS volumes with this passphrase file\n"
+	           "  --force          take stale members into an array that cannot start\n"
+	           "                   without them, the freshest first (mdadm --assemble\n"
+	           "                   --force), in memory: nothing is written\n"
 	           "  -v               more messages\n");
 }
 
@@ -114,6 +117,7 @@ int cmd_probe(int argc, char **argv)
 	static const struct option opts[] = {
 	    {"json", no_argument, NULL, 'j'},
 	    {"key-file", required_argument, NULL, 'k'},
+	    {"force", no_argument, NULL, 'f'},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
@@ -132,6 +136,9 @@ int cmd_probe(int argc, char **argv)
 		case 'k':
 			so.key_file = optarg;
 			so.no_luks = false;
+			break;
+		case 'f':
+			so.force_stale = true;
 			break;
 		case 'v':
 			log_verbosity = log_verbosity < LOG_INFO ? LOG_INFO : LOG_DEBUG;

@@ -77,7 +77,9 @@ static void serve_usage(FILE *f)
 		"  --degraded             start arrays that are missing members\n"
 		"  --force                start a RAID5/6 that is degraded and was not shut\n"
 		"                         down cleanly (md's write hole: stripes written at\n"
-		"                         the crash may be wrong on the missing member)\n"
+		"                         the crash may be wrong on the missing member); with\n"
+		"                         --readonly, take stale members into an array that\n"
+		"                         cannot start without them (mdadm --assemble --force)\n"
 		"  --no-rebuild           do not recover md members online (members being\n"
 		"                         rebuilt and spares are left out; `uraid rebuild`)\n"
 		"  --sync-speed-max RATE  md's speed_limit_max: online recoveries and checks\n"
@@ -219,6 +221,7 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 			break;
 		case OPT_FORCE:
 			a->stack.start_dirty_degraded = true;
+			a->stack.force_stale = true; /* taken only with --readonly */
 			break;
 		case OPT_NOREBUILD:
 			a->stack.no_recovery = true;

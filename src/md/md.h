@@ -336,6 +336,10 @@ struct md_assemble_opts {
 	                            * starts leave them */
 	bool start_dirty_degraded; /* start a writable RAID5/6 that is
 	                            * md_dirty_degraded() (mdadm --force) */
+	/* With readonly: when the members up to date cannot start the array,
+	 * take stale ones in, the freshest first, until they can (mdadm
+	 * --assemble --force's choice, made in memory: nothing is written). */
+	bool force_stale;
 	/* md's speed_limit_min and _max for online recoveries and checks,
 	 * bytes per second of each member (0: no limit): a sync runs at most
 	 * at sync_max, and at most at sync_min while clients use the array. */

@@ -113,12 +113,84 @@ static int md_array_init(struct md_array *a, const struct md_super *fresh, unsig
 	return 0;
 }
 
+/* Whether the roles a holds let the array start at all, degraded or not
+ * (mdadm's enough()): every role for RAID0 and linear, one for RAID1, all
+ * but the parity count for RAID4/5/6, and for RAID10 one of each run of
+ * near * far adjacent roles. */
+static bool md_enough(const struct md_array *a, const struct md_super *fresh)
+{
+	unsigned have = 0;
+
+	for (unsigned role = 0; role < a->n; role++)
+		have += a->m[role].vol && !a->m[role].recovering;
+	if (fresh->level == 10) {
+		unsigned copies = MD_RAID10_NEAR(fresh->layout) * MD_RAID10_FAR(fresh->layout);
+		unsigned first = 0;
+		do {
+			unsigned live = 0;
+			for (unsigned c = 0; c < copies; c++, first = (first + 1) % a->n)
+				live += a->m[first].vol && !a->m[first].recovering;
+			if (!live)
+				return false;
+		} while (first != 0);
+		return true;
+	}
+	if (fresh->level == 1)
+		return have >= 1;
+	return have + md_level_parity(fresh->level) >= a->n;
+}
+
+/* mdadm --assemble --force's choice, in memory: while the members in
+ * their roles cannot start the array, take the stale member with the most
+ * events (in the role its own superblock gives it, which the freshest may
+ * record as faulty).  The others of stale[0..n) are left out (closed). */
+static void md_force_stale(struct md_array *a, struct md_member *stale, unsigned n,
+                           const struct md_super *fresh, const char *name)
+{
+	while (!md_enough(a, fresh)) {
+		int best = -1;
+		for (unsigned i = 0; i < n; i++) {
+			unsigned role = md_super_role(stale[i].sb);
+			if (stale[i].vol && role < a->n && !a->m[role].vol &&
+			    (best < 0 || stale[i].sb->events > stale[best].sb->events))
+				best = (int)i;
+		}
+		if (best < 0)
+			break;
+		unsigned role = md_super_role(stale[best].sb);
+		log_warn("%s: %s is stale by %llu events (events %llu, newest %llu); taken in role "
+		         "%u to start the array (--force), read-only",
+		         name, stale[best].vol->name,
+		         (unsigned long long)(fresh->events - stale[best].sb->events),
+		         (unsigned long long)stale[best].sb->events,
+		         (unsigned long long)fresh->events, role);
+		a->m[role] = stale[best];
+		a->m[role].recovering = false;
+		stale[best].vol = NULL;
+		stale[best].sb = NULL;
+	}
+	for (unsigned i = 0; i < n; i++)
+		if (stale[i].vol) {
+			log_warn("%s: %s (events %llu, newest %llu) left out: it is stale", name,
+			         stale[i].vol->name, (unsigned long long)stale[i].sb->events,
+			         (unsigned long long)fresh->events);
+			vol_close(stale[i].vol);
+			free(stale[i].sb);
+		}
+}
+
 /* Each member of g takes the role the freshest superblock gives its slot
  * (as the kernel does), or stands by as a spare; stale, spare and faulty
- * ones are left out (closed).  Consumes g's vols and superblocks. */
+ * ones are left out (closed).  With o->force_stale (read-only) stale ones
+ * are kept aside for md_force_stale() instead.  Consumes g's vols and
+ * superblocks. */
 static void md_set_roles(struct md_array *a, struct md_cand **g, unsigned k,
-                         const struct md_super *fresh, const char *name)
+                         const struct md_super *fresh, const char *name,
+                         const struct md_assemble_opts *o)
 {
+	struct md_member stale[k ? k : 1];
+	unsigned nstale = 0;
+
 	for (unsigned i = 0; i < k; i++) {
 		struct md_super *sb = g[i]->sb;
 		const char *mname = g[i]->v->name;
@@ -158,7 +230,10 @@ static void md_set_roles(struct md_array *a, struct md_cand **g, unsigned k,
 				why = NULL;
 			}
 		}
-		if (why) {
+		if (why && o->force_stale && o->readonly && md_super_role(sb) < a->n &&
+		    sb->events < fresh->events && !rec) {
+			stale[nstale++] = (struct md_member){.vol = g[i]->v, .sb = sb};
+		} else if (why) {
 			log_warn("%s: %s (events %llu, newest %llu) left out: it %s", name, mname,
 			         (unsigned long long)sb->events, (unsigned long long)fresh->events,
 			         why);
@@ -172,6 +247,8 @@ static void md_set_roles(struct md_array *a, struct md_cand **g, unsigned k,
 		g[i]->v = NULL;
 		g[i]->sb = NULL;
 	}
+	if (nstale)
+		md_force_stale(a, stale, nstale, fresh, name);
 	/* A slot whose role has no member here (or another member now) is
 	 * recorded as faulty at the first superblock update. */
 	for (unsigned s = 0; s < a->max_dev && s < MD_SB_MAX_DEV; s++) {
@@ -353,7 +430,7 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 	r = md_array_init(a, fresh, k, o);
 	if (r < 0)
 		goto fail;
-	md_set_roles(a, g, k, fresh, name);
+	md_set_roles(a, g, k, fresh, name, o);
 	r = md_set_check_missing(a, fresh, o, name, &present, &missing, &recovering);
 	if (r == 0)
 		r = md_array_open_raid(a, fresh, name, o->readonly, slices);

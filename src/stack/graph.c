@@ -140,6 +140,7 @@ static int layer_md(struct stack_graph *g, unsigned bit)
 	                              .run_degraded = o->run_degraded,
 	                              .no_recovery = o->no_recovery,
 	                              .start_dirty_degraded = o->start_dirty_degraded,
+	                              .force_stale = o->force_stale,
 	                              .sync_min = o->sync_min,
 	                              .sync_max = o->sync_max};
 	unsigned n0 = g->n, nc = 0;

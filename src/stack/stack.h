@@ -16,6 +16,8 @@ struct stack_opts {
 	bool run_degraded;    /* start an array that is missing members */
 	bool no_recovery;     /* no online recovery: leave out spares and members being rebuilt */
 	bool start_dirty_degraded;   /* start a dirty degraded RAID5/6 writable (--force) */
+	bool force_stale;            /* with readonly: stale members start an array that
+	                              * cannot start without them (--force, md.h) */
 	uint64_t sync_min, sync_max; /* md arrays' recovery and check speed limits (md.h) */
 	bool raw;             /* do not probe: export the single member as is */
 	bool no_luks;         /* assemble arrays but do not unlock LUKS */
