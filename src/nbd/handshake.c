@@ -84,6 +84,8 @@ static int refuse_unknown(struct nbd_conn *c, uint32_t opt, const unsigned char 
 		m = snprintf(msg, sizeof(msg), "no default export: name one (%s)", how);
 	else
 		m = snprintf(msg, sizeof(msg), "unknown export \"%s\" (%s)", shown, how);
+	if (m < 0 || (size_t)m >= sizeof(msg))
+		m = 0; /* cannot happen: the parts are bounded */
 	log_debug("nbd: %s", msg);
 	return send_opt_reply(c, opt, NBD_REP_ERR_UNKNOWN, msg, (uint32_t)m);
 }

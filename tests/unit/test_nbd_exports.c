@@ -10,7 +10,7 @@
  * refused with NBD_REP_ERR_UNKNOWN and a message naming it; the old-style
  * NBD_OPT_EXPORT_NAME with an unknown name closes the session; a metadata
  * context set for one export does not carry over to a GO for another.
- * Then the default-export rules and the argument checks. */
+ * Then the default-export rules, the argument checks, and a list of 200. */
 #include "check.h"
 
 #include "core/vol.h"
@@ -448,6 +448,41 @@ static void check_defaults(void)
 	free(long_name);
 }
 
+static int count_cb(void *ud, const char *name, const char *desc)
+{
+	unsigned *seen = ud, i;
+
+	(void)desc;
+	if (sscanf(name, "vg1/lv%u", &i) == 1 && i < 200)
+		seen[i]++;
+	return 0;
+}
+
+/* Every volume of a big probe is listed, once, and each is reachable. */
+static void check_many(void)
+{
+	enum { N = 200 };
+	static struct nbd_export ex[N];
+	static char names[N][16];
+	unsigned seen[N] = {0};
+	struct running r;
+
+	for (unsigned i = 0; i < N; i++) {
+		snprintf(names[i], sizeof(names[i]), "vg1/lv%u", i);
+		ex[i] = (struct nbd_export){.name = names[i], .vol = vols[i % 3]};
+	}
+	if (!start(&r, ex, N, -1))
+		return;
+	struct nbd_handle *h = client();
+	CHECK_EQ(nbd_opt_list(h, (nbd_list_callback){.callback = count_cb, .user_data = seen}), N);
+	for (unsigned i = 0; i < N; i++)
+		CHECK_EQ(seen[i], 1);
+	CHECK_EQ(info(h, "vg1/lv199", 2 * MIB, false, "vg1/lv199", NULL), 0);
+	CHECK_EQ(info(h, "vg1/lv200", 0, false, "", NULL), -1);
+	client_end(h);
+	stop(&r);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/test_nbd_exports.XXXXXX";
@@ -464,6 +499,7 @@ int main(void)
 	check_list_info_go();
 	check_raw();
 	check_defaults();
+	check_many();
 	for (int i = 0; i < 3; i++)
 		vol_close(vols[i]);
 	unlink(sock);
