@@ -10,6 +10,7 @@
  * refused with NBD_REP_ERR_UNKNOWN and a message naming it; the old-style
  * NBD_OPT_EXPORT_NAME with an unknown name closes the session; a metadata
  * context set for one export does not carry over to a GO for another.
+ * nbdinfo --list and qemu-img see the same, where installed.
  * Then the default-export rules, the argument checks, and a list of 200. */
 #include "check.h"
 
@@ -126,6 +127,57 @@ static int info(struct nbd_handle *h, const char *name, int64_t size, bool ro,
 	return 0;
 }
 
+/* Run a shell command and keep its output; false (and a note) when the
+ * tool is not installed. */
+static bool run_tool(const char *tool, const char *cmd, char *out, size_t cap)
+{
+	char probe[128];
+	size_t n = 0;
+
+	snprintf(probe, sizeof(probe), "command -v %s >/dev/null", tool);
+	if (system(probe) != 0) {
+		fprintf(stderr, "note: %s missing, that part not run\n", tool);
+		return false;
+	}
+	FILE *p = popen(cmd, "r");
+	CHECK(p != NULL);
+	if (!p)
+		return false;
+	while (n + 1 < cap && !feof(p)) {
+		size_t got = fread(out + n, 1, cap - 1 - n, p);
+		if (got == 0)
+			break;
+		n += got;
+	}
+	out[n] = '\0';
+	CHECK_EQ(pclose(p), 0);
+	return true;
+}
+
+/* Independent clients: nbdinfo lists every export with its size and
+ * description; qemu-img opens one by a name with ' ', ':' and '/'. */
+static void check_tools(void)
+{
+	static char out[1 << 16];
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "nbdinfo --list --json 'nbd+unix:///?socket=%s'", sock);
+	if (run_tool("nbdinfo", cmd, out, sizeof(out))) {
+		CHECK(strstr(out, "\"export-name\": \"a/p1\"") != NULL);
+		CHECK(strstr(out, "\"export-name\": \"" RO_NAME "\"") != NULL);
+		CHECK(strstr(out, "\"description\": \"a.img partition 1\"") != NULL);
+		CHECK(strstr(out, "\"export-size\": 3145728") != NULL);
+		CHECK(strstr(out, "\"export-size\": 2097152") != NULL);
+		CHECK(strstr(out, "\"export-size\": 1048576") != NULL);
+	}
+	snprintf(cmd, sizeof(cmd),
+	         "qemu-img info --output=json 'json:{\"driver\": \"nbd\", \"export\": \"%s\", "
+	         "\"server\": {\"type\": \"unix\", \"path\": \"%s\"}}'",
+	         RO_NAME, sock);
+	if (run_tool("qemu-img", cmd, out, sizeof(out)))
+		CHECK(strstr(out, "\"virtual-size\": 3145728") != NULL);
+}
+
 static void check_list_info_go(void)
 {
 	const struct nbd_export ex[] = {
@@ -157,6 +209,7 @@ static void check_list_info_go(void)
 		CHECK_EQ(nbd_get_errno(), ENOENT); /* libnbd's NBD_REP_ERR_UNKNOWN */
 	}
 	client_end(h);
+	check_tools();
 
 	/* The read-only vol holds data of its own, put there directly. */
 	memset(want, 0xc3, sizeof(want));
