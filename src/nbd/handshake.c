@@ -1,9 +1,10 @@
 /* handshake.c — the fixed-newstyle negotiation: greeting, client flags,
- * then options until the client picks the export (NBD_OPT_GO or
+ * then options until the client picks an export by name (NBD_OPT_GO or
  * NBD_OPT_EXPORT_NAME) or gives up (NBD_OPT_ABORT).  Every option's
  * declared length is consumed, whatever the option, so the stream stays in
  * step; option data larger than NBD_MAX_OPTION is discarded in pieces and
- * never buffered. */
+ * never buffered.  The export chosen is the connection's (c->exp): what
+ * the handshake advertised for it is what transmission enforces. */
 #include "internal.h"
 #include "tls.h"
 
@@ -12,6 +13,7 @@
 
 #include <endian.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,11 +52,42 @@ static int send_opt_reply2(struct nbd_conn *c, uint32_t opt, uint32_t type,
 	return nbd_conn_send(c, iov, 3);
 }
 
-static bool export_name_ok(const struct nbd_server *s, const char *name,
-			   size_t len)
+/* The export a client names: by exact name, or for the empty name the
+ * default one.  NULL when there is none. */
+static const struct nbd_srv_export *export_find(const struct nbd_server *s, const void *name,
+                                                uint32_t len)
 {
-	return len == 0 || (strlen(s->export_name) == len &&
-			    memcmp(s->export_name, name, len) == 0);
+	if (len == 0)
+		return s->default_export >= 0 ? &s->exports[s->default_export] : NULL;
+	for (unsigned i = 0; i < s->n_exports; i++) {
+		const char *n = s->exports[i].name;
+		if (strlen(n) == len && memcmp(n, name, len) == 0)
+			return &s->exports[i];
+	}
+	return NULL;
+}
+
+/* NBD_REP_ERR_UNKNOWN, with a message for the user naming what was asked
+ * for (cut short, bytes other than printable ASCII shown as '?', so that
+ * the message is valid UTF-8 whatever the client sent). */
+static int refuse_unknown(struct nbd_conn *c, uint32_t opt, const unsigned char *name, uint32_t len)
+{
+	static const char how[] = "NBD_OPT_LIST shows the names, as nbdinfo --list does";
+	char shown[128], msg[sizeof(shown) + sizeof(how) + 64];
+	uint32_t n = len < sizeof(shown) - 4 ? len : (uint32_t)sizeof(shown) - 4;
+	int m;
+
+	for (uint32_t i = 0; i < n; i++)
+		shown[i] = name[i] >= 0x20 && name[i] < 0x7f ? (char)name[i] : '?';
+	strcpy(shown + n, n < len ? "..." : "");
+	if (len == 0)
+		m = snprintf(msg, sizeof(msg), "no default export: name one (%s)", how);
+	else
+		m = snprintf(msg, sizeof(msg), "unknown export \"%s\" (%s)", shown, how);
+	if (m < 0 || (size_t)m >= sizeof(msg))
+		m = 0; /* cannot happen: the parts are bounded */
+	log_debug("nbd: %s", msg);
+	return send_opt_reply(c, opt, NBD_REP_ERR_UNKNOWN, msg, (uint32_t)m);
 }
 
 /* The block sizes to advertise; the protocol wants min a power of two up
@@ -69,11 +102,10 @@ static void block_sizes(const struct vol *v, uint32_t *min, uint32_t *pref,
 	*max = v->block_max - v->block_max % *min;
 }
 
-static int send_info_replies(struct nbd_conn *c, uint32_t opt,
-			     const unsigned char *reqs, uint16_t nreq)
+static int send_info_replies(struct nbd_conn *c, uint32_t opt, const struct nbd_srv_export *e,
+                             const unsigned char *reqs, uint16_t nreq)
 {
-	struct nbd_server *s = c->srv;
-	const struct vol *v = s->vol;
+	const struct vol *v = e->vol;
 	bool want_name = false, want_desc = false;
 	uint32_t bmin, bpref, bmax;
 	int r;
@@ -86,9 +118,9 @@ static int send_info_replies(struct nbd_conn *c, uint32_t opt,
 			want_desc = true;
 	}
 	struct nbd_info_export ie = {
-		.type = htobe16(NBD_INFO_EXPORT),
-		.size = htobe64(v->size),
-		.tflags = htobe16(nbd_export_tflags(v)),
+	    .type = htobe16(NBD_INFO_EXPORT),
+	    .size = htobe64(v->size),
+	    .tflags = htobe16(nbd_export_tflags(v, e->readonly)),
 	};
 	r = send_opt_reply(c, opt, NBD_REP_INFO, &ie, sizeof(ie));
 	if (r < 0)
@@ -107,19 +139,29 @@ static int send_info_replies(struct nbd_conn *c, uint32_t opt,
 		return r;
 	if (want_name) {
 		uint16_t t = htobe16(NBD_INFO_NAME);
-		r = send_opt_reply2(c, opt, NBD_REP_INFO, &t, 2, s->export_name,
-				    (uint32_t)strlen(s->export_name));
+		r = send_opt_reply2(c, opt, NBD_REP_INFO, &t, 2, e->name,
+		                    (uint32_t)strlen(e->name));
 		if (r < 0)
 			return r;
 	}
-	if (want_desc && s->description) {
+	if (want_desc && e->description) {
 		uint16_t t = htobe16(NBD_INFO_DESCRIPTION);
-		r = send_opt_reply2(c, opt, NBD_REP_INFO, &t, 2, s->description,
-				    (uint32_t)strlen(s->description));
+		r = send_opt_reply2(c, opt, NBD_REP_INFO, &t, 2, e->description,
+		                    (uint32_t)strlen(e->description));
 		if (r < 0)
 			return r;
 	}
 	return send_opt_reply(c, opt, NBD_REP_ACK, NULL, 0);
+}
+
+/* The client enters transmission with export e.  A metadata context
+ * selected for another export does not carry over (the protocol ties it
+ * to the export the last SET_META_CONTEXT named). */
+static void enter_export(struct nbd_conn *c, const struct nbd_srv_export *e)
+{
+	c->exp = e;
+	if (c->meta_export != e)
+		c->meta_alloc = false;
 }
 
 /* NBD_OPT_INFO and NBD_OPT_GO: data is u32 name length, name, u16 count,
@@ -140,51 +182,79 @@ static int opt_info_go(struct nbd_conn *c, uint32_t opt,
 	nreq = be16toh(nreq);
 	if ((uint64_t)4 + nlen + 2 + 2ull * nreq != len)
 		return send_opt_reply(c, opt, NBD_REP_ERR_INVALID, NULL, 0);
-	if (!export_name_ok(c->srv, (const char *)d + 4, nlen))
-		return send_opt_reply(c, opt, NBD_REP_ERR_UNKNOWN, NULL, 0);
+	const struct nbd_srv_export *e = export_find(c->srv, d + 4, nlen);
+	if (!e)
+		return refuse_unknown(c, opt, d + 4, nlen);
 	int r = opt == NBD_OPT_GO ? nbd_conn_establish(c) : 0;
 	if (r == -EBUSY) /* every established slot taken: the client may retry */
 		return send_opt_reply(c, opt, NBD_REP_ERR_POLICY, NULL, 0);
 	if (r < 0)
 		return r;
-	r = send_info_replies(c, opt, d + 4 + nlen + 2, nreq);
+	r = send_info_replies(c, opt, e, d + 4 + nlen + 2, nreq);
 	if (r < 0)
 		return r;
-	return opt == NBD_OPT_GO ? 1 : 0;
+	if (opt != NBD_OPT_GO)
+		return 0;
+	enter_export(c, e);
+	return 1;
 }
 
 static int opt_export_name(struct nbd_conn *c, const unsigned char *name,
 			   uint32_t len, bool no_zeroes)
 {
 	static const unsigned char zeroes[124];
-	const struct vol *v = c->srv->vol;
+	const struct nbd_srv_export *e = export_find(c->srv, name, len);
 
 	/* No way to report an error here: the protocol says close. */
-	if (!export_name_ok(c->srv, (const char *)name, len))
+	if (!e) {
+		log_debug("nbd: NBD_OPT_EXPORT_NAME for an unknown export, closing");
 		return -ENOENT;
+	}
 	int r = nbd_conn_establish(c);
 	if (r < 0)
 		return r;
 	struct nbd_export_name_reply rep = {
-		.size = htobe64(v->size),
-		.tflags = htobe16(nbd_export_tflags(v)),
+	    .size = htobe64(e->vol->size),
+	    .tflags = htobe16(nbd_export_tflags(e->vol, e->readonly)),
 	};
 	struct iovec iov[2] = {
 		{ .iov_base = &rep, .iov_len = sizeof(rep) },
 		{ .iov_base = (void *)zeroes, .iov_len = sizeof(zeroes) },
 	};
 	r = nbd_conn_send(c, iov, no_zeroes ? 1 : 2);
-	return r < 0 ? r : 1;
-}
-
-static int opt_list(struct nbd_conn *c)
-{
-	const char *name = c->srv->export_name;
-	uint32_t nlen = (uint32_t)strlen(name);
-	uint32_t be = htobe32(nlen);
-	int r = send_opt_reply2(c, NBD_OPT_LIST, NBD_REP_SERVER, &be, 4, name, nlen);
 	if (r < 0)
 		return r;
+	enter_export(c, e);
+	return 1;
+}
+
+/* One NBD_REP_SERVER per export: u32 name length, the name, then its
+ * description (text for people, which the protocol allows there). */
+static int opt_list(struct nbd_conn *c)
+{
+	const struct nbd_server *s = c->srv;
+
+	for (unsigned i = 0; i < s->n_exports; i++) {
+		const struct nbd_srv_export *e = &s->exports[i];
+		uint32_t nlen = (uint32_t)strlen(e->name);
+		uint32_t dlen = e->description ? (uint32_t)strlen(e->description) : 0;
+		uint32_t be = htobe32(nlen);
+		struct nbd_option_reply h = {
+		    .magic = htobe64(NBD_REP_MAGIC),
+		    .option = htobe32(NBD_OPT_LIST),
+		    .type = htobe32(NBD_REP_SERVER),
+		    .len = htobe32(4 + nlen + dlen),
+		};
+		struct iovec iov[4] = {
+		    {.iov_base = &h, .iov_len = sizeof(h)},
+		    {.iov_base = &be, .iov_len = 4},
+		    {.iov_base = e->name, .iov_len = nlen},
+		    {.iov_base = e->description, .iov_len = dlen},
+		};
+		int r = nbd_conn_send(c, iov, 4);
+		if (r < 0)
+			return r;
+	}
 	return send_opt_reply(c, NBD_OPT_LIST, NBD_REP_ACK, NULL, 0);
 }
 
@@ -240,8 +310,9 @@ static int opt_meta_context(struct nbd_conn *c, uint32_t opt, const unsigned cha
 	}
 	if (pos != len)
 		return send_opt_reply(c, opt, NBD_REP_ERR_INVALID, NULL, 0);
-	if (!export_name_ok(c->srv, (const char *)d + 4, nlen))
-		return send_opt_reply(c, opt, NBD_REP_ERR_UNKNOWN, NULL, 0);
+	const struct nbd_srv_export *e = export_find(c->srv, d + 4, nlen);
+	if (!e)
+		return refuse_unknown(c, opt, d + 4, nlen);
 	if (listing && nq == 0)
 		found = true;
 	if (found) {
@@ -252,8 +323,10 @@ static int opt_meta_context(struct nbd_conn *c, uint32_t opt, const unsigned cha
 		if (r < 0)
 			return r;
 	}
-	if (!listing)
+	if (!listing) {
 		c->meta_alloc = found;
+		c->meta_export = e;
+	}
 	return send_opt_reply(c, opt, NBD_REP_ACK, NULL, 0);
 }
 
@@ -277,6 +350,7 @@ static int opt_starttls(struct nbd_conn *c, uint32_t len)
 		return r;
 	c->structured = false;
 	c->meta_alloc = false;
+	c->meta_export = NULL;
 	return 0;
 }
 

@@ -48,10 +48,18 @@ struct nbd_bufpool {
 
 struct nbd_conn;
 
-struct nbd_server {
-	struct vol *vol;
-	char *export_name; /* never NULL */
+/* An export as the server keeps it: its own copies of the strings. */
+struct nbd_srv_export {
+	char *name;        /* never NULL; unique in the server */
 	char *description; /* may be NULL */
+	struct vol *vol;
+	bool readonly;
+};
+
+struct nbd_server {
+	struct nbd_srv_export *exports;
+	unsigned n_exports;
+	int default_export; /* what "" selects: an index, or -1 for none */
 	unsigned threads;
 	unsigned max_conns;      /* established connections */
 	unsigned max_handshakes; /* connections still negotiating */
@@ -83,6 +91,12 @@ struct nbd_conn {
 	bool wfd_is_socket; /* sendmsg(MSG_NOSIGNAL) rather than writev */
 	bool structured;
 	bool meta_alloc;    /* base:allocation selected (NBD_CMD_BLOCK_STATUS) */
+	/* The export the last SET_META_CONTEXT named: a GO for another one
+	 * drops the selection, as the protocol says. */
+	const struct nbd_srv_export *meta_export;
+	/* The export chosen by GO or EXPORT_NAME: transmission serves its
+	 * vol, with its limits, whatever other connections chose. */
+	const struct nbd_srv_export *exp;
 	void *tls;          /* the GnuTLS session once STARTTLS succeeded (tls.c) */
 	uint64_t deadline_ns; /* CLOCK_MONOTONIC; 0: reads do not time out */
 

@@ -9,7 +9,7 @@
 
 #include <errno.h>
 
-uint16_t nbd_export_tflags(const struct vol *v)
+uint16_t nbd_export_tflags(const struct vol *v, bool readonly)
 {
 	uint16_t f = NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_CACHE;
 
@@ -17,7 +17,7 @@ uint16_t nbd_export_tflags(const struct vol *v)
 		f |= NBD_FLAG_SEND_FLUSH;
 	if (v->caps & VOL_CAP_MULTI_CONN)
 		f |= NBD_FLAG_CAN_MULTI_CONN;
-	if (v->caps & VOL_CAP_READONLY)
+	if (readonly || (v->caps & VOL_CAP_READONLY))
 		return f | NBD_FLAG_READ_ONLY;
 	/* FUA only means something where there is a cache to bypass, but
 	 * vol_write() honours VOL_FUA on every vol, so offering it is safe.
@@ -33,13 +33,13 @@ uint16_t nbd_export_tflags(const struct vol *v)
 	return f;
 }
 
-void nbd_export_limits_init(struct nbd_export_limits *lim, const struct vol *v,
-			    bool structured, bool meta_alloc)
+void nbd_export_limits_init(struct nbd_export_limits *lim, const struct vol *v, bool readonly,
+                            bool structured, bool meta_alloc)
 {
 	lim->size = v->size;
 	lim->block_min = v->block_min ? v->block_min : 1;
 	lim->block_max = v->block_max;
-	lim->tflags = nbd_export_tflags(v);
+	lim->tflags = nbd_export_tflags(v, readonly);
 	lim->structured = structured;
 	lim->meta_alloc = structured && meta_alloc;
 }

@@ -29,12 +29,13 @@ struct nbd_req {
 	uint32_t len;
 };
 
-/* The transmission flags to advertise for a vol (NBD_FLAG_*). */
-uint16_t nbd_export_tflags(const struct vol *v);
+/* The transmission flags to advertise for a vol (NBD_FLAG_*), exported
+ * read-only when it cannot write or when readonly says so. */
+uint16_t nbd_export_tflags(const struct vol *v, bool readonly);
 
 /* Fill limits from a vol and its advertised flags. */
-void nbd_export_limits_init(struct nbd_export_limits *lim, const struct vol *v,
-			    bool structured, bool meta_alloc);
+void nbd_export_limits_init(struct nbd_export_limits *lim, const struct vol *v, bool readonly,
+                            bool structured, bool meta_alloc);
 
 /* Decide whether req may be dispatched.  Returns 0, or the NBD error
  * (NBD_EINVAL, NBD_EPERM, NBD_EOVERFLOW ...) to send back instead.  The

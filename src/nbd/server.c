@@ -6,6 +6,7 @@
  * finish the requests already read and send their replies, then wait for
  * every connection to end.  See server.h. */
 #include "internal.h"
+#include "proto.h"
 #include "tls.h"
 
 #include "core/clock.h"
@@ -30,45 +31,107 @@
 #define CONN_RBUF (256u << 10)
 #define STOP_GRACE_MS 10000u
 
-int nbd_server_new(struct vol *vol, const struct nbd_server_opts *o,
-		   struct nbd_server **out)
+/* A description as the server keeps it: at most NBD_MAX_NAME bytes, cut
+ * at a UTF-8 character boundary (a path can be longer than a client
+ * takes). */
+static char *description_copy(const char *d)
 {
-	struct nbd_server *s = calloc(1, sizeof(*s));
+	size_t n = strlen(d);
 
+	if (n > NBD_MAX_NAME) {
+		n = NBD_MAX_NAME;
+		while (n > 0 && ((unsigned char)d[n] & 0xc0) == 0x80)
+			n--;
+	}
+	return strndup(d, n);
+}
+
+/* Every export has a vol and a name a client can send, no name twice. */
+static int exports_check(const struct nbd_export *e, unsigned n, int default_export)
+{
+	if (n == 0)
+		return err_set(-EINVAL, "nbd: no export to serve");
+	if (default_export >= (int)n)
+		return err_set(-EINVAL, "nbd: default export %d of %u", default_export, n);
+	for (unsigned i = 0; i < n; i++) {
+		if (!e[i].name || !e[i].vol)
+			return err_set(-EINVAL, "nbd: export %u has no %s", i,
+			               e[i].name ? "vol" : "name");
+		if (strlen(e[i].name) > NBD_MAX_NAME)
+			return err_set(-EINVAL, "nbd: export name longer than %u bytes: %.40s...",
+			               NBD_MAX_NAME, e[i].name);
+		for (unsigned j = 0; j < i; j++)
+			if (strcmp(e[i].name, e[j].name) == 0)
+				return err_set(-EINVAL, "nbd: export \"%s\" named twice",
+				               e[i].name);
+	}
+	return 0;
+}
+
+int nbd_server_new_multi(const struct nbd_export *exports, unsigned n, int default_export,
+                         const struct nbd_server_opts *o, struct nbd_server **out)
+{
+	struct nbd_server *s;
+	int r = exports_check(exports, n, default_export);
+
+	if (r < 0)
+		return r;
+	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	s->vol = vol;
 	s->threads = o && o->threads ? o->threads : 16;
 	s->max_conns = o && o->max_connections ? o->max_connections : 16;
 	s->max_handshakes = o && o->max_handshakes ? o->max_handshakes : 64;
 	s->hs_timeout_ms = o && o->handshake_timeout_ms ? o->handshake_timeout_ms : 10000;
 	s->idle_timeout_ms = o ? o->idle_timeout_ms : 0;
-	s->export_name = strdup(o && o->export_name ? o->export_name : "");
-	s->description = o && o->description ? strdup(o->description) : NULL;
 	s->stop_pipe[0] = s->stop_pipe[1] = -1;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->slot_done, NULL);
 	nbd_bufpool_init(&s->pool,
 			 o && o->max_buffer_memory ? o->max_buffer_memory : 256ull << 20,
 			 s->max_conns);
-	if (!s->export_name || (o && o->description && !s->description) ||
-	    pipe2(s->stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
-		nbd_server_free(s);
-		return -ENOMEM;
+	s->default_export = default_export < 0 ? -1 : default_export;
+	s->exports = calloc(n, sizeof(*s->exports));
+	r = s->exports ? 0 : -ENOMEM;
+	for (unsigned i = 0; i < n && r == 0; i++) {
+		struct nbd_srv_export *e = &s->exports[i];
+		s->n_exports++;
+		e->vol = exports[i].vol;
+		e->readonly = exports[i].readonly;
+		e->name = strdup(exports[i].name);
+		e->description =
+		    exports[i].description ? description_copy(exports[i].description) : NULL;
+		if (!e->name || (exports[i].description && !e->description))
+			r = -ENOMEM;
+		/* An export named "" is the default, whatever the caller said. */
+		if (!exports[i].name[0])
+			s->default_export = (int)i;
 	}
-	if (o && o->tls != NBD_TLS_OFF) {
-		int r = o->tls_psk_file || o->tls_cert_dir
-				? nbd_tls_new(o->tls_psk_file, o->tls_cert_dir,
-					      o->tls_verify_peer, &s->tls)
-				: err_set(-EINVAL, "TLS needs a PSK file or a certificate directory");
-		if (r < 0) {
-			nbd_server_free(s);
-			return r;
-		}
+	if (r == 0 && pipe2(s->stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+		r = -ENOMEM;
+	if (r == 0 && o && o->tls != NBD_TLS_OFF) {
+		r = o->tls_psk_file || o->tls_cert_dir
+		        ? nbd_tls_new(o->tls_psk_file, o->tls_cert_dir, o->tls_verify_peer, &s->tls)
+		        : err_set(-EINVAL, "TLS needs a PSK file or a certificate directory");
 		s->tls_required = o->tls == NBD_TLS_REQUIRE;
+	}
+	if (r < 0) {
+		nbd_server_free(s);
+		return r;
 	}
 	*out = s;
 	return 0;
+}
+
+int nbd_server_new(struct vol *vol, const struct nbd_server_opts *o, struct nbd_server **out)
+{
+	struct nbd_export e = {
+	    .name = o && o->export_name ? o->export_name : "",
+	    .description = o ? o->description : NULL,
+	    .vol = vol,
+	};
+
+	return nbd_server_new_multi(&e, 1, 0, o, out);
 }
 
 static int add_listener(struct nbd_server *s, int fd, const char *path)
@@ -496,8 +559,11 @@ void nbd_server_free(struct nbd_server *s)
 	pthread_mutex_destroy(&s->lock);
 	pthread_cond_destroy(&s->slot_done);
 	nbd_bufpool_destroy(&s->pool);
-	free(s->export_name);
-	free(s->description);
+	for (unsigned i = 0; i < s->n_exports; i++) {
+		free(s->exports[i].name);
+		free(s->exports[i].description);
+	}
+	free(s->exports);
 	nbd_tls_free(s->tls);
 	free(s);
 }

@@ -1,5 +1,7 @@
-/* server.h — the NBD server: exports one vol (the top of a stack) over
- * Unix sockets, TCP, or an already-connected pair of file descriptors.
+/* server.h — the NBD server: exports one vol (the top of a stack), or
+ * several named ones (every volume a probe found), over Unix sockets, TCP,
+ * or an already-connected pair of file descriptors.  Each connection picks
+ * its export by name during the handshake and keeps to it.
  *
  * Per connection a small pool of worker threads takes turns reading
  * requests (header and write payload) under the connection's read lock and
@@ -14,9 +16,13 @@
 
 #include "core/vol.h"
 
+#include <stdbool.h>
+
 struct nbd_server_opts {
-	const char *export_name;      /* accepted besides ""; NULL means "" */
-	const char *description;      /* NBD_INFO_DESCRIPTION, or NULL */
+	/* nbd_server_new()'s one export: its name (selected by "" too; NULL
+	 * means "") and NBD_INFO_DESCRIPTION (or NULL). */
+	const char *export_name;
+	const char *description;
 	unsigned threads;             /* workers per connection (default 16) */
 	unsigned max_connections;     /* established connections (default 16) */
 	/* Connections still negotiating (default 64): when full, the oldest
@@ -45,9 +51,29 @@ struct nbd_server_opts {
 struct nbd_server;
 
 /* Create a server for vol (not owned: the caller flushes and closes it
- * after nbd_server_free()).  Returns 0 or -errno. */
+ * after nbd_server_free()): one export, named o->export_name, which the
+ * empty name also selects.  Returns 0 or -errno. */
 int nbd_server_new(struct vol *vol, const struct nbd_server_opts *o,
 		   struct nbd_server **out);
+
+/* One export of several (nbd_server_new_multi). */
+struct nbd_export {
+	const char *name;        /* unique; "" allowed */
+	const char *description; /* NBD_INFO_DESCRIPTION, or NULL */
+	struct vol *vol;         /* not owned */
+	/* Advertise NBD_FLAG_READ_ONLY and refuse writes even if the vol could. */
+	bool readonly;
+};
+/* Serve exports[0..n) (copied; vols not owned).  The name "" (and
+ * NBD_OPT_EXPORT_NAME / GO with an empty name) means the default export:
+ * the one named "" if any, else default_export (index) when >= 0, else
+ * refused with NBD_REP_ERR_UNKNOWN and a message listing how to see the
+ * names.  Any other name must match an export's exactly.  o->export_name
+ * and o->description are not used here.  Returns 0, -EINVAL (with
+ * err_set() detail) for no exports, a name used twice or longer than the
+ * protocol's 4096 bytes, or a default_export past the end; or -ENOMEM. */
+int nbd_server_new_multi(const struct nbd_export *exports, unsigned n, int default_export,
+                         const struct nbd_server_opts *o, struct nbd_server **out);
 
 /* Listen on a Unix socket at path (removed again by nbd_server_free()), or
  * on TCP addr:port (port 0 picks a free port; *bound_port tells which).

@@ -508,7 +508,7 @@ static void serve(struct transmit *t, struct pending *p, struct reply *rp)
 			  nbd_cmd_name(req->type), (unsigned long long)req->offset,
 			  req->len, req->flags, error);
 	} else if (req->type == NBD_CMD_BLOCK_STATUS) {
-		int r = block_status_reply(t->c->srv->vol, req, p->wire_cookie, &p->tmp, rp);
+		int r = block_status_reply(t->c->exp->vol, req, p->wire_cookie, &p->tmp, rp);
 		if (r == 0)
 			return;
 		error = nbd_errno_to_wire(r);
@@ -517,7 +517,7 @@ static void serve(struct transmit *t, struct pending *p, struct reply *rp)
 	} else {
 		bool timed = req->type == NBD_CMD_READ || req->type == NBD_CMD_WRITE;
 		uint64_t t0 = timed ? clock_now_ns() : 0;
-		int r = dispatch(t->c->srv->vol, req, p->data);
+		int r = dispatch(t->c->exp->vol, req, p->data);
 		if (timed)
 			avg_add(t, clock_now_ns() - t0);
 		error = nbd_errno_to_wire(r);
@@ -595,7 +595,8 @@ int nbd_transmit(struct nbd_conn *c)
 		goto out;
 	t->c = c;
 	atomic_init(&t->avg_ns, 0);
-	nbd_export_limits_init(&c->lim, s->vol, c->structured, c->meta_alloc);
+	nbd_export_limits_init(&c->lim, c->exp->vol, c->exp->readonly, c->structured,
+	                       c->meta_alloc);
 	for (unsigned i = 0; i < n; i++) {
 		w[i].t = t;
 		w[i].c = c;

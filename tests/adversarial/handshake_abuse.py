@@ -143,6 +143,8 @@ lies = [
     b"\0\0",                                        # short name length
     struct.pack(">I", 0xFFFFFFFF) + b"\0\0",        # huge name length
     struct.pack(">I", 10) + b"abc\0\0",             # name beyond the data
+    struct.pack(">I", 3) + b"abc\0",                # name one byte too long (count cut)
+    struct.pack(">I", 5) + b"abc\0\0",              # name runs into the count
     struct.pack(">I", 0) + b"\0",                   # short info count
     struct.pack(">I", 0) + b"\xff\xff",             # 65535 infos, none sent
     struct.pack(">I", 0) + b"\0\1",                 # 1 info, none sent
@@ -167,7 +169,15 @@ c.send_opt(OPT_INFO, Client.go_data(b"", (0xFFFF, 0x1234, INFO_NAME, INFO_NAME))
 reps = c.opt_replies()
 ck.eq(reps[-1][1], REP_ACK, "OPT_INFO with unknown info types")
 c.send_opt(OPT_GO, Client.go_data(b"no-such-export"))
-ck.eq(c.opt_replies()[-1][1], REP_ERR_UNKNOWN, "OPT_GO for an unknown export")
+reps = c.opt_replies()
+ck.eq(reps[-1][1], REP_ERR_UNKNOWN, "OPT_GO for an unknown export")
+ck.check(b"no-such-export" in reps[-1][2], "the refusal names the export (%r)" % (reps[-1],))
+for name in (b"\0", b"\0" * 3, b"\xff\xfe", b" ", b"/"):
+    c.send_opt(OPT_INFO, Client.go_data(name))
+    reps = c.opt_replies()
+    ck.eq(reps[-1][1], REP_ERR_UNKNOWN, "OPT_INFO for the name %r" % name)
+    ck.check(reps[-1][2].decode("utf-8", "replace").isprintable(),
+             "the refusal for %r is printable text (%r)" % (name, reps[-1][2]))
 c.send_opt(OPT_LIST, b"junk")
 ck.eq(c.opt_replies()[-1][1], REP_ERR_INVALID, "OPT_LIST with data")
 c.send_opt(OPT_STRUCTURED_REPLY, b"junk")

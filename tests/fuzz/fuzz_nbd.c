@@ -11,7 +11,12 @@
  * memfd (end of input is the client leaving) and the replies are drained
  * into /dev/null (or the hanging-up socket).
  *
- * The exports are a small in-memory vol whose ops check the vol contract
+ * Each server serves its vol under three names: "fuzz" (also the default,
+ * ""), "a/p1 x:2" (a name with '/', ' ' and ':'), and "fuzz-ro", exported
+ * read-only over a second vol on the same bytes that can write but aborts
+ * when anything does: a write the read-only export let through is a crash.
+ *
+ * The vols are small in-memory ones whose ops check the vol contract
  * (in range, aligned to block_min, no larger than block_max) and abort when
  * it is broken, so a request the validator should have refused is a crash
  * here, not a silent overrun.  The same input's first 28 bytes are also
@@ -43,6 +48,7 @@
 struct fuzz_vol {
 	struct vol vol;
 	unsigned char *buf;
+	bool ro_export; /* served read-only only: no write may reach it */
 };
 
 static void contract_broken(const struct vol *v, const char *op, uint64_t len,
@@ -63,6 +69,12 @@ static void contract_check(const struct vol *v, const char *op, uint64_t len,
 		contract_broken(v, op, len, off);
 }
 
+static void writable_check(const struct fuzz_vol *f, const char *op, uint64_t len, uint64_t off)
+{
+	if (f->ro_export)
+		contract_broken(&f->vol, op, len, off);
+}
+
 static int fv_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
 {
 	struct fuzz_vol *f = container_of(v, struct fuzz_vol, vol);
@@ -77,6 +89,7 @@ static int fv_write(struct vol *v, const void *buf, uint64_t len, uint64_t off,
 	struct fuzz_vol *f = container_of(v, struct fuzz_vol, vol);
 	(void)flags;
 	contract_check(v, "write", len, off, true);
+	writable_check(f, "write through a read-only export", len, off);
 	if (v->caps & VOL_CAP_READONLY)
 		contract_broken(v, "write on a read-only vol", len, off);
 	memcpy(f->buf + off, buf, len);
@@ -94,6 +107,7 @@ static int fv_trim(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
 	struct fuzz_vol *f = container_of(v, struct fuzz_vol, vol);
 	(void)flags;
 	contract_check(v, "trim", len, off, true);
+	writable_check(f, "trim through a read-only export", len, off);
 	memset(f->buf + off, 0, len);
 	return 0;
 }
@@ -103,6 +117,7 @@ static int fv_write_zeroes(struct vol *v, uint64_t len, uint64_t off,
 {
 	struct fuzz_vol *f = container_of(v, struct fuzz_vol, vol);
 	contract_check(v, "write_zeroes", len, off, true);
+	writable_check(f, "write_zeroes through a read-only export", len, off);
 	/* Exercise the error path of a fast zero that cannot be fast. */
 	if ((flags & VOL_FAST_ZERO) && off % 8192)
 		return -ENOTSUP;
@@ -120,28 +135,35 @@ static const struct vol_ops fuzz_vol_ops = {
 };
 
 static struct fuzz_vol vols[N_EXPORTS];
+static struct fuzz_vol ro_views[N_EXPORTS];      /* the same bytes, for "fuzz-ro" */
 static struct nbd_server *servers[N_EXPORTS][2]; /* [export][1 or 4 threads] */
 static int null_fd = -1;
 
 static void make_export(int i, const char *name, uint32_t block_min, unsigned caps)
 {
-	struct fuzz_vol *f = &vols[i];
+	struct fuzz_vol *f = &vols[i], *ro = &ro_views[i];
 
-	if (vol_init(&f->vol, &fuzz_vol_ops, name, FUZZ_VOL_SIZE, block_min, caps) < 0)
+	if (vol_init(&f->vol, &fuzz_vol_ops, name, FUZZ_VOL_SIZE, block_min, caps) < 0 ||
+	    vol_init(&ro->vol, &fuzz_vol_ops, "fuzz-ro", FUZZ_VOL_SIZE, block_min, caps) < 0)
 		abort();
-	f->vol.block_max = FUZZ_BLOCK_MAX;
+	f->vol.block_max = ro->vol.block_max = FUZZ_BLOCK_MAX;
 	f->buf = calloc(1, FUZZ_VOL_SIZE);
 	if (!f->buf)
 		abort();
+	ro->buf = f->buf;
+	ro->ro_export = true;
+	const struct nbd_export ex[] = {
+	    {.name = "fuzz", .description = "a fuzzing target", .vol = &f->vol},
+	    {.name = "a/p1 x:2", .vol = &f->vol},
+	    {.name = "fuzz-ro", .description = "read-only", .vol = &ro->vol, .readonly = true},
+	};
 	for (int t = 0; t < 2; t++) {
 		struct nbd_server_opts o = {
-			.export_name = "fuzz",
-			.description = "a fuzzing target",
-			.threads = t ? 4 : 1,
-			.max_connections = 4,
-			.handshake_timeout_ms = 5000,
+		    .threads = t ? 4 : 1,
+		    .max_connections = 4,
+		    .handshake_timeout_ms = 5000,
 		};
-		if (nbd_server_new(&f->vol, &o, &servers[i][t]) < 0)
+		if (nbd_server_new_multi(ex, 3, 0, &o, &servers[i][t]) < 0)
 			abort();
 	}
 }
@@ -179,7 +201,7 @@ static void check_validator(const uint8_t *d, size_t n)
 	for (int i = 0; i < N_EXPORTS; i++) {
 		for (int s = 0; s < 2; s++) {
 			struct nbd_export_limits lim;
-			nbd_export_limits_init(&lim, &vols[i].vol, s, s);
+			nbd_export_limits_init(&lim, &vols[i].vol, false, s, s);
 			if (nbd_request_check(&r, &lim) != 0)
 				continue;
 			bool ranged = r.type == NBD_CMD_READ || r.type == NBD_CMD_WRITE ||

@@ -5,7 +5,8 @@ Each seed is fuzz_nbd's input: one selector byte (bit 7: 4 worker threads
 instead of 1; bit 6: the client hangs up after 40 x (low bits / 3) bytes of replies; the low six bits mod 3:
 export 0 byte-addressed, 1 with 512-byte blocks, 2 read-only with
 4096-byte blocks), then a client's byte stream:
-valid handshakes in each style followed by a few requests.  Regression
+valid handshakes in each style followed by a few requests, for each of
+the exports' names ("fuzz" or "", "a/p1 x:2", the read-only "fuzz-ro").  Regression
 seeds for past findings live beside these as regress-*; this script does
 not touch them.
 """
@@ -25,6 +26,10 @@ def opt(o, data=b""):
 def go_data(name=b"", infos=()):
     return struct.pack(">I", len(name)) + name + struct.pack(">H", len(infos)) + \
         b"".join(struct.pack(">H", i) for i in infos)
+
+
+def meta_data(name, query=b"base:allocation"):
+    return struct.pack(">I", len(name)) + name + struct.pack(">II", 1, len(query)) + query
 
 
 def req(cmd, off=0, n=0, flags=0, cookie=1, payload=b""):
@@ -63,8 +68,16 @@ seeds = {
     "abort": opt(8) + opt(2),
     # Client leaves mid-write.
     "mid-write": opt(7, go_data()) + req(WRITE, 0, 8192, cookie=1, payload=b"p" * 100),
+    # The read-only export: every write, trim and zero must be refused.
+    "go-ro": opt(8) + opt(7, go_data(b"fuzz-ro", (1, 2, 3))) + requests + bad_requests + disc,
+    "export-name-ro": opt(1, b"fuzz-ro") + requests + disc,
+    # Export names: INFO by an odd name and an unknown one, a context set
+    # for one export, then GO for another.
+    "names": opt(3) + opt(8) + opt(6, go_data(b"a/p1 x:2", (1, 2))) +
+    opt(6, go_data(b"a/p1 x:")) + opt(10, meta_data(b"fuzz")) +
+    opt(7, go_data(b"a/p1 x:2")) + req(7, 0, 4096, cookie=20) + requests + disc,
 }
-flags = {"export-name": 1}  # FIXED_NEWSTYLE without NO_ZEROES
+flags = {"export-name": 1, "export-name-ro": 1}  # FIXED_NEWSTYLE without NO_ZEROES
 os.makedirs(out, exist_ok=True)
 for name, stream in seeds.items():
     cflags = struct.pack(">I", flags.get(name, 3))

@@ -90,7 +90,9 @@ option(s, 3, b"x")
 check(reply(s)[1] == 0x80000003, "LIST with data -> ERR_INVALID")
 option(s, 3)
 opt, typ, data = reply(s)
-check(typ == 2 and data == struct.pack(">I", 4) + b"disk", "LIST names the export")
+# The name, then the description (the vol's name) as text for people.
+check(typ == 2 and data[:8] == struct.pack(">I", 4) + b"disk", "LIST names the export")
+check(data[8:] == b"mem:64M", "LIST describes the export (got %r)" % data[8:])
 check(reply(s)[1] == 1, "LIST ends with ACK")
 # Unknown export name: ERR_UNKNOWN; then GO on the real one.
 check(go(s, b"nope") == 0x80000006, "unknown export -> ERR_UNKNOWN")

@@ -1,6 +1,6 @@
 /* test_nbd_request.c — the pure parts of the NBD server: advertised flags,
  * request validation and errno mapping, over a matrix of block sizes and
- * read-only/writable exports. */
+ * writable exports, read-only vols and writable vols exported read-only. */
 #include "check.h"
 
 #include "nbd/proto.h"
@@ -14,14 +14,19 @@ static struct nbd_req req(uint16_t type, uint16_t flags, uint64_t off, uint32_t 
 	return (struct nbd_req){ .type = type, .flags = flags, .offset = off, .len = len };
 }
 
-static void check_limits(uint32_t bmin, bool ro, bool structured)
+/* ro: 0 writable, 1 a read-only vol, 2 a writable vol exported read-only. */
+static void check_limits(uint32_t bmin, int ro_how, bool structured)
 {
-	struct vol v = { .size = 1u << 20, .block_min = bmin, .block_max = 64u << 10,
-			 .caps = VOL_CAP_TRIM | VOL_CAP_FAST_ZERO | (ro ? VOL_CAP_READONLY : 0) };
+	bool ro = ro_how != 0;
+	struct vol v = {.size = 1u << 20,
+	                .block_min = bmin,
+	                .block_max = 64u << 10,
+	                .caps = VOL_CAP_TRIM | VOL_CAP_FAST_ZERO |
+	                        (ro_how == 1 ? VOL_CAP_READONLY : 0)};
 	struct nbd_export_limits l;
 	struct nbd_req r;
 
-	nbd_export_limits_init(&l, &v, structured, false);
+	nbd_export_limits_init(&l, &v, ro_how == 2, structured, false);
 	CHECK(l.tflags & NBD_FLAG_HAS_FLAGS);
 	CHECK(!(l.tflags & NBD_FLAG_SEND_FLUSH)); /* no volatile cache */
 	CHECK(!!(l.tflags & NBD_FLAG_READ_ONLY) == ro);
@@ -86,7 +91,7 @@ static void check_fua_and_block_status(uint32_t bmin, bool structured)
 	struct nbd_export_limits l;
 	struct nbd_req r;
 
-	nbd_export_limits_init(&l, &v, structured, true);
+	nbd_export_limits_init(&l, &v, false, structured, true);
 	CHECK(l.tflags & NBD_FLAG_SEND_FUA);
 	CHECK_EQ(l.meta_alloc, structured);
 	r = req(NBD_CMD_READ, NBD_CMD_FLAG_FUA, 0, bmin);
@@ -131,7 +136,7 @@ int main(void)
 {
 	const uint32_t bmins[] = { 1, 512, 4096 };
 	for (unsigned i = 0; i < 3; i++)
-		for (int ro = 0; ro < 2; ro++)
+		for (int ro = 0; ro < 3; ro++)
 			for (int st = 0; st < 2; st++)
 				check_limits(bmins[i], ro, st);
 	for (unsigned i = 0; i < 3; i++)
