@@ -66,8 +66,8 @@ static void probe_print(const struct stack_graph *g, unsigned i, const char *pre
 		format_size(nd->vol->size, size, sizeof(size));
 	state = nd->refused ? "refused" : stack_graph_is_export(g, i) ? "export" : "";
 	snprintf(line, sizeof(line), "%s%s%s", prefix, root ? "" : last ? "└─" : "├─", nd->name);
-	printf("%s%*s %10s  %-9s %-7s %s%s%s\n", line, probe_pad(line, 40), "", size, nd->kind, state,
-	       nd->what ? nd->what : "",
+	printf("%s%*s %10s  %-9s %-7s %s%s%s\n", line, probe_pad(line, 40), "", size, nd->kind,
+	       state, nd->what ? nd->what : "",
 	       nd->holds ? (nd->what && *nd->what ? "; holds " : "holds ") : "",
 	       nd->holds ? nd->holds : "");
 	if (nd->refused)
@@ -92,15 +92,19 @@ static int probe_json(const struct stack_graph *g)
 
 		json_object_object_add(o, "name", json_object_new_string(nd->name));
 		json_object_object_add(o, "type", json_object_new_string(nd->kind));
-		json_object_object_add(o, "size",
-		                       nd->vol ? json_object_new_int64((int64_t)nd->vol->size) : NULL);
-		json_object_object_add(o, "detail", json_object_new_string(nd->what ? nd->what : ""));
-		json_object_object_add(o, "export", json_object_new_boolean(stack_graph_is_export(g, i)));
-		json_object_object_add(o, "holds", nd->holds ? json_object_new_string(nd->holds) : NULL);
+		json_object_object_add(
+		    o, "size", nd->vol ? json_object_new_int64((int64_t)nd->vol->size) : NULL);
+		json_object_object_add(o, "detail",
+		                       json_object_new_string(nd->what ? nd->what : ""));
+		json_object_object_add(o, "export",
+		                       json_object_new_boolean(stack_graph_is_export(g, i)));
+		json_object_object_add(o, "holds",
+		                       nd->holds ? json_object_new_string(nd->holds) : NULL);
 		json_object_object_add(o, "refused",
 		                       nd->refused ? json_object_new_string(nd->refused) : NULL);
 		for (unsigned k = 0; k < nd->nfrom; k++)
-			json_object_array_add(from, json_object_new_string(g->node[nd->from[k]].name));
+			json_object_array_add(from,
+			                      json_object_new_string(g->node[nd->from[k]].name));
 		json_object_object_add(o, "from", from);
 		json_object_array_add(vols, o);
 	}
@@ -115,12 +119,9 @@ static int probe_json(const struct stack_graph *g)
 int cmd_probe(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"json", no_argument, NULL, 'j'},
-	    {"key-file", required_argument, NULL, 'k'},
-	    {"force", no_argument, NULL, 'f'},
-	    {"verbose", no_argument, NULL, 'v'},
-	    {"help", no_argument, NULL, 'h'},
-	    {0},
+	    {"json", no_argument, NULL, 'j'},  {"key-file", required_argument, NULL, 'k'},
+	    {"force", no_argument, NULL, 'f'}, {"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},  {0},
 	};
 	struct stack_opts so = {.readonly = true, .run_degraded = true, .no_luks = true};
 	struct stack_graph *g;

@@ -7,7 +7,7 @@
 #include "cli.h"
 #include "ctl/control.h"
 #include "stack/passphrase.h"
-#include "stack/stack.h"
+#include "stack/graph.h"
 
 #include "core/log.h"
 #include "core/units.h"
@@ -27,6 +27,8 @@
 #include <unistd.h>
 #include <fcntl.h>
 
+#define SERVE_MAX_EXPORTS 256
+
 struct serve_args {
 	const char *socket_path;
 	int port; /* -1: none */
@@ -38,6 +40,8 @@ struct serve_args {
 	bool foreground;
 	struct stack_opts stack;
 	struct nbd_server_opts nbd;
+	const char *only[SERVE_MAX_EXPORTS]; /* --export NAME: serve only these */
+	unsigned nonly;
 };
 
 static struct nbd_server *serve_server; /* for the signal handler */
@@ -52,60 +56,217 @@ static void serve_on_signal(int sig)
 static void serve_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: uraid serve [OPTIONS] MEMBER...\n"
-		"\n"
-		"Assemble the members (md arrays and LUKS are found by probing) and\n"
-		"export the resulting volume over NBD.\n"
-		"\n"
-		"Where to listen (one is required, unless a socket is passed by systemd\n"
-		"socket activation, as nbdinfo -- [ uraid serve ... ] does):\n"
-		"  --socket PATH          listen on a Unix socket\n"
-		"  --port N               listen on TCP port N (0: any free port)\n"
-		"  --bind ADDR            TCP address to bind (default 127.0.0.1)\n"
-		"  --stdio                serve one client on stdin/stdout\n"
-		"  --run CMD              serve, run CMD via /bin/sh -c with $uri set,\n"
-		"                         stop when it exits and exit with its status\n"
-		"Process:\n"
-		"  -f, --foreground       do not daemonize (--run and --stdio imply it)\n"
-		"  --pid-file FILE        write the server's pid to FILE\n"
-		"  --control PATH         accept management requests on a Unix socket at PATH\n"
-		"                         (uraid detail / fail / remove / add / check CONTROL)\n"
-		"Stack:\n"
-		"  -r, --readonly         open everything read-only; refuse writes\n"
-		"  --direct               open file members with O_DIRECT\n"
-		"  --key-file FILE        LUKS passphrase file\n"
-		"  --degraded             start arrays that are missing members\n"
-		"  --force                start a RAID5/6 that is degraded and was not shut\n"
-		"                         down cleanly (md's write hole: stripes written at\n"
-		"                         the crash may be wrong on the missing member); with\n"
-		"                         --readonly, take stale members into an array that\n"
-		"                         cannot start without them (mdadm --assemble --force)\n"
-		"  --no-rebuild           do not recover md members online (members being\n"
-		"                         rebuilt and spares are left out; `uraid rebuild`)\n"
-		"  --sync-speed-max RATE  md's speed_limit_max: online recoveries and checks\n"
-		"                         go at most RATE bytes/s of each member (e.g. 200M;\n"
-		"                         default: no limit)\n"
-		"  --sync-speed-min RATE  md's speed_limit_min: while clients use the array,\n"
-		"                         at most RATE (default: no limit)\n"
-		"NBD:\n"
-		"  --export-name NAME     export name accepted besides \"\" (default \"\")\n"
-		"  --threads N            worker threads per connection (default 16)\n"
-		"  --max-connections N    established clients (default 16)\n"
-		"  --max-handshakes N     clients negotiating at once (default 64); when\n"
-		"                         full, the oldest unauthenticated one is dropped\n"
-		"  --handshake-timeout S  drop clients that take longer to negotiate (10)\n"
-		"  --idle-timeout S       close a client that sends no request for S seconds\n"
-		"                         (default: never)\n"
-		"  --max-buffer-memory SIZE  request buffers of all clients (default 256M)\n"
-		"  --tls off|on|require   offer TLS (NBD_OPT_STARTTLS), or refuse clients\n"
-		"                         that do not use it (default off; on with a key)\n"
-		"  --tls-psk FILE         TLS pre-shared keys, username:hexkey lines (psktool)\n"
-		"  --tls-certificates DIR TLS X.509: DIR/server-cert.pem, DIR/server-key.pem\n"
-		"  --tls-verify-peer      X.509: only clients with a certificate issued by\n"
-		"                         DIR/ca-cert.pem, not revoked in DIR/ca-crl.pem\n"
-		"                         (if present), get a TLS session (no effect with a PSK)\n"
-		"  -v, --verbose          more messages (twice: per-request debug)\n"
-		"  -h, --help             this text\n");
+	        "usage: uraid serve [OPTIONS] MEMBER...\n"
+	        "\n"
+	        "Assemble the members (md arrays and LUKS are found by probing) and\n"
+	        "export the resulting volume over NBD.\n"
+	        "\n"
+	        "Where to listen (one is required, unless a socket is passed by systemd\n"
+	        "socket activation, as nbdinfo -- [ uraid serve ... ] does):\n"
+	        "  --socket PATH          listen on a Unix socket\n"
+	        "  --port N               listen on TCP port N (0: any free port)\n"
+	        "  --bind ADDR            TCP address to bind (default 127.0.0.1)\n"
+	        "  --stdio                serve one client on stdin/stdout\n"
+	        "  --run CMD              serve, run CMD via /bin/sh -c with $uri set,\n"
+	        "                         stop when it exits and exit with its status\n"
+	        "Process:\n"
+	        "  -f, --foreground       do not daemonize (--run and --stdio imply it)\n"
+	        "  --pid-file FILE        write the server's pid to FILE\n"
+	        "  --control PATH         accept management requests on a Unix socket at PATH\n"
+	        "                         (uraid detail / fail / remove / add / check CONTROL)\n"
+	        "Stack:\n"
+	        "  -r, --readonly         open everything read-only; refuse writes\n"
+	        "  --direct               open file members with O_DIRECT\n"
+	        "  --key-file FILE        LUKS passphrase file\n"
+	        "  --degraded             start arrays that are missing members\n"
+	        "  --force                start a RAID5/6 that is degraded and was not shut\n"
+	        "                         down cleanly (md's write hole: stripes written at\n"
+	        "                         the crash may be wrong on the missing member); with\n"
+	        "                         --readonly, take stale members into an array that\n"
+	        "                         cannot start without them (mdadm --assemble --force)\n"
+	        "  --no-rebuild           do not recover md members online (members being\n"
+	        "                         rebuilt and spares are left out; `uraid rebuild`)\n"
+	        "  --sync-speed-max RATE  md's speed_limit_max: online recoveries and checks\n"
+	        "                         go at most RATE bytes/s of each member (e.g. 200M;\n"
+	        "                         default: no limit)\n"
+	        "  --sync-speed-min RATE  md's speed_limit_min: while clients use the array,\n"
+	        "                         at most RATE (default: no limit)\n"
+	        "NBD:\n"
+	        "  --export NAME          serve only the volume NAME (`uraid probe` lists the\n"
+	        "                         names); may be given several times. Default: every\n"
+	        "                         volume found, each an export under its name\n"
+	        "  --export-name NAME     with one export: a name accepted besides \"\"\n"
+	        "  --threads N            worker threads per connection (default 16)\n"
+	        "  --max-connections N    established clients (default 16)\n"
+	        "  --max-handshakes N     clients negotiating at once (default 64); when\n"
+	        "                         full, the oldest unauthenticated one is dropped\n"
+	        "  --handshake-timeout S  drop clients that take longer to negotiate (10)\n"
+	        "  --idle-timeout S       close a client that sends no request for S seconds\n"
+	        "                         (default: never)\n"
+	        "  --max-buffer-memory SIZE  request buffers of all clients (default 256M)\n"
+	        "  --tls off|on|require   offer TLS (NBD_OPT_STARTTLS), or refuse clients\n"
+	        "                         that do not use it (default off; on with a key)\n"
+	        "  --tls-psk FILE         TLS pre-shared keys, username:hexkey lines (psktool)\n"
+	        "  --tls-certificates DIR TLS X.509: DIR/server-cert.pem, DIR/server-key.pem\n"
+	        "  --tls-verify-peer      X.509: only clients with a certificate issued by\n"
+	        "                         DIR/ca-cert.pem, not revoked in DIR/ca-crl.pem\n"
+	        "                         (if present), get a TLS session (no effect with a PSK)\n"
+	        "  -v, --verbose          more messages (twice: per-request debug)\n"
+	        "  -h, --help             this text\n");
+}
+
+/* What serve exports: one vol (which holds the rest of the stack), or,
+ * for several, the graph that holds them all. */
+struct serve_vols {
+	struct vol *top;       /* one export */
+	struct stack_graph *g; /* several */
+	struct nbd_export *ex;
+	unsigned n;
+	struct stack_info info;
+};
+
+/* Mark in need[] the members (graph roots) node i is made of. */
+static void serve_roots(const struct stack_graph *g, unsigned i, bool *need, unsigned depth)
+{
+	const struct stack_node *nd = &g->node[i];
+
+	if (nd->nfrom == 0)
+		need[i] = true;
+	for (unsigned k = 0; k < nd->nfrom && depth < 64; k++)
+		serve_roots(g, (unsigned)nd->from[k], need, depth + 1);
+}
+
+/* --export NAME...: which members the named volumes need, found by a
+ * read-only probe first, so that arrays the user did not name are not
+ * even opened (a writable open might resync or rebuild them).  Fills
+ * specs[0..*n) in place with those members, in the order given. */
+static int serve_pick_members(const struct serve_args *a, char **specs, int *n)
+{
+	struct stack_opts ro = a->stack;
+	struct stack_graph *g;
+	bool *need;
+	int r, w = 0;
+
+	ro.readonly = true;
+	ro.no_recovery = true;
+	ro.no_luks = true; /* a LUKS plaintext has the name of its device */
+	/* Its messages come again from the open that counts. */
+	int verbosity = log_verbosity;
+	log_verbosity = LOG_ERROR;
+	r = stack_graph_open(specs, *n, &ro, &g);
+	log_verbosity = verbosity;
+	if (r < 0)
+		return r;
+	need = calloc(g->n, sizeof(*need));
+	if (!need) {
+		stack_graph_close(g);
+		return -ENOMEM;
+	}
+	for (unsigned k = 0; k < a->nonly && r == 0; k++) {
+		int i = stack_graph_find(g, a->only[k]);
+		if (i < 0 || !stack_graph_is_export(g, (unsigned)i))
+			r = stack_graph_no_such_export(g, a->only[k]);
+		else
+			serve_roots(g, (unsigned)i, need, 0);
+	}
+	for (int i = 0; i < *n && r == 0; i++)
+		if (need[i])
+			specs[w++] = specs[i];
+	if (r == 0)
+		*n = w;
+	free(need);
+	stack_graph_close(g);
+	return r;
+}
+
+static int serve_open(struct serve_args *a, char **specs, int n, struct serve_vols *sv)
+{
+	unsigned *idx = NULL, k;
+	int r;
+
+	memset(sv, 0, sizeof(*sv));
+	if (a->stack.raw) {
+		r = stack_open_info(specs, n, &a->stack, &sv->top, &sv->info);
+		sv->n = r < 0 ? 0 : 1;
+		return r;
+	}
+	if (a->nonly) {
+		r = serve_pick_members(a, specs, &n);
+		if (r < 0)
+			return r;
+	}
+	r = stack_graph_open(specs, n, &a->stack, &sv->g);
+	if (r < 0)
+		return r;
+	idx = calloc(sv->g->n, sizeof(*idx));
+	sv->ex = calloc(sv->g->n, sizeof(*sv->ex));
+	if (!idx || !sv->ex) {
+		r = -ENOMEM;
+		goto out;
+	}
+	k = 0;
+	if (a->nonly) {
+		for (unsigned j = 0; j < a->nonly; j++) {
+			int i = stack_graph_find(sv->g, a->only[j]);
+			if (i < 0 || !stack_graph_is_export(sv->g, (unsigned)i)) {
+				r = stack_graph_no_such_export(sv->g, a->only[j]);
+				goto out;
+			}
+			idx[k++] = (unsigned)i;
+		}
+	} else
+		k = stack_graph_exports(sv->g, idx);
+	if (k == 0) {
+		r = stack_graph_no_export(sv->g);
+		goto out;
+	}
+	if (k == 1) {
+		stack_info_of(sv->g, idx[0], &sv->info);
+		r = stack_take_export(sv->g, idx[0], &sv->top);
+		sv->g = NULL;
+		sv->n = r < 0 ? 0 : 1;
+		goto out;
+	}
+	for (unsigned j = 0; j < k; j++) {
+		const struct stack_node *nd = &sv->g->node[idx[j]];
+		sv->ex[j] = (struct nbd_export){.name = nd->name,
+		                                .description = nd->what,
+		                                .vol = nd->vol,
+		                                .readonly = a->stack.readonly};
+		/* The control socket manages the first array served. */
+		if (!sv->info.md)
+			stack_info_of(sv->g, idx[j], &sv->info);
+	}
+	sv->n = k;
+	r = 0;
+out:
+	free(idx);
+	if (r < 0 && sv->g) {
+		stack_graph_close(sv->g);
+		sv->g = NULL;
+	}
+	return r;
+}
+
+/* Flush what serve exported and close it; 0 or -errno of a flush. */
+static int serve_close(struct serve_vols *sv)
+{
+	int ret = 0;
+
+	for (unsigned j = 0; j < sv->n; j++) {
+		struct vol *v = sv->top ? sv->top : sv->ex[j].vol;
+		int r = vol_flush(v);
+		if (r < 0) {
+			log_error("%s: flush at exit: %s", v->name, err_detail(r));
+			ret = r;
+		}
+	}
+	if (sv->top)
+		vol_close(sv->top);
+	stack_graph_close(sv->g);
+	free(sv->ex);
+	memset(sv, 0, sizeof(*sv));
+	return ret;
 }
 
 static int parse_uint(const char *s, unsigned min, unsigned max, unsigned *out)
@@ -134,41 +295,66 @@ static int serve_activation_fd(void)
 /* Returns 0, or the exit code for a usage error / --help (as -code - 1). */
 static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 {
-	enum { OPT_SOCKET = 256, OPT_PORT, OPT_BIND, OPT_RUN, OPT_STDIO, OPT_PIDFILE,
-	       OPT_DIRECT, OPT_KEYFILE, OPT_DEGRADED, OPT_THREADS, OPT_EXPORT, OPT_MAXCONN,
-	       OPT_HSTIMEOUT, OPT_TLS, OPT_TLS_PSK, OPT_TLS_CERTS, OPT_TLS_VERIFY, OPT_NOREBUILD, OPT_SYNCMIN, OPT_SYNCMAX,
-	       OPT_CONTROL, OPT_MAXHS, OPT_IDLE, OPT_BUFMEM, OPT_FORCE };
+	enum {
+		OPT_SOCKET = 256,
+		OPT_PORT,
+		OPT_BIND,
+		OPT_RUN,
+		OPT_STDIO,
+		OPT_PIDFILE,
+		OPT_DIRECT,
+		OPT_KEYFILE,
+		OPT_DEGRADED,
+		OPT_THREADS,
+		OPT_EXPORT,
+		OPT_MAXCONN,
+		OPT_HSTIMEOUT,
+		OPT_TLS,
+		OPT_TLS_PSK,
+		OPT_TLS_CERTS,
+		OPT_TLS_VERIFY,
+		OPT_NOREBUILD,
+		OPT_SYNCMIN,
+		OPT_SYNCMAX,
+		OPT_CONTROL,
+		OPT_MAXHS,
+		OPT_IDLE,
+		OPT_BUFMEM,
+		OPT_FORCE,
+		OPT_ONLY
+	};
 	static const struct option lo[] = {
-		{ "socket", required_argument, NULL, OPT_SOCKET },
-		{ "port", required_argument, NULL, OPT_PORT },
-		{ "bind", required_argument, NULL, OPT_BIND },
-		{ "run", required_argument, NULL, OPT_RUN },
-		{ "stdio", no_argument, NULL, OPT_STDIO },
-		{ "foreground", no_argument, NULL, 'f' },
-		{ "pid-file", required_argument, NULL, OPT_PIDFILE },
-		{ "control", required_argument, NULL, OPT_CONTROL },
-		{ "readonly", no_argument, NULL, 'r' },
-		{ "direct", no_argument, NULL, OPT_DIRECT },
-		{ "key-file", required_argument, NULL, OPT_KEYFILE },
-		{ "degraded", no_argument, NULL, OPT_DEGRADED },
-		{ "force", no_argument, NULL, OPT_FORCE },
-		{ "no-rebuild", no_argument, NULL, OPT_NOREBUILD },
-		{ "sync-speed-min", required_argument, NULL, OPT_SYNCMIN },
-		{ "sync-speed-max", required_argument, NULL, OPT_SYNCMAX },
-		{ "threads", required_argument, NULL, OPT_THREADS },
-		{ "export-name", required_argument, NULL, OPT_EXPORT },
-		{ "max-connections", required_argument, NULL, OPT_MAXCONN },
-		{ "handshake-timeout", required_argument, NULL, OPT_HSTIMEOUT },
-		{ "max-handshakes", required_argument, NULL, OPT_MAXHS },
-		{ "idle-timeout", required_argument, NULL, OPT_IDLE },
-		{ "max-buffer-memory", required_argument, NULL, OPT_BUFMEM },
-		{ "tls", required_argument, NULL, OPT_TLS },
-		{ "tls-psk", required_argument, NULL, OPT_TLS_PSK },
-		{ "tls-certificates", required_argument, NULL, OPT_TLS_CERTS },
-		{ "tls-verify-peer", no_argument, NULL, OPT_TLS_VERIFY },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	    {"socket", required_argument, NULL, OPT_SOCKET},
+	    {"export", required_argument, NULL, OPT_ONLY},
+	    {"port", required_argument, NULL, OPT_PORT},
+	    {"bind", required_argument, NULL, OPT_BIND},
+	    {"run", required_argument, NULL, OPT_RUN},
+	    {"stdio", no_argument, NULL, OPT_STDIO},
+	    {"foreground", no_argument, NULL, 'f'},
+	    {"pid-file", required_argument, NULL, OPT_PIDFILE},
+	    {"control", required_argument, NULL, OPT_CONTROL},
+	    {"readonly", no_argument, NULL, 'r'},
+	    {"direct", no_argument, NULL, OPT_DIRECT},
+	    {"key-file", required_argument, NULL, OPT_KEYFILE},
+	    {"degraded", no_argument, NULL, OPT_DEGRADED},
+	    {"force", no_argument, NULL, OPT_FORCE},
+	    {"no-rebuild", no_argument, NULL, OPT_NOREBUILD},
+	    {"sync-speed-min", required_argument, NULL, OPT_SYNCMIN},
+	    {"sync-speed-max", required_argument, NULL, OPT_SYNCMAX},
+	    {"threads", required_argument, NULL, OPT_THREADS},
+	    {"export-name", required_argument, NULL, OPT_EXPORT},
+	    {"max-connections", required_argument, NULL, OPT_MAXCONN},
+	    {"handshake-timeout", required_argument, NULL, OPT_HSTIMEOUT},
+	    {"max-handshakes", required_argument, NULL, OPT_MAXHS},
+	    {"idle-timeout", required_argument, NULL, OPT_IDLE},
+	    {"max-buffer-memory", required_argument, NULL, OPT_BUFMEM},
+	    {"tls", required_argument, NULL, OPT_TLS},
+	    {"tls-psk", required_argument, NULL, OPT_TLS_PSK},
+	    {"tls-certificates", required_argument, NULL, OPT_TLS_CERTS},
+	    {"tls-verify-peer", no_argument, NULL, OPT_TLS_VERIFY},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	unsigned u;
 	int c;
@@ -230,8 +416,9 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 		case OPT_SYNCMAX:
 			if (parse_size(optarg, c == OPT_SYNCMIN ? &a->stack.sync_min
 			                                        : &a->stack.sync_max) < 0) {
-				fprintf(stderr, "uraid serve: bad --%s '%s' (bytes per second: 50M)\n",
-				        c == OPT_SYNCMIN ? "sync-speed-min" : "sync-speed-max", optarg);
+				fprintf(
+				    stderr, "uraid serve: bad --%s '%s' (bytes per second: 50M)\n",
+				    c == OPT_SYNCMIN ? "sync-speed-min" : "sync-speed-max", optarg);
 				return 2;
 			}
 			break;
@@ -240,6 +427,14 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 				fprintf(stderr, "uraid serve: --threads takes 1..1024\n");
 				return 2;
 			}
+			break;
+		case OPT_ONLY:
+			if (a->nonly == SERVE_MAX_EXPORTS) {
+				fprintf(stderr, "uraid serve: --export at most %d times\n",
+				        SERVE_MAX_EXPORTS);
+				return 2;
+			}
+			a->only[a->nonly++] = optarg;
 			break;
 		case OPT_EXPORT:
 			if (strlen(optarg) > 4096) {
@@ -256,7 +451,8 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 			break;
 		case OPT_HSTIMEOUT:
 			if (parse_uint(optarg, 1, 3600, &u) < 0) {
-				fprintf(stderr, "uraid serve: --handshake-timeout takes 1..3600 seconds\n");
+				fprintf(stderr,
+				        "uraid serve: --handshake-timeout takes 1..3600 seconds\n");
 				return 2;
 			}
 			a->nbd.handshake_timeout_ms = u * 1000;
@@ -270,7 +466,8 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 		case OPT_IDLE:
 			/* In ms, it goes to poll() as an int. */
 			if (parse_uint(optarg, 1, 2000000, &u) < 0) {
-				fprintf(stderr, "uraid serve: --idle-timeout takes 1..2000000 seconds\n");
+				fprintf(stderr,
+				        "uraid serve: --idle-timeout takes 1..2000000 seconds\n");
 				return 2;
 			}
 			a->nbd.idle_timeout_ms = u * 1000;
@@ -278,7 +475,8 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 		case OPT_BUFMEM:
 			if (parse_size(optarg, &a->nbd.max_buffer_memory) < 0 ||
 			    a->nbd.max_buffer_memory < (1u << 20)) {
-				fprintf(stderr, "uraid serve: bad --max-buffer-memory '%s' (at least 1M)\n",
+				fprintf(stderr,
+				        "uraid serve: bad --max-buffer-memory '%s' (at least 1M)\n",
 				        optarg);
 				return 2;
 			}
@@ -319,7 +517,8 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 	*first = optind;
 	/* A key or certificate alone turns TLS on (offered); --tls says more. */
 	if (a->nbd.tls_psk_file && a->nbd.tls_cert_dir) {
-		fprintf(stderr, "uraid serve: --tls-psk and --tls-certificates exclude each other\n");
+		fprintf(stderr,
+		        "uraid serve: --tls-psk and --tls-certificates exclude each other\n");
 		return 2;
 	}
 	if (!tls_set && (a->nbd.tls_psk_file || a->nbd.tls_cert_dir))
@@ -328,14 +527,14 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 		passphrase_file_warn(a->nbd.tls_psk_file, -1);
 	if (a->nbd.tls != NBD_TLS_OFF && !a->nbd.tls_psk_file && !a->nbd.tls_cert_dir) {
 		fprintf(stderr, "uraid serve: --tls %s needs --tls-psk or --tls-certificates\n",
-			a->nbd.tls == NBD_TLS_ON ? "on" : "require");
+		        a->nbd.tls == NBD_TLS_ON ? "on" : "require");
 		return 2;
 	}
 	/* Accepted with a PSK, as nbdkit does (the key is the client's proof),
 	 * but not where it would check nothing at all. */
 	if (a->nbd.tls_verify_peer && a->nbd.tls == NBD_TLS_OFF) {
 		fprintf(stderr, "uraid serve: --tls-verify-peer %s\n",
-			tls_set ? "contradicts --tls off" : "needs --tls-certificates DIR");
+		        tls_set ? "contradicts --tls off" : "needs --tls-certificates DIR");
 		return 2;
 	}
 	if (a->stack.sync_min && a->stack.sync_max && a->stack.sync_min > a->stack.sync_max) {
@@ -356,7 +555,8 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 	}
 	if (!a->use_stdio && !a->run_cmd && !a->socket_path && a->port < 0 &&
 	    serve_activation_fd() < 0) {
-		fprintf(stderr, "uraid serve: say where to listen: --socket, --port, --run or --stdio\n");
+		fprintf(stderr,
+		        "uraid serve: say where to listen: --socket, --port, --run or --stdio\n");
 		return 2;
 	}
 	return 0;
@@ -406,8 +606,7 @@ static void psk_first_user(const char *path, char *user, size_t cap)
  * required, an nbds URI that says how (libnbd's query parameters): the
  * PSK file and its first user, or the certificate directory, which must
  * then hold the CA's ca-cert.pem too, as nbdkit's layout has it. */
-static void make_uri(const struct serve_args *a, const char *sock, int port,
-		     char *uri, size_t cap)
+static void make_uri(const struct serve_args *a, const char *sock, int port, char *uri, size_t cap)
 {
 	const char *name = a->nbd.export_name ? a->nbd.export_name : "";
 	bool tls = a->nbd.tls == NBD_TLS_REQUIRE;
@@ -427,14 +626,14 @@ static void make_uri(const struct serve_args *a, const char *sock, int port,
 	} else {
 		bool v6 = strchr(a->bind_addr, ':') != NULL;
 		snprintf(uri, cap, "%s://%s%s%s%s:%d/", tls ? "nbds" : "nbd", at, v6 ? "[" : "",
-			 a->bind_addr, v6 ? "]" : "", port);
+		         a->bind_addr, v6 ? "]" : "", port);
 		uri_append_name(uri, cap, name);
 	}
 	if (tls && cred) {
 		size_t n = strlen(uri);
 		snprintf(uri + n, cap - n, "%s%s=%s", sock ? "&" : "?",
-			 a->nbd.tls_psk_file ? "tls-psk-file" : "tls-certificates",
-			 realpath(cred, full) ? full : cred);
+		         a->nbd.tls_psk_file ? "tls-psk-file" : "tls-certificates",
+		         realpath(cred, full) ? full : cred);
 	}
 }
 
@@ -541,7 +740,7 @@ static pid_t spawn_run(const char *cmd, const char *uri)
 	envp[k++] = var;
 	pid = fork();
 	if (pid == 0) {
-		char *argv[] = { "sh", "-c", (char *)cmd, NULL };
+		char *argv[] = {"sh", "-c", (char *)cmd, NULL};
 		sigset_t none;
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
@@ -564,10 +763,10 @@ static void *stdio_stopper(void *arg)
 
 int cmd_serve(int argc, char **argv)
 {
-	struct serve_args a = { 0 };
+	struct serve_args a = {0};
 	struct vol *top = NULL;
 	struct nbd_server *srv = NULL;
-	struct stack_info info;
+	struct serve_vols sv = {0};
 	struct ctl_target ct = {0};
 	struct ctl *ctl = NULL;
 	char tmpdir[] = "/tmp/uraid-serve-XXXXXX";
@@ -580,8 +779,8 @@ int cmd_serve(int argc, char **argv)
 	r = serve_parse(argc, argv, &a, &first);
 	if (r)
 		return r < 0 ? 0 : r;
-	int act_fd = a.socket_path || a.port >= 0 || a.use_stdio || a.run_cmd
-			     ? -1 : serve_activation_fd();
+	int act_fd =
+	    a.socket_path || a.port >= 0 || a.use_stdio || a.run_cmd ? -1 : serve_activation_fd();
 	if (act_fd >= 0) {
 		unsetenv("LISTEN_PID");
 		unsetenv("LISTEN_FDS");
@@ -595,16 +794,42 @@ int cmd_serve(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	err_clear();
-	r = stack_open_info(argv + first, argc - first, &a.stack, &top, &info);
+	r = serve_open(&a, argv + first, argc - first, &sv);
 	if (r < 0)
 		return cli_fail("serve", r);
-	a.nbd.description = top->name; /* what nbdinfo shows */
-	r = nbd_server_new(top, &a.nbd, &srv);
+	top = sv.top ? sv.top : sv.ex[0].vol;
+	if (sv.top) {
+		a.nbd.description = top->name; /* what nbdinfo shows */
+		/* The one volume named by --export answers to that name too. */
+		if (a.nonly && !a.nbd.export_name)
+			a.nbd.export_name = a.only[0];
+		r = nbd_server_new(top, &a.nbd, &srv);
+	} else if (a.nbd.export_name) {
+		r = err_set(
+		    -EINVAL,
+		    "--export-name names the one export; %u are served (--export picks one)", sv.n);
+	} else
+		r = nbd_server_new_multi(sv.ex, sv.n, -1, &a.nbd, &srv);
 	if (r < 0) {
 		cli_fail("serve", r);
 		goto out;
 	}
 
+	/* The control socket is up before the NBD one: a client that
+	 * waits for the NBD socket finds it there. */
+	if (a.control_path) {
+		ct = (struct ctl_target){.top = top,
+		                         .md = sv.info.md,
+		                         .luks = sv.info.luks,
+		                         .member_flags = a.stack.direct ? MEMBER_DIRECT : 0,
+		                         .connections = serve_connections,
+		                         .ctx = srv};
+		r = ctl_start(a.control_path, &ct, &ctl);
+		if (r < 0) {
+			cli_fail("control", r);
+			goto out;
+		}
+	}
 	sock = a.socket_path;
 	if (a.run_cmd && !sock && a.port < 0) {
 		if (!mkdtemp(tmpdir)) {
@@ -625,19 +850,6 @@ int cmd_serve(int argc, char **argv)
 		cli_fail("listen", r);
 		goto out;
 	}
-	if (a.control_path) {
-		ct = (struct ctl_target){.top = top,
-		                         .md = info.md,
-		                         .luks = info.luks,
-		                         .member_flags = a.stack.direct ? MEMBER_DIRECT : 0,
-		                         .connections = serve_connections,
-		                         .ctx = srv};
-		r = ctl_start(a.control_path, &ct, &ctl);
-		if (r < 0) {
-			cli_fail("control", r);
-			goto out;
-		}
-	}
 	if (a.pid_file) {
 		r = write_pid_file(a.pid_file);
 		if (r < 0) {
@@ -647,11 +859,11 @@ int cmd_serve(int argc, char **argv)
 		pid_written = true;
 	}
 	make_uri(&a, sock, port, uri, sizeof(uri));
-	log_debug("serving %s (%llu bytes) at %s", top->name,
-		 (unsigned long long)top->size, a.use_stdio ? "stdio" : uri);
+	log_debug("serving %s (%llu bytes) at %s", top->name, (unsigned long long)top->size,
+	          a.use_stdio ? "stdio" : uri);
 
 	serve_server = srv;
-	struct sigaction sa = { .sa_handler = serve_on_signal };
+	struct sigaction sa = {.sa_handler = serve_on_signal};
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -672,7 +884,7 @@ int cmd_serve(int argc, char **argv)
 		pthread_join(t, NULL);
 		rc = 0;
 	} else if (a.run_cmd) {
-		struct run_child child = { .srv = srv };
+		struct run_child child = {.srv = srv};
 		pthread_t t;
 		child.pid = spawn_run(a.run_cmd, uri);
 		if (child.pid < 0) {
@@ -704,14 +916,8 @@ out:
 	/* Before the stack closes: no management call runs on it then. */
 	ctl_stop(ctl);
 	nbd_server_free(srv);
-	if (top) {
-		r = vol_flush(top);
-		if (r < 0) {
-			log_error("%s: flush at exit: %s", top->name, err_detail(r));
-			rc = rc ? rc : 1;
-		}
-		vol_close(top);
-	}
+	if (serve_close(&sv) < 0)
+		rc = rc ? rc : 1;
 	if (made_tmpdir)
 		rmdir(tmpdir);
 	if (pid_written)

@@ -28,11 +28,18 @@ size() { $URAID serve "$@" --run 'nbdinfo --size "$uri"' 2>/dev/null; }
 
 mk a.img b.img c.img d.img
 expect_fail "examine of a blank member" "no md superblock" $URAID examine a.img
-expect_fail "serve of two blank members" "separate volumes" $URAID serve --run true a.img b.img
+expect_fail "check of two blank members" "separate volumes" $URAID check a.img b.img
 
 $URAID create --level=1 a.img b.img >/dev/null
 $URAID create --level=1 c.img d.img >/dev/null
-expect_fail "members of two arrays" "separate volumes" $URAID serve --run true a.img c.img b.img d.img
+expect_fail "check of members of two arrays" "separate volumes" $URAID check a.img c.img b.img d.img
+# serve exports both, each under its name, and nothing as ""
+before=$(hashes ./*.img)
+out=$($URAID serve --readonly --run 'nbdinfo --list "$uri"; nbdinfo --size "$uri"' a.img c.img b.img d.img 2>&1) || true
+[ "$(grep -c '^export="md/' <<< "$out")" = 2 ] || { echo "FAIL: two arrays, not two exports: $out"; fail=1; }
+grep -q "no export named ''" <<< "$out" || { echo "FAIL: \"\" answered with two exports: $out"; fail=1; }
+[ "$before" = "$(hashes ./*.img)" ] || { echo "FAIL: serve of two arrays changed a member"; fail=1; }
+echo "ok: members of two arrays are two exports"
 expect_fail "raid1 missing a member" "--degraded" $URAID serve --run true a.img
 expect_fail "create over md members" "already holds an md superblock" $URAID create --level=0 a.img b.img
 
