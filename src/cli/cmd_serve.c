@@ -56,63 +56,63 @@ static void serve_on_signal(int sig)
 static void serve_usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: uraid serve [OPTIONS] MEMBER...\n"
-	        "\n"
-	        "Assemble the members (md arrays and LUKS are found by probing) and\n"
-	        "export the resulting volume over NBD.\n"
-	        "\n"
-	        "Where to listen (one is required, unless a socket is passed by systemd\n"
-	        "socket activation, as nbdinfo -- [ uraid serve ... ] does):\n"
-	        "  --socket PATH          listen on a Unix socket\n"
-	        "  --port N               listen on TCP port N (0: any free port)\n"
-	        "  --bind ADDR            TCP address to bind (default 127.0.0.1)\n"
-	        "  --stdio                serve one client on stdin/stdout\n"
-	        "  --run CMD              serve, run CMD via /bin/sh -c with $uri set,\n"
-	        "                         stop when it exits and exit with its status\n"
-	        "Process:\n"
-	        "  -f, --foreground       do not daemonize (--run and --stdio imply it)\n"
-	        "  --pid-file FILE        write the server's pid to FILE\n"
-	        "  --control PATH         accept management requests on a Unix socket at PATH\n"
-	        "                         (uraid detail / fail / remove / add / check CONTROL)\n"
-	        "Stack:\n"
-	        "  -r, --readonly         open everything read-only; refuse writes\n"
-	        "  --direct               open file members with O_DIRECT\n"
-	        "  --key-file FILE        LUKS passphrase file\n"
-	        "  --degraded             start arrays that are missing members\n"
-	        "  --force                start a RAID5/6 that is degraded and was not shut\n"
-	        "                         down cleanly (md's write hole: stripes written at\n"
-	        "                         the crash may be wrong on the missing member); with\n"
-	        "                         --readonly, take stale members into an array that\n"
-	        "                         cannot start without them (mdadm --assemble --force)\n"
-	        "  --no-rebuild           do not recover md members online (members being\n"
-	        "                         rebuilt and spares are left out; `uraid rebuild`)\n"
-	        "  --sync-speed-max RATE  md's speed_limit_max: online recoveries and checks\n"
-	        "                         go at most RATE bytes/s of each member (e.g. 200M;\n"
-	        "                         default: no limit)\n"
-	        "  --sync-speed-min RATE  md's speed_limit_min: while clients use the array,\n"
-	        "                         at most RATE (default: no limit)\n"
-	        "NBD:\n"
-	        "  --export NAME          serve only the volume NAME (`uraid probe` lists the\n"
-	        "                         names); may be given several times. Default: every\n"
-	        "                         volume found, each an export under its name\n"
-	        "  --export-name NAME     with one export: a name accepted besides \"\"\n"
-	        "  --threads N            worker threads per connection (default 16)\n"
-	        "  --max-connections N    established clients (default 16)\n"
-	        "  --max-handshakes N     clients negotiating at once (default 64); when\n"
-	        "                         full, the oldest unauthenticated one is dropped\n"
-	        "  --handshake-timeout S  drop clients that take longer to negotiate (10)\n"
-	        "  --idle-timeout S       close a client that sends no request for S seconds\n"
-	        "                         (default: never)\n"
-	        "  --max-buffer-memory SIZE  request buffers of all clients (default 256M)\n"
-	        "  --tls off|on|require   offer TLS (NBD_OPT_STARTTLS), or refuse clients\n"
-	        "                         that do not use it (default off; on with a key)\n"
-	        "  --tls-psk FILE         TLS pre-shared keys, username:hexkey lines (psktool)\n"
-	        "  --tls-certificates DIR TLS X.509: DIR/server-cert.pem, DIR/server-key.pem\n"
-	        "  --tls-verify-peer      X.509: only clients with a certificate issued by\n"
-	        "                         DIR/ca-cert.pem, not revoked in DIR/ca-crl.pem\n"
-	        "                         (if present), get a TLS session (no effect with a PSK)\n"
-	        "  -v, --verbose          more messages (twice: per-request debug)\n"
-	        "  -h, --help             this text\n");
+		"usage: uraid serve [OPTIONS] MEMBER...\n"
+		"\n"
+		"Assemble the members (md arrays and LUKS are found by probing) and\n"
+		"export the resulting volume over NBD.\n"
+		"\n"
+		"Where to listen (one is required, unless a socket is passed by systemd\n"
+		"socket activation, as nbdinfo -- [ uraid serve ... ] does):\n"
+		"  --socket PATH          listen on a Unix socket\n"
+		"  --port N               listen on TCP port N (0: any free port)\n"
+		"  --bind ADDR            TCP address to bind (default 127.0.0.1)\n"
+		"  --stdio                serve one client on stdin/stdout\n"
+		"  --run CMD              serve, run CMD via /bin/sh -c with $uri set,\n"
+		"                         stop when it exits and exit with its status\n"
+		"Process:\n"
+		"  -f, --foreground       do not daemonize (--run and --stdio imply it)\n"
+		"  --pid-file FILE        write the server's pid to FILE\n"
+		"  --control PATH         accept management requests on a Unix socket at PATH\n"
+		"                         (uraid detail / fail / remove / add / check CONTROL)\n"
+		"Stack:\n"
+		"  -r, --readonly         open everything read-only; refuse writes\n"
+		"  --direct               open file members with O_DIRECT\n"
+		"  --key-file FILE        LUKS passphrase file\n"
+		"  --degraded             start arrays that are missing members\n"
+		"  --force                start a RAID5/6 that is degraded and was not shut\n"
+		"                         down cleanly (md's write hole: stripes written at\n"
+		"                         the crash may be wrong on the missing member); with\n"
+		"                         --readonly, take stale members into an array that\n"
+		"                         cannot start without them (mdadm --assemble --force)\n"
+		"  --no-rebuild           do not recover md members online (members being\n"
+		"                         rebuilt and spares are left out; `uraid rebuild`)\n"
+		"  --sync-speed-max RATE  md's speed_limit_max: online recoveries and checks\n"
+		"                         go at most RATE bytes/s of each member (e.g. 200M;\n"
+		"                         default: no limit)\n"
+		"  --sync-speed-min RATE  md's speed_limit_min: while clients use the array,\n"
+		"                         at most RATE (default: no limit)\n"
+		"NBD:\n"
+		"  --export NAME          serve only the volume NAME (`uraid probe` lists the\n"
+		"                         names); may be given several times. Default: every\n"
+		"                         volume found, each an export under its name\n"
+		"  --export-name NAME     with one export: a name accepted besides \"\"\n"
+		"  --threads N            worker threads per connection (default 16)\n"
+		"  --max-connections N    established clients (default 16)\n"
+		"  --max-handshakes N     clients negotiating at once (default 64); when\n"
+		"                         full, the oldest unauthenticated one is dropped\n"
+		"  --handshake-timeout S  drop clients that take longer to negotiate (10)\n"
+		"  --idle-timeout S       close a client that sends no request for S seconds\n"
+		"                         (default: never)\n"
+		"  --max-buffer-memory SIZE  request buffers of all clients (default 256M)\n"
+		"  --tls off|on|require   offer TLS (NBD_OPT_STARTTLS), or refuse clients\n"
+		"                         that do not use it (default off; on with a key)\n"
+		"  --tls-psk FILE         TLS pre-shared keys, username:hexkey lines (psktool)\n"
+		"  --tls-certificates DIR TLS X.509: DIR/server-cert.pem, DIR/server-key.pem\n"
+		"  --tls-verify-peer      X.509: only clients with a certificate issued by\n"
+		"                         DIR/ca-cert.pem, not revoked in DIR/ca-crl.pem\n"
+		"                         (if present), get a TLS session (no effect with a PSK)\n"
+		"  -v, --verbose          more messages (twice: per-request debug)\n"
+		"  -h, --help             this text\n");
 }
 
 /* What serve exports: one vol (which holds the rest of the stack), or,
@@ -295,66 +295,42 @@ static int serve_activation_fd(void)
 /* Returns 0, or the exit code for a usage error / --help (as -code - 1). */
 static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 {
-	enum {
-		OPT_SOCKET = 256,
-		OPT_PORT,
-		OPT_BIND,
-		OPT_RUN,
-		OPT_STDIO,
-		OPT_PIDFILE,
-		OPT_DIRECT,
-		OPT_KEYFILE,
-		OPT_DEGRADED,
-		OPT_THREADS,
-		OPT_EXPORT,
-		OPT_MAXCONN,
-		OPT_HSTIMEOUT,
-		OPT_TLS,
-		OPT_TLS_PSK,
-		OPT_TLS_CERTS,
-		OPT_TLS_VERIFY,
-		OPT_NOREBUILD,
-		OPT_SYNCMIN,
-		OPT_SYNCMAX,
-		OPT_CONTROL,
-		OPT_MAXHS,
-		OPT_IDLE,
-		OPT_BUFMEM,
-		OPT_FORCE,
-		OPT_ONLY
-	};
+	enum { OPT_SOCKET = 256, OPT_PORT, OPT_BIND, OPT_RUN, OPT_STDIO, OPT_PIDFILE,
+	       OPT_DIRECT, OPT_KEYFILE, OPT_DEGRADED, OPT_THREADS, OPT_EXPORT, OPT_MAXCONN,
+	       OPT_HSTIMEOUT, OPT_TLS, OPT_TLS_PSK, OPT_TLS_CERTS, OPT_TLS_VERIFY, OPT_NOREBUILD, OPT_SYNCMIN, OPT_SYNCMAX,
+	       OPT_CONTROL, OPT_MAXHS, OPT_IDLE, OPT_BUFMEM, OPT_FORCE, OPT_ONLY };
 	static const struct option lo[] = {
-	    {"socket", required_argument, NULL, OPT_SOCKET},
-	    {"export", required_argument, NULL, OPT_ONLY},
-	    {"port", required_argument, NULL, OPT_PORT},
-	    {"bind", required_argument, NULL, OPT_BIND},
-	    {"run", required_argument, NULL, OPT_RUN},
-	    {"stdio", no_argument, NULL, OPT_STDIO},
-	    {"foreground", no_argument, NULL, 'f'},
-	    {"pid-file", required_argument, NULL, OPT_PIDFILE},
-	    {"control", required_argument, NULL, OPT_CONTROL},
-	    {"readonly", no_argument, NULL, 'r'},
-	    {"direct", no_argument, NULL, OPT_DIRECT},
-	    {"key-file", required_argument, NULL, OPT_KEYFILE},
-	    {"degraded", no_argument, NULL, OPT_DEGRADED},
-	    {"force", no_argument, NULL, OPT_FORCE},
-	    {"no-rebuild", no_argument, NULL, OPT_NOREBUILD},
-	    {"sync-speed-min", required_argument, NULL, OPT_SYNCMIN},
-	    {"sync-speed-max", required_argument, NULL, OPT_SYNCMAX},
-	    {"threads", required_argument, NULL, OPT_THREADS},
-	    {"export-name", required_argument, NULL, OPT_EXPORT},
-	    {"max-connections", required_argument, NULL, OPT_MAXCONN},
-	    {"handshake-timeout", required_argument, NULL, OPT_HSTIMEOUT},
-	    {"max-handshakes", required_argument, NULL, OPT_MAXHS},
-	    {"idle-timeout", required_argument, NULL, OPT_IDLE},
-	    {"max-buffer-memory", required_argument, NULL, OPT_BUFMEM},
-	    {"tls", required_argument, NULL, OPT_TLS},
-	    {"tls-psk", required_argument, NULL, OPT_TLS_PSK},
-	    {"tls-certificates", required_argument, NULL, OPT_TLS_CERTS},
-	    {"tls-verify-peer", no_argument, NULL, OPT_TLS_VERIFY},
-	    {"verbose", no_argument, NULL, 'v'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+		{ "socket", required_argument, NULL, OPT_SOCKET },
+		{ "export", required_argument, NULL, OPT_ONLY },
+		{ "port", required_argument, NULL, OPT_PORT },
+		{ "bind", required_argument, NULL, OPT_BIND },
+		{ "run", required_argument, NULL, OPT_RUN },
+		{ "stdio", no_argument, NULL, OPT_STDIO },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "pid-file", required_argument, NULL, OPT_PIDFILE },
+		{ "control", required_argument, NULL, OPT_CONTROL },
+		{ "readonly", no_argument, NULL, 'r' },
+		{ "direct", no_argument, NULL, OPT_DIRECT },
+		{ "key-file", required_argument, NULL, OPT_KEYFILE },
+		{ "degraded", no_argument, NULL, OPT_DEGRADED },
+		{ "force", no_argument, NULL, OPT_FORCE },
+		{ "no-rebuild", no_argument, NULL, OPT_NOREBUILD },
+		{ "sync-speed-min", required_argument, NULL, OPT_SYNCMIN },
+		{ "sync-speed-max", required_argument, NULL, OPT_SYNCMAX },
+		{ "threads", required_argument, NULL, OPT_THREADS },
+		{ "export-name", required_argument, NULL, OPT_EXPORT },
+		{ "max-connections", required_argument, NULL, OPT_MAXCONN },
+		{ "handshake-timeout", required_argument, NULL, OPT_HSTIMEOUT },
+		{ "max-handshakes", required_argument, NULL, OPT_MAXHS },
+		{ "idle-timeout", required_argument, NULL, OPT_IDLE },
+		{ "max-buffer-memory", required_argument, NULL, OPT_BUFMEM },
+		{ "tls", required_argument, NULL, OPT_TLS },
+		{ "tls-psk", required_argument, NULL, OPT_TLS_PSK },
+		{ "tls-certificates", required_argument, NULL, OPT_TLS_CERTS },
+		{ "tls-verify-peer", no_argument, NULL, OPT_TLS_VERIFY },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
 	unsigned u;
 	int c;
@@ -416,9 +392,8 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 		case OPT_SYNCMAX:
 			if (parse_size(optarg, c == OPT_SYNCMIN ? &a->stack.sync_min
 			                                        : &a->stack.sync_max) < 0) {
-				fprintf(
-				    stderr, "uraid serve: bad --%s '%s' (bytes per second: 50M)\n",
-				    c == OPT_SYNCMIN ? "sync-speed-min" : "sync-speed-max", optarg);
+				fprintf(stderr, "uraid serve: bad --%s '%s' (bytes per second: 50M)\n",
+				        c == OPT_SYNCMIN ? "sync-speed-min" : "sync-speed-max", optarg);
 				return 2;
 			}
 			break;
@@ -451,8 +426,7 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 			break;
 		case OPT_HSTIMEOUT:
 			if (parse_uint(optarg, 1, 3600, &u) < 0) {
-				fprintf(stderr,
-				        "uraid serve: --handshake-timeout takes 1..3600 seconds\n");
+				fprintf(stderr, "uraid serve: --handshake-timeout takes 1..3600 seconds\n");
 				return 2;
 			}
 			a->nbd.handshake_timeout_ms = u * 1000;
@@ -466,8 +440,7 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 		case OPT_IDLE:
 			/* In ms, it goes to poll() as an int. */
 			if (parse_uint(optarg, 1, 2000000, &u) < 0) {
-				fprintf(stderr,
-				        "uraid serve: --idle-timeout takes 1..2000000 seconds\n");
+				fprintf(stderr, "uraid serve: --idle-timeout takes 1..2000000 seconds\n");
 				return 2;
 			}
 			a->nbd.idle_timeout_ms = u * 1000;
@@ -475,8 +448,7 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 		case OPT_BUFMEM:
 			if (parse_size(optarg, &a->nbd.max_buffer_memory) < 0 ||
 			    a->nbd.max_buffer_memory < (1u << 20)) {
-				fprintf(stderr,
-				        "uraid serve: bad --max-buffer-memory '%s' (at least 1M)\n",
+				fprintf(stderr, "uraid serve: bad --max-buffer-memory '%s' (at least 1M)\n",
 				        optarg);
 				return 2;
 			}
@@ -517,8 +489,7 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 	*first = optind;
 	/* A key or certificate alone turns TLS on (offered); --tls says more. */
 	if (a->nbd.tls_psk_file && a->nbd.tls_cert_dir) {
-		fprintf(stderr,
-		        "uraid serve: --tls-psk and --tls-certificates exclude each other\n");
+		fprintf(stderr, "uraid serve: --tls-psk and --tls-certificates exclude each other\n");
 		return 2;
 	}
 	if (!tls_set && (a->nbd.tls_psk_file || a->nbd.tls_cert_dir))
@@ -527,14 +498,14 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 		passphrase_file_warn(a->nbd.tls_psk_file, -1);
 	if (a->nbd.tls != NBD_TLS_OFF && !a->nbd.tls_psk_file && !a->nbd.tls_cert_dir) {
 		fprintf(stderr, "uraid serve: --tls %s needs --tls-psk or --tls-certificates\n",
-		        a->nbd.tls == NBD_TLS_ON ? "on" : "require");
+			a->nbd.tls == NBD_TLS_ON ? "on" : "require");
 		return 2;
 	}
 	/* Accepted with a PSK, as nbdkit does (the key is the client's proof),
 	 * but not where it would check nothing at all. */
 	if (a->nbd.tls_verify_peer && a->nbd.tls == NBD_TLS_OFF) {
 		fprintf(stderr, "uraid serve: --tls-verify-peer %s\n",
-		        tls_set ? "contradicts --tls off" : "needs --tls-certificates DIR");
+			tls_set ? "contradicts --tls off" : "needs --tls-certificates DIR");
 		return 2;
 	}
 	if (a->stack.sync_min && a->stack.sync_max && a->stack.sync_min > a->stack.sync_max) {
@@ -555,8 +526,7 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 	}
 	if (!a->use_stdio && !a->run_cmd && !a->socket_path && a->port < 0 &&
 	    serve_activation_fd() < 0) {
-		fprintf(stderr,
-		        "uraid serve: say where to listen: --socket, --port, --run or --stdio\n");
+		fprintf(stderr, "uraid serve: say where to listen: --socket, --port, --run or --stdio\n");
 		return 2;
 	}
 	return 0;
@@ -606,7 +576,8 @@ static void psk_first_user(const char *path, char *user, size_t cap)
  * required, an nbds URI that says how (libnbd's query parameters): the
  * PSK file and its first user, or the certificate directory, which must
  * then hold the CA's ca-cert.pem too, as nbdkit's layout has it. */
-static void make_uri(const struct serve_args *a, const char *sock, int port, char *uri, size_t cap)
+static void make_uri(const struct serve_args *a, const char *sock, int port,
+		     char *uri, size_t cap)
 {
 	const char *name = a->nbd.export_name ? a->nbd.export_name : "";
 	bool tls = a->nbd.tls == NBD_TLS_REQUIRE;
@@ -626,14 +597,14 @@ static void make_uri(const struct serve_args *a, const char *sock, int port, cha
 	} else {
 		bool v6 = strchr(a->bind_addr, ':') != NULL;
 		snprintf(uri, cap, "%s://%s%s%s%s:%d/", tls ? "nbds" : "nbd", at, v6 ? "[" : "",
-		         a->bind_addr, v6 ? "]" : "", port);
+			 a->bind_addr, v6 ? "]" : "", port);
 		uri_append_name(uri, cap, name);
 	}
 	if (tls && cred) {
 		size_t n = strlen(uri);
 		snprintf(uri + n, cap - n, "%s%s=%s", sock ? "&" : "?",
-		         a->nbd.tls_psk_file ? "tls-psk-file" : "tls-certificates",
-		         realpath(cred, full) ? full : cred);
+			 a->nbd.tls_psk_file ? "tls-psk-file" : "tls-certificates",
+			 realpath(cred, full) ? full : cred);
 	}
 }
 
@@ -740,7 +711,7 @@ static pid_t spawn_run(const char *cmd, const char *uri)
 	envp[k++] = var;
 	pid = fork();
 	if (pid == 0) {
-		char *argv[] = {"sh", "-c", (char *)cmd, NULL};
+		char *argv[] = { "sh", "-c", (char *)cmd, NULL };
 		sigset_t none;
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
@@ -763,7 +734,7 @@ static void *stdio_stopper(void *arg)
 
 int cmd_serve(int argc, char **argv)
 {
-	struct serve_args a = {0};
+	struct serve_args a = { 0 };
 	struct vol *top = NULL;
 	struct nbd_server *srv = NULL;
 	struct serve_vols sv = {0};
@@ -779,8 +750,8 @@ int cmd_serve(int argc, char **argv)
 	r = serve_parse(argc, argv, &a, &first);
 	if (r)
 		return r < 0 ? 0 : r;
-	int act_fd =
-	    a.socket_path || a.port >= 0 || a.use_stdio || a.run_cmd ? -1 : serve_activation_fd();
+	int act_fd = a.socket_path || a.port >= 0 || a.use_stdio || a.run_cmd
+			     ? -1 : serve_activation_fd();
 	if (act_fd >= 0) {
 		unsetenv("LISTEN_PID");
 		unsetenv("LISTEN_FDS");
@@ -805,9 +776,8 @@ int cmd_serve(int argc, char **argv)
 			a.nbd.export_name = a.only[0];
 		r = nbd_server_new(top, &a.nbd, &srv);
 	} else if (a.nbd.export_name) {
-		r = err_set(
-		    -EINVAL,
-		    "--export-name names the one export; %u are served (--export picks one)", sv.n);
+		r = err_set(-EINVAL, "--export-name names the one export; %u are served "
+		            "(--export picks one)", sv.n);
 	} else
 		r = nbd_server_new_multi(sv.ex, sv.n, -1, &a.nbd, &srv);
 	if (r < 0) {
@@ -859,11 +829,11 @@ int cmd_serve(int argc, char **argv)
 		pid_written = true;
 	}
 	make_uri(&a, sock, port, uri, sizeof(uri));
-	log_debug("serving %s (%llu bytes) at %s", top->name, (unsigned long long)top->size,
-	          a.use_stdio ? "stdio" : uri);
+	log_debug("serving %s (%llu bytes) at %s", top->name,
+		 (unsigned long long)top->size, a.use_stdio ? "stdio" : uri);
 
 	serve_server = srv;
-	struct sigaction sa = {.sa_handler = serve_on_signal};
+	struct sigaction sa = { .sa_handler = serve_on_signal };
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -884,7 +854,7 @@ int cmd_serve(int argc, char **argv)
 		pthread_join(t, NULL);
 		rc = 0;
 	} else if (a.run_cmd) {
-		struct run_child child = {.srv = srv};
+		struct run_child child = { .srv = srv };
 		pthread_t t;
 		child.pid = spawn_run(a.run_cmd, uri);
 		if (child.pid < 0) {
