@@ -377,6 +377,17 @@ static void test_dos(void)
 	CHECK_EQ(file_rw(lout, ebr, 512, (long)xs * 512, true), 0);
 	scan_fails(lout, "logical partition 5");
 
+	/* The extended partition in slot 2, a primary after it in slot 3:
+	 * the logicals still come after 4 (sfdisk agrees). */
+	char *swap = img("dos-swap.img");
+	uint8_t e2[16];
+	CHECK_EQ(sh("cp %s %s", d, swap), 0);
+	memcpy(e2, mbr + 446 + 16, 16);
+	memmove(mbr + 446 + 16, mbr + 446 + 32, 16);
+	memcpy(mbr + 446 + 32, e2, 16);
+	CHECK_EQ(file_rw(swap, mbr, 512, 0, true), 0);
+	compare_sfdisk(swap, "dos");
+
 	char *past = img("dos-past.img");
 	CHECK_EQ(sh("cp %s %s && truncate -s 20M %s", d, past, past), 0);
 	scan_fails(past, "partition 3");
@@ -432,6 +443,47 @@ static void test_gpt_sfdisk(void)
 	if (t) {
 		CHECK(strstr(t->warning, "entries array CRC") != NULL);
 		CHECK(strcmp(t->parts[0].name, "boot") == 0); /* the backup's */
+	}
+	part_table_free(t);
+
+	/* A header that says it is elsewhere (the backup copied to LBA 1,
+	 * its CRC right): not the primary. */
+	char *pl = img("gpt-mylba.img");
+	uint8_t bh[512];
+	CHECK_EQ(sh("cp %s %s", g, pl), 0);
+	CHECK_EQ(file_rw(pl, bh, 512, (long)(last * 512), false), 0);
+	CHECK_EQ(file_rw(pl, bh, 512, 512, true), 0);
+	CHECK_EQ(scan(pl, &t), 1);
+	if (t) {
+		char want[64];
+		snprintf(want, sizeof(want), "it says it is at LBA %llu", (unsigned long long)last);
+		CHECK(strstr(t->warning, want) != NULL);
+	}
+	part_table_free(t);
+
+	/* The image grown by 1 MiB: the backup is no longer at the end.  With
+	 * the primary whole, a warning; with it damaged, the backup is found
+	 * where the damaged primary says. */
+	char *gg = img("gpt-grown.img"), *gd = img("gpt-grown-prim.img");
+	CHECK_EQ(sh("cp %s %s && truncate -s 65M %s && cp %s %s && truncate -s 65M %s", g, gg, gg,
+	            p1, gd, gd),
+	         0);
+	CHECK_EQ(scan(gg, &t), 1);
+	if (t) {
+		char want[80];
+		snprintf(want, sizeof(want), "backup at LBA %llu, not the last LBA %llu",
+		         (unsigned long long)last, (unsigned long long)last + 2048);
+		CHECK(strstr(t->warning, want) != NULL);
+		CHECK_EQ(t->n, 4);
+	}
+	part_table_free(t);
+	CHECK_EQ(scan(gd, &t), 1);
+	if (t) {
+		char want[64];
+		snprintf(want, sizeof(want), "using the backup at LBA %llu",
+		         (unsigned long long)last);
+		CHECK(strstr(t->warning, want) != NULL);
+		CHECK_EQ(t->n, 4);
 	}
 	part_table_free(t);
 
