@@ -30,7 +30,7 @@
 
 #define GPT_HDR_MIN 92u
 #define GPT_ENTRY_MIN 128u
-#define GPT_ENTRIES_MAX (4u << 20) /* bytes of entries array accepted */
+#define GPT_ENTRIES_MAX (1u << 20) /* bytes of entries array accepted */
 #define GPT_NAME_AT 56u
 #define GPT_NAME_UNITS 36u
 
@@ -779,7 +779,8 @@ int part_scan(struct vol *v, struct part_table **out)
 		part_table_free(t);
 		return r;
 	}
-	qsort(t->parts, t->n, sizeof(t->parts[0]), by_number);
+	if (t->n > 1)
+		qsort(t->parts, t->n, sizeof(t->parts[0]), by_number);
 	*out = t;
 	return 1;
 }
