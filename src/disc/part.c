@@ -451,9 +451,10 @@ static int gpt_entries(struct vol *v, uint32_t ss, const struct gpt_hdr *h, stru
 }
 
 /* The GPT of v with sector size ss: 1 (t filled), 0 when neither header
- * has a signature at this sector size, or -errno.  only_primary: there is
- * no protective MBR, so a lone backup is not trusted to mean a GPT. */
-static int gpt_scan(struct vol *v, uint32_t ss, bool only_primary, struct part_table *t)
+ * has a signature at this sector size, or -errno.  need_primary: there is
+ * no protective MBR, so only a signature at LBA 1 says GPT (a backup left
+ * at the end of a reused disk does not). */
+static int gpt_scan(struct vol *v, uint32_t ss, bool need_primary, struct part_table *t)
 {
 	uint64_t last = v->size / ss - 1;
 	struct gpt_hdr p, b = {0};
@@ -487,7 +488,7 @@ static int gpt_scan(struct vol *v, uint32_t ss, bool only_primary, struct part_t
 			    t, "the primary GPT puts its backup at LBA %llu, not the last LBA %llu",
 			    (unsigned long long)p.alternate, (unsigned long long)last);
 		use = &p;
-	} else if (only_primary) {
+	} else if (need_primary && !p.signature) {
 		return 0;
 	} else {
 		br = gpt_header_load(v, ss, last, &b, bwhy, sizeof(bwhy));
@@ -758,7 +759,9 @@ int part_scan(struct vol *v, struct part_table **out)
 	pmbr = pmbr && sig;
 	if (pmbr || !sig) {
 		/* No MBR at all: a GPT whose protective MBR was wiped is
-		 * still taken, with a warning; its backup alone is not. */
+		 * still taken if "EFI PART" is at LBA 1 (its backup serves
+		 * if the rest is damaged), with a warning; a backup alone
+		 * is not. */
 		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]) && r == 0; i++)
 			r = gpt_scan(v, sizes[i], !pmbr, t);
 		if (r == 0 && pmbr)

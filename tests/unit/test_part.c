@@ -549,6 +549,24 @@ static void test_gpt_sfdisk(void)
 	}
 	part_table_free(t);
 
+	/* The MBR wiped and the primary's CRC broken: the backup, both
+	 * said.  The MBR and the primary both gone: no table. */
+	char *pmb = img("gpt-nombr-prim.img");
+	CHECK_EQ(sh("cp %s %s && dd if=/dev/zero of=%s bs=512 count=1 conv=notrunc status=none", p1,
+	            pmb, pmb),
+	         0);
+	CHECK_EQ(scan(pmb, &t), 1);
+	if (t) {
+		CHECK(strstr(t->warning, "no protective MBR") != NULL);
+		CHECK(strstr(t->warning, "using the backup") != NULL);
+		CHECK_EQ(t->n, 4);
+	}
+	part_table_free(t);
+	CHECK_EQ(sh("dd if=/dev/zero of=%s bs=512 seek=1 count=1 conv=notrunc status=none", pmb),
+	         0);
+	CHECK_EQ(scan(pmb, &t), 0);
+	part_table_free(t);
+
 	/* No table at all. */
 	char *z = img("zero.img");
 	CHECK_EQ(sh("truncate -s 8M %s", z), 0);
