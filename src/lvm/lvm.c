@@ -28,19 +28,19 @@
 #include <string.h>
 
 #define LVM_SECTOR 512u
-#define LVM_LABEL_SCAN 4u     /* sectors searched for the label */
+#define LVM_LABEL_SCAN 4u /* sectors searched for the label */
 #define LVM_MDA_HEADER 512u
-#define LVM_MDA_MAX 2u        /* lvm2 makes at most two metadata areas */
+#define LVM_MDA_MAX 2u /* lvm2 makes at most two metadata areas */
 #define LVM_TEXT_MAX (64u << 20)
 #define LVM_RAW_LOCN_IGNORED 0x1u
 static const char lvm_mda_magic[16] = " LVM2 x[5A%r0N*>";
 
 struct lvm_label_header {
-	char id[8];          /* "LABELONE" */
-	uint64_t sector;     /* the sector it is in */
-	uint32_t crc;        /* of the sector from `offset` on */
-	uint32_t offset;     /* of the pv_header, from the sector's start */
-	char type[8];        /* "LVM2 001" */
+	char id[8];      /* "LABELONE" */
+	uint64_t sector; /* the sector it is in */
+	uint32_t crc;    /* of the sector from `offset` on */
+	uint32_t offset; /* of the pv_header, from the sector's start */
+	char type[8];    /* "LVM2 001" */
 };
 _Static_assert(sizeof(struct lvm_label_header) == 32, "label_header is 32 bytes");
 
@@ -129,23 +129,28 @@ static int mda_read(struct vol *v, uint64_t start, uint64_t size, struct lvm_vg 
 
 	if (start % LVM_SECTOR || size < 2 * LVM_MDA_HEADER || start > v->size ||
 	    size > v->size - start)
-		return err_set(-EINVAL, "metadata area at %" PRIu64 " (%" PRIu64 " bytes) is not on the %" PRIu64 "-byte device",
+		return err_set(-EINVAL,
+		               "metadata area at %" PRIu64 " (%" PRIu64
+		               " bytes) is not on the %" PRIu64 "-byte device",
 		               start, size, v->size);
 	r = read_bytes(v, hb, sizeof(hb), start);
 	if (r < 0)
 		return err_set(r, "cannot read the metadata area header at %" PRIu64, start);
 	if (memcmp(h->magic, lvm_mda_magic, sizeof(h->magic)))
-		return err_set(-EINVAL, "no metadata area header at %" PRIu64 " (bad magic)", start);
+		return err_set(-EINVAL, "no metadata area header at %" PRIu64 " (bad magic)",
+		               start);
 	if (le32toh(h->checksum) != lvm_crc(LVM_INITIAL_CRC, hb + 4, sizeof(hb) - 4))
-		return err_set(-EINVAL, "metadata area header at %" PRIu64 ": checksum mismatch", start);
+		return err_set(-EINVAL, "metadata area header at %" PRIu64 ": checksum mismatch",
+		               start);
 	if (le32toh(h->version) != 1)
-		return err_set(-EINVAL, "metadata area header at %" PRIu64 ": version %u, not 1", start,
-		               le32toh(h->version));
+		return err_set(-EINVAL, "metadata area header at %" PRIu64 ": version %u, not 1",
+		               start, le32toh(h->version));
 	if (le64toh(h->start) != start || le64toh(h->size) != size)
 		return err_set(-EINVAL,
 		               "metadata area header at %" PRIu64 " says it is at %" PRIu64
 		               " (%" PRIu64 " bytes), the label says %" PRIu64 " bytes",
-		               start, (uint64_t)le64toh(h->start), (uint64_t)le64toh(h->size), size);
+		               start, (uint64_t)le64toh(h->start), (uint64_t)le64toh(h->size),
+		               size);
 	memcpy(&rl, hb + sizeof(*h), sizeof(rl));
 	uint64_t off = le64toh(rl.offset), len = le64toh(rl.size);
 	if (off == 0 || (le32toh(rl.flags) & LVM_RAW_LOCN_IGNORED))
@@ -171,7 +176,8 @@ static int mda_read(struct vol *v, uint64_t start, uint64_t size, struct lvm_vg 
 	*crc = lvm_crc(LVM_INITIAL_CRC, text, len);
 	if (*crc != le32toh(rl.checksum)) {
 		free(text);
-		return err_set(-EINVAL, "metadata text at %" PRIu64 ": checksum mismatch", start + off);
+		return err_set(-EINVAL, "metadata text at %" PRIu64 ": checksum mismatch",
+		               start + off);
 	}
 	r = lvm_text_parse(text, len, vg);
 	free(text);
@@ -206,12 +212,15 @@ static int pv_read(struct vol *v, struct lvm_pv *pv)
 		return 0;
 	memcpy(&lh, sec, sizeof(lh));
 	if (le64toh(lh.sector) != s)
-		return err_set(-EINVAL, "%s: LVM2: the label in sector %u says it is in sector %" PRIu64,
+		return err_set(-EINVAL,
+		               "%s: LVM2: the label in sector %u says it is in sector %" PRIu64,
 		               v->name, s, (uint64_t)le64toh(lh.sector));
 	if (le32toh(lh.crc) != lvm_crc(LVM_INITIAL_CRC, sec + 20, LVM_SECTOR - 20))
-		return err_set(-EINVAL, "%s: LVM2: label checksum mismatch (sector %u)", v->name, s);
+		return err_set(-EINVAL, "%s: LVM2: label checksum mismatch (sector %u)", v->name,
+		               s);
 	if (memcmp(lh.type, "LVM2 001", 8))
-		return err_set(-EINVAL, "%s: LVM2: label type \"%.8s\", not LVM2 001", v->name, lh.type);
+		return err_set(-EINVAL, "%s: LVM2: label type \"%.8s\", not LVM2 001", v->name,
+		               lh.type);
 	uint32_t ho = le32toh(lh.offset);
 	if (ho < sizeof(lh) || ho > LVM_SECTOR - sizeof(struct lvm_pv_header) - 16)
 		return err_set(-EINVAL, "%s: LVM2: pv_header offset %u is outside the label sector",
@@ -219,7 +228,8 @@ static int pv_read(struct vol *v, struct lvm_pv *pv)
 	struct lvm_pv_header ph;
 	memcpy(&ph, sec + ho, sizeof(ph));
 	for (unsigned i = 0; i < LVM_ID_LEN; i++)
-		if (!((ph.uuid[i] >= '0' && ph.uuid[i] <= '9') || (ph.uuid[i] >= 'a' && ph.uuid[i] <= 'z') ||
+		if (!((ph.uuid[i] >= '0' && ph.uuid[i] <= '9') ||
+		      (ph.uuid[i] >= 'a' && ph.uuid[i] <= 'z') ||
 		      (ph.uuid[i] >= 'A' && ph.uuid[i] <= 'Z')))
 			return err_set(-EINVAL, "%s: LVM2: the PV UUID holds byte 0x%02x", v->name,
 			               (uint8_t)ph.uuid[i]);
@@ -231,8 +241,10 @@ static int pv_read(struct vol *v, struct lvm_pv *pv)
 	for (uint32_t at = ho + sizeof(ph);; at += sizeof(struct lvm_disk_locn)) {
 		struct lvm_disk_locn dl;
 		if (at + sizeof(dl) > LVM_SECTOR)
-			return err_set(-EINVAL, "%s: LVM2: the pv_header's area lists run past the label sector",
-			               v->name);
+			return err_set(
+			    -EINVAL,
+			    "%s: LVM2: the pv_header's area lists run past the label sector",
+			    v->name);
 		memcpy(&dl, sec + at, sizeof(dl));
 		if (dl.offset == 0) {
 			if (++list == 2)
@@ -241,8 +253,8 @@ static int pv_read(struct vol *v, struct lvm_pv *pv)
 		}
 		if (list == 1) {
 			if (nmda == LVM_MDA_MAX)
-				return err_set(-EINVAL, "%s: LVM2: more than %u metadata areas", v->name,
-				               LVM_MDA_MAX);
+				return err_set(-EINVAL, "%s: LVM2: more than %u metadata areas",
+				               v->name, LVM_MDA_MAX);
 			mda[nmda++] = (struct lvm_mda_area){le64toh(dl.offset), le64toh(dl.size)};
 		}
 	}
@@ -262,8 +274,11 @@ static int pv_read(struct vol *v, struct lvm_pv *pv)
 			continue;
 		}
 		good++;
-		if (pv->vg && (strcmp(pv->vg->id, vg->id) || pv->vg->seqno != vg->seqno || pv->text_crc != crc))
-			snprintf(pv->note, sizeof(pv->note), "%s: its metadata areas disagree (seqno %" PRIu64 " and %" PRIu64 ")",
+		if (pv->vg && (strcmp(pv->vg->id, vg->id) || pv->vg->seqno != vg->seqno ||
+		               pv->text_crc != crc))
+			snprintf(pv->note, sizeof(pv->note),
+			         "%s: its metadata areas disagree (seqno %" PRIu64 " and %" PRIu64
+			         ")",
 			         v->name, pv->vg->seqno, vg->seqno);
 		if (!pv->vg || vg->seqno > pv->vg->seqno) {
 			lvm_vg_free(pv->vg);
@@ -276,8 +291,9 @@ static int pv_read(struct vol *v, struct lvm_pv *pv)
 	if (first_r && !good)
 		return err_set(first_r, "%s: LVM2: %s", v->name, first_err);
 	if (first_r)
-		snprintf(pv->note, sizeof(pv->note), "%s: a metadata area is damaged, the other one used (%.100s)",
-		         v->name, first_err);
+		snprintf(pv->note, sizeof(pv->note),
+		         "%s: a metadata area is damaged, the other one used (%.100s)", v->name,
+		         first_err);
 	return 1;
 }
 
@@ -298,7 +314,8 @@ int lvm_probe(struct vol *v)
 
 /* ---- assembly ---- */
 
-static void warn_add(struct lvm_found *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn_add(struct lvm_found *f, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static void warn_add(struct lvm_found *f, const char *fmt, ...)
 {
 	size_t used = strlen(f->warning);
@@ -317,7 +334,8 @@ static void warn_add(struct lvm_found *f, const char *fmt, ...)
 static int seg_open(const struct lvm_vg *vg, const struct lvm_seg *seg, struct vol **pvvol,
                     const char *name, struct vol **out, char **why)
 {
-	uint64_t ext = vg->extent_size * LVM_SECTOR, area = seg->extent_count / seg->stripe_count * ext;
+	uint64_t ext = vg->extent_size * LVM_SECTOR,
+	         area = seg->extent_count / seg->stripe_count * ext;
 	struct vol *sl[LVM_MAX_STRIPES];
 	unsigned n = 0;
 	int r = 0;
@@ -325,25 +343,39 @@ static int seg_open(const struct lvm_vg *vg, const struct lvm_seg *seg, struct v
 	if (seg->stripe_count > 1) {
 		uint64_t chunk = seg->stripe_size * LVM_SECTOR;
 		if (chunk % 4096 || chunk > UINT32_MAX)
-			return asprintf(why, "stripe size of %" PRIu64 " bytes (not a multiple of 4 KiB)",
-			                chunk) < 0 ? -ENOMEM : 1;
+			return asprintf(why,
+			                "stripe size of %" PRIu64
+			                " bytes (not a multiple of 4 KiB)",
+			                chunk) < 0
+			           ? -ENOMEM
+			           : 1;
 		if (area % chunk)
-			return asprintf(why, "stripes of %" PRIu64 " bytes, not whole %" PRIu64 "-byte chunks",
-			                area, chunk) < 0 ? -ENOMEM : 1;
+			return asprintf(why,
+			                "stripes of %" PRIu64 " bytes, not whole %" PRIu64
+			                "-byte chunks",
+			                area, chunk) < 0
+			           ? -ENOMEM
+			           : 1;
 	}
 	for (; n < seg->stripe_count; n++) {
 		const struct lvm_area *a = &seg->areas[n];
 		struct vol *pv = pvvol[a->pv];
 		uint64_t off = (vg->pv[a->pv].pe_start + a->first * vg->extent_size) * LVM_SECTOR;
 		if (off > pv->size || area > pv->size - off) {
-			r = asprintf(why, "its extents on %s lie past the end of %s (%" PRIu64 " bytes)",
-			             vg->pv[a->pv].name, pv->name, pv->size) < 0 ? -ENOMEM : 1;
+			r = asprintf(why,
+			             "its extents on %s lie past the end of %s (%" PRIu64 " bytes)",
+			             vg->pv[a->pv].name, pv->name, pv->size) < 0
+			        ? -ENOMEM
+			        : 1;
 			goto out;
 		}
 		r = slice_open(pv, off, area, false, name, &sl[n]);
 		if (r == -EINVAL) {
-			r = asprintf(why, "its extents on %s are not aligned to %s's %u-byte blocks",
-			             vg->pv[a->pv].name, pv->name, pv->block_min) < 0 ? -ENOMEM : 1;
+			r = asprintf(why,
+			             "its extents on %s are not aligned to %s's %u-byte blocks",
+			             vg->pv[a->pv].name, pv->name, pv->block_min) < 0
+			        ? -ENOMEM
+			        : 1;
 			goto out;
 		}
 		if (r < 0)
@@ -353,8 +385,8 @@ static int seg_open(const struct lvm_vg *vg, const struct lvm_seg *seg, struct v
 		*out = sl[0];
 		return 0;
 	}
-	struct raid_geom g = {.level = 0, .chunk = (uint32_t)(seg->stripe_size * LVM_SECTOR),
-	                      .raid_disks = n};
+	struct raid_geom g = {
+	    .level = 0, .chunk = (uint32_t)(seg->stripe_size * LVM_SECTOR), .raid_disks = n};
 	r = raid_open(&g, sl, NULL, name, out);
 	if (r == 0)
 		return 0;
@@ -394,7 +426,8 @@ static int lv_open(const struct lvm_vg *vg, const struct lvm_lv_meta *lv, struct
 	n = 0; /* inner owns them */
 	if (inner->size != want) {
 		vol_close(inner);
-		r = asprintf(why, "it assembles to %" PRIu64 " bytes, not %" PRIu64, inner->size, want) < 0
+		r = asprintf(why, "it assembles to %" PRIu64 " bytes, not %" PRIu64, inner->size,
+		             want) < 0
 		        ? -ENOMEM
 		        : 1;
 		goto out;
@@ -463,7 +496,8 @@ static int vg_open(struct lvm_found *f, const struct lvm_vg *vg, const unsigned 
 		const char *missing = NULL;
 		for (unsigned s = 0; s < lv->nseg; s++) {
 			o->size += lv->seg[s].extent_count * vg->extent_size * LVM_SECTOR;
-			for (unsigned i = 0; lv->seg[s].mapped && i < lv->seg[s].stripe_count; i++) {
+			for (unsigned i = 0; lv->seg[s].mapped && i < lv->seg[s].stripe_count;
+			     i++) {
 				unsigned p = lv->seg[s].areas[i].pv;
 				if (!pvvol[p] || vg->pv[p].missing) {
 					missing = missing ? missing : vg->pv[p].name;
@@ -509,8 +543,9 @@ int lvm_assemble(struct vol **vols, unsigned n, bool readonly, struct lvm_found 
 	struct lvm_pv *pv = calloc(n ? n : 1, sizeof(*pv));
 	struct lvm_found *f = calloc(1, sizeof(*f));
 	int *perr = calloc(n ? n : 1, sizeof(*perr));
-	char (*pmsg)[200] = calloc(n ? n : 1, sizeof(*pmsg));
-	unsigned *best = calloc(n ? n : 1, sizeof(*best)); /* per VG: the PV holding its newest copy */
+	char(*pmsg)[200] = calloc(n ? n : 1, sizeof(*pmsg));
+	unsigned *best =
+	    calloc(n ? n : 1, sizeof(*best)); /* per VG: the PV holding its newest copy */
 	unsigned *at = NULL, nlv_max = 0;
 	int r = 0;
 
@@ -530,7 +565,9 @@ int lvm_assemble(struct vol **vols, unsigned n, bool readonly, struct lvm_found 
 			warn_add(f, "%s", pv[i].note);
 		for (unsigned j = 0; perr[i] != 0 && j < i; j++)
 			if (perr[j] != 0 && pv[j].uuid[0] && !strcmp(pv[i].uuid, pv[j].uuid)) {
-				r = err_set(-EEXIST, "%s and %s carry the same LVM2 PV UUID %s (a copy, or an md member beside its array?)",
+				r = err_set(-EEXIST,
+				            "%s and %s carry the same LVM2 PV UUID %s (a copy, or "
+				            "an md member beside its array?)",
 				            vols[j]->name, vols[i]->name, pv[i].uuid);
 				goto out;
 			}
@@ -548,7 +585,9 @@ int lvm_assemble(struct vol **vols, unsigned n, bool readonly, struct lvm_found 
 		}
 		const struct lvm_vg *a = pv[best[g]].vg, *b = pv[i].vg;
 		if (a->seqno != b->seqno || pv[best[g]].text_crc != pv[i].text_crc)
-			warn_add(f, "VG %s: metadata copies disagree (seqno %" PRIu64 " on %s, %" PRIu64 " on %s): the newest used",
+			warn_add(f,
+			         "VG %s: metadata copies disagree (seqno %" PRIu64
+			         " on %s, %" PRIu64 " on %s): the newest used",
 			         a->name, a->seqno, vols[best[g]]->name, b->seqno, vols[i]->name);
 		if (b->seqno > a->seqno)
 			best[g] = i;
@@ -577,13 +616,16 @@ int lvm_assemble(struct vol **vols, unsigned n, bool readonly, struct lvm_found 
 					at[p] = i;
 					f->vg_of[i] = g;
 					if (perr[i] < 0)
-						warn_add(f, "%s (VG %s): %s; another PV's copy of the metadata used",
+						warn_add(f,
+						         "%s (VG %s): %s; another PV's copy of the "
+						         "metadata used",
 						         vols[i]->name, vg->name, pmsg[i]);
 				}
 			nmissing += at[p] == UINT_MAX;
 		}
 		if (nmissing)
-			warn_add(f, "VG %s is partial: %u of its %u PVs missing", vg->name, nmissing, vg->npv);
+			warn_add(f, "VG %s is partial: %u of its %u PVs missing", vg->name,
+			         nmissing, vg->npv);
 		r = vg_open(f, vg, at, vols, readonly);
 		if (r < 0)
 			goto out;

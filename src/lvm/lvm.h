@@ -68,15 +68,15 @@ void lvm_found_free(struct lvm_found *f);
 
 /* ---- the parsed metadata (lvm_text.c), for lvm.c, tests and fuzzing ---- */
 
-#define LVM_ID_LEN 32      /* a UUID without its dashes */
+#define LVM_ID_LEN 32       /* a UUID without its dashes */
 #define LVM_MAX_STRIPES 128 /* lvm2's own limit */
 
 struct lvm_pv_meta {
-	char *name;               /* "pv0" */
-	char id[LVM_ID_LEN + 1];  /* dashes removed */
-	uint64_t pe_start;        /* sectors from the PV's start */
-	uint64_t pe_count;        /* extents */
-	bool missing;             /* flagged MISSING in the metadata */
+	char *name;              /* "pv0" */
+	char id[LVM_ID_LEN + 1]; /* dashes removed */
+	uint64_t pe_start;       /* sectors from the PV's start */
+	uint64_t pe_count;       /* extents */
+	bool missing;            /* flagged MISSING in the metadata */
 };
 
 struct lvm_area {
@@ -87,9 +87,9 @@ struct lvm_area {
 struct lvm_seg {
 	uint64_t start_extent, extent_count; /* in the LV */
 	char *type;                          /* "striped", "linear", "thin-pool" ... */
-	bool mapped;          /* striped or linear: areas[] filled; else refused */
+	bool mapped;                         /* striped or linear: areas[] filled; else refused */
 	unsigned stripe_count;
-	uint64_t stripe_size; /* sectors; 0 with one stripe */
+	uint64_t stripe_size;   /* sectors; 0 with one stripe */
 	struct lvm_area *areas; /* stripe_count of them */
 };
 

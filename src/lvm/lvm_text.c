@@ -20,12 +20,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CFG_MAX_DEPTH 8          /* vg { logical_volumes { lv { segment { } } } } is 4 */
-#define CFG_MAX_KEY 128          /* lvm2's names are at most 127 characters */
+#define CFG_MAX_DEPTH 8           /* vg { logical_volumes { lv { segment { } } } } is 4 */
+#define CFG_MAX_KEY 128           /* lvm2's names are at most 127 characters */
 #define CFG_MAX_STRING (64 << 10) /* descriptions hold command lines */
 #define CFG_MAX_ARRAY 65536
 #define CFG_MAX_NODES (1u << 20)
-#define LVM_MAX_SECTORS (1ull << 54)   /* bytes of a PV or LV still fit in 63 bits */
+#define LVM_MAX_SECTORS (1ull << 54) /* bytes of a PV or LV still fit in 63 bits */
 
 /* ---- pass 1: the syntax tree ---- */
 
@@ -239,7 +239,8 @@ static int cfg_array(struct cfg_parser *c, struct cfg_node *n)
 		if (ch == ',')
 			c->p++;
 		else if (ch != ']')
-			return cfg_err(c, ch ? "',' or ']' expected in an array" : "an array without its ']'");
+			return cfg_err(c, ch ? "',' or ']' expected in an array"
+			                     : "an array without its ']'");
 	}
 }
 
@@ -279,7 +280,8 @@ static int cfg_entry(struct cfg_parser *c, struct cfg_node ***tail)
 		return 0;
 	}
 	if (ch != '=')
-		return cfg_err(c, ch ? "'=' or '{' expected after a name" : "the text ends after a name");
+		return cfg_err(c, ch ? "'=' or '{' expected after a name"
+		                     : "the text ends after a name");
 	c->p++;
 	if (cfg_peek(c) == '[')
 		return cfg_array(c, n);
@@ -297,7 +299,8 @@ static int cfg_section_body(struct cfg_parser *c, struct cfg_node **first, bool 
 	for (;;) {
 		int ch = cfg_peek(c);
 		if (ch == 0)
-			return top ? 0 : cfg_err(c, "the text ends inside a section (a '}' missing)");
+			return top ? 0
+			           : cfg_err(c, "the text ends inside a section (a '}' missing)");
 		if (ch == '}') {
 			if (top)
 				return cfg_err(c, "a '}' without its '{'");
@@ -360,11 +363,12 @@ static int get_int(struct vg_ctx *x, const struct cfg_node *sec, const char *key
 		return 0;
 	}
 	if (n->section || n->array || n->nval != 1 || n->val[0].t != CFG_INT)
-		return err_set(-EINVAL, "%s: %s's %s (line %u) is not a number", vg_where(x), sec->key,
-		               key, n->line);
+		return err_set(-EINVAL, "%s: %s's %s (line %u) is not a number", vg_where(x),
+		               sec->key, key, n->line);
 	if (n->val[0].i < 0 || (uint64_t)n->val[0].i > max)
-		return err_set(-EINVAL, "%s: %s's %s = %" PRId64 " (line %u) is out of range (0..%" PRIu64 ")",
-		               vg_where(x), sec->key, key, n->val[0].i, n->line, max);
+		return err_set(
+		    -EINVAL, "%s: %s's %s = %" PRId64 " (line %u) is out of range (0..%" PRIu64 ")",
+		    vg_where(x), sec->key, key, n->val[0].i, n->line, max);
 	*out = (uint64_t)n->val[0].i;
 	return 0;
 }
@@ -434,14 +438,16 @@ static int parse_pvs(struct vg_ctx *x, const struct cfg_node *pvs)
 		                 &pv->pe_count)) < 0)
 			return r;
 		if (pv->pe_start + pv->pe_count * vg->extent_size > LVM_MAX_SECTORS)
-			return err_set(-EINVAL, "%s: %s ends past 2^54 sectors", vg_where(x), p->key);
+			return err_set(-EINVAL, "%s: %s ends past 2^54 sectors", vg_where(x),
+			               p->key);
 		pv->missing = has_flag(p, "flags", "MISSING") || has_flag(p, "status", "MISSING");
 		for (unsigned i = 0; i + 1 < vg->npv; i++) {
 			if (!strcmp(vg->pv[i].name, pv->name))
-				return err_set(-EINVAL, "%s: two PVs named %s", vg_where(x), pv->name);
+				return err_set(-EINVAL, "%s: two PVs named %s", vg_where(x),
+				               pv->name);
 			if (!strcmp(vg->pv[i].id, pv->id))
-				return err_set(-EINVAL, "%s: %s and %s have the same id %s", vg_where(x),
-				               vg->pv[i].name, pv->name, pv->id);
+				return err_set(-EINVAL, "%s: %s and %s have the same id %s",
+				               vg_where(x), vg->pv[i].name, pv->name, pv->id);
 		}
 	}
 	return 0;
@@ -454,7 +460,6 @@ static int pv_index(const struct lvm_vg *vg, const char *name)
 			return (int)i;
 	return -1;
 }
-
 
 /* The stripes of a striped (or linear) segment. */
 static int parse_stripes(struct vg_ctx *x, const struct cfg_node *s, struct lvm_seg *seg,
@@ -500,10 +505,12 @@ static int parse_stripes(struct vg_ctx *x, const struct cfg_node *s, struct lvm_
 				if (o->section && !strcmp(o->key, nv->s))
 					break;
 			if (!o)
-				return err_set(-EINVAL, "%s: %s's stripe %u is on \"%s\", no PV of the VG",
+				return err_set(-EINVAL,
+				               "%s: %s's stripe %u is on \"%s\", no PV of the VG",
 				               vg_where(x), s->key, i, nv->s);
-			if (!lv->refused && asprintf(&lv->refused, "a segment on LV %s (pvmove or layered)",
-			                             nv->s) < 0) {
+			if (!lv->refused &&
+			    asprintf(&lv->refused, "a segment on LV %s (pvmove or layered)",
+			             nv->s) < 0) {
 				lv->refused = NULL;
 				return -ENOMEM;
 			}
@@ -556,8 +563,10 @@ static int parse_lv(struct vg_ctx *x, const struct cfg_node *l, struct lvm_lv_me
 			continue;
 		struct lvm_seg *seg = &lv->seg[lv->nseg++];
 		const char *type = get_str(s, "type");
-		if ((r = get_int(x, s, "start_extent", true, LVM_MAX_SECTORS, &seg->start_extent)) < 0 ||
-		    (r = get_int(x, s, "extent_count", true, LVM_MAX_SECTORS, &seg->extent_count)) < 0)
+		if ((r = get_int(x, s, "start_extent", true, LVM_MAX_SECTORS, &seg->start_extent)) <
+		        0 ||
+		    (r = get_int(x, s, "extent_count", true, LVM_MAX_SECTORS, &seg->extent_count)) <
+		        0)
 			return r;
 		if (seg->extent_count == 0)
 			return err_set(-EINVAL, "%s: %s has extent_count 0", vg_where(x), s->key);
@@ -585,8 +594,8 @@ static int parse_lv(struct vg_ctx *x, const struct cfg_node *l, struct lvm_lv_me
 	for (unsigned i = 0; i < lv->nseg; i++) {
 		const struct lvm_seg *s = &lv->seg[i];
 		if (s->start_extent < next)
-			return err_set(-EINVAL, "%s: segments overlap at extent %" PRIu64, vg_where(x),
-			               s->start_extent);
+			return err_set(-EINVAL, "%s: segments overlap at extent %" PRIu64,
+			               vg_where(x), s->start_extent);
 		if (s->start_extent > next)
 			return err_set(-EINVAL, "%s: no segment maps extents %" PRIu64 "..%" PRIu64,
 			               vg_where(x), next, s->start_extent - 1);
@@ -630,8 +639,9 @@ static int check_overlaps(struct vg_ctx *x)
 		for (unsigned s = 0; s < vg->lv[l].nseg; s++) {
 			const struct lvm_seg *seg = &vg->lv[l].seg[s];
 			for (unsigned i = 0; seg->mapped && i < seg->stripe_count; i++)
-				runs[n++] = (struct pv_run){seg->areas[i].pv, l, seg->areas[i].first,
-				                            seg->extent_count / seg->stripe_count};
+				runs[n++] =
+				    (struct pv_run){seg->areas[i].pv, l, seg->areas[i].first,
+				                    seg->extent_count / seg->stripe_count};
 		}
 	qsort(runs, n, sizeof(*runs), run_cmp);
 	for (size_t i = 1; i < n; i++) {
@@ -649,6 +659,43 @@ static int check_overlaps(struct vg_ctx *x)
 	return 0;
 }
 
+static struct lvm_lv_meta *lv_named(struct lvm_vg *vg, const char *name)
+{
+	for (unsigned i = 0; name && i < vg->nlv; i++)
+		if (!strcmp(vg->lv[i].name, name))
+			return &vg->lv[i];
+	return NULL;
+}
+
+/* A snapshot is a hidden LV whose one segment names its origin and its
+ * copy-on-write store, both plain LVs: the store holds the snapshot's
+ * exceptions, not a volume (refused), and the origin opens read-only, as a
+ * write to it that skips the copy-on-write would change the snapshot. */
+static int mark_snapshots(struct vg_ctx *x, const struct cfg_node *lvs)
+{
+	for (const struct cfg_node *l = lvs ? lvs->child : NULL; l; l = l->next)
+		for (const struct cfg_node *s = l->section ? l->child : NULL; s; s = s->next) {
+			const char *type = s->section ? get_str(s, "type") : NULL;
+			if (!type || strcmp(type, "snapshot"))
+				continue;
+			x->lv = l->key;
+			struct lvm_lv_meta *origin = lv_named(x->vg, get_str(s, "origin"));
+			struct lvm_lv_meta *cow = lv_named(x->vg, get_str(s, "cow_store"));
+			if (!origin || !cow)
+				return err_set(-EINVAL,
+				               "%s: %s names no origin or cow_store LV of the VG",
+				               vg_where(x), s->key);
+			origin->writable = false;
+			free(cow->refused);
+			if (asprintf(&cow->refused, "the copy-on-write store of a snapshot of %s",
+			             origin->name) < 0) {
+				cow->refused = NULL;
+				return -ENOMEM;
+			}
+		}
+	return 0;
+}
+
 static int parse_vg(const struct cfg_node *top, struct lvm_vg *vg)
 {
 	struct vg_ctx x = {.vg = vg};
@@ -659,17 +706,20 @@ static int parse_vg(const struct cfg_node *top, struct lvm_vg *vg)
 		if (!n->section)
 			continue;
 		if (sec)
-			return err_set(-EINVAL, "metadata holds two VGs, %s and %s", sec->key, n->key);
+			return err_set(-EINVAL, "metadata holds two VGs, %s and %s", sec->key,
+			               n->key);
 		sec = n;
 	}
 	for (const struct cfg_node *n = top; n; n = n->next) {
 		if (!strcmp(n->key, "version") && !n->section &&
 		    (n->nval != 1 || n->val[0].t != CFG_INT || n->val[0].i != 1))
-			return err_set(-EINVAL, "metadata text version (line %u) is not 1", n->line);
+			return err_set(-EINVAL, "metadata text version (line %u) is not 1",
+			               n->line);
 		if (!strcmp(n->key, "contents") && !n->section &&
 		    (n->nval != 1 || n->val[0].t != CFG_STR ||
 		     strcmp(n->val[0].s, "Text Format Volume Group")))
-			return err_set(-EINVAL, "metadata contents (line %u) are not a volume group", n->line);
+			return err_set(
+			    -EINVAL, "metadata contents (line %u) are not a volume group", n->line);
 	}
 	if (!sec)
 		return err_set(-EINVAL, "metadata holds no VG section");
@@ -711,6 +761,8 @@ static int parse_vg(const struct cfg_node *top, struct lvm_vg *vg)
 		if ((r = parse_lv(&x, l, lv, lvs)) < 0)
 			return r;
 	}
+	if ((r = mark_snapshots(&x, lvs)) < 0)
+		return r;
 	return check_overlaps(&x);
 }
 

@@ -110,7 +110,8 @@ static void fix_csums(unsigned char *b, size_t len)
 				continue;
 			unsigned char *h = b + off;
 			uint64_t toff = le_at(h + 40, 8), tlen = le_at(h + 48, 8);
-			if (toff >= 512 && toff < size && tlen && tlen <= size - 512 && off + size <= len) {
+			if (toff >= 512 && toff < size && tlen && tlen <= size - 512 &&
+			    off + size <= len) {
 				uint64_t first = size - toff < tlen ? size - toff : tlen;
 				uint32_t c = lvm_crc(LVM_INITIAL_CRC, h + toff, first);
 				c = lvm_crc(c, h + 512, tlen - first);
@@ -187,7 +188,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (unsigned i = 0; r == 0 && i < f->nlv; i++) {
 		if (verbose)
 			fprintf(stderr, "fuzz_lvm:  %s %llu %s\n", f->lv[i].name,
-			        (unsigned long long)f->lv[i].size, f->lv[i].refused ? f->lv[i].refused : "");
+			        (unsigned long long)f->lv[i].size,
+			        f->lv[i].refused ? f->lv[i].refused : "");
 		if (f->lv[i].vol)
 			read_some(f->lv[i].vol);
 	}

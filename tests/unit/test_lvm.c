@@ -30,7 +30,7 @@
 
 /* ---- helpers ---- */
 
-__attribute__((unused)) static char *read_file(const char *name, size_t *len)
+static char *read_file(const char *name, size_t *len)
 {
 	char path[512];
 	const char *src = getenv("SRCDIR");
@@ -152,11 +152,12 @@ static int images_run(const char *images)
 		char hex[65] = "", want[80];
 		hash_vol(lv->vol, hex);
 		snprintf(want, sizeof(want), "%s=%s", lv->name, hex);
-		printf("%s: %llu bytes on %u PVs, sha256 %s\n", lv->name, (unsigned long long)lv->size,
-		       lv->npvs, hex);
+		printf("%s: %llu bytes on %u PVs, sha256 %s\n", lv->name,
+		       (unsigned long long)lv->size, lv->npvs, hex);
 		CHECK(lv->vol->caps & VOL_CAP_READONLY);
 		if (!in_list(expect, want)) {
-			fprintf(stderr, "FAIL: %s reads %s, not what the guest wrote\n", lv->name, hex);
+			fprintf(stderr, "FAIL: %s reads %s, not what the guest wrote\n", lv->name,
+			        hex);
 			check_failures++;
 		} else {
 			matched++;
@@ -183,11 +184,169 @@ out:
 
 /* ---- unit cases on real metadata ---- */
 
+static char *vgd_text;
+static size_t vgd_len;
+
+/* text with the first `from` after `after` (NULL: from the start) replaced
+ * by `to`; the test fails if either is not there. */
+static char *subst(const char *text, const char *after, const char *from, const char *to)
+{
+	const char *a = after ? strstr(text, after) : text;
+	const char *p = a ? strstr(a, from) : NULL;
+	char *out;
+
+	CHECK(p != NULL);
+	if (!p)
+		return strdup(text);
+	size_t pre = (size_t)(p - text), fl = strlen(from), tl = strlen(to);
+	out = malloc(strlen(text) - fl + tl + 1);
+	memcpy(out, text, pre);
+	memcpy(out + pre, to, tl);
+	strcpy(out + pre + tl, p + fl);
+	return out;
+}
+
+/* The parse of text must fail with a message holding each of want[]. */
+static void expect_error(const char *what, char *text, const char *want1, const char *want2)
+{
+	struct lvm_vg *vg = NULL;
+	int r = lvm_text_parse(text, strlen(text), &vg);
+	const char *d = err_detail(r);
+
+	if (r != -EINVAL || !strstr(d, want1) || (want2 && !strstr(d, want2))) {
+		fprintf(stderr, "FAIL: %s: got %d \"%s\", want \"%s\"%s%s\n", what, r,
+		        r < 0 ? d : "", want1, want2 ? " and " : "", want2 ? want2 : "");
+		check_failures++;
+	} else {
+		printf("ok: %s: %s\n", what, d);
+	}
+	CHECK(vg == NULL);
+	lvm_vg_free(vg);
+	free(text);
+}
+
+static const struct lvm_lv_meta *lv_of(const struct lvm_vg *vg, const char *name)
+{
+	for (unsigned i = 0; i < vg->nlv; i++)
+		if (!strcmp(vg->lv[i].name, name))
+			return &vg->lv[i];
+	return NULL;
+}
+
+/* The metadata as lvm2 wrote it parses into what `lvs` showed. */
+static void test_parse_real(void)
+{
+	struct lvm_vg *vg = NULL;
+	int r = lvm_text_parse(vgd_text, vgd_len, &vg);
+
+	CHECK_EQ(r, 0);
+	if (r < 0) {
+		fprintf(stderr, "%s\n", err_detail(r));
+		return;
+	}
+	CHECK(!strcmp(vg->name, "vgd"));
+	CHECK_EQ(strlen(vg->id), 32);
+	CHECK_EQ(vg->extent_size, 8192);
+	CHECK_EQ(vg->npv, 2);
+	CHECK(vg->writable);
+	const struct lvm_lv_meta *lin = lv_of(vg, "lin"), *str = lv_of(vg, "str"),
+	                         *span = lv_of(vg, "span"), *mir = lv_of(vg, "mir"),
+	                         *img = lv_of(vg, "mir_rimage_0"), *snap = lv_of(vg, "snap");
+	CHECK(lin && str && span && mir && img && snap);
+	if (!lin || !str || !span || !mir || !img || !snap)
+		goto out;
+	CHECK(lin->visible && !lin->refused && lin->nseg == 1 && lin->seg[0].stripe_count == 1);
+	CHECK(!lin->writable); /* the origin of a snapshot */
+	CHECK(str->writable && str->nseg == 1 && str->seg[0].stripe_count == 2);
+	CHECK_EQ(str->seg[0].stripe_size, 128);
+	CHECK(str->seg[0].areas[0].pv == 0 && str->seg[0].areas[1].pv == 1);
+	CHECK_EQ(span->nseg, 3);
+	CHECK(mir->visible && mir->refused && !strcmp(mir->refused, "raid1 segment"));
+	CHECK(!img->visible && !img->refused);
+	CHECK(snap->refused && strstr(snap->refused, "snapshot of lin"));
+out:
+	lvm_vg_free(vg);
+}
+
+/* Real metadata, damaged one way each: an error naming the VG and LV. */
+static void test_damage(void)
+{
+	const char *t = vgd_text;
+
+	expect_error("segment past pe_count", subst(t, "\nlin {", "\"pv0\", 0", "\"pv0\", 10"),
+	             "VG vgd LV lin: segment1's stripe 0", "past its pe_count");
+	expect_error("stripe extent past pe_count",
+	             subst(t, "\nstr {", "extent_count = 4", "extent_count = 40"), "VG vgd LV str",
+	             "past its pe_count");
+	expect_error("overlapping segments",
+	             subst(t, "segment2 {", "start_extent = 1", "start_extent = 0"),
+	             "VG vgd LV span: segments overlap", NULL);
+	expect_error("a gap between segments",
+	             subst(t, "segment3 {", "start_extent = 2", "start_extent = 3"),
+	             "VG vgd LV span: no segment maps extents 2..2", NULL);
+	expect_error("dangling PV reference", subst(t, "\nstr {", "\"pv1\", 0", "\"pv7\", 0"),
+	             "VG vgd LV str: segment1's stripe 1 is on \"pv7\", no PV of the VG", NULL);
+	expect_error("two LVs on one extent", subst(t, "\nstr {", "\"pv0\", 2", "\"pv0\", 1"),
+	             "VG vgd: LV lin and LV str both use extent 1 of pv0", NULL);
+	expect_error("a missing '}'", subst(t, NULL, "\n}\n# Generated", "\n# Generated"),
+	             "a '}' missing", NULL);
+	expect_error("a '}' too many", subst(t, "\nlin {", "flags = []", "flags = [] }"),
+	             "without its '{'", NULL);
+	expect_error(
+	    "deep nesting",
+	    subst(t, "\nlin {", "segment1 {", "a { b { c { d { e { f { } } } } } }\nsegment1 {"),
+	    "nested deeper than 8", "vgd/logical_volumes/lin/a/b/c/d");
+	expect_error("a huge number",
+	             subst(t, "\nlin {", "extent_count = 2", "extent_count = 99999999999999999999"),
+	             "a number out of range", NULL);
+	expect_error("a number past int64 bounds of a field",
+	             subst(t, "\nlin {", "extent_count = 2", "extent_count = 9223372036854775807"),
+	             "VG vgd LV lin: segment1's extent_count", "out of range");
+	expect_error("an unterminated string",
+	             strndup(t, (size_t)(strstr(t, "description = \"") - t) + 20),
+	             "a string without its closing quote", NULL);
+	expect_error("stripes not a multiple",
+	             subst(t, "\nstr {", "extent_count = 4", "extent_count = 3"),
+	             "VG vgd LV str: segment1's 3 extents do not split into 2 stripes", NULL);
+	expect_error("no extent_size", subst(t, NULL, "extent_size = 8192", "extent_sighs = 8192"),
+	             "VG vgd: vgd has no extent_size", NULL);
+	expect_error("a bad PV id", subst(t, "pv1 {", "id = \"", "id = \"#"), "VG vgd: pv1's id",
+	             "is no LVM UUID");
+	expect_error("a second VG", subst(t, NULL, "\ncontents", "\nvg2 { }\ncontents"),
+	             "two VGs, vgd and vg2", NULL);
+}
+
+/* Segment types uraid does not map are refused by name, not errors. */
+static void test_refusals(void)
+{
+	static const char *types[] = {"thin",      "thin-pool", "cache", "cache-pool",
+	                              "mirror",    "raid5",     "vdo",   "writecache",
+	                              "integrity", "frobnicate"};
+	for (unsigned i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		char to[64], want[80];
+		snprintf(to, sizeof(to), "type = \"%s\"", types[i]);
+		snprintf(want, sizeof(want), "%s segment", types[i]);
+		char *t = subst(vgd_text, "\nspan {", "type = \"striped\"", to);
+		struct lvm_vg *vg = NULL;
+		int r = lvm_text_parse(t, strlen(t), &vg);
+		CHECK_EQ(r, 0);
+		const struct lvm_lv_meta *lv = r == 0 ? lv_of(vg, "span") : NULL;
+		CHECK(lv && lv->refused && !strcmp(lv->refused, want));
+		lvm_vg_free(vg);
+		free(t);
+	}
+}
+
 int main(void)
 {
 	const char *images = getenv("LVM_IMAGES");
 
 	if (images)
 		return images_run(images);
+	vgd_text = read_file("vgd.txt", &vgd_len);
+	test_parse_real();
+	test_damage();
+	test_refusals();
+	free(vgd_text);
 	return check_done();
 }
