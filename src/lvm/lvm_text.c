@@ -667,10 +667,12 @@ static struct lvm_lv_meta *lv_named(struct lvm_vg *vg, const char *name)
 	return NULL;
 }
 
-/* A snapshot is a hidden LV whose one segment names its origin and its
- * copy-on-write store, both plain LVs: the store holds the snapshot's
- * exceptions, not a volume (refused), and the origin opens read-only, as a
- * write to it that skips the copy-on-write would change the snapshot. */
+/* lvm2 keeps a snapshot as two LVs: its copy-on-write store, hidden but
+ * under the name users know ("snap"), and a visible "snapshotN" whose one
+ * segment names that store and the origin.  The user's view is kept: the
+ * store is listed, refused (it holds the snapshot's exceptions, not a
+ * volume), snapshotN is not, and the origin opens read-only, as a write to
+ * it that skips the copy-on-write would change the snapshot. */
 static int mark_snapshots(struct vg_ctx *x, const struct cfg_node *lvs)
 {
 	for (const struct cfg_node *l = lvs ? lvs->child : NULL; l; l = l->next)
@@ -686,8 +688,11 @@ static int mark_snapshots(struct vg_ctx *x, const struct cfg_node *lvs)
 				               "%s: %s names no origin or cow_store LV of the VG",
 				               vg_where(x), s->key);
 			origin->writable = false;
+			lv_named(x->vg, l->key)->visible = false;
+			cow->visible = true;
 			free(cow->refused);
-			if (asprintf(&cow->refused, "the copy-on-write store of a snapshot of %s",
+			if (asprintf(&cow->refused,
+			             "a snapshot of %s (dm-snapshot's copy-on-write store)",
 			             origin->name) < 0) {
 				cow->refused = NULL;
 				return -ENOMEM;

@@ -337,6 +337,227 @@ static void test_refusals(void)
 	}
 }
 
+/* ---- the PVs' first bytes as lvm2 wrote them ---- */
+
+#define PV_SIZE (48u << 20) /* the VM's disks */
+#define MDA_AT 4096u        /* where lvm2 put the metadata area */
+
+static uint8_t *pv_img[2];
+static size_t pv_len[2];
+
+static uint64_t le64_at(const uint8_t *p)
+{
+	uint64_t x = 0;
+	for (int i = 7; i >= 0; i--)
+		x = x << 8 | p[i];
+	return x;
+}
+
+static void put_le(uint8_t *p, uint64_t x, int n)
+{
+	for (int i = 0; i < n; i++)
+		p[i] = (uint8_t)(x >> (8 * i));
+}
+
+/* A mem: PV of the real size holding img; block 512 or 4096. */
+static struct vol *pv_vol(const uint8_t *img, size_t len, unsigned block, const char *name)
+{
+	char spec[64];
+	struct vol *m, *v;
+	snprintf(spec, sizeof(spec), "mem:%u", PV_SIZE);
+	CHECK(member_open(spec, 0, &m) == 0);
+	CHECK(vol_write(m, img, len, 0, 0) == 0);
+	CHECK(slice_open(m, 0, m->size, true, name, &v) == 0);
+	v->block_min = block;
+	return v;
+}
+
+static void expect_probe(const char *what, uint8_t *img, size_t len, int want, const char *msg)
+{
+	struct vol *v = pv_vol(img, len, 512, "pv.img");
+	int r = lvm_probe(v);
+	if (r != want || (msg && (!strstr(err_detail(r), msg) ||
+	                          strncmp(err_detail(r), "pv.img: LVM2: ", 14)))) {
+		fprintf(stderr, "FAIL: %s: probe %d \"%s\", want %d \"%s\"\n", what, r,
+		        r < 0 ? err_detail(r) : "", want, msg ? msg : "");
+		check_failures++;
+	} else {
+		printf("ok: %s: %d %s\n", what, r, r < 0 ? err_detail(r) : "");
+	}
+	vol_close(v);
+}
+
+static void test_label(void)
+{
+	uint8_t *img = malloc(pv_len[0]);
+	uint8_t zeros[4096] = {0};
+
+	memcpy(img, pv_img[0], pv_len[0]);
+	expect_probe("the real PV", img, pv_len[0], 1, NULL);
+	expect_probe("no label", zeros, sizeof(zeros), 0, NULL);
+	img[512 + 40] ^= 1; /* a byte of the PV UUID */
+	expect_probe("label damaged", img, pv_len[0], -EINVAL,
+	             "label checksum mismatch (sector 1)");
+	img[512 + 40] ^= 1;
+	img[MDA_AT + 300] ^= 1; /* the header's unused raw_locn slots */
+	expect_probe("mda header damaged", img, pv_len[0], -EINVAL,
+	             "metadata area header at 4096: checksum mismatch");
+	img[MDA_AT + 300] ^= 1;
+	uint64_t toff = le64_at(img + MDA_AT + 40);
+	img[MDA_AT + toff + 10] ^= 1;
+	expect_probe("text damaged", img, pv_len[0], -EINVAL, "checksum mismatch");
+	img[MDA_AT + toff + 10] ^= 1;
+	memcpy(img + 512, "LABELONX", 8); /* then no label at all */
+	expect_probe("no LABELONE", img, pv_len[0], 0, NULL);
+	free(img);
+}
+
+/* The text moved so that it wraps around the end of the circular buffer:
+ * its first half at the area's end, the rest right after the header. */
+static void test_wrap(void)
+{
+	uint8_t *img = calloc(1, PV_SIZE / 16);
+	const uint8_t *h = pv_img[0] + MDA_AT;
+	uint64_t msize = le64_at(h + 32), toff = le64_at(h + 40), tlen = le64_at(h + 48);
+	uint64_t first = tlen / 2, noff = msize - first;
+
+	memcpy(img, pv_img[0], MDA_AT + 512);
+	memcpy(img + MDA_AT + noff, pv_img[0] + MDA_AT + toff, first);
+	memcpy(img + MDA_AT + 512, pv_img[0] + MDA_AT + toff + first, tlen - first);
+	put_le(img + MDA_AT + 40, noff, 8);
+	put_le(img + MDA_AT, lvm_crc(LVM_INITIAL_CRC, img + MDA_AT + 4, 508), 4);
+	struct vol *v = pv_vol(img, PV_SIZE / 16, 512, "wrap.img");
+	CHECK_EQ(lvm_probe(v), 1);
+	img[MDA_AT + 512 + 5] ^= 1; /* the wrapped part is checked too */
+	struct vol *w = pv_vol(img, PV_SIZE / 16, 512, "wrap.img");
+	CHECK_EQ(lvm_probe(w), -EINVAL);
+	vol_close(v);
+	vol_close(w);
+	free(img);
+}
+
+static struct lvm_lv_found *found(struct lvm_found *f, const char *name)
+{
+	for (unsigned i = 0; f && i < f->nlv; i++)
+		if (!strcmp(f->lv[i].name, name))
+			return &f->lv[i];
+	return NULL;
+}
+
+/* Both PVs: what lvs showed, as vols; one PV: a partial VG. */
+static void test_assemble(unsigned block)
+{
+	struct vol *pv[2] = {pv_vol(pv_img[0], pv_len[0], block, "pv0.img"),
+	                     pv_vol(pv_img[1], pv_len[1], block, "pv1.img")};
+	struct lvm_found *f = NULL;
+	int r = lvm_assemble(pv, 2, false, &f);
+
+	CHECK_EQ(r, 0);
+	if (r < 0) {
+		fprintf(stderr, "%s\n", err_detail(r));
+		goto out;
+	}
+	CHECK_EQ(f->nvg, 1);
+	CHECK(!strcmp(f->vg_names[0], "vgd"));
+	CHECK(f->vg_of[0] == 0 && f->vg_of[1] == 0);
+	CHECK_EQ(f->warning[0], 0);
+	struct lvm_lv_found *lin = found(f, "vgd/lin"), *str = found(f, "vgd/str"),
+	                    *span = found(f, "vgd/span"), *mir = found(f, "vgd/mir"),
+	                    *snap = found(f, "vgd/snap");
+	CHECK(lin && str && span && mir && snap && !found(f, "vgd/mir_rimage_0"));
+	if (!lin || !str || !span || !mir || !snap)
+		goto out;
+	CHECK(lin->vol && lin->size == 8u << 20 && lin->npvs == 1 && lin->pvs[0] == 0);
+	CHECK(lin->vol->caps & VOL_CAP_READONLY); /* a snapshot's origin */
+	CHECK(str->vol && str->size == 16u << 20 && str->npvs == 2);
+	CHECK(span->vol && span->size == 16u << 20 && span->vol->size == span->size);
+	CHECK(mir->refused && !mir->vol);
+	CHECK(snap->refused && !snap->vol);
+	/* dm-stripe's order: chunk 0 on the first stripe, chunk 1 on the
+	 * second, at each stripe's first extent (from the metadata: str's
+	 * stripes are pv0 extent 2 and pv1 extent 0, 4 MiB extents, pe_start
+	 * 1 MiB). */
+	uint8_t a[65536], b[65536], got[65536];
+	memset(a, 0xa5, sizeof(a));
+	memset(b, 0x5a, sizeof(b));
+	CHECK(!(str->vol->caps & VOL_CAP_READONLY));
+	CHECK(vol_write(str->vol, a, sizeof(a), 0, 0) == 0);
+	CHECK(vol_write(str->vol, b, sizeof(b), sizeof(a), 0) == 0);
+	CHECK(vol_read(pv[0], got, sizeof(got), (1u << 20) + 2 * (4u << 20)) == 0);
+	CHECK(!memcmp(got, a, sizeof(a)));
+	CHECK(vol_read(pv[1], got, sizeof(got), 1u << 20) == 0);
+	CHECK(!memcmp(got, b, sizeof(b)));
+	/* span's second segment: pv0 extent 4 */
+	CHECK(vol_write(span->vol, a, sizeof(a), 4u << 20, 0) == 0);
+	CHECK(vol_read(pv[0], got, sizeof(got), (1u << 20) + 4 * (4u << 20)) == 0);
+	CHECK(!memcmp(got, a, sizeof(a)));
+	lvm_found_free(f);
+	f = NULL;
+
+	/* read-only: every LV refuses writes */
+	CHECK_EQ(lvm_assemble(pv, 2, true, &f), 0);
+	for (unsigned i = 0; f && i < f->nlv; i++)
+		if (f->lv[i].vol)
+			CHECK_EQ(vol_write(f->lv[i].vol, a, 4096, 0, 0), -EROFS);
+	lvm_found_free(f);
+	f = NULL;
+
+	/* pv1 missing: the VG is partial, LVs on pv1 are refused by name */
+	CHECK_EQ(lvm_assemble(pv, 1, true, &f), 0);
+	if (f) {
+		CHECK(strstr(f->warning, "VG vgd is partial: 1 of its 2 PVs missing"));
+		lin = found(f, "vgd/lin");
+		str = found(f, "vgd/str");
+		CHECK(lin && lin->vol);
+		CHECK(str && !str->vol && str->refused && strstr(str->refused, "PV pv1 (") &&
+		      strstr(str->refused, ") missing"));
+	}
+out:
+	lvm_found_free(f);
+	vol_close(pv[0]);
+	vol_close(pv[1]);
+}
+
+/* Two copies of the VG's metadata: the newer one wins, and the caller hears
+ * that they disagree; a damaged copy is stood in for by the other PV's. */
+static void test_copies(void)
+{
+	uint8_t *old = malloc(pv_len[1]);
+	memcpy(old, pv_img[1], pv_len[1]);
+	/* pv1's copy said seqno 1 lower: rewrite the number (same width) */
+	char *t = (char *)old + MDA_AT + le64_at(old + MDA_AT + 40);
+	char *sq = strstr(t, "seqno = ");
+	CHECK(sq != NULL);
+	uint64_t tlen = le64_at(old + MDA_AT + 48);
+	if (sq) {
+		sq[8] = (char)(sq[8] - 1); /* seqno N -> N-1 (a single digit under 10 here) */
+		put_le(old + MDA_AT + 56, lvm_crc(LVM_INITIAL_CRC, t, tlen), 4);
+		put_le(old + MDA_AT, lvm_crc(LVM_INITIAL_CRC, old + MDA_AT + 4, 508), 4);
+	}
+	struct vol *pv[2] = {pv_vol(pv_img[0], pv_len[0], 512, "pv0.img"),
+	                     pv_vol(old, pv_len[1], 512, "pv1.img")};
+	struct lvm_found *f = NULL;
+	CHECK_EQ(lvm_assemble(pv, 2, true, &f), 0);
+	CHECK(f && strstr(f->warning, "VG vgd: metadata copies disagree"));
+	CHECK(f && found(f, "vgd/snap")); /* the newer copy's LV */
+	lvm_found_free(f);
+	f = NULL;
+	vol_close(pv[1]);
+	old[MDA_AT + 300] ^= 1; /* now damaged: pv0's copy stands in */
+	pv[1] = pv_vol(old, pv_len[1], 512, "pv1.img");
+	CHECK_EQ(lvm_assemble(pv, 2, true, &f), 0);
+	CHECK(f && strstr(f->warning, "pv1.img (VG vgd): pv1.img: LVM2: metadata area header"));
+	CHECK(f && f->vg_of[1] == 0);
+	lvm_found_free(f);
+	f = NULL;
+	/* alone, the damage is an error */
+	CHECK_EQ(lvm_assemble(&pv[1], 1, true, &f), -EINVAL);
+	CHECK(strstr(err_detail(-EINVAL), "pv1.img: LVM2: metadata area header at 4096: checksum"));
+	vol_close(pv[0]);
+	vol_close(pv[1]);
+	free(old);
+}
+
 int main(void)
 {
 	const char *images = getenv("LVM_IMAGES");
@@ -347,6 +568,15 @@ int main(void)
 	test_parse_real();
 	test_damage();
 	test_refusals();
+	pv_img[0] = (uint8_t *)read_file("vgd-pv0.img", &pv_len[0]);
+	pv_img[1] = (uint8_t *)read_file("vgd-pv1.img", &pv_len[1]);
+	test_label();
+	test_wrap();
+	test_assemble(512);
+	test_assemble(4096);
+	test_copies();
+	free(pv_img[0]);
+	free(pv_img[1]);
 	free(vgd_text);
 	return check_done();
 }
