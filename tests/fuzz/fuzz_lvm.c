@@ -110,12 +110,13 @@ static void fix_csums(unsigned char *b, size_t len)
 				continue;
 			unsigned char *h = b + off;
 			uint64_t toff = le_at(h + 40, 8), tlen = le_at(h + 48, 8);
-			if (toff >= 512 && toff < size && tlen && tlen <= size - 512 &&
-			    off + size <= len) {
+			if (toff >= 512 && toff < size && tlen && tlen <= size - 512) {
 				uint64_t first = size - toff < tlen ? size - toff : tlen;
-				uint32_t c = lvm_crc(LVM_INITIAL_CRC, h + toff, first);
-				c = lvm_crc(c, h + 512, tlen - first);
-				put_le32(h + 56, c);
+				if (toff + first <= len - off && 512 + (tlen - first) <= len - off) {
+					uint32_t c = lvm_crc(LVM_INITIAL_CRC, h + toff, first);
+					c = lvm_crc(c, h + 512, tlen - first);
+					put_le32(h + 56, c);
+				}
 			}
 			put_le32(h, lvm_crc(LVM_INITIAL_CRC, h + 4, 508));
 		}
