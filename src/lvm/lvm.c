@@ -19,9 +19,11 @@
 #include "disc/raid/raid.h"
 #include "disc/slice.h"
 
+#include <ctype.h>
 #include <endian.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,15 +76,27 @@ struct lvm_mda_header {
 } __attribute__((packed));
 _Static_assert(sizeof(struct lvm_mda_header) == 40, "mda_header is 40 bytes");
 
+static uint32_t lvm_crc_table[256];
+static pthread_once_t lvm_crc_once = PTHREAD_ONCE_INIT;
+
+static void lvm_crc_init(void)
+{
+	for (uint32_t i = 0; i < 256; i++) {
+		uint32_t c = i;
+		for (int b = 0; b < 8; b++)
+			c = (c >> 1) ^ (0xedb88320u & -(c & 1));
+		lvm_crc_table[i] = c;
+	}
+}
+
+/* Byte at a time from a table (a metadata text may be megabytes). */
 uint32_t lvm_crc(uint32_t crc, const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
 
-	for (size_t i = 0; i < len; i++) {
-		crc ^= p[i];
-		for (int b = 0; b < 8; b++)
-			crc = (crc >> 1) ^ (0xedb88320u & -(crc & 1));
-	}
+	pthread_once(&lvm_crc_once, lvm_crc_init);
+	for (size_t i = 0; i < len; i++)
+		crc = (crc >> 8) ^ lvm_crc_table[(crc ^ p[i]) & 0xff];
 	return crc;
 }
 
@@ -228,9 +242,7 @@ static int pv_read(struct vol *v, struct lvm_pv *pv)
 	struct lvm_pv_header ph;
 	memcpy(&ph, sec + ho, sizeof(ph));
 	for (unsigned i = 0; i < LVM_ID_LEN; i++)
-		if (!((ph.uuid[i] >= '0' && ph.uuid[i] <= '9') ||
-		      (ph.uuid[i] >= 'a' && ph.uuid[i] <= 'z') ||
-		      (ph.uuid[i] >= 'A' && ph.uuid[i] <= 'Z')))
+		if (!(isalnum((unsigned char)ph.uuid[i]) || ph.uuid[i] == '!' || ph.uuid[i] == '#'))
 			return err_set(-EINVAL, "%s: LVM2: the PV UUID holds byte 0x%02x", v->name,
 			               (uint8_t)ph.uuid[i]);
 	memcpy(pv->uuid, ph.uuid, LVM_ID_LEN);
@@ -594,6 +606,11 @@ int lvm_assemble(struct vol **vols, unsigned n, bool readonly, struct lvm_found 
 	}
 	for (unsigned g = 0; g < f->nvg; g++) {
 		const struct lvm_vg *vg = pv[best[g]].vg;
+		for (unsigned h = 0; h < g; h++)
+			if (!strcmp(f->vg_names[h], vg->name))
+				warn_add(f,
+				         "two VGs named %s (ids %s and %s): their LVs share names",
+				         vg->name, pv[best[h]].vg->id, vg->id);
 		nlv_max += vg->nlv;
 		f->vg_names[g] = strdup(vg->name);
 		if (!f->vg_names[g])

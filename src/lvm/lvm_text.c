@@ -391,7 +391,8 @@ static bool has_flag(const struct cfg_node *sec, const char *key, const char *fl
 	return false;
 }
 
-/* A UUID as lvm2 writes it (6-4-4-4-4-4-6) or bare: 32 letters and digits. */
+/* A UUID as lvm2 writes it (6-4-4-4-4-4-6) or bare: 32 of lvm2's id
+ * characters (letters, digits, '!' and '#', lib/uuid/uuid.c). */
 static int get_id(struct vg_ctx *x, const struct cfg_node *sec, char id[LVM_ID_LEN + 1])
 {
 	const char *s = get_str(sec, "id");
@@ -402,7 +403,7 @@ static int get_id(struct vg_ctx *x, const struct cfg_node *sec, char id[LVM_ID_L
 	for (; *s; s++) {
 		if (*s == '-')
 			continue;
-		if (!isalnum((unsigned char)*s) || n == LVM_ID_LEN)
+		if (!(isalnum((unsigned char)*s) || *s == '!' || *s == '#') || n == LVM_ID_LEN)
 			break;
 		id[n++] = *s;
 	}

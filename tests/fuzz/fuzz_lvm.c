@@ -112,7 +112,8 @@ static void fix_csums(unsigned char *b, size_t len)
 			uint64_t toff = le_at(h + 40, 8), tlen = le_at(h + 48, 8);
 			if (toff >= 512 && toff < size && tlen && tlen <= size - 512) {
 				uint64_t first = size - toff < tlen ? size - toff : tlen;
-				if (toff + first <= len - off && 512 + (tlen - first) <= len - off) {
+				if (toff + first <= len - off &&
+				    512 + (tlen - first) <= len - off) {
 					uint32_t c = lvm_crc(LVM_INITIAL_CRC, h + toff, first);
 					c = lvm_crc(c, h + 512, tlen - first);
 					put_le32(h + 56, c);

@@ -310,7 +310,7 @@ static void test_damage(void)
 	             "VG vgd LV str: segment1's 3 extents do not split into 2 stripes", NULL);
 	expect_error("no extent_size", subst(t, NULL, "extent_size = 8192", "extent_sighs = 8192"),
 	             "VG vgd: vgd has no extent_size", NULL);
-	expect_error("a bad PV id", subst(t, "pv1 {", "id = \"", "id = \"#"), "VG vgd: pv1's id",
+	expect_error("a bad PV id", subst(t, "pv1 {", "id = \"", "id = \"$"), "VG vgd: pv1's id",
 	             "is no LVM UUID");
 	expect_error("a second VG", subst(t, NULL, "\ncontents", "\nvg2 { }\ncontents"),
 	             "two VGs, vgd and vg2", NULL);
