@@ -342,66 +342,71 @@ static void warn_add(struct lvm_found *f, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* The segment's vol: one slice, or a RAID0 of one slice per stripe. */
+/* Why an LV is not opened, in *why: 1, or -ENOMEM. */
+static int refuse(char **why, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int refuse(char **why, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int r = vasprintf(why, fmt, ap);
+	va_end(ap);
+	if (r < 0) {
+		*why = NULL;
+		return -ENOMEM;
+	}
+	return 1;
+}
+
+/* The segment's vol: one slice, or a RAID0 of one slice per stripe.  0, 1
+ * (*why says why not) or -errno. */
 static int seg_open(const struct lvm_vg *vg, const struct lvm_seg *seg, struct vol **pvvol,
                     const char *name, struct vol **out, char **why)
 {
-	uint64_t ext = vg->extent_size * LVM_SECTOR,
-	         area = seg->extent_count / seg->stripe_count * ext;
+	uint64_t ext = vg->extent_size * LVM_SECTOR;
+	uint64_t area = seg->extent_count / seg->stripe_count * ext, chunk = 0;
 	struct vol *sl[LVM_MAX_STRIPES];
 	unsigned n = 0;
 	int r = 0;
 
 	if (seg->stripe_count > 1) {
-		uint64_t chunk = seg->stripe_size * LVM_SECTOR;
+		chunk = seg->stripe_size * LVM_SECTOR;
 		if (chunk % 4096 || chunk > UINT32_MAX)
-			return asprintf(why,
-			                "stripe size of %" PRIu64
-			                " bytes (not a multiple of 4 KiB)",
-			                chunk) < 0
-			           ? -ENOMEM
-			           : 1;
+			return refuse(
+			    why, "a stripe size of %" PRIu64 " bytes (not a multiple of 4 KiB)",
+			    chunk);
+		/* dm-stripe refuses these too */
 		if (area % chunk)
-			return asprintf(why,
-			                "stripes of %" PRIu64 " bytes, not whole %" PRIu64
-			                "-byte chunks",
-			                area, chunk) < 0
-			           ? -ENOMEM
-			           : 1;
+			return refuse(
+			    why, "stripes of %" PRIu64 " bytes, not whole %" PRIu64 "-byte chunks",
+			    area, chunk);
 	}
 	for (; n < seg->stripe_count; n++) {
 		const struct lvm_area *a = &seg->areas[n];
 		struct vol *pv = pvvol[a->pv];
 		uint64_t off = (vg->pv[a->pv].pe_start + a->first * vg->extent_size) * LVM_SECTOR;
 		if (off > pv->size || area > pv->size - off) {
-			r = asprintf(why,
-			             "its extents on %s lie past the end of %s (%" PRIu64 " bytes)",
-			             vg->pv[a->pv].name, pv->name, pv->size) < 0
-			        ? -ENOMEM
-			        : 1;
+			r = refuse(why,
+			           "its extents on %s lie past the end of %s (%" PRIu64 " bytes)",
+			           vg->pv[a->pv].name, pv->name, pv->size);
 			goto out;
 		}
 		r = slice_open(pv, off, area, false, name, &sl[n]);
-		if (r == -EINVAL) {
-			r = asprintf(why,
-			             "its extents on %s are not aligned to %s's %u-byte blocks",
-			             vg->pv[a->pv].name, pv->name, pv->block_min) < 0
-			        ? -ENOMEM
-			        : 1;
-			goto out;
-		}
-		if (r < 0)
+		if (r == -EINVAL)
+			r = refuse(why, "its extents on %s are not aligned to %s's %u-byte blocks",
+			           vg->pv[a->pv].name, pv->name, pv->block_min);
+		if (r != 0)
 			goto out;
 	}
 	if (n == 1) {
 		*out = sl[0];
 		return 0;
 	}
-	struct raid_geom g = {
-	    .level = 0, .chunk = (uint32_t)(seg->stripe_size * LVM_SECTOR), .raid_disks = n};
+	struct raid_geom g = {.level = 0, .chunk = (uint32_t)chunk, .raid_disks = n};
 	r = raid_open(&g, sl, NULL, name, out);
 	if (r == 0)
 		return 0;
+	if (r == -EINVAL)
+		r = refuse(why, "%s", err_detail(r));
 out:
 	while (n)
 		vol_close(sl[--n]);
@@ -438,10 +443,8 @@ static int lv_open(const struct lvm_vg *vg, const struct lvm_lv_meta *lv, struct
 	n = 0; /* inner owns them */
 	if (inner->size != want) {
 		vol_close(inner);
-		r = asprintf(why, "it assembles to %" PRIu64 " bytes, not %" PRIu64, inner->size,
-		             want) < 0
-		        ? -ENOMEM
-		        : 1;
+		r = refuse(why, "it assembles to %" PRIu64 " bytes, not %" PRIu64, inner->size,
+		           want);
 		goto out;
 	}
 	r = slice_open(inner, 0, inner->size, true, name, out);

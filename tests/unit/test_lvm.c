@@ -558,6 +558,42 @@ static void test_copies(void)
 	free(old);
 }
 
+/* pv0's copy of the metadata edited in place (same length), checksums
+ * made again: what lvm2 would have read had it written that. */
+static uint8_t *pv0_edited(const char *from, const char *to)
+{
+	uint8_t *img = malloc(pv_len[0]);
+	memcpy(img, pv_img[0], pv_len[0]);
+	uint64_t toff = le64_at(img + MDA_AT + 40), tlen = le64_at(img + MDA_AT + 48);
+	char *t = (char *)img + MDA_AT + toff, *p = strstr(t, from);
+	CHECK(p != NULL && strlen(from) == strlen(to));
+	if (p)
+		memcpy(p, to, strlen(to));
+	put_le(img + MDA_AT + 56, lvm_crc(LVM_INITIAL_CRC, t, tlen), 4);
+	put_le(img + MDA_AT, lvm_crc(LVM_INITIAL_CRC, img + MDA_AT + 4, 508), 4);
+	return img;
+}
+
+/* A stripe size the RAID0 cannot take: that LV refused, the rest open. */
+static void test_stripe_refused(void)
+{
+	uint8_t *img = pv0_edited("stripe_size = 128", "stripe_size = 004");
+	struct vol *pv[2] = {pv_vol(img, pv_len[0], 512, "pv0.img"),
+	                     pv_vol(pv_img[1], pv_len[1], 512, "pv1.img")};
+	struct lvm_found *f = NULL;
+
+	CHECK_EQ(lvm_assemble(pv, 2, true, &f), 0);
+	struct lvm_lv_found *str = found(f, "vgd/str"), *span = found(f, "vgd/span");
+	CHECK(str && !str->vol && str->refused &&
+	      !strcmp(str->refused, "a stripe size of 2048 bytes (not a multiple of 4 KiB)"));
+	CHECK(span && span->vol);
+	CHECK(f && strstr(f->warning, "metadata copies disagree")); /* pv1 kept the original */
+	lvm_found_free(f);
+	vol_close(pv[0]);
+	vol_close(pv[1]);
+	free(img);
+}
+
 int main(void)
 {
 	const char *images = getenv("LVM_IMAGES");
@@ -575,6 +611,7 @@ int main(void)
 	test_assemble(512);
 	test_assemble(4096);
 	test_copies();
+	test_stripe_refused();
 	free(pv_img[0]);
 	free(pv_img[1]);
 	free(vgd_text);
