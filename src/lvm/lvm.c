@@ -159,12 +159,17 @@ static int mda_read(struct vol *v, uint64_t start, uint64_t size, struct lvm_vg 
 	if (le32toh(h->version) != 1)
 		return err_set(-EINVAL, "metadata area header at %" PRIu64 ": version %u, not 1",
 		               start, le32toh(h->version));
-	if (le64toh(h->start) != start || le64toh(h->size) != size)
+	/* lvm2 holds the header to its start and wraps by its size. */
+	if (le64toh(h->start) != start)
 		return err_set(-EINVAL,
-		               "metadata area header at %" PRIu64 " says it is at %" PRIu64
-		               " (%" PRIu64 " bytes), the label says %" PRIu64 " bytes",
-		               start, (uint64_t)le64toh(h->start), (uint64_t)le64toh(h->size),
-		               size);
+		               "metadata area header at %" PRIu64 " says it is at %" PRIu64, start,
+		               (uint64_t)le64toh(h->start));
+	if (le64toh(h->size) < 2 * LVM_MDA_HEADER || le64toh(h->size) > size)
+		return err_set(-EINVAL,
+		               "metadata area header at %" PRIu64 ": size %" PRIu64
+		               " is not within the label's %" PRIu64 " bytes",
+		               start, (uint64_t)le64toh(h->size), size);
+	size = le64toh(h->size);
 	memcpy(&rl, hb + sizeof(*h), sizeof(rl));
 	uint64_t off = le64toh(rl.offset), len = le64toh(rl.size);
 	if (off == 0 || (le32toh(rl.flags) & LVM_RAW_LOCN_IGNORED))

@@ -1,15 +1,16 @@
 #!/bin/bash
 # lvm-kernel.sh — uraid reads the volume groups the real lvm2 makes.
 # One linux-peer VM boot (tests/linux-peer): lvm2 in the guest makes PVs
-# on whole disks, on GPT partitions (sgdisk) and on md raid1 arrays
-# (mdadm v1.2, two of them under one VG as Synology's SHR does), and in
-# them a linear LV, striped LVs (2 and 3 stripes of 64 KiB), an LV of
-# several segments over two PVs (lvcreate, then lvextend twice) and LVs
-# uraid must refuse (a raid1 LV, a snapshot and a thin pool); a pattern is written into each visible LV and the guest
+# on whole disks, on GPT partitions (sgdisk) and on two md raid1 arrays
+# (mdadm v1.2) under one VG as Synology's SHR does, with none, one or two
+# metadata areas; in them a linear LV, striped LVs (2 and 3 stripes of
+# 64 KiB), an LV of several segments over two PVs (lvcreate, then lvextend
+# twice), and LVs uraid must refuse (a raid1 LV, a snapshot, a thin
+# pool).  Random bytes are written into each visible LV and the guest
 # prints its sha256.  On the host test_lvm (tests/unit/test_lvm.c) opens
-# the images read-only, assembles the md arrays, runs lvm_assemble and
-# must hash every LV the same and refuse the others by name.  The images
-# must come out unchanged.
+# the images read-only (the GPT disk as its partitions), assembles the md
+# arrays, runs lvm_assemble and must hash every LV the same and refuse the
+# others by name.  The images must come out unchanged.
 # Skips (77) when the linux-peer harness or a package it needs is missing.
 MB=1
 . "$(dirname "$0")/peer-lib.sh"
@@ -34,7 +35,10 @@ lv() { dmsetup mknodes; fill \$1 \$2; echo "lv \$1=\$(dd if=/dev/mapper/\$(echo 
 sgdisk -n 1:2048:+12M -n 2:0:+16M $pa >/dev/null || echo "sgdisk failed"
 mdadm --create /dev/md0 --run --metadata=1.2 --level=1 --assume-clean --raid-devices=2 $m0 $m1 >/dev/null 2>&1 || echo "md0 failed"
 mdadm --create /dev/md1 --run --metadata=1.2 --level=1 --assume-clean --raid-devices=2 $m2 $m3 >/dev/null 2>&1 || echo "md1 failed"
-for pv in $da $db ${pa}1 ${pa}2 $pb /dev/md0 /dev/md1; do pvcreate -q \$pv >/dev/null || echo "pvcreate \$pv failed"; done
+# vgp's PVs: one with no metadata area, one with two (the second at its end).
+for pv in $da $db ${pa}1 /dev/md0 /dev/md1; do pvcreate -q \$pv >/dev/null || echo "pvcreate \$pv failed"; done
+pvcreate -q --metadatacopies 0 ${pa}2 >/dev/null || echo "pvcreate ${pa}2 failed"
+pvcreate -q --metadatacopies 2 $pb >/dev/null || echo "pvcreate $pb failed"
 vgcreate -q vgd $da $db >/dev/null && vgcreate -q vgp ${pa}1 ${pa}2 $pb >/dev/null && vgcreate -q -s 1M vgshr /dev/md0 /dev/md1 >/dev/null || echo "vgcreate failed"
 lvcreate -q -n lin -L 8M vgd $da >/dev/null && lv vgd/lin 8
 lvcreate -q -n str -i 2 -I 64k -L 12M vgd >/dev/null && lv vgd/str 12
