@@ -3,11 +3,13 @@
  *
  * Without LVM_IMAGES: unit cases on real metadata (tests/unit/lvm/, made by
  * lvm2 2.03 in the linux-peer VM: vgd.txt is the metadata text of a VG with
- * linear, striped, multi-segment, raid1 and thin LVs, vgd-pv0.img and
- * vgd-pv1.img the first bytes of its two PVs, label and metadata area):
+ * linear, striped, multi-segment, raid1 and snapshot LVs, vgd-pv0.img and
+ * vgd-pv1.img the first bytes of its two PVs, label and metadata area,
+ * vgp-pv2-*.img a PV with two metadata areas):
  * the parse, refusals, damage (each a clear error naming the VG and LV),
  * label and metadata-area checks, text that wraps in the circular buffer,
- * and assembly over PVs of the real size.
+ * copies that disagree or are damaged, and assembly over PVs of the real
+ * size (where the stripes land, read-only, partial VGs).
  *
  * With LVM_IMAGES (tests/sh/lvm-kernel.sh): the images (PATH, or
  * PATH@OFFSET:LENGTH for a partition) are opened read-only, md arrays among
@@ -594,6 +596,55 @@ static void test_stripe_refused(void)
 	free(img);
 }
 
+/* vgp's third PV, made with --metadatacopies 2: a second area at its end
+ * (tests/unit/lvm/vgp-pv2-head.img and -tail.img: the first 12 and 8 KiB
+ * of the PV and of that area, at 40894464 on a 40 MiB PV). */
+#define PV2_MDA2 40894464u
+
+static size_t head_len, tail_len;
+
+static struct vol *pv2_vol(const uint8_t *head, const uint8_t *tail)
+{
+	struct vol *v = pv_vol(head, head_len, 512, "pv2.img");
+	CHECK(vol_write(v, tail, tail_len, PV2_MDA2, 0) == 0);
+	return v;
+}
+
+static void test_two_areas(void)
+{
+	uint8_t *head = (uint8_t *)read_file("vgp-pv2-head.img", &head_len);
+	uint8_t *tail = (uint8_t *)read_file("vgp-pv2-tail.img", &tail_len);
+	struct lvm_found *f = NULL;
+
+	struct vol *v = pv2_vol(head, tail);
+	CHECK_EQ(lvm_probe(v), 1);
+	CHECK_EQ(lvm_assemble(&v, 1, true, &f), 0);
+	CHECK(f && f->nvg == 1 && !strcmp(f->vg_names[0], "vgp"));
+	CHECK(f && strstr(f->warning, "VG vgp is partial: 2 of its 3 PVs missing"));
+	CHECK(f && !strstr(f->warning, "disagree") && !strstr(f->warning, "damaged"));
+	lvm_found_free(f);
+	vol_close(v);
+
+	/* the first area damaged: the second stands in, and says so */
+	head[MDA_AT + 300] ^= 1;
+	v = pv2_vol(head, tail);
+	CHECK_EQ(lvm_probe(v), 1);
+	CHECK_EQ(lvm_assemble(&v, 1, true, &f), 0);
+	CHECK(f && strstr(f->warning, "pv2.img: a metadata area is damaged, the other one used"));
+	CHECK(f && f->vg_of[0] == 0);
+	lvm_found_free(f);
+	vol_close(v);
+
+	/* both damaged: damage */
+	tail[300] ^= 1;
+	v = pv2_vol(head, tail);
+	CHECK_EQ(lvm_probe(v), -EINVAL);
+	CHECK(strstr(err_detail(-EINVAL), "pv2.img: LVM2: metadata area header at 4096"));
+	vol_close(v);
+	free(head);
+	free(tail);
+}
+
 int main(void)
 {
 	const char *images = getenv("LVM_IMAGES");
@@ -612,6 +663,7 @@ int main(void)
 	test_assemble(4096);
 	test_copies();
 	test_stripe_refused();
+	test_two_areas();
 	free(pv_img[0]);
 	free(pv_img[1]);
 	free(vgd_text);
