@@ -29,6 +29,7 @@ module_of() {
 	disc/*) echo disc ;;
 	format/luks* | luks/*) echo luks ;;
 	format/md* | format/probe* | md/*) echo md ;;
+	lvm/*) echo lvm ;;
 	stack/*) echo stack ;;
 	ctl/*) echo ctl ;;
 	nbd/*) echo nbd ;;

@@ -2,9 +2,10 @@
 # format-fuzz.sh — build the libFuzzer targets for the on-disk formats a
 # foreign disk brings (tests/fuzz/fuzz_md.c: md v1.2 superblocks and
 # read-only assembly; tests/fuzz/fuzz_luks.c: LUKS1/LUKS2 headers, dump,
-# unlock, payload; tests/fuzz/fuzz_part.c: GPT and MBR partition tables)
+# unlock, payload; tests/fuzz/fuzz_part.c: GPT and MBR partition tables;
+# tests/fuzz/fuzz_lvm.c: LVM2 labels, metadata text, read-only LV assembly)
 # with clang, replay their seed and regression inputs (tests/fuzz/corpus-md/,
-# corpus-luks/, corpus-part/) once, then fuzz each for a
+# corpus-luks/, corpus-part/, corpus-lvm/) once, then fuzz each for a
 # bounded time (FUZZ_SECONDS, default 25 each).  Any crash, leak,
 # sanitizer report, hang or write to a member fails the test and leaves
 # the input under $FUZZ_ARTIFACTS (default: the /tmp/uraid-fuzz-crash.*
@@ -40,6 +41,8 @@ md_build=$!
 "$cc" "${fuzz_cflags[@]}" "$fz/fuzz_luks.c" "$src"/luks/*.c "$src"/disc/slice.c \
     "$src"/core/*.c "$tmp/crypt.o" \
     $(pkg-config --cflags --libs libcrypto libargon2 json-c) -pthread -lm -o "$tmp/fuzz_luks"
+"$cc" "${fuzz_cflags[@]}" "$fz/fuzz_lvm.c" "$src"/lvm/*.c "${disc[@]}" "$src"/core/*.c \
+    -pthread -lm -o "$tmp/fuzz_lvm"
 wait "$md_build"
 "$cc" "${fuzz_cflags[@]}" "$fz/fuzz_part.c" "$src"/disc/part.c "$src"/disc/slice.c \
     "$src"/core/*.c $(pkg-config --cflags --libs libcrypto) -pthread -lm -o "$tmp/fuzz_part"
@@ -58,4 +61,6 @@ fuzz_target fuzz_md "$tmp/fuzz_md" "$fz/corpus-md" "$secs" -rss_limit_mb=2048 -t
 fuzz_target fuzz_luks "$tmp/fuzz_luks" "$fz/corpus-luks" "$secs" -rss_limit_mb=2048 -timeout=10 \
     -dict="$fz/luks.dict" -- "${extra_luks[@]}"
 fuzz_target fuzz_part "$tmp/fuzz_part" "$fz/corpus-part" "$secs" -rss_limit_mb=2048 -timeout=10
+fuzz_target fuzz_lvm "$tmp/fuzz_lvm" "$fz/corpus-lvm" "$secs" -rss_limit_mb=2048 -timeout=10 \
+    -dict="$fz/lvm.dict"
 echo "PASS"
