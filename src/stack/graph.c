@@ -14,14 +14,17 @@
 #include "graph.h"
 
 #include "core/log.h"
+#include "disc/part.h"
 #include "disc/slice.h"
 #include "luks/luks.h"
+#include "lvm/lvm.h"
 #include "md/md.h"
 #include "md/probe.h"
 #include "member/member.h"
 #include "passphrase.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,6 +115,130 @@ static void graph_refuse(struct stack_graph *g, unsigned i, const char *why)
 	free(g->node[i].refused);
 	g->node[i].refused = strdup(why);
 	log_warn("%s: %s", g->node[i].name, why);
+}
+
+static void graph_warn(struct stack_graph *g, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void graph_warn(struct stack_graph *g, const char *fmt, ...)
+{
+	size_t len = strlen(g->warning);
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (len < sizeof(g->warning) - 1) {
+		if (len)
+			g->warning[len++] = '\n';
+		vsnprintf(g->warning + len, sizeof(g->warning) - len, fmt, ap);
+		log_warn("%s", g->warning + len);
+	}
+	va_end(ap);
+}
+
+/* ---- the partition layer ---- */
+
+/* Whether node i's md superblock, if it has one, owns the node rather than
+ * the partition table t: a superblock near the start (1.1, 1.2) always
+ * does (a table there would overlap it, so one of the two is stale and
+ * the kernel's md takes the member); one at the end (0.90, 1.0) does
+ * unless a partition covers it, for then it is that partition's own
+ * (the last partition of an MBR disk can reach the end). */
+static bool part_md_wins(struct vol *v, const struct part_table *t)
+{
+	struct md_super *sb = malloc(sizeof(*sb));
+	bool md = false;
+	uint64_t at;
+
+	err_clear();
+	if (sb && md_super_read(v, sb) == 0) {
+		md = true;
+		at = md_super_offset(sb, v->size);
+		if (at >= v->size / 2)
+			for (unsigned k = 0; k < t->n; k++)
+				if (t->parts[k].start <= at &&
+				    at < t->parts[k].start + t->parts[k].size)
+					md = false;
+	}
+	err_clear();
+	free(sb);
+	return md;
+}
+
+static char *part_what(const struct part_table *t, const struct part *p)
+{
+	return graph_strdup_printf("%s partition %u%s%s%s%s%s",
+	                           strcmp(t->scheme, "gpt") == 0 ? "GPT" : "MBR", p->number,
+	                           p->type_name ? ", " : "", p->type_name ? p->type_name : "",
+	                           p->name[0] ? " \"" : "", p->name, p->name[0] ? "\"" : "");
+}
+
+/* Cut the partitions of a member's or an md array's table out (as the
+ * kernel scans disks and md arrays, and not partitions or dm volumes). */
+static int layer_part(struct stack_graph *g, unsigned bit)
+{
+	unsigned n0 = g->n;
+	int added = 0;
+
+	for (unsigned i = 0; i < n0; i++) {
+		struct part_table *t = NULL;
+		int r;
+
+		if (!graph_free(g, i, bit))
+			continue;
+		g->node[i].tried |= bit;
+		if (strcmp(g->node[i].kind, "member") != 0 && strcmp(g->node[i].kind, "md") != 0)
+			continue;
+		/* A LUKS header at sector 0 is the volume's, whatever bytes
+		 * 510-511 hold (blkid's order). */
+		if (luks_probe(g->node[i].vol) > 0)
+			continue;
+		err_clear();
+		r = part_scan(g->node[i].vol, &t);
+		if (r == -ENOMEM)
+			return r;
+		if (r < 0) {
+			/* Said, and the node left to the other layers (an md
+			 * superblock, a file system whose boot sector looks like
+			 * a table) or exported whole: nothing is cut from a
+			 * table that does not hold together. */
+			graph_warn(g, "%s", err_detail(r));
+			continue;
+		}
+		if (r == 0 || t->n == 0 || part_md_wins(g->node[i].vol, t)) {
+			part_table_free(t);
+			continue;
+		}
+		if (t->warning[0])
+			graph_warn(g, "%s: %s", g->node[i].name, t->warning);
+		free(g->node[i].what);
+		g->node[i].what = graph_strdup_printf(
+		    "%s, %s partition table, %u partitions", g->node[i].vol->ops->kind,
+		    strcmp(t->scheme, "gpt") == 0 ? "GPT" : "MBR", t->n);
+		for (unsigned k = 0; k < t->n; k++) {
+			char name[300];
+			struct vol *pv;
+			int from = (int)i;
+
+			snprintf(name, sizeof(name), "%s/p%u", g->node[i].name, t->parts[k].number);
+			r = part_open(g->node[i].vol, &t->parts[k], name, &pv);
+			if (r == -ENOMEM) {
+				part_table_free(t);
+				return r;
+			}
+			if (r < 0) {
+				graph_warn(g, "%s: %s", name, err_detail(r));
+				continue;
+			}
+			r = graph_add(g, pv, name, "partition", part_what(t, &t->parts[k]), &from,
+			              1);
+			if (r < 0) {
+				part_table_free(t);
+				return r;
+			}
+			added++;
+		}
+		part_table_free(t);
+	}
+	return added;
 }
 
 /* ---- the md layer ---- */
@@ -253,6 +380,92 @@ out:
 	return r < 0 ? r : added;
 }
 
+/* ---- the LVM2 layer ---- */
+
+/* The volume groups on the free nodes with a PV label: each visible LV a
+ * node made of the PVs it uses (which stay the graph's: LVs borrow them). */
+static int layer_lvm(struct stack_graph *g, unsigned bit)
+{
+	unsigned n0 = g->n, nc = 0;
+	int *cand = calloc(n0 ? n0 : 1, sizeof(*cand)), added = 0, r = 0;
+	struct vol **vols = calloc(n0 ? n0 : 1, sizeof(*vols));
+	struct lvm_found *f = NULL;
+
+	if (!cand || !vols) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (unsigned i = 0; i < n0; i++) {
+		if (!graph_free(g, i, bit))
+			continue;
+		g->node[i].tried |= bit;
+		err_clear();
+		r = lvm_probe(g->node[i].vol);
+		if (r < 0)
+			graph_refuse(g, i, err_detail(r));
+		if (r > 0) {
+			vols[nc] = g->node[i].vol;
+			cand[nc++] = (int)i;
+		}
+		r = 0;
+	}
+	if (!nc)
+		goto out;
+	err_clear();
+	r = lvm_assemble(vols, nc, g->o->readonly, &f);
+	if (r == -ENOMEM)
+		goto out;
+	if (r < 0) {
+		for (unsigned c = 0; c < nc; c++)
+			graph_refuse(g, (unsigned)cand[c], err_detail(r));
+		r = 0;
+		goto out;
+	}
+	if (f->warning[0])
+		graph_warn(g, "LVM2: %s", f->warning);
+	for (unsigned c = 0; c < nc; c++) {
+		struct stack_node *nd = &g->node[cand[c]];
+		if (f->vg_of[c] == UINT_MAX)
+			continue;
+		free(nd->what);
+		nd->what = graph_strdup_printf("%s, LVM2 physical volume of VG %s",
+		                               nd->vol->ops->kind, f->vg_names[f->vg_of[c]]);
+	}
+	for (unsigned l = 0; l < f->nlv; l++) {
+		struct lvm_lv_found *lv = &f->lv[l];
+		int from[lv->npvs ? lv->npvs : 1], idx;
+
+		for (unsigned k = 0; k < lv->npvs; k++)
+			from[k] = cand[lv->pvs[k]];
+		if (lv->refused) {
+			/* A node without a vol: shown, never exported. */
+			idx = graph_add(g, NULL, lv->name, "lvm2",
+			                graph_strdup_printf("LVM2 logical volume"), from, lv->npvs);
+			if (idx < 0) {
+				r = idx;
+				goto out;
+			}
+			graph_refuse(g, (unsigned)idx, lv->refused);
+			continue;
+		}
+		idx = graph_add(g, lv->vol, lv->name, "lvm2",
+		                graph_strdup_printf("LVM2 logical volume on %u PV%s", lv->npvs,
+		                                    lv->npvs == 1 ? "" : "s"),
+		                from, lv->npvs);
+		lv->vol = NULL; /* the graph's now (closed by graph_add on error) */
+		if (idx < 0) {
+			r = idx;
+			goto out;
+		}
+		added++;
+	}
+out:
+	lvm_found_free(f);
+	free(cand);
+	free(vols);
+	return r < 0 ? r : added;
+}
+
 /* ---- the LUKS layer ---- */
 
 /* Unlock a free node that starts with a LUKS header: its plaintext
@@ -351,7 +564,9 @@ struct graph_layer {
 };
 
 static const struct graph_layer graph_layers[] = {
+    {"partitions", layer_part},
     {"md", layer_md},
+    {"lvm2", layer_lvm},
     {"luks", layer_luks},
 };
 #define GRAPH_NLAYERS (sizeof(graph_layers) / sizeof(graph_layers[0]))
