@@ -116,6 +116,16 @@ void md_sb090_bitmap_uuid(const struct md_super *s, uint8_t out[16])
 	memcpy(out + 12, &sb->set_uuid3, 4);
 }
 
+int md_sb090_refuse(const struct md_super *s, const char *name, const char *what)
+{
+	if (!md_sb090_is(s))
+		return 0;
+	return err_set(-ENOTSUP,
+	               "%s: md 0.90: %s is not supported by uraid (it serves 0.90 arrays and "
+	               "records their state and failures; use mdadm for this)",
+	               name, what);
+}
+
 /* The role a descriptor gives its slot, as super_90_validate reads it:
  * faulty (removed ones too), in sync in its raid_disk, else a spare (an
  * active one not in sync is being recovered, from the start again). */

@@ -99,6 +99,11 @@ uint16_t md_sb090_csum_fold(uint32_t csum);
 
 /* Whether s was read (or made) as a 0.90 superblock. */
 bool md_sb090_is(const struct md_super *s);
+/* What uraid does not do to a 0.90 array (a change its codec does not
+ * write: new members, recovery, a new geometry): -ENOTSUP with detail
+ * "NAME: md 0.90: WHAT is not supported ..." for one, 0 for any other
+ * version.  The one refusal every such path asks. */
+int md_sb090_refuse(const struct md_super *s, const char *name, const char *what);
 /* Whether its block is big-endian (written by a big-endian machine). */
 bool md_sb090_big_endian(const struct md_super *s);
 /* Word i (0..1023) of s's block, in host order. */
