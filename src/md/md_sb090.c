@@ -184,8 +184,7 @@ int md_sb090_decode(const void *buf, struct md_super *s)
 	s->sb_csum = get32(be, sb->sb_csum);
 	s->max_dev = MD_SB090_DISKS;
 	for (unsigned i = 0; i < MD_SB_MAX_DEV; i++)
-		s->roles[i] = i < MD_SB090_DISKS ? (uint16_t)disk_role(be, sb, i)
-		                                 : MD_ROLE_SPARE;
+		s->roles[i] = i < MD_SB090_DISKS ? (uint16_t)disk_role(be, sb, i) : MD_ROLE_SPARE;
 	return 0;
 }
 
