@@ -208,8 +208,8 @@ static void examine_print_090(const char *name, const struct md_super *s)
 			continue;
 		if (i > 0)
 			snprintf(idx, sizeof(idx), "%u", d);
-		printf("%4s %5u %7u %7u %8u      %s%s%s%s%s%s\n", idx, num, maj,
-		       mnr, rd, ds & MD_SB090_DISK_FAULTY ? "faulty " : "",
+		printf("%4s %5u %7u %7u %8u      %s%s%s%s%s%s\n", idx, num, maj, mnr, rd,
+		       ds & MD_SB090_DISK_FAULTY ? "faulty " : "",
 		       ds & MD_SB090_DISK_ACTIVE ? "active " : "",
 		       ds & MD_SB090_DISK_SYNC ? "sync " : "",
 		       ds & MD_SB090_DISK_REMOVED ? "removed " : "",
@@ -333,7 +333,8 @@ int cmd_examine(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		if (c == 'h') {
 			printf("usage: uraid examine MEMBER...\n"
-			       "Print the md superblock (v1.2, 0.90) of each member (as mdadm --examine).\n"
+			       "Print the md superblock (v1.2, 0.90) of each member (as mdadm "
+			       "--examine).\n"
 			       "Members are opened read-only; nothing is written.\n");
 			return 0;
 		}
