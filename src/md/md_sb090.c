@@ -65,13 +65,17 @@ uint64_t md_sb090_offset(uint64_t member_bytes)
 
 uint32_t md_sb090_csum(const void *buf)
 {
-	const uint32_t *w = buf;
+	const uint8_t *p = buf; /* any alignment */
 	int be = sb090_order(buf) == 1;
 	uint64_t sum = 0;
 
-	for (size_t i = 0; i < MD_SB_BLOCK / 4; i++)
-		if (i != offsetof(struct md_sb090, sb_csum) / 4)
-			sum += get32(be, w[i]);
+	for (size_t i = 0; i < MD_SB_BLOCK / 4; i++) {
+		uint32_t w;
+		if (i == offsetof(struct md_sb090, sb_csum) / 4)
+			continue; /* counted as zero */
+		memcpy(&w, p + 4 * i, 4);
+		sum += get32(be, w);
+	}
 	return (uint32_t)((sum & 0xffffffffu) + (sum >> 32));
 }
 
