@@ -60,7 +60,7 @@ struct fuzz_member {
 	struct vol vol;
 	const unsigned char *blob;
 	size_t blob_len;
-	uint64_t blob_at; /* its byte offset on the member */
+	uint64_t blob_at;   /* its byte offset on the member */
 	uint64_t fail_from; /* reads reaching past here fail with EIO */
 	bool fail_data;     /* and reads of 0.90's data, before the blob (but
 	                     * where 1.2's superblock would be) */
@@ -133,7 +133,8 @@ static void fix_csums(unsigned char *blob, size_t len)
 
 #ifdef FUZZ_MD090
 	/* The blob starts with the 0.90 superblock. */
-	if (len >= MD_SB_BLOCK && (le32_at(blob) == MD_SB_MAGIC || be32toh(le32_at(blob)) == MD_SB_MAGIC)) {
+	if (len >= MD_SB_BLOCK &&
+	    (le32_at(blob) == MD_SB_MAGIC || be32toh(le32_at(blob)) == MD_SB_MAGIC)) {
 		uint32_t c = md_sb090_csum(blob);
 		c = le32_at(blob) == MD_SB_MAGIC ? htole32(c) : htobe32(c);
 		memcpy(blob + offsetof(struct md_sb090, sb_csum), &c, 4);
@@ -271,9 +272,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		bytes = (bytes + bmin - 1) / bmin * bmin;
 		m->blob_at = FUZZ_BLOB_AT;
 #endif
-		m->fail_from = (flags & 0x80) && ((flags >> 5) & 3) == i
-		                   ? m->blob_at + MD_SB_BLOCK
-		                   : UINT64_MAX;
+		m->fail_from = (flags & 0x80) && ((flags >> 5) & 3) == i ? m->blob_at + MD_SB_BLOCK
+		                                                         : UINT64_MAX;
 #ifdef FUZZ_MD090
 		m->fail_data = m->fail_from != UINT64_MAX; /* the data is before it */
 #endif
