@@ -316,6 +316,23 @@ static void test_placement(void)
 	free(s);
 }
 
+/* create's probe finds a 0.90 block in either byte order. */
+static void test_end_probe(void)
+{
+	static uint32_t w[1024];
+	uint64_t at[2];
+
+	for (int be = 0; be < 2; be++) {
+		build(w, raid1_words, sizeof(raid1_words) / sizeof(raid1_words[0]));
+		if (be)
+			to_big_endian(w);
+		struct vol *v = member_with(w, MEMBER);
+		CHECK_EQ(md_find_end_supers(v, "m.img", at), 2);
+		CHECK_EQ(at[1], SB_AT);
+		vol_close(v);
+	}
+}
+
 int main(void)
 {
 	log_verbosity = -1;
@@ -327,5 +344,6 @@ int main(void)
 	}
 	test_checksum();
 	test_placement();
+	test_end_probe();
 	return check_done();
 }
