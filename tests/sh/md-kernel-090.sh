@@ -40,11 +40,7 @@ md_of() { # the /dev/mdN mdadm made NAME as
     for spec in "${theirs[@]}"; do
         set -- $spec
         name=$1; shift
-        n=${!#}
-        echo "mdadm --create /dev/md$i --run -e 0.90 --assume-clean ${*:1:$#-1} --raid-devices=$n ${devs[$name]} >/tmp/c.log 2>&1 || { echo 'theirs $name create-failed'; cat /tmp/c.log; }"
-        echo "pattern | dd of=/dev/md$i bs=1M iflag=fullblock oflag=direct 2>/dev/null; sync"
-        echo "echo \"theirs $name \$(dd if=/dev/md$i bs=1M count=\$MB 2>/dev/null | sha256sum | cut -d' ' -f1)\""
-        echo "mdadm --stop /dev/md$i >/dev/null 2>&1"
+        guest_make_theirs "$name" $i 0.90 --assume-clean "$@"
         i=$((i + 1))
     done
     echo 'exit 0'
