@@ -7,6 +7,7 @@
 #include "core/log.h"
 #include "md/md.h"
 #include "md/md_bitmap.h"
+#include "md/md_sb090.h"
 #include "member/member.h"
 
 #include <errno.h>
@@ -142,25 +143,102 @@ static void examine_print(const char *name, const struct md_super *s)
 	printf(" ('A' == active, '.' == missing, 'R' == replacing)\n");
 }
 
+/* A 0.90 superblock, as mdadm's examine_super0 shows it. */
+static void examine_print_090(const char *name, const struct md_super *s)
+{
+	char uuid[36], hb[64], tb[64], lname[32];
+	const struct md_level_info *lv = md_level_info(s->level);
+	uint32_t want = md_sb090_csum(s->raw), st;
+	uint64_t data_disks = 0;
+#define W(f) md_sb090_word(s, offsetof(struct md_sb090, f) / 4)
+
+	printf("%s:\n", name);
+	printf("          Magic : %08x%s\n", MD_SB_MAGIC,
+	       md_sb090_big_endian(s) ? " (big-endian)" : "");
+	printf("        Version : %u.%02u.%02u\n", W(major_version), W(minor_version),
+	       W(patch_version));
+	md_uuid_format(s->set_uuid, uuid);
+	printf("           UUID : %s\n", uuid);
+	printf("  Creation Time : %s\n", examine_time(s->ctime, tb, sizeof(tb)));
+	printf("     Raid Level : %s\n", lv ? lv->name : "-unknown-");
+	printf("  Used Dev Size : %llu%s\n", (unsigned long long)s->size / 2,
+	       examine_human(s->size * 512, hb, sizeof(hb)));
+	if (s->level == 1)
+		data_disks = 1;
+	else if (md_level_parity(s->level))
+		data_disks = s->raid_disks - md_level_parity(s->level);
+	else if (s->level == 10 && MD_RAID10_NEAR(s->layout) && MD_RAID10_FAR(s->layout))
+		data_disks = s->raid_disks / (MD_RAID10_NEAR(s->layout) * MD_RAID10_FAR(s->layout));
+	if (data_disks)
+		printf("     Array Size : %llu%s\n", (unsigned long long)(s->size / 2 * data_disks),
+		       examine_human(s->size * 512 * data_disks, hb, sizeof(hb)));
+	printf("   Raid Devices : %u\n", s->raid_disks);
+	printf("  Total Devices : %u\n", W(nr_disks));
+	printf("Preferred Minor : %u\n\n", md_sb090_preferred_minor(s));
+	printf("    Update Time : %s\n", examine_time(s->utime, tb, sizeof(tb)));
+	st = W(state);
+	printf("          State : %s%s\n", st & MD_SB090_CLEAN ? "clean" : "active",
+	       st & MD_SB090_ERRORS ? ", errors" : "");
+	if (st & MD_SB090_BITMAP_PRESENT)
+		printf("Internal Bitmap : present\n");
+	printf(" Active Devices : %u\n", W(active_disks));
+	printf("Working Devices : %u\n", W(working_disks));
+	printf(" Failed Devices : %u\n", W(failed_disks));
+	printf("  Spare Devices : %u\n", W(spare_disks));
+	if (want == s->sb_csum)
+		printf("       Checksum : %x - correct\n", s->sb_csum);
+	else
+		printf("       Checksum : %x - expected %x\n", s->sb_csum, want);
+	printf("         Events : %llu\n\n", (unsigned long long)s->events);
+	if (lv && lv->nlayouts && s->level != 0)
+		printf("         Layout : %s\n",
+		       md_layout_name(s->level, s->layout, lname, sizeof(lname)));
+	if (lv && lv->chunked)
+		printf("     Chunk Size : %uK\n", s->chunk / 2);
+	printf("\n      Number   Major   Minor   RaidDevice State\n");
+	for (unsigned i = 0; i <= MD_SB090_DISKS; i++) {
+		/* this_disk first, then every descriptor in use */
+		unsigned d = i == 0 ? MD_SB090_DISKS : i - 1;
+		unsigned base = (offsetof(struct md_sb090, disks) / 4) + 32 * d;
+		uint32_t num = md_sb090_word(s, base), maj = md_sb090_word(s, base + 1);
+		uint32_t mnr = md_sb090_word(s, base + 2), rd = md_sb090_word(s, base + 3);
+		uint32_t ds = md_sb090_word(s, base + 4);
+		char idx[12] = "this";
+		if (i > 0 && !ds && !num && !maj && !mnr && !rd)
+			continue;
+		if (i > 0)
+			snprintf(idx, sizeof(idx), "%u", d);
+		printf("%4s %5u %7u %7u %8u      %s%s%s%s%s%s\n", idx, num, maj, mnr, rd,
+		       ds & MD_SB090_DISK_FAULTY ? "faulty " : "",
+		       ds & MD_SB090_DISK_ACTIVE ? "active " : "",
+		       ds & MD_SB090_DISK_SYNC ? "sync " : "",
+		       ds & MD_SB090_DISK_REMOVED ? "removed " : "",
+		       ds & MD_SB090_DISK_WRITEMOSTLY ? "write-mostly " : "",
+		       ds & (MD_SB090_DISK_FAULTY | MD_SB090_DISK_ACTIVE | MD_SB090_DISK_SYNC |
+		             MD_SB090_DISK_REMOVED)
+		           ? ""
+		           : "spare");
+		if (i == 0)
+			printf("\n");
+	}
+#undef W
+}
+
 /* The internal write-intent bitmap in brief, as `mdadm -X` shows it:
  * chunk size, events, events cleared, dirty chunks.  Informational: a
  * damaged bitmap is described, never an error of examine. */
 static void examine_bitmap(struct vol *m, const struct md_super *s)
 {
-	int32_t off;
 	uint64_t at, end, chunks, dirty = 0;
 	struct md_bitmap_info b;
-	uint8_t *buf = NULL;
+	uint8_t *buf = NULL, uuid[16];
 	char hb[64];
+	int r = md_super_bitmap_area(s, &at, &end, uuid);
 
-	if (!(s->feature_map & MD_FEATURE_BITMAP_OFFSET))
+	if (r == -ENOENT)
 		return;
-	memcpy(&off, s->raw + offsetof(struct md_sb1, bitmap_offset), 4);
-	off = (int32_t)md_le32((uint32_t)off);
-	at = (s->super_offset + (uint64_t)(int64_t)off) * 512;
-	end = s->data_offset * 512;
-	if (off <= 0 || end <= at + MD_BITMAP_HDR || end > m->size) {
-		printf("\n  Bitmap Status : not examined (offset %d)\n", off);
+	if (r < 0 || end <= at + MD_BITMAP_HDR || end > m->size) {
+		printf("\n  Bitmap Status : not examined (at byte %lld)\n", (long long)at);
 		return;
 	}
 	if (!(buf = vol_buf_alloc(end - at)) || vol_read(m, buf, end - at, at) < 0) {
@@ -169,7 +247,7 @@ static void examine_bitmap(struct vol *m, const struct md_super *s)
 		return;
 	}
 	err_clear();
-	if (md_bitmap_decode(buf, &b, "bitmap") < 0 || md_bitmap_check(&b, s->set_uuid, "bitmap")) {
+	if (md_bitmap_decode(buf, &b, "bitmap") < 0 || md_bitmap_check(&b, uuid, "bitmap")) {
 		printf("\n  Bitmap Status : %s\n", err_detail(-EINVAL));
 		free(buf);
 		return;
@@ -225,7 +303,10 @@ static int examine_one(const char *spec)
 		r = 1;
 		goto out;
 	}
-	examine_print(spec, s);
+	if (md_sb090_is(s))
+		examine_print_090(spec, s);
+	else
+		examine_print(spec, s);
 	examine_bitmap(m, s);
 	err_clear();
 	r = md_super_check(s, m->size, spec);
@@ -252,7 +333,8 @@ int cmd_examine(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		if (c == 'h') {
 			printf("usage: uraid examine MEMBER...\n"
-			       "Print the md v1.2 superblock of each member (as mdadm --examine).\n"
+			       "Print the md superblock (v1.2, 0.90) of each member (as mdadm "
+			       "--examine).\n"
 			       "Members are opened read-only; nothing is written.\n");
 			return 0;
 		}

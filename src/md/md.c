@@ -11,6 +11,7 @@
 #include "md.h"
 
 #include "core/log.h"
+#include "md_sb090.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -38,6 +39,7 @@ static int sb1_check(const struct md_super *s, uint64_t member_bytes, const char
 
 static const struct md_sb_version md_sb_versions[] = {
     {"1.2", v12_offset, sb1_decode, sb1_encode, sb1_check},
+    {"0.90", md_sb090_offset, md_sb090_decode, md_sb090_encode, md_sb090_check},
 };
 #define MD_SB_NVERSIONS (sizeof(md_sb_versions) / sizeof(md_sb_versions[0]))
 
@@ -235,6 +237,19 @@ int md_super_check(const struct md_super *s, uint64_t member_bytes, const char *
 	return 0;
 }
 
+/* A version that does not record where its superblock lies (0.90, at the
+ * end) decodes super_offset as MD_SB_UNPLACED, and data_size as 0 when its
+ * data runs from data_offset up to the superblock: where the block was
+ * found says both. */
+static void sb_place(struct md_super *s, uint64_t at)
+{
+	if (s->super_offset != MD_SB_UNPLACED)
+		return;
+	s->super_offset = at / 512;
+	if (!s->data_size && s->super_offset > s->data_offset)
+		s->data_size = s->super_offset - s->data_offset;
+}
+
 int md_super_read_raw(struct vol *member, struct md_super *s)
 {
 	const struct md_sb_version *first = NULL, *in_s = NULL;
@@ -258,6 +273,7 @@ int md_super_read_raw(struct vol *member, struct md_super *s)
 			continue;
 		}
 		in_s = v;
+		sb_place(s, at);
 		if (s->super_offset == at / 512) {
 			s->version = v;
 			goto out;
@@ -271,6 +287,8 @@ int md_super_read_raw(struct vol *member, struct md_super *s)
 		r = vol_read(member, buf, MD_SB_BLOCK, first->offset(member->size));
 		if (r == 0)
 			r = first->decode(buf, s);
+		if (r == 0)
+			sb_place(s, first->offset(member->size));
 	}
 	if (first && r == 0)
 		s->version = first;
@@ -364,6 +382,29 @@ int md_super_same_geometry(const struct md_super *a, const char *an, const struc
 	return err_set(-EINVAL,
 	               "%s: %s and %s disagree on level, layout, chunk, size or device count",
 	               array, an, bn);
+}
+
+int md_super_bitmap_area(const struct md_super *s, uint64_t *at, uint64_t *end, uint8_t uuid[16])
+{
+	const struct md_sb1 *sb = sb_const(s->raw);
+	int32_t bo = (int32_t)md_le32(sb->bitmap_offset), bb = (int32_t)md_le32(sb->bblog_offset);
+
+	if (!(s->feature_map & MD_FEATURE_BITMAP_OFFSET))
+		return -ENOENT;
+	if (md_sb090_is(s)) {
+		/* The kernel's default for 0.90: after the superblock, in the
+		 * rest of its 64 KiB block. */
+		*at = (s->super_offset + MD_SB_BLOCK / 512) * 512;
+		*end = s->super_offset * 512 + MD_SB090_RESERVED;
+		md_sb090_bitmap_uuid(s, uuid);
+		return 0;
+	}
+	*at = (s->super_offset + (uint64_t)(int64_t)bo) * 512;
+	*end = s->data_offset * 512;
+	if (md_le16(sb->bblog_size) && bb > bo && (s->super_offset + (uint64_t)bb) * 512 < *end)
+		*end = (s->super_offset + (uint64_t)bb) * 512;
+	memcpy(uuid, s->set_uuid, 16);
+	return bo > 0 ? 0 : -EUCLEAN;
 }
 
 unsigned md_super_role(const struct md_super *s)
@@ -537,6 +578,10 @@ void md_super_array_name(const struct md_super *sb, char *out, size_t len)
 	const char *name = colon ? colon + 1 : sb->set_name;
 	char uuid[36], host[256];
 
+	if (md_sb090_is(sb)) { /* no name: the preferred minor, /dev/mdN */
+		snprintf(out, len, "md/%u", md_sb090_preferred_minor(sb));
+		return;
+	}
 	/* mdadm's rule for /dev/md/: the host part goes when it is this
 	 * host's name, and stays for a foreign array (md/DiskStation:2). */
 	if (colon && (gethostname(host, sizeof(host)) != 0 ||
@@ -553,7 +598,7 @@ void md_super_array_name(const struct md_super *sb, char *out, size_t len)
 
 int md_find_end_supers(struct vol *v, const char *spec, uint64_t at[2])
 {
-	const uint32_t magic = htole32(MD_SB_MAGIC);
+	const uint32_t magic = htole32(MD_SB_MAGIC), magic_be = htobe32(MD_SB_MAGIC);
 	uint8_t *buf;
 	int found = 0;
 
@@ -570,7 +615,8 @@ int md_find_end_supers(struct vol *v, const char *spec, uint64_t at[2])
 			free(buf);
 			return err_set(r, "%s: reading it failed: %s", spec, strerror(-r));
 		}
-		if (memcmp(buf, &magic, 4) == 0)
+		/* 0.90 is in the writer's byte order: either */
+		if (memcmp(buf, &magic, 4) == 0 || (i == 1 && memcmp(buf, &magic_be, 4) == 0))
 			found |= 1 << i;
 	}
 	free(buf);

@@ -32,6 +32,9 @@
 #define MD_SB_BLOCK 4096u     /* bytes read and written */
 #define MD_SB_MAX_DEV 1920u   /* (4096 - 256) / 2: roles that fit */
 #define MD_MAX_SECTOR (~0ull) /* resync_offset of a clean array */
+/* super_offset as a version that does not record it (0.90) decodes it:
+ * md_super_read_raw() puts where the block was found. */
+#define MD_SB_UNPLACED (~0ull)
 
 /* dev_roles[] values besides 0..MD_ROLE_MAX-1 (an active slot). */
 #define MD_ROLE_SPARE 0xffffu
@@ -243,6 +246,14 @@ int md_super_write(struct vol *member, struct md_super *s);
  * AN and BN disagree on level, layout, chunk, size or device count". */
 int md_super_same_geometry(const struct md_super *a, const char *an, const struct md_super *b,
                            const char *bn, const char *array);
+
+/* Where s's internal write-intent bitmap lies on its member, in bytes:
+ * from *at up to *end, the first byte it may not use (1.x: the bad-block
+ * log after it, or the data; 0.90: the end of the superblock's 64 KiB),
+ * and in uuid the array uuid its header carries.  0; -ENOENT when s
+ * records no bitmap; -EUCLEAN (*at, *end set) when its offset is not one
+ * uraid uses. */
+int md_super_bitmap_area(const struct md_super *s, uint64_t *at, uint64_t *end, uint8_t uuid[16]);
 
 /* This member's role: its dev_roles slot, or MD_ROLE_SPARE. */
 unsigned md_super_role(const struct md_super *s);

@@ -5,6 +5,7 @@
  * taken away; the work itself runs on md_sync.c's thread. */
 #include "md_internal.h"
 #include "md_manage.h"
+#include "md_sb090.h"
 
 #include "core/clock.h"
 #include "core/log.h"
@@ -367,6 +368,9 @@ int md_array_add(struct vol *v, struct vol *nv, bool force)
 		               "%s: %s has no online recovery here (a level without redundancy, or "
 		               "served with --no-rebuild)",
 		               a->vol.name, md_level_name(a->level));
+	for (unsigned i = 0; i < a->n; i++)
+		if (a->m[i].sb && md_sb090_is(a->m[i].sb))
+			return md_sb090_refuse(a->m[i].sb, a->vol.name, "adding a member");
 	if (nv->block_min > a->vol.block_min)
 		return err_set(-EINVAL, "%s: %s has blocks of %u bytes, the array %u", a->vol.name,
 		               nv->name, nv->block_min, a->vol.block_min);

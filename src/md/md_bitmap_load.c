@@ -53,14 +53,12 @@ static int md_bm_io_write(void *ctx, const uint8_t *img, size_t off, size_t len)
  * then costs a full resync, as before. */
 void md_bm_load(struct md_array *a, const struct md_super *fresh)
 {
-	const struct md_sb1 *raw = (const struct md_sb1 *)fresh->raw;
-	int32_t bo = (int32_t)md_le32(raw->bitmap_offset);
-	int32_t bb = (int32_t)md_le32(raw->bblog_offset);
 	struct md_bitmap_io io = {.write = md_bm_io_write, .ctx = a};
 	struct md_bitmap_info ref, h;
 	struct md_bitmap *b = NULL;
 	uint64_t end, room, ref_events = 0;
 	uint32_t unit = 512;
+	uint8_t uuid[16];
 	uint8_t *buf = NULL;
 	char why[256] = "no member holds a valid one";
 	bool have = false;
@@ -77,15 +75,22 @@ void md_bm_load(struct md_array *a, const struct md_super *fresh)
 	for (unsigned i = 0; i < a->n; i++)
 		if (a->m[i].vol && a->m[i].vol->block_min > unit)
 			unit = a->m[i].vol->block_min;
-	a->bm.at = (fresh->super_offset + (uint64_t)(int64_t)bo) * 512;
-	end = fresh->data_offset * 512;
-	if (md_le16(raw->bblog_size) && bb > bo && (fresh->super_offset + (uint64_t)bb) * 512 < end)
-		end = (fresh->super_offset + (uint64_t)bb) * 512;
-	if (bo <= 0 || a->bm.at % unit || end < a->bm.at + unit) {
-		snprintf(why, sizeof(why), "bitmap offset %d does not fit (units of %u bytes)", bo,
-		         unit);
+	r = md_super_bitmap_area(fresh, &a->bm.at, &end, uuid);
+	if (r < 0 || a->bm.at % unit || end < a->bm.at + unit) {
+		snprintf(why, sizeof(why),
+		         "bitmap at byte %lld of the member does not fit (units of %u bytes)",
+		         (long long)a->bm.at, unit);
 		goto unusable;
 	}
+	/* One place on every member: where their superblocks are alike
+	 * (0.90's move with the member's size). */
+	for (unsigned i = 0; i < a->n; i++)
+		if (a->m[i].vol && !a->m[i].failed &&
+		    a->m[i].sb->super_offset != fresh->super_offset) {
+			snprintf(why, sizeof(why),
+			         "members of different sizes keep it at different offsets");
+			goto unusable;
+		}
 	room = end - a->bm.at;
 	if (!(buf = vol_buf_alloc(unit))) {
 		snprintf(why, sizeof(why), "out of memory");
@@ -101,7 +106,7 @@ void md_bm_load(struct md_array *a, const struct md_super *fresh)
 		if (r == 0)
 			r = md_bitmap_decode(buf, &h, mm->vol->name);
 		if (r == 0)
-			r = md_bitmap_check(&h, fresh->set_uuid, mm->vol->name);
+			r = md_bitmap_check(&h, uuid, mm->vol->name);
 		if (r < 0) {
 			snprintf(why, sizeof(why), "%s", err_detail(r));
 			continue;
@@ -150,7 +155,7 @@ void md_bm_load(struct md_array *a, const struct md_super *fresh)
 			err_clear();
 			if (vol_read(mm->vol, buf, img_len, a->bm.at) < 0 ||
 			    md_bitmap_decode(buf, &h, mm->vol->name) < 0 ||
-			    md_bitmap_check(&h, fresh->set_uuid, mm->vol->name) < 0)
+			    md_bitmap_check(&h, uuid, mm->vol->name) < 0)
 				continue;
 			if (pass == 1)
 				mm->bm_ok = memcmp(buf, img, img_len) == 0;

@@ -7,6 +7,7 @@
 #include "core/log.h"
 #include "core/random.h"
 #include "core/units.h"
+#include "md_sb090.h"
 #include "probe.h"
 
 #include <errno.h>
@@ -34,6 +35,10 @@ void md_manage_mark_recovering(struct md_super *sb, uint16_t *roles, unsigned ro
 int md_manage_promote_spare(struct md_super *sb, uint16_t *roles, unsigned role,
                             uint64_t size_sectors, const char *array, const char *spec)
 {
+	int r = md_sb090_refuse(sb, array, "rebuilding onto a spare");
+
+	if (r < 0)
+		return r;
 	if (sb->data_size < size_sectors)
 		return err_set(
 		    -ENOSPC, "%s: spare %s is too small (%llu sectors of data, %llu needed)", array,

@@ -10,6 +10,8 @@
  *             (else the fuzzer rarely gets past md_super_check); bit 4
  *             members have 4096-byte blocks (else 512); bit 7 one member
  *             (bits 5-6 pick it) fails every read past its superblock
+ *             (0.90: and every read of its data, before the superblock,
+ *             but for the first 8 KiB, where 1.2's would be)
  *   then per member, 6 bytes: le32 member size in 512-byte sectors, le16
  *             blob length
  *   then the blobs, one per member in order (the last may be cut short by
@@ -25,13 +27,24 @@
  * abort on any write: a read-only start must not change a byte.  Every
  * error must come back as a clean errno.
  *
+ * Built with -DFUZZ_MD090 it is fuzz_md090, for md 0.90: each blob lies
+ * where 0.90 keeps its superblock (the member size rounded down to 64 KiB,
+ * less 64 KiB: the superblock, then its bitmap), at most 64 KiB of it, the
+ * member raised to at least 128 KiB to hold it; the checksum bit fixes
+ * 0.90 blocks (either byte order) instead.
+ *
  * Build and run: tests/sh/format-fuzz.sh (clang -fsanitize=fuzzer,...). */
+#ifdef FUZZ_MD090
+#define FUZZ_NAME "fuzz_md090"
+#else
 #define FUZZ_NAME "fuzz_md"
+#endif
 #include "fuzz_vol.h"
 
 #include "core/log.h"
 #include "core/vol.h"
 #include "md/md.h"
+#include "md/md_sb090.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -47,17 +60,21 @@ struct fuzz_member {
 	struct vol vol;
 	const unsigned char *blob;
 	size_t blob_len;
+	uint64_t blob_at;   /* its byte offset on the member */
 	uint64_t fail_from; /* reads reaching past here fail with EIO */
+	bool fail_data;     /* and reads of 0.90's data, before the blob (but
+	                     * where 1.2's superblock would be) */
 };
 
 static int fm_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
 {
 	struct fuzz_member *m = container_of(v, struct fuzz_member, vol);
-	uint64_t b0 = FUZZ_BLOB_AT, b1 = FUZZ_BLOB_AT + m->blob_len;
+	uint64_t b0 = m->blob_at, b1 = m->blob_at + m->blob_len;
 
 	if (!vol_range_ok(v, len, off) || off % v->block_min || len % v->block_min)
 		contract_broken(v, "read", len, off);
-	if (off + len > m->fail_from)
+	if (off + len > m->fail_from ||
+	    (m->fail_data && off < m->blob_at && off + len > FUZZ_BLOB_AT + MD_SB_BLOCK))
 		return -EIO;
 	memset(buf, 0, len);
 	if (off < b1 && off + len > b0) {
@@ -114,6 +131,17 @@ static void fix_csums(unsigned char *blob, size_t len)
 {
 	unsigned char sb[MD_SB_BLOCK];
 
+#ifdef FUZZ_MD090
+	/* The blob starts with the 0.90 superblock. */
+	if (len >= MD_SB_BLOCK &&
+	    (le32_at(blob) == MD_SB_MAGIC || be32toh(le32_at(blob)) == MD_SB_MAGIC)) {
+		uint32_t c = md_sb090_csum(blob);
+		c = le32_at(blob) == MD_SB_MAGIC ? htole32(c) : htobe32(c);
+		memcpy(blob + offsetof(struct md_sb090, sb_csum), &c, 4);
+	}
+	return;
+#endif
+
 	for (size_t at = 0; at + 256 <= len; at += 512) {
 		if (le32_at(blob + at) != MD_SB_MAGIC)
 			continue;
@@ -136,10 +164,12 @@ static void examine(struct vol *v)
 	if (!s)
 		return;
 	err_clear();
-	if (md_super_read(v, s) == -ENOENT) {
+	/* As cmd_examine: nothing to show unless a block decodes. */
+	if (md_super_read_raw(v, s) < 0) {
 		free(s);
 		return;
 	}
+	md_super_check(s, v->size, v->name);
 	md_uuid_format(s->set_uuid, uuid);
 	const char *lvl = md_level_name(s->level);
 	snprintf(line, sizeof(line), "%s %s %s %u %u %08x %d", uuid, s->set_name,
@@ -225,14 +255,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		m->blob_len = blen;
 		bpos += blen;
 		uint64_t bytes = sectors * 512;
+#ifdef FUZZ_MD090
+		if (m->blob_len > MD_SB090_RESERVED)
+			m->blob_len = MD_SB090_RESERVED;
+		if (bytes < 2 * MD_SB090_RESERVED)
+			bytes = 2 * MD_SB090_RESERVED;
+		if (bytes > FUZZ_MEMBER_MAX)
+			bytes = FUZZ_MEMBER_MAX;
+		bytes = (bytes + bmin - 1) / bmin * bmin;
+		m->blob_at = md_sb090_offset(bytes);
+#else
 		if (bytes < FUZZ_BLOB_AT + blen)
 			bytes = FUZZ_BLOB_AT + blen;
 		if (bytes > FUZZ_MEMBER_MAX)
 			bytes = FUZZ_MEMBER_MAX;
 		bytes = (bytes + bmin - 1) / bmin * bmin;
-		m->fail_from = (flags & 0x80) && ((flags >> 5) & 3) == i
-		                   ? FUZZ_BLOB_AT + MD_SB_BLOCK
-		                   : UINT64_MAX;
+		m->blob_at = FUZZ_BLOB_AT;
+#endif
+		m->fail_from = (flags & 0x80) && ((flags >> 5) & 3) == i ? m->blob_at + MD_SB_BLOCK
+		                                                         : UINT64_MAX;
+#ifdef FUZZ_MD090
+		m->fail_data = m->fail_from != UINT64_MAX; /* the data is before it */
+#endif
 		snprintf(name, sizeof(name), "m%d", i);
 		if (vol_init(&m->vol, &fm_ops, name, bytes, bmin, VOL_CAP_READONLY) < 0)
 			abort();

@@ -1,12 +1,13 @@
 #!/bin/bash
 # format-fuzz.sh — build the libFuzzer targets for the on-disk formats a
 # foreign disk brings (tests/fuzz/fuzz_md.c: md v1.2 superblocks and
-# read-only assembly; tests/fuzz/fuzz_luks.c: LUKS1/LUKS2 headers, dump,
-# unlock, payload; tests/fuzz/fuzz_part.c: GPT and MBR partition tables;
-# tests/fuzz/fuzz_lvm.c: LVM2 labels, metadata text, read-only LV assembly)
-# with clang, replay their seed and regression inputs (tests/fuzz/corpus-md/,
+# read-only assembly, and built with -DFUZZ_MD090 the same for md 0.90;
+# tests/fuzz/fuzz_luks.c: LUKS1/LUKS2 headers, dump, unlock, payload;
+# tests/fuzz/fuzz_part.c: GPT and MBR partition tables; tests/fuzz/fuzz_lvm.c:
+# LVM2 labels, metadata text, read-only LV assembly) with clang, replay their
+# seed and regression inputs (tests/fuzz/corpus-md/, corpus-md090/,
 # corpus-luks/, corpus-part/, corpus-lvm/) once, then fuzz each for a
-# bounded time (FUZZ_SECONDS, default 25 each).  Any crash, leak,
+# bounded time (FUZZ_SECONDS, default 15 each).  Any crash, leak,
 # sanitizer report, hang or write to a member fails the test and leaves
 # the input under $FUZZ_ARTIFACTS (default: the /tmp/uraid-fuzz-crash.*
 # dir it prints) — add it to the corpus as regress-NAME with the fix.
@@ -37,6 +38,10 @@ done
     "${disc[@]}" "$src"/core/*.c \
     $(pkg-config --cflags --libs libcrypto) -pthread -lm -o "$tmp/fuzz_md" &
 md_build=$!
+"$cc" "${fuzz_cflags[@]}" -DFUZZ_MD090 "$fz/fuzz_md.c" "${md[@]}" \
+    "${disc[@]}" "$src"/core/*.c \
+    $(pkg-config --cflags --libs libcrypto) -pthread -lm -o "$tmp/fuzz_md090" &
+md090_build=$!
 "$gcc" -c -O1 -g -std=gnu11 -D_GNU_SOURCE -I"$src" "$src"/disc/crypt.c -o "$tmp/crypt.o"
 "$cc" "${fuzz_cflags[@]}" "$fz/fuzz_luks.c" "$src"/luks/*.c "$src"/disc/slice.c \
     "$src"/core/*.c "$tmp/crypt.o" \
@@ -46,6 +51,7 @@ md_build=$!
 wait "$md_build"
 "$cc" "${fuzz_cflags[@]}" "$fz/fuzz_part.c" "$src"/disc/part.c "$src"/disc/slice.c \
     "$src"/core/*.c $(pkg-config --cflags --libs libcrypto) -pthread -lm -o "$tmp/fuzz_part"
+wait "$md090_build"
 
 extra_luks=()
 if command -v cryptsetup >/dev/null && command -v python3 >/dev/null; then
@@ -56,8 +62,9 @@ if command -v cryptsetup >/dev/null && command -v python3 >/dev/null; then
     fi
 fi
 
-secs=${FUZZ_SECONDS:-25}
+secs=${FUZZ_SECONDS:-15}
 fuzz_target fuzz_md "$tmp/fuzz_md" "$fz/corpus-md" "$secs" -rss_limit_mb=2048 -timeout=10
+fuzz_target fuzz_md090 "$tmp/fuzz_md090" "$fz/corpus-md090" "$secs" -rss_limit_mb=2048 -timeout=10
 fuzz_target fuzz_luks "$tmp/fuzz_luks" "$fz/corpus-luks" "$secs" -rss_limit_mb=2048 -timeout=10 \
     -dict="$fz/luks.dict" -- "${extra_luks[@]}"
 fuzz_target fuzz_part "$tmp/fuzz_part" "$fz/corpus-part" "$secs" -rss_limit_mb=2048 -timeout=10

@@ -58,6 +58,19 @@ echo \"mismatch $name \$(cat /sys/block/md$md/md/mismatch_cnt)\""
     echo "mdadm --stop /dev/md$md >/dev/null 2>&1"
 }
 
+# guest_make_theirs NAME MD METADATA OPTS... N: guest lines in which
+# mdadm creates array NAME as /dev/mdMD (--metadata=METADATA, OPTS, N
+# devices: devs[NAME]), fills it with the pattern, prints "theirs NAME
+# SHA256" of its first MB MiB (or "theirs NAME create-failed") and stops it.
+guest_make_theirs() {
+    local name=$1 md=$2 meta=$3
+    shift 3
+    echo "mdadm --create /dev/md$md --run --metadata=$meta ${*:1:$#-1} --raid-devices=${!#} ${devs[$name]} >/tmp/c.log 2>&1 || { echo 'theirs $name create-failed'; cat /tmp/c.log; }"
+    echo "pattern | dd of=/dev/md$md bs=1M iflag=fullblock oflag=direct 2>/dev/null; sync"
+    echo "echo \"theirs $name \$(dd if=/dev/md$md bs=1M count=\$MB 2>/dev/null | sha256sum | cut -d' ' -f1)\""
+    echo "mdadm --stop /dev/md$md >/dev/null 2>&1"
+}
+
 # guest_resume_recovery NAME MD DEVS...: guest lines that assemble an
 # array whose recovery we stopped part-way as /dev/mdMD, hold the kernel's
 # recovery at 1 KiB/s long enough to print "resume NAME ACTION DONE/TOTAL"
