@@ -427,9 +427,13 @@ static int layer_lvm(struct stack_graph *g, unsigned bit)
 		struct stack_node *nd = &g->node[cand[c]];
 		if (f->vg_of[c] == UINT_MAX)
 			continue;
-		free(nd->what);
-		nd->what = graph_strdup_printf("%s, LVM2 physical volume of VG %s",
-		                               nd->vol->ops->kind, f->vg_names[f->vg_of[c]]);
+		char *what = graph_strdup_printf("%s; LVM2 physical volume of VG %s",
+		                                 nd->what ? nd->what : nd->vol->ops->kind,
+		                                 f->vg_names[f->vg_of[c]]);
+		if (what) {
+			free(nd->what);
+			nd->what = what;
+		}
 	}
 	for (unsigned l = 0; l < f->nlv; l++) {
 		struct lvm_lv_found *lv = &f->lv[l];
