@@ -80,6 +80,30 @@ int vol_write_zeroes(struct vol *v, uint64_t len, uint64_t off,
 	return vol_write_zeroes_by_writing(v, len, off, flags);
 }
 
+int vol_read_any(struct vol *v, void *buf, uint64_t len, uint64_t off)
+{
+	uint64_t bs = v->block_min ? v->block_min : 1;
+	uint64_t from = off / bs * bs, to;
+	unsigned char *tmp;
+	int r;
+
+	if (!vol_range_ok(v, len, off))
+		return -EINVAL;
+	to = (off + len + bs - 1) / bs * bs;
+	if (from == off && to == off + len)
+		return vol_read(v, buf, len, off);
+	if (to > v->size)
+		return -EINVAL;
+	tmp = vol_buf_alloc(to - from);
+	if (!tmp)
+		return -ENOMEM;
+	r = vol_read(v, tmp, to - from, from);
+	if (r == 0)
+		memcpy(buf, tmp + (off - from), len);
+	free(tmp);
+	return r;
+}
+
 int vol_view(struct vol *v, uint64_t len, uint64_t off, vol_view_fn fn, void *arg)
 {
 	if (!vol_range_ok(v, len, off))

@@ -65,28 +65,6 @@ static uint32_t gpt_crc32(const uint8_t *p, size_t len)
 	return ~c;
 }
 
-/* len bytes at off of v, any alignment: the whole blocks around them are
- * read.  The caller has checked that [off, off+len) lies inside v. */
-static int disk_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
-{
-	uint64_t bm = v->block_min ? v->block_min : 1;
-	uint64_t from = off / bm * bm, to = (off + len + bm - 1) / bm * bm;
-	uint8_t *tmp;
-	int r;
-
-	if (from == off && to == off + len)
-		return vol_read(v, buf, len, off);
-	if (to > v->size)
-		return -EIO;
-	tmp = vol_buf_alloc(to - from);
-	if (!tmp)
-		return -ENOMEM;
-	r = vol_read(v, tmp, to - from, from);
-	if (r == 0)
-		memcpy(buf, tmp + (off - from), len);
-	free(tmp);
-	return r;
-}
 
 static void warn_add(struct part_table *t, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -305,7 +283,7 @@ static int gpt_header_load(struct vol *v, uint32_t ss, uint64_t lba, struct gpt_
 	buf = vol_buf_alloc(ss);
 	if (!buf)
 		return -ENOMEM;
-	r = disk_read(v, buf, ss, lba * ss);
+	r = vol_read_any(v, buf, ss, lba * ss);
 	if (r < 0) {
 		snprintf(why, why_len, "cannot be read (%s)", strerror(-r));
 		goto out;
@@ -368,7 +346,7 @@ static int gpt_header_load(struct vol *v, uint32_t ss, uint64_t lba, struct gpt_
 		r = -ENOMEM;
 		goto out;
 	}
-	r = disk_read(v, h->entries, bytes, h->entries_lba * ss);
+	r = vol_read_any(v, h->entries, bytes, h->entries_lba * ss);
 	if (r < 0) {
 		snprintf(why, why_len, "entries array cannot be read (%s)", strerror(-r));
 		goto out;
@@ -498,7 +476,7 @@ static int gpt_scan(struct vol *v, uint32_t ss, bool need_primary, struct part_t
 			char awhy[128];
 			uint8_t buf[512];
 
-			if (disk_read(v, buf, sizeof(buf), ss) == 0) {
+			if (vol_read_any(v, buf, sizeof(buf), ss) == 0) {
 				uint64_t alt = le64(buf + 32);
 				if (alt != last && alt > 1 && alt <= last &&
 				    gpt_header_load(v, ss, alt, &pa, awhy, sizeof(awhy)) == 0) {
@@ -596,7 +574,7 @@ static int mbr_chain(struct vol *v, uint32_t ss, unsigned slot, uint64_t xs, uin
 			return err_set(-ELOOP, "%s: MBR: extended partition %u: more than %u EBRs",
 			               v->name, slot, EBR_MAX);
 		seen[n_seen++] = this;
-		r = disk_read(v, sec, sizeof(sec), this * ss);
+		r = vol_read_any(v, sec, sizeof(sec), this * ss);
 		if (r < 0)
 			return err_set(r, "%s: MBR: extended partition %u: EBR at sector %llu: %s",
 			               v->name, slot, (unsigned long long)this, strerror(-r));
@@ -740,7 +718,7 @@ int part_scan(struct vol *v, struct part_table **out)
 	*out = NULL;
 	if (v->size < 1024)
 		return 0;
-	r = disk_read(v, sec, sizeof(sec), 0);
+	r = vol_read_any(v, sec, sizeof(sec), 0);
 	if (r < 0)
 		return err_set(r, "%s: MBR: cannot read sector 0: %s", v->name, strerror(-r));
 	t = calloc(1, sizeof(*t));

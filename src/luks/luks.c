@@ -82,26 +82,6 @@ int luks_load(struct vol *dev, struct luks_hdr **out)
 	return 0;
 }
 
-/* Read [off, off+len) from dev, which may need whole blocks of block_min. */
-static int luks_read_any(struct vol *dev, void *buf, uint64_t len, uint64_t off)
-{
-	uint64_t bs = dev->block_min, start = off / bs * bs, end = (off + len + bs - 1) / bs * bs;
-	unsigned char *tmp;
-	int r;
-
-	if (start == off && end == off + len)
-		return vol_read(dev, buf, len, off);
-	if (end > dev->size)
-		return -EINVAL;
-	tmp = vol_buf_alloc(end - start);
-	if (!tmp)
-		return -ENOMEM;
-	r = vol_read(dev, tmp, end - start, start);
-	if (r == 0)
-		memcpy(buf, tmp + (off - start), len);
-	free(tmp);
-	return r;
-}
 
 /* The digest that checks the data segment's volume key.  Never a key
  * slot's own digest: an unbound slot's digest checks some other key. */
@@ -162,7 +142,7 @@ static int luks_slot_open(const struct luks_hdr *h, struct vol *dev, int i,
 	r = luks_area_cipher_ok(s->area_cipher, s->area_key_size);
 	if (r < 0)
 		goto out;
-	r = luks_read_any(dev, mat, mat_len, s->area_offset);
+	r = vol_read_any(dev, mat, mat_len, s->area_offset);
 	if (r < 0) {
 		r = err_set(r, "%s: reading key slot %d: %s", dev->name, i, strerror(-r));
 		goto out;

@@ -109,26 +109,6 @@ struct lvm_pv {
 	char note[160];    /* "", or what a second copy disagreed on */
 };
 
-/* Read [off, off+len) of v whatever its block size. */
-static int read_bytes(struct vol *v, void *buf, uint64_t len, uint64_t off)
-{
-	uint64_t b = v->block_min, from = off / b * b, to;
-	int r;
-
-	if (off > v->size || len > v->size - off)
-		return -ENOSPC;
-	to = (off + len + b - 1) / b * b;
-	if (from == off && to == off + len)
-		return vol_read(v, buf, len, off);
-	uint8_t *tmp = vol_buf_alloc(to - from);
-	if (!tmp)
-		return -ENOMEM;
-	r = vol_read(v, tmp, to - from, from);
-	if (r == 0)
-		memcpy(buf, tmp + (off - from), len);
-	free(tmp);
-	return r;
-}
 
 /* The metadata text of the area at [start, start+size), parsed into *vg.
  * 0, 1 (the area holds no metadata yet, or is marked ignored), or -errno
@@ -147,7 +127,7 @@ static int mda_read(struct vol *v, uint64_t start, uint64_t size, struct lvm_vg 
 		               "metadata area at %" PRIu64 " (%" PRIu64
 		               " bytes) is not on the %" PRIu64 "-byte device",
 		               start, size, v->size);
-	r = read_bytes(v, hb, sizeof(hb), start);
+	r = vol_read_any(v, hb, sizeof(hb), start);
 	if (r < 0)
 		return err_set(r, "cannot read the metadata area header at %" PRIu64, start);
 	if (memcmp(h->magic, lvm_mda_magic, sizeof(h->magic)))
@@ -184,9 +164,9 @@ static int mda_read(struct vol *v, uint64_t start, uint64_t size, struct lvm_vg 
 	text = malloc(len + 1);
 	if (!text)
 		return -ENOMEM;
-	r = read_bytes(v, text, first, start + off);
+	r = vol_read_any(v, text, first, start + off);
 	if (r == 0 && first < len)
-		r = read_bytes(v, text + first, len - first, start + LVM_MDA_HEADER);
+		r = vol_read_any(v, text + first, len - first, start + LVM_MDA_HEADER);
 	if (r < 0) {
 		free(text);
 		return err_set(r, "cannot read the metadata text at %" PRIu64, start + off);
@@ -219,7 +199,7 @@ static int pv_read(struct vol *v, struct lvm_pv *pv)
 	memset(pv, 0, sizeof(*pv));
 	if (v->size < sizeof(buf))
 		return 0;
-	r = read_bytes(v, buf, sizeof(buf), 0);
+	r = vol_read_any(v, buf, sizeof(buf), 0);
 	if (r < 0)
 		return err_set(r, "%s: LVM2: cannot read the label sectors", v->name);
 	for (s = 0; s < LVM_LABEL_SCAN; s++)
