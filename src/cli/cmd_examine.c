@@ -50,9 +50,7 @@ static void examine_print(const char *name, const struct md_super *s)
 
 	printf("%s:\n", name);
 	printf("          Magic : %08x\n", MD_SB_MAGIC);
-	printf("        Version : 1.%s\n", s->super_offset == 0   ? "1"
-	                                   : s->super_offset == 8 ? "2"
-	                                                          : "0");
+	printf("        Version : %s\n", md_super_version(s)->name);
 	printf("    Feature Map : 0x%x\n", s->feature_map);
 	md_uuid_format(s->set_uuid, uuid);
 	printf("     Array UUID : %s\n", uuid);
@@ -157,9 +155,7 @@ static void examine_bitmap(struct vol *m, const struct md_super *s)
 		return;
 	memcpy(&off, s->raw + offsetof(struct md_sb1, bitmap_offset), 4);
 	off = (int32_t)md_le32((uint32_t)off);
-	at = (s->super_offset + (uint64_t)(int64_t)off) * 512;
-	end = s->data_offset * 512;
-	if (off <= 0 || end <= at + MD_BITMAP_HDR || end > m->size) {
+	if (md_super_bitmap_area(s, m->size, &at, &end) < 0 || end <= at + MD_BITMAP_HDR) {
 		printf("\n  Bitmap Status : not examined (offset %d)\n", off);
 		return;
 	}
