@@ -1,7 +1,7 @@
 /* md_rebuild.c — restoring an md array's redundancy offline (md_rebuild.h):
- * `uraid add` writes a v1.2 superblock on NEW for the array the members
- * hold and records it in theirs (events + 1, the same role table
- * everywhere).  If a role is missing NEW takes it, marked as being
+ * `uraid add` writes a superblock of the array's version on NEW for the
+ * array the members hold and records it in theirs (events + 1, the same
+ * role table everywhere).  If a role is missing NEW takes it, marked as being
  * recovered (feature RECOVERY_OFFSET, recovery_offset 0: what the kernel
  * writes for a member under recovery); otherwise (or with spare) NEW is a
  * spare (role 0xffff).  md_rebuild finds the members being recovered (or
