@@ -327,8 +327,7 @@ int md_add(char **specs, unsigned n, struct vol **vols, struct md_super **sbs, u
 	}
 	for (unsigned i = 0; i < s.n; i++)
 		used[i] = s.m[i].sb->dev_number;
-	r = md_manage_pick_slot(s.roles, s.max_dev, s.raid_disks, used, s.n, f,
-	                        s.name);
+	r = md_manage_pick_slot(s.roles, s.max_dev, s.raid_disks, used, s.n, f, s.name);
 	if (r < 0)
 		goto out;
 	slot = (unsigned)r;

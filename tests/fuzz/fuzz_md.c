@@ -243,9 +243,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (m->blob_len > bytes - m->blob_at)
 				m->blob_len = bytes - m->blob_at;
 		}
-		m->fail_from = (flags & 0x80) && ((flags >> 5) & 3) == i
-		                   ? m->blob_at + MD_SB_BLOCK
-		                   : UINT64_MAX;
+		m->fail_from = (flags & 0x80) && ((flags >> 5) & 3) == i ? m->blob_at + MD_SB_BLOCK
+		                                                         : UINT64_MAX;
 		snprintf(name, sizeof(name), "m%d", i);
 		if (vol_init(&m->vol, &fm_ops, name, bytes, bmin, VOL_CAP_READONLY) < 0)
 			abort();
