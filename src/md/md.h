@@ -26,10 +26,10 @@
 #include <stdint.h>
 
 #define MD_SB_MAGIC 0xa92b4efcu
-/* Where v1.2's superblock sits.  Code that means "where this member's
- * superblock is" asks md_super_offset() (the version table in md.c);
- * these stay for 1.2's layout arithmetic (bitmap and bad-block log
- * placement, the room before the data) and for the tests. */
+/* Where v1.2's superblock sits: its table entry's offset (md.c) and the
+ * tests.  Code that means "where this member's superblock is" asks
+ * md_super_offset(); layout rules that differ between versions ask
+ * md_sb_version_data_first() or the superblock's own offsets. */
 #define MD_SB_OFFSET 4096u    /* bytes from the member start (v1.2) */
 #define MD_SB_SECTOR 8u       /* the same, in 512-byte sectors */
 #define MD_SB_BLOCK 4096u     /* bytes read and written */
