@@ -154,6 +154,8 @@ int md_super_bitmap_area(const struct md_super *s, uint64_t member_bytes, uint64
 
 	if (!(s->feature_map & MD_FEATURE_BITMAP_OFFSET))
 		return -ENOENT;
+	if (md_le32(sb->major_version) != 1)
+		return -ENOTSUP; /* the offsets below are 1.x's fields */
 	if (s->super_offset > member_bytes / 512 || s->data_offset > member_bytes / 512 ||
 	    s->data_size > member_bytes / 512)
 		return -EUCLEAN;

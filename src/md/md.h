@@ -248,7 +248,8 @@ void md_super_meta_area(const struct md_super *s, uint64_t member_bytes, uint64_
  * the superblock, after it (1.1, 1.2; up to the data, or a bad-block log
  * between), or before it and after the data (1.0; up to the superblock,
  * or a bad-block log between).  -ENOENT when s records none; -EUCLEAN
- * when the offset overlaps the superblock or the data or leaves no room. */
+ * when the offset overlaps the superblock or the data or leaves no room;
+ * -ENOTSUP when s->raw is not a 1.x block. */
 int md_super_bitmap_area(const struct md_super *s, uint64_t member_bytes, uint64_t *start,
                          uint64_t *end);
 
