@@ -118,6 +118,8 @@ static void md_create_layout(struct md_super *sb, uint64_t member_bytes, uint64_
 	uint64_t at = md_super_offset(sb, member_bytes) / 512;
 
 	memset(sb->raw, 0, sizeof(sb->raw));
+	raw->magic = htole32(MD_SB_MAGIC); /* a 1.x block to md_super_bitmap_area */
+	raw->major_version = htole32(1);
 	sb->super_offset = at;
 	if (md_sb_version_data_first(sb->version)) {
 		/* data | bitmap room | bad-block log | superblock */
