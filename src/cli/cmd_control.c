@@ -192,7 +192,7 @@ static void detail_print_array(json_object *a)
 	printf("%s:\n", jstr(a, "name"));
 	if (*jstr(a, "parent"))
 		printf("      Member of : %s\n", jstr(a, "parent"));
-	printf("        Version : 1.2\n");
+	printf("        Version : %s\n", jstr(a, "version"));
 	printf("     Raid Level : %s\n", jstr(a, "level"));
 	printf("     Array Size : %lld KiB (%s)\n", (long long)(jint(a, "array_size") >> 10),
 	       human((uint64_t)jint(a, "array_size"), h, sizeof(h)));

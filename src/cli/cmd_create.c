@@ -58,6 +58,7 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 	    {"force", no_argument, NULL, 'f'},
 	    {"bitmap", required_argument, NULL, 'b'},
 	    {"bitmap-chunk", required_argument, NULL, 'B'},
+	    {"metadata", required_argument, NULL, 'e'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -65,7 +66,7 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 
 	optind = 1;
 	o->md.bitmap = -1;
-	while ((c = getopt_long(argc, argv, "l:n:c:N:p:fb:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "l:n:c:N:p:fb:e:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'l':
 			if (md_level_parse(optarg, &o->md.level) < 0) {
@@ -129,6 +130,16 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 			o->md.bitmap_chunk = bytes;
 			break;
 		}
+		case 'e':
+			o->md.version = md_sb_version_find(optarg);
+			if (!o->md.version || strncmp(o->md.version->name, "1.", 2) != 0) {
+				fprintf(stderr,
+				        "uraid: create: --metadata is 1.0, 1.1 or 1.2 (the "
+				        "default), not '%s'\n",
+				        optarg);
+				return 2;
+			}
+			break;
 		case 'h':
 			printf(
 			    "usage: uraid create --level=0|1|10|5|6|linear [--raid-devices=N] "
@@ -137,8 +148,10 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 			    "[--name=NAME] "
 			    "[--assume-clean]\n"
 			    "                    [--bitmap=internal|none] [--bitmap-chunk=SIZE] "
-			    "[--force] MEMBER...\n"
-			    "Write md v1.2 superblocks (as mdadm --create) making a new array.\n"
+			    "[--metadata=1.0|1.1|1.2]\n"
+			    "                    [--force] MEMBER...\n"
+			    "Write md v1.x superblocks (as mdadm --create; 1.2 unless --metadata\n"
+			    "says 1.1, at the start, or 1.0, at the end) making a new array.\n"
 			    "MEMBER may be 'missing' for a degraded RAID1/10/5/6.  --chunk is in "
 			    "KiB\n"
 			    "unless a suffix is given (default 512K).  Without --assume-clean the\n"

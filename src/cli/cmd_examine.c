@@ -51,9 +51,7 @@ static void examine_print(const char *name, const struct md_super *s)
 
 	printf("%s:\n", name);
 	printf("          Magic : %08x\n", MD_SB_MAGIC);
-	printf("        Version : 1.%s\n", s->super_offset == 0   ? "1"
-	                                   : s->super_offset == 8 ? "2"
-	                                                          : "0");
+	printf("        Version : %s\n", md_super_version(s)->name);
 	printf("    Feature Map : 0x%x\n", s->feature_map);
 	md_uuid_format(s->set_uuid, uuid);
 	printf("     Array UUID : %s\n", uuid);
@@ -233,10 +231,11 @@ static void examine_bitmap(struct vol *m, const struct md_super *s)
 	struct md_bitmap_info b;
 	uint8_t *buf = NULL, uuid[16];
 	char hb[64];
-	int r = md_super_bitmap_area(s, &at, &end, uuid);
+	int r = md_super_bitmap_area(s, m->size, &at, &end);
 
 	if (r == -ENOENT)
 		return;
+	md_super_bitmap_uuid(s, uuid);
 	if (r < 0 || end <= at + MD_BITMAP_HDR || end > m->size) {
 		printf("\n  Bitmap Status : not examined (at byte %lld)\n", (long long)at);
 		return;

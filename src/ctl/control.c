@@ -127,6 +127,7 @@ static json_object *ctl_array_json(const struct md_array_info *in, const char *p
 	md_layout_name(in->level, in->layout, layout, sizeof(layout));
 	json_object_object_add(o, "name", json_object_new_string(in->name));
 	json_object_object_add(o, "set_name", json_object_new_string(in->set_name));
+	json_object_object_add(o, "version", json_object_new_string(in->version));
 	json_object_object_add(o, "uuid", json_object_new_string(in->uuid));
 	json_object_object_add(o, "parent", parent ? json_object_new_string(parent) : NULL);
 	json_object_object_add(o, "level", json_object_new_string(lvl ? lvl : "unknown"));

@@ -2,7 +2,10 @@
  *
  * Where a superblock lives is one table, md_sb_versions[]: reading tries
  * each entry's offset, writing and checking use the version a superblock
- * was read (or created) with.  Only 1.2 is an entry today.
+ * was read (or created) with.  The 1.x versions share one codec and
+ * differ only in where the superblock sits: 1.2 4 KiB from the start,
+ * 1.1 at the start (the data after it for both), 1.0 near the end (the
+ * data before it: md_sb_version_data_first()).
  *
  * Nothing here trusts a field before the magic, version, max_dev bound and
  * checksum have been verified; md_super_check() then applies the kernel's
@@ -33,12 +36,32 @@ static uint64_t v12_offset(uint64_t member_bytes)
 	return MD_SB_OFFSET; /* 4 KiB from the start, whatever the size */
 }
 
+static uint64_t v11_offset(uint64_t member_bytes)
+{
+	(void)member_bytes;
+	return 0;
+}
+
+/* The kernel's and mdadm's rule: 8 to 12 KiB from the end, 4 KiB aligned
+ * (sectors (size - 16) & ~7).  UINT64_MAX on a member too small. */
+static uint64_t v10_offset(uint64_t member_bytes)
+{
+	uint64_t sectors = member_bytes / 512;
+
+	if (sectors < 16 + 8)
+		return UINT64_MAX;
+	return ((sectors - 8 * 2) & ~(uint64_t)(4 * 2 - 1)) * 512;
+}
+
 static int sb1_decode(const void *buf, struct md_super *s);
 static void sb1_encode(struct md_super *s);
 static int sb1_check(const struct md_super *s, uint64_t member_bytes, const char *name);
 
+/* Reading tries them in this order; the first is the default. */
 static const struct md_sb_version md_sb_versions[] = {
     {"1.2", v12_offset, sb1_decode, sb1_encode, sb1_check},
+    {"1.1", v11_offset, sb1_decode, sb1_encode, sb1_check},
+    {"1.0", v10_offset, sb1_decode, sb1_encode, sb1_check},
     {"0.90", md_sb090_offset, md_sb090_decode, md_sb090_encode, md_sb090_check},
 };
 #define MD_SB_NVERSIONS (sizeof(md_sb_versions) / sizeof(md_sb_versions[0]))
@@ -46,6 +69,25 @@ static const struct md_sb_version md_sb_versions[] = {
 const struct md_sb_version *md_sb_version_default(void)
 {
 	return &md_sb_versions[0];
+}
+
+const struct md_sb_version *md_sb_version_find(const char *name)
+{
+	if (strcmp(name, "1") == 0 || strcmp(name, "default") == 0)
+		return md_sb_version_default(); /* as mdadm reads them */
+	for (size_t i = 0; i < MD_SB_NVERSIONS; i++)
+		if (strcmp(name, md_sb_versions[i].name) == 0)
+			return &md_sb_versions[i];
+	return NULL;
+}
+
+/* A version whose superblock moves with the member's size keeps it at
+ * the end, after the data; the others keep theirs at a fixed place
+ * before it.  (Asked of the offset rule itself, so that a version
+ * added to the table answers without a flag of its own.) */
+bool md_sb_version_data_first(const struct md_sb_version *v)
+{
+	return v->offset(1ull << 40) != v->offset(1ull << 41);
 }
 
 static const struct md_sb_version *sb_version(const struct md_super *s)
@@ -56,6 +98,103 @@ static const struct md_sb_version *sb_version(const struct md_super *s)
 uint64_t md_super_offset(const struct md_super *s, uint64_t member_bytes)
 {
 	return sb_version(s)->offset(member_bytes);
+}
+
+const struct md_sb_version *md_super_version(const struct md_super *s)
+{
+	return sb_version(s);
+}
+
+/* The sectors s keeps between the end of its data and its superblock
+ * (data-first versions: bitmap and bad-block log). */
+static uint64_t md_super_room_below(const struct md_super *s)
+{
+	uint64_t end = s->data_offset + s->data_size;
+	return s->super_offset > end ? s->super_offset - end : 0;
+}
+
+uint64_t md_super_new_data_size(const struct md_super *tmpl, uint64_t member_bytes)
+{
+	uint64_t sectors = member_bytes / 512, at, room;
+
+	if (!md_sb_version_data_first(sb_version(tmpl)))
+		return sectors > tmpl->data_offset ? sectors - tmpl->data_offset : 0;
+	at = md_super_offset(tmpl, member_bytes);
+	if (at == UINT64_MAX)
+		return 0;
+	at /= 512;
+	room = tmpl->data_offset + md_super_room_below(tmpl);
+	return at > room ? at - room : 0;
+}
+
+void md_super_meta_area(const struct md_super *s, uint64_t member_bytes, uint64_t *start,
+                        uint64_t *end)
+{
+	if (md_sb_version_data_first(sb_version(s))) {
+		*start = (s->data_offset + s->data_size) * 512;
+		*end = member_bytes;
+	} else {
+		*start = s->super_offset * 512;
+		*end = s->data_offset * 512;
+	}
+	if (*end > member_bytes)
+		*end = member_bytes;
+	if (*start > *end)
+		*start = *end;
+}
+
+int md_super_bitmap_area(const struct md_super *s, uint64_t member_bytes, uint64_t *start,
+                         uint64_t *end)
+{
+	const struct md_sb1 *sb = sb_const(s->raw);
+	int64_t bo = (int32_t)md_le32(sb->bitmap_offset);
+	int64_t bb = md_le16(sb->bblog_size) ? (int32_t)md_le32(sb->bblog_offset) : 0;
+	int64_t at = (int64_t)s->super_offset, lo, hi;
+	int64_t sb_sectors =
+	    (256 + 2 * (int64_t)(s->max_dev < MD_SB_MAX_DEV ? s->max_dev : MD_SB_MAX_DEV) + 511) /
+	    512;
+	int64_t data_end = (int64_t)(s->data_offset + s->data_size);
+
+	if (!(s->feature_map & MD_FEATURE_BITMAP_OFFSET))
+		return -ENOENT;
+	if (md_sb090_is(s)) {
+		/* The kernel's place for 0.90's: after the superblock, in the
+		 * rest of its 64 KiB block. */
+		*start = (s->super_offset + MD_SB_BLOCK / 512) * 512;
+		*end = s->super_offset * 512 + MD_SB090_RESERVED;
+		return *end <= member_bytes ? 0 : -EUCLEAN;
+	}
+	if (md_le32(sb->major_version) != 1)
+		return -ENOTSUP; /* the offsets below are 1.x's fields */
+	if (s->super_offset > member_bytes / 512 || s->data_offset > member_bytes / 512 ||
+	    s->data_size > member_bytes / 512)
+		return -EUCLEAN;
+	if (bo >= sb_sectors) {
+		/* After the superblock: up to the data when it follows, else up
+		 * to the member's end; a bad-block log beyond the bitmap ends
+		 * it. */
+		lo = at + bo;
+		hi = (int64_t)s->data_offset > at ? (int64_t)s->data_offset
+		                                  : (int64_t)(member_bytes / 512);
+		if (bb > bo && at + bb < hi)
+			hi = at + bb;
+	} else if (bo < 0 && -bo <= at) {
+		/* Before it, after the data (1.0): up to the superblock, or to
+		 * a bad-block log between them. */
+		lo = at + bo;
+		hi = at;
+		if (bb < 0 && bb > bo)
+			hi = at + bb;
+		if (lo < data_end)
+			return -EUCLEAN;
+	} else {
+		return -EUCLEAN;
+	}
+	if (hi - lo < 1 || (uint64_t)hi > member_bytes / 512)
+		return -EUCLEAN;
+	*start = (uint64_t)lo * 512;
+	*end = (uint64_t)hi * 512;
+	return 0;
 }
 
 uint32_t md_sb_csum(const void *buf)
@@ -83,7 +222,7 @@ uint32_t md_sb_csum(const void *buf)
 	return (uint32_t)((sum & 0xffffffffu) + (sum >> 32));
 }
 
-/* ---- the 1.x codec (1.2 today) ---- */
+/* ---- the 1.x codec (1.0, 1.1 and 1.2) ---- */
 
 int md_super_decode(const void *buf, struct md_super *s)
 {
@@ -137,10 +276,13 @@ static bool is_pow2(uint64_t v)
 }
 
 /* 1.x's own rules (the kernel's super_1_load): the block before any
- * field in it is trusted. */
+ * field in it is trusted, then the superblock where its version puts it
+ * and the data area on the right side of it: after it (1.1, 1.2) or
+ * ending at or before it (1.0). */
 static int sb1_check(const struct md_super *s, uint64_t member_bytes, const char *name)
 {
 	const struct md_sb1 *sb = sb_const(s->raw);
+	const struct md_sb_version *v = sb_version(s);
 	uint64_t at = md_super_offset(s, member_bytes) / 512;
 	uint64_t sb_sectors;
 	uint32_t want;
@@ -156,25 +298,34 @@ static int sb1_check(const struct md_super *s, uint64_t member_bytes, const char
 	want = md_sb_csum(s->raw);
 	if (want != s->sb_csum)
 		return err_set(-EUCLEAN,
-		               "%s: md superblock checksum mismatch (stored %08x, computed %08x)",
-		               name, s->sb_csum, want);
+		               "%s: md v%s superblock checksum mismatch (stored %08x, computed "
+		               "%08x)",
+		               name, v->name, s->sb_csum, want);
 	if (s->super_offset != at)
-		return err_set(
-		    -EINVAL,
-		    "%s: md superblock says it lives at sector %llu, not %llu (only v1.2 "
-		    "is supported)",
-		    name, (unsigned long long)s->super_offset, (unsigned long long)at);
+		return err_set(-EINVAL,
+		               "%s: md v%s superblock says it lives at sector %llu, not %llu "
+		               "(where v%s keeps it on a member of this size: moved or "
+		               "resized?)",
+		               name, v->name, (unsigned long long)s->super_offset,
+		               (unsigned long long)at, v->name);
 	if (s->feature_map & ~MD_FEATURE_ALL)
 		return err_set(-EINVAL, "%s: md superblock has unknown features 0x%x", name,
 		               s->feature_map & ~MD_FEATURE_ALL);
 	if (sb->pad0 || memcmp(sb->pad3, (const uint8_t[32]){0}, 32) != 0)
 		return err_set(-EINVAL, "%s: md superblock padding is not zero", name);
 	sb_sectors = (256 + 2 * (uint64_t)s->max_dev + 511) / 512;
-	/* The data follows the superblock (as in 1.2; a version with its
-	 * superblock at the end will need its own rule here). */
-	if (s->data_offset < at + sb_sectors)
-		return err_set(-EUCLEAN, "%s: md data offset %llu overlaps the superblock", name,
-		               (unsigned long long)s->data_offset);
+	if (md_sb_version_data_first(v)) {
+		if (s->data_offset > at || s->data_size > at - s->data_offset)
+			return err_set(-EUCLEAN,
+			               "%s: md data area (offset %llu + size %llu sectors) runs "
+			               "into the v%s superblock at sector %llu",
+			               name, (unsigned long long)s->data_offset,
+			               (unsigned long long)s->data_size, v->name,
+			               (unsigned long long)at);
+	} else if (s->data_offset < at + sb_sectors) {
+		return err_set(-EUCLEAN, "%s: md data offset %llu overlaps the v%s superblock",
+		               name, (unsigned long long)s->data_offset, v->name);
+	}
 	return 0;
 }
 
@@ -252,7 +403,8 @@ static void sb_place(struct md_super *s, uint64_t at)
 
 int md_super_read_raw(struct vol *member, struct md_super *s)
 {
-	const struct md_sb_version *first = NULL, *in_s = NULL;
+	const struct md_sb_version *first = NULL, *best = NULL, *in_s = NULL, *pick;
+	uint64_t best_ctime = 0;
 	bool fits = false;
 	void *buf;
 	int r = 0;
@@ -268,30 +420,33 @@ int md_super_read_raw(struct vol *member, struct md_super *s)
 		r = vol_read(member, buf, MD_SB_BLOCK, at);
 		if (r < 0)
 			goto out;
-		if (v->decode(buf, s) < 0) {
-			in_s = NULL; /* s holds this failed decode */
+		in_s = NULL; /* s holds this decode, failed or not */
+		if (v->decode(buf, s) < 0)
 			continue;
-		}
 		in_s = v;
 		sb_place(s, at);
-		if (s->super_offset == at / 512) {
-			s->version = v;
-			goto out;
-		}
 		if (!first)
 			first = v;
+		/* Several in place (a stale one of an older array): the
+		 * latest created wins, as mdadm's load_super1 picks. */
+		if (s->super_offset == at / 512 &&
+		    (!best || MD_TIME_SECS(s->ctime) > best_ctime)) {
+			best = v;
+			best_ctime = MD_TIME_SECS(s->ctime);
+		}
 	}
 	r = !fits ? -ENOSPC : !first ? -ENOENT : 0;
-	if (first && first != in_s) {
+	pick = best ? best : first;
+	if (pick && pick != in_s) {
 		/* Decode it again: a later entry overwrote s. */
-		r = vol_read(member, buf, MD_SB_BLOCK, first->offset(member->size));
+		r = vol_read(member, buf, MD_SB_BLOCK, pick->offset(member->size));
 		if (r == 0)
-			r = first->decode(buf, s);
+			r = pick->decode(buf, s);
 		if (r == 0)
-			sb_place(s, first->offset(member->size));
+			sb_place(s, pick->offset(member->size));
 	}
-	if (first && r == 0)
-		s->version = first;
+	if (pick && r == 0)
+		s->version = pick;
 out:
 	free(buf);
 	return r;
@@ -374,6 +529,11 @@ int md_super_write(struct vol *member, struct md_super *s)
 int md_super_same_geometry(const struct md_super *a, const char *an, const struct md_super *b,
                            const char *bn, const char *array)
 {
+	if (sb_version(a) != sb_version(b))
+		return err_set(-EINVAL,
+		               "%s: %s holds an md v%s superblock and %s a v%s one: uraid "
+		               "refuses an array of mixed superblock versions",
+		               array, an, sb_version(a)->name, bn, sb_version(b)->name);
 	if (a->level == b->level && a->layout == b->layout && a->chunk == b->chunk &&
 	    a->size == b->size && a->raid_disks == b->raid_disks &&
 	    (a->feature_map & MD_FEATURE_RAID0_LAYOUT) ==
@@ -384,27 +544,12 @@ int md_super_same_geometry(const struct md_super *a, const char *an, const struc
 	               array, an, bn);
 }
 
-int md_super_bitmap_area(const struct md_super *s, uint64_t *at, uint64_t *end, uint8_t uuid[16])
+void md_super_bitmap_uuid(const struct md_super *s, uint8_t uuid[16])
 {
-	const struct md_sb1 *sb = sb_const(s->raw);
-	int32_t bo = (int32_t)md_le32(sb->bitmap_offset), bb = (int32_t)md_le32(sb->bblog_offset);
-
-	if (!(s->feature_map & MD_FEATURE_BITMAP_OFFSET))
-		return -ENOENT;
-	if (md_sb090_is(s)) {
-		/* The kernel's default for 0.90: after the superblock, in the
-		 * rest of its 64 KiB block. */
-		*at = (s->super_offset + MD_SB_BLOCK / 512) * 512;
-		*end = s->super_offset * 512 + MD_SB090_RESERVED;
+	if (md_sb090_is(s))
 		md_sb090_bitmap_uuid(s, uuid);
-		return 0;
-	}
-	*at = (s->super_offset + (uint64_t)(int64_t)bo) * 512;
-	*end = s->data_offset * 512;
-	if (md_le16(sb->bblog_size) && bb > bo && (s->super_offset + (uint64_t)bb) * 512 < *end)
-		*end = (s->super_offset + (uint64_t)bb) * 512;
-	memcpy(uuid, s->set_uuid, 16);
-	return bo > 0 ? 0 : -EUCLEAN;
+	else
+		memcpy(uuid, s->set_uuid, 16);
 }
 
 unsigned md_super_role(const struct md_super *s)
@@ -605,7 +750,7 @@ int md_find_end_supers(struct vol *v, const char *spec, uint64_t at[2])
 	at[0] = at[1] = UINT64_MAX;
 	if (v->size < 65536 * 2)
 		return 0;
-	at[0] = ((v->size / 512 - 16) & ~7ull) * 512;
+	at[0] = v10_offset(v->size);
 	at[1] = (v->size & ~65535ull) - 65536;
 	if (!(buf = vol_buf_alloc(4096)))
 		return -ENOMEM;

@@ -1,9 +1,12 @@
-/* md.h — the Linux md v1.2 superblock: on-disk layout, reading, checking,
+/* md.h — the Linux md v1.x superblock: on-disk layout, reading, checking,
  * writing.
  *
- * A v1.2 member holds a 256-byte superblock (plus 2 bytes per device slot)
- * 4 KiB from its start; the data area begins data_offset sectors in.  All
- * numbers are little-endian.  The layout follows linux
+ * A v1.x member holds a 256-byte superblock (plus 2 bytes per device slot):
+ * v1.2 4 KiB from its start and v1.1 at its start, the data area beginning
+ * data_offset sectors in, after it; v1.0 8 to 12 KiB from its end (4 KiB
+ * aligned), the data area (usually from sector 0) ending before it and
+ * before the bitmap and bad-block log kept below it.  All numbers are
+ * little-endian.  The layout follows linux
  * include/uapi/linux/raid/md_p.h (struct mdp_superblock_1) so that mdadm
  * and the kernel read what we write and we read what they write.
  *
@@ -23,10 +26,10 @@
 #include <stdint.h>
 
 #define MD_SB_MAGIC 0xa92b4efcu
-/* Where v1.2's superblock sits.  Code that means "where this member's
- * superblock is" asks md_super_offset() (the version table in md.c);
- * these stay for 1.2's layout arithmetic (bitmap and bad-block log
- * placement, the room before the data) and for the tests. */
+/* Where v1.2's superblock sits: its table entry's offset (md.c) and the
+ * tests.  Code that means "where this member's superblock is" asks
+ * md_super_offset(); layout rules that differ between versions ask
+ * md_sb_version_data_first() or the superblock's own offsets. */
 #define MD_SB_OFFSET 4096u    /* bytes from the member start (v1.2) */
 #define MD_SB_SECTOR 8u       /* the same, in 512-byte sectors */
 #define MD_SB_BLOCK 4096u     /* bytes read and written */
@@ -127,8 +130,8 @@ _Static_assert(sizeof(struct md_sb1) == 256, "md v1 superblock is 256 bytes");
 
 /* The superblock versions uraid knows, one table entry each (md.c): its
  * name as mdadm's --metadata spells it, where a member of member_bytes
- * holds its superblock, and its codec.  Only 1.2 today; 1.1, 1.0 and 0.90
- * are to come as entries.  Reading tries each entry's offset; decoding,
+ * holds its superblock, and its codec.  1.2, 1.1 and 1.0 (one 1.x codec;
+ * 0.90 to come).  Reading tries each entry's offset; decoding,
  * checking and writing use the superblock's own version (s->version).
  *
  * A codec translates between its on-disk block and struct md_super, whose
@@ -154,6 +157,15 @@ struct md_sb_version {
 
 /* The version uraid creates: 1.2. */
 const struct md_sb_version *md_sb_version_default(void);
+
+/* The version named name as mdadm's --metadata takes it ("1.0", "1.1",
+ * "1.2"; "1" and "default" mean 1.2), or NULL. */
+const struct md_sb_version *md_sb_version_find(const char *name);
+
+/* Whether v keeps the data area before its superblock, which sits at the
+ * member's end (1.0), rather than after it (1.1, 1.2).  Every layout rule
+ * that differs between the versions asks this. */
+bool md_sb_version_data_first(const struct md_sb_version *v);
 
 /* A superblock in host order.  raw holds the 4 KiB block read or last
  * encoded; fields not listed here live only there. */
@@ -219,6 +231,31 @@ int md_super_check(const struct md_super *s, uint64_t member_bytes, const char *
  * version's offset (1.2's when s->version is NULL). */
 uint64_t md_super_offset(const struct md_super *s, uint64_t member_bytes);
 
+/* s's version: s->version, or the default (1.2) when NULL. */
+const struct md_sb_version *md_super_version(const struct md_super *s);
+
+/* The data_size, in sectors, that a new member of member_bytes gets in
+ * the layout of tmpl (the same data_offset; for 1.0 the same room below
+ * its superblock for the bitmap and bad-block log); 0 when it has none. */
+uint64_t md_super_new_data_size(const struct md_super *tmpl, uint64_t member_bytes);
+
+/* The bytes [*start, *end) of s's member that hold metadata and no data:
+ * from the superblock up to the data (1.1, 1.2), or from the end of the
+ * data to the member's end (1.0).  What a new member's old metadata is
+ * wiped from. */
+void md_super_meta_area(const struct md_super *s, uint64_t member_bytes, uint64_t *start,
+                        uint64_t *end);
+
+/* Where the internal write-intent bitmap s records lies on its member of
+ * member_bytes, [*start, *end) bytes: bitmap_offset, signed sectors from
+ * the superblock, after it (1.1, 1.2; up to the data, or a bad-block log
+ * between), or before it and after the data (1.0; up to the superblock,
+ * or a bad-block log between).  -ENOENT when s records none; -EUCLEAN
+ * when the offset overlaps the superblock or the data or leaves no room.
+ * 0.90: after the superblock, in the rest of its 64 KiB. */
+int md_super_bitmap_area(const struct md_super *s, uint64_t member_bytes, uint64_t *start,
+                         uint64_t *end);
+
 /* Find member's superblock through the version table and decode it
  * without checking it (examine shows even a damaged one): the first
  * version whose block decodes and whose super_offset names where it was
@@ -240,20 +277,18 @@ void md_super_encode(struct md_super *s);
  * then flush it. */
 int md_super_write(struct vol *member, struct md_super *s);
 
-/* Whether two members' superblocks describe one geometry: level, layout,
+/* Whether two members' superblocks describe one geometry: the same
+ * superblock version (a mixed-version array is refused), level, layout,
  * chunk, used size, device count (what mdadm's compare_super1 compares)
  * and the RAID0 layout flag.  0, or -EINVAL with err_set() detail "ARRAY:
- * AN and BN disagree on level, layout, chunk, size or device count". */
+ * AN and BN disagree on level, layout, chunk, size or device count" (or
+ * naming both versions). */
 int md_super_same_geometry(const struct md_super *a, const char *an, const struct md_super *b,
                            const char *bn, const char *array);
 
-/* Where s's internal write-intent bitmap lies on its member, in bytes:
- * from *at up to *end, the first byte it may not use (1.x: the bad-block
- * log after it, or the data; 0.90: the end of the superblock's 64 KiB),
- * and in uuid the array uuid its header carries.  0; -ENOENT when s
- * records no bitmap; -EUCLEAN (*at, *end set) when its offset is not one
- * uraid uses. */
-int md_super_bitmap_area(const struct md_super *s, uint64_t *at, uint64_t *end, uint8_t uuid[16]);
+/* The array uuid a write-intent bitmap's header carries: the set uuid as
+ * stored, or for 0.90 the kernel's byte form of its four words. */
+void md_super_bitmap_uuid(const struct md_super *s, uint8_t uuid[16]);
 
 /* This member's role: its dev_roles slot, or MD_ROLE_SPARE. */
 unsigned md_super_role(const struct md_super *s);
@@ -320,7 +355,7 @@ int md_raid10_layout_parse(const char *s, uint32_t *layout);
 uint64_t md_default_data_offset(uint64_t member_sectors, uint32_t chunk_kib);
 
 /* Look for the superblocks older md formats keep at a member's end, v1.0
- * (8 KiB or so from the end, 4 KiB aligned) and 0.90 (the last 64 KiB
+ * (where its table entry puts it) and 0.90 (the last 64 KiB
  * block but one), by their magic.  at[0] and at[1] get their offsets
  * (UINT64_MAX where the member is too small to hold one); returns a mask
  * of those found (bit 0 v1.0, bit 1 0.90) or a negative errno with detail
@@ -414,6 +449,7 @@ struct md_member_info {
 struct md_array_info {
 	char name[48];     /* md/NAME */
 	char set_name[33]; /* as stored: host:NAME */
+	char version[8];   /* the superblocks' version, "1.2" */
 	char uuid[36];
 	int level;
 	uint32_t layout;
@@ -460,7 +496,7 @@ int md_array_remove(struct vol *v, const char *member);
 
 /* Add nv (spec: its name for messages) to the running array (mdadm --add,
  * hot): checked as `uraid add` checks a new member (md_manage.h), given a
- * v1.2 superblock as a spare, recorded in every superblock, and, as md's
+ * superblock of the array's version as a spare, recorded in every superblock, and, as md's
  * hot spares do, it takes a role that is gone and is rebuilt while the
  * array serves.  Takes nv on success.  -EROFS for a read-only array,
  * -EINVAL for one without redundancy or online recovery. */

@@ -77,6 +77,7 @@ int md_array_info(struct vol *v, struct md_array_info *in)
 	snprintf(in->name, sizeof(in->name), "%s", a->vol.name);
 	if (sb) {
 		memcpy(in->set_name, sb->set_name, sizeof(in->set_name));
+		snprintf(in->version, sizeof(in->version), "%s", md_super_version(sb)->name);
 		md_uuid_format(sb->set_uuid, in->uuid);
 		in->layout = sb->layout;
 		in->chunk = sb->chunk * 512;
@@ -423,8 +424,7 @@ int md_array_add(struct vol *v, struct vol *nv, bool force)
 	for (unsigned k = 0; k < a->nretired; k++)
 		if (a->retired[k].sb)
 			used[nused++] = a->retired[k].sb->dev_number;
-	r = md_manage_pick_slot(a->roles, a->max_dev, a->n, used, nused, tmpl->data_offset,
-	                        a->vol.name);
+	r = md_manage_pick_slot(a->roles, a->max_dev, a->n, used, nused, tmpl, a->vol.name);
 	if (r < 0)
 		goto out;
 	unsigned slot = (unsigned)r;

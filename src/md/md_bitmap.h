@@ -1,8 +1,9 @@
 /* md_bitmap.h — md's internal write-intent bitmap: the on-disk format, the
  * index space per level, and its upkeep while an array is written.
  *
- * An md v1.2 member with feature MD_FEATURE_BITMAP_OFFSET keeps, at
- * bitmap_offset (signed sectors from its superblock), a 256-byte bitmap
+ * An md v1.x member with feature MD_FEATURE_BITMAP_OFFSET keeps, at
+ * bitmap_offset (signed sectors from its superblock: after it for 1.1 and
+ * 1.2, before it for 1.0; md_super_bitmap_area), a 256-byte bitmap
  * superblock followed by one bit per bitmap chunk, bit i of the array's
  * index space in byte i/8, bit i%8 (little-endian bit order, as the
  * kernel's set_bit_le writes them; version 3, "host endian", is the same

@@ -1,7 +1,9 @@
 /* md_bitmap_load.c — at a writable start, the internal write-intent
  * bitmap the superblock records: the freshest valid header on the
  * members, their bits merged when up to date, and the writer that keeps
- * every member's copy (md_bitmap_io.write).  The codec is md_bitmap.c's;
+ * every member's copy (md_bitmap_io.write).  Each member's copy lies at
+ * bitmap_offset from its own superblock (md_super_bitmap_area): for 1.0
+ * members of different sizes, at different places.  The codec is md_bitmap.c's;
  * md_vol.c marks and clears the bits as the array is written. */
 #include "md_internal.h"
 
@@ -11,6 +13,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Where mm's copy of the bitmap starts, in bytes. */
+static uint64_t md_bm_at(const struct md_array *a, const struct md_member *mm)
+{
+	return (uint64_t)((int64_t)mm->sb->super_offset + a->bm.off) * 512;
+}
 
 /* md_bitmap_io.write: the image's bytes [off, off+len) to every live
  * member (all of it to a member whose bitmap is not known to be ours yet),
@@ -29,7 +37,7 @@ static int md_bm_io_write(void *ctx, const uint8_t *img, size_t off, size_t len)
 
 		if (!mm->vol || mm->failed)
 			continue;
-		e = vol_write(mm->vol, img + o, l, a->bm.at + o, 0);
+		e = vol_write(mm->vol, img + o, l, md_bm_at(a, mm) + o, 0);
 		if (e == 0)
 			e = vol_flush(mm->vol);
 		if (e < 0) {
@@ -56,7 +64,7 @@ void md_bm_load(struct md_array *a, const struct md_super *fresh)
 	struct md_bitmap_io io = {.write = md_bm_io_write, .ctx = a};
 	struct md_bitmap_info ref, h;
 	struct md_bitmap *b = NULL;
-	uint64_t end, room, ref_events = 0;
+	uint64_t room, ref_events = 0;
 	uint32_t unit = 512;
 	uint8_t uuid[16];
 	uint8_t *buf = NULL;
@@ -75,23 +83,33 @@ void md_bm_load(struct md_array *a, const struct md_super *fresh)
 	for (unsigned i = 0; i < a->n; i++)
 		if (a->m[i].vol && a->m[i].vol->block_min > unit)
 			unit = a->m[i].vol->block_min;
-	r = md_super_bitmap_area(fresh, &a->bm.at, &end, uuid);
-	if (r < 0 || a->bm.at % unit || end < a->bm.at + unit) {
-		snprintf(why, sizeof(why),
-		         "bitmap at byte %lld of the member does not fit (units of %u bytes)",
-		         (long long)a->bm.at, unit);
-		goto unusable;
-	}
-	/* One place on every member: where their superblocks are alike
-	 * (0.90's move with the member's size). */
-	for (unsigned i = 0; i < a->n; i++)
-		if (a->m[i].vol && !a->m[i].failed &&
-		    a->m[i].sb->super_offset != fresh->super_offset) {
+	/* Every member's copy must fit where its superblock says, at the
+	 * same offset from it on each (1.0's and 0.90's superblocks move with
+	 * the member's size); the room is the least of theirs. */
+	room = UINT64_MAX;
+	for (unsigned i = 0; i < a->n; i++) {
+		struct md_member *mm = &a->m[i];
+		uint64_t start, end;
+		int64_t off;
+		if (!mm->vol || mm->failed)
+			continue;
+		r = md_super_bitmap_area(mm->sb, mm->vol->size, &start, &end);
+		off = (int64_t)(start / 512) - (int64_t)mm->sb->super_offset;
+		if (room == UINT64_MAX)
+			a->bm.off = off;
+		if (r < 0 || off != a->bm.off || start % unit || end < start + unit) {
 			snprintf(why, sizeof(why),
-			         "members of different sizes keep it at different offsets");
+			         "bitmap at sector %lld from the superblock does not fit on %s "
+			         "(units of %u bytes)",
+			         (long long)off, mm->vol->name, unit);
 			goto unusable;
 		}
-	room = end - a->bm.at;
+		if (end - start < room)
+			room = end - start;
+	}
+	md_super_bitmap_uuid(fresh, uuid);
+	if (room == UINT64_MAX)
+		goto unusable;
 	if (!(buf = vol_buf_alloc(unit))) {
 		snprintf(why, sizeof(why), "out of memory");
 		goto unusable;
@@ -102,7 +120,7 @@ void md_bm_load(struct md_array *a, const struct md_super *fresh)
 		if (!mm->vol || mm->failed)
 			continue;
 		err_clear();
-		r = vol_read(mm->vol, buf, unit, a->bm.at);
+		r = vol_read(mm->vol, buf, unit, md_bm_at(a, mm));
 		if (r == 0)
 			r = md_bitmap_decode(buf, &h, mm->vol->name);
 		if (r == 0)
@@ -153,7 +171,7 @@ void md_bm_load(struct md_array *a, const struct md_super *fresh)
 			if (!mm->vol || mm->failed)
 				continue;
 			err_clear();
-			if (vol_read(mm->vol, buf, img_len, a->bm.at) < 0 ||
+			if (vol_read(mm->vol, buf, img_len, md_bm_at(a, mm)) < 0 ||
 			    md_bitmap_decode(buf, &h, mm->vol->name) < 0 ||
 			    md_bitmap_check(&h, uuid, mm->vol->name) < 0)
 				continue;

@@ -1,6 +1,13 @@
-/* md_create.c — a new md array of v1.2 superblocks, as `mdadm --create
- * --metadata=1.2` makes one (md_create.h; `uraid create` parses and
- * prints, cli/cmd_create.c).
+/* md_create.c — a new md array of v1.x superblocks (1.2 unless told 1.1 or
+ * 1.0), as `mdadm --create --metadata=1.x` makes one (md_create.h;
+ * `uraid create` parses and prints, cli/cmd_create.c).
+ *
+ * The layouts are mdadm's: 1.2 and 1.1 put the superblock at sector 8 or
+ * 0, then the bitmap 4 KiB after it, the bad-block log after the bitmap
+ * room, and the data from md_default_data_offset(); 1.0 puts the data
+ * first (from sector 0) and, below its superblock at the member's end,
+ * the bitmap room and then the bad-block log (bitmap_offset and
+ * bblog_offset negative).
  *
  * Nothing is written until every check has passed: sizes, and (unless
  * force) that no member already holds an md superblock, a LUKS header, a
@@ -78,6 +85,61 @@ static void md_create_set_name(const char *name, char out[33])
 		strncpy(out, name, 31);
 }
 
+/* mdadm's choose_bm_space() for a used size of size sectors: the room a
+ * write-intent bitmap gets, whether or not one is made. */
+static uint64_t md_create_bm_room(uint64_t size)
+{
+	if (size < 128)
+		return 0;
+	return size - 128 >= 200ull * 1024 * 1024 * 2 ? 256
+	       : size - 8 > 8ull * 1024 * 1024 * 2    ? 128
+	                                              : 8;
+}
+
+/* The sectors of a member of s sectors that a new array may use (mdadm's
+ * avail_size1): after data_offset, or for 1.0 before the superblock, the
+ * bad-block log and the bitmap room mdadm reserves. */
+static uint64_t md_create_avail(bool data_first, uint64_t s, uint64_t data_offset)
+{
+	uint64_t over = 8 * 2 + 8 + md_create_bm_room(s);
+
+	if (data_first)
+		return (s & ~7ull) > over ? (s & ~7ull) - over : 0;
+	return s > data_offset ? s - data_offset : 0;
+}
+
+/* sb's per-member fields for a member of member_bytes: where the
+ * superblock goes, the data size, the bad-block log and (with bitmap)
+ * the bitmap's offset; raw starts over, all zero, but for them. */
+static void md_create_layout(struct md_super *sb, uint64_t member_bytes, uint64_t bm_room,
+                             bool bitmap)
+{
+	struct md_sb1 *raw = (struct md_sb1 *)sb->raw;
+	uint64_t at = md_super_offset(sb, member_bytes) / 512;
+
+	memset(sb->raw, 0, sizeof(sb->raw));
+	raw->magic = htole32(MD_SB_MAGIC); /* a 1.x block to md_super_bitmap_area */
+	raw->major_version = htole32(1);
+	sb->super_offset = at;
+	if (md_sb_version_data_first(sb->version)) {
+		/* data | bitmap room | bad-block log | superblock */
+		sb->data_size = at - sb->data_offset - bm_room - 8;
+		raw->bblog_size = htole16(8);
+		raw->bblog_offset = htole32((uint32_t)-8);
+		if (bitmap)
+			raw->bitmap_offset = htole32((uint32_t) - (int32_t)(bm_room + 8));
+		return;
+	}
+	/* superblock | bitmap room | bad-block log | data */
+	sb->data_size = member_bytes / 512 - sb->data_offset;
+	if (sb->data_offset >= at + 8 + bm_room + 8) {
+		raw->bblog_size = htole16(8);
+		raw->bblog_offset = htole32((uint32_t)(8 + bm_room));
+	}
+	if (bitmap)
+		raw->bitmap_offset = htole32(8);
+}
+
 int md_create(char **specs, unsigned n, const struct md_create_opts *o, struct md_created *out)
 {
 	struct vol **m = NULL;
@@ -85,9 +147,13 @@ int md_create(char **specs, unsigned n, const struct md_create_opts *o, struct m
 	unsigned i;
 	uint64_t min_sectors = UINT64_MAX, data_offset, min_avail = UINT64_MAX;
 	uint8_t set_uuid[16], *bm_block = NULL;
+	const struct md_sb_version *v = o->version ? o->version : md_sb_version_default();
+	bool data_first;
 	int r;
 
 	memset(out, 0, sizeof(*out));
+	if (strncmp(v->name, "1.", 2) != 0)
+		return err_set(-ENOTSUP, "uraid creates md 1.x superblocks, not v%s", v->name);
 	m = calloc(n, sizeof(*m));
 	sb = calloc(1, sizeof(*sb));
 	if (!m || !sb) {
@@ -111,19 +177,23 @@ int md_create(char **specs, unsigned n, const struct md_create_opts *o, struct m
 		}
 	}
 
-	data_offset = md_default_data_offset(min_sectors, o->chunk_kib);
+	data_first = md_sb_version_data_first(v);
+	data_offset = data_first ? 0 : md_default_data_offset(min_sectors, o->chunk_kib);
 	for (i = 0; i < n; i++) {
-		uint64_t s = m[i] ? m[i]->size / 512 : 0;
+		uint64_t s = m[i] ? m[i]->size / 512 : 0, avail;
 		if (!m[i])
 			continue;
-		if (s <= data_offset + (o->chunk_kib ? o->chunk_kib * 2 : 128)) {
-			r = err_set(-ENOSPC, "%s is too small (%llu sectors; data starts at %llu)",
-			            specs[i], (unsigned long long)s,
-			            (unsigned long long)data_offset);
+		avail = md_create_avail(data_first, s, data_offset);
+		if (avail <= (o->chunk_kib ? o->chunk_kib * 2 : 128)) {
+			r = err_set(
+			    -ENOSPC,
+			    "%s is too small (%llu sectors; v%s metadata takes %llu of them)",
+			    specs[i], (unsigned long long)s, v->name,
+			    (unsigned long long)(s > avail ? s - avail : s));
 			goto out;
 		}
-		if (s - data_offset < min_avail)
-			min_avail = s - data_offset;
+		if (avail < min_avail)
+			min_avail = avail;
 	}
 
 	memset(sb, 0, sizeof(*sb));
@@ -146,7 +216,7 @@ int md_create(char **specs, unsigned n, const struct md_create_opts *o, struct m
 	else if (o->level == 10 || o->level == 5 || o->level == 6)
 		sb->size = min_avail / sb->chunk * sb->chunk;
 	sb->data_offset = data_offset;
-	sb->version = md_sb_version_default(); /* super_offset: per member, below */
+	sb->version = v; /* super_offset, data_size: per member, below */
 	sb->events = 0;
 	sb->resync_offset = MD_MAX_SECTOR;
 	sb->max_dev = (((256 + 2 * n) + 511) / 512 * 512 - 256) / 2;
@@ -158,21 +228,21 @@ int md_create(char **specs, unsigned n, const struct md_create_opts *o, struct m
 	if (o->level == 0) {
 		/* Members of different sizes make a multi-zone raid0, which
 		 * kernels since 5.4 only assemble with an explicit layout. */
-		for (i = 0; i < n; i++)
-			if (m[i] &&
-			    (m[i]->size / 512 - data_offset) / sb->chunk != min_avail / sb->chunk)
+		uint64_t zone = UINT64_MAX;
+		for (i = 0; i < n; i++) {
+			if (!m[i])
+				continue;
+			md_create_layout(sb, m[i]->size, 0, false);
+			if (zone != UINT64_MAX && sb->data_size / sb->chunk != zone)
 				sb->feature_map |= MD_FEATURE_RAID0_LAYOUT;
+			zone = sb->data_size / sb->chunk;
+		}
 	}
 
-	/* The write-intent bitmap: 4 KiB after the superblock (bitmap_offset
-	 * 8), in the room mdadm keeps for it, all clear (the array starts
-	 * clean), events matching the superblock's.  MD_SB_SECTOR here and in
-	 * the bad-block log below is 1.2's layout arithmetic, as mdadm's. */
-	uint64_t bm_room = 0;
-	if (sb->size >= 128)
-		bm_room = sb->size - 128 >= 200ull * 1024 * 1024 * 2 ? 256
-		          : sb->size - 8 > 8ull * 1024 * 1024 * 2    ? 128
-		                                                     : 8;
+	/* The write-intent bitmap, in the room mdadm keeps for it (after the
+	 * superblock, or below it for 1.0: md_create_layout), all clear (the
+	 * array starts clean), events matching the superblock's. */
+	uint64_t bm_room = md_create_bm_room(sb->size);
 	struct md_bitmap_info bmi = {0};
 	int bitmap = o->bitmap;
 	if (bitmap == -1)
@@ -181,7 +251,8 @@ int md_create(char **specs, unsigned n, const struct md_create_opts *o, struct m
 	if (bitmap == 1) {
 		struct md_bitmap_geom g;
 		uint64_t index;
-		if (!bm_room || data_offset < MD_SB_SECTOR + 8 + bm_room ||
+		if (!bm_room ||
+		    (!data_first && data_offset < md_super_offset(sb, 0) / 512 + 8 + bm_room) ||
 		    md_bitmap_geom_init(&g, o->level, n, sb->chunk, sb->size,
 		                        md_create_array_bytes(o, n, sb->size)) < 0) {
 			r = err_set(-ENOSPC, "no room for a write-intent bitmap");
@@ -216,16 +287,21 @@ int md_create(char **specs, unsigned n, const struct md_create_opts *o, struct m
 	 * to the data (old bitmaps, bad-block logs), zero the mirrors so they
 	 * agree; the new superblocks come last. */
 	for (i = 0; i < n; i++) {
+		uint64_t meta, meta_end, bm_at, bm_end;
 		if (!m[i])
 			continue;
-		uint64_t sb_at = md_super_offset(sb, m[i]->size);
+		md_create_layout(sb, m[i]->size, bm_room, bm_block != NULL);
+		md_super_meta_area(sb, m[i]->size, &meta, &meta_end);
 		err_clear();
-		r = vol_write_zeroes(m[i], data_offset * 512 - sb_at, sb_at, VOL_MAY_TRIM);
+		r = vol_write_zeroes(m[i], meta_end - meta, meta, VOL_MAY_TRIM);
 		if (r == 0 && md_level_redundant(o->level) && !o->assume_clean)
-			r = vol_write_zeroes(m[i], m[i]->size - data_offset * 512,
-			                     data_offset * 512, VOL_MAY_TRIM);
-		if (r == 0 && bm_block)
-			r = vol_write(m[i], bm_block, 4096, sb_at + 8 * 512, 0);
+			r = vol_write_zeroes(m[i], sb->data_size * 512, data_offset * 512,
+			                     VOL_MAY_TRIM);
+		if (r == 0 && bm_block) {
+			r = md_super_bitmap_area(sb, m[i]->size, &bm_at, &bm_end);
+			if (r == 0)
+				r = vol_write(m[i], bm_block, 4096, bm_at, 0);
+		}
 		if (r == 0)
 			r = vol_flush(m[i]);
 		if (r < 0) {
@@ -234,31 +310,14 @@ int md_create(char **specs, unsigned n, const struct md_create_opts *o, struct m
 		}
 	}
 	for (i = 0; i < n; i++) {
-		uint64_t s, bm;
 		if (!m[i])
 			continue;
-		s = m[i]->size / 512;
 		sb->dev_number = i;
-		sb->super_offset = md_super_offset(sb, m[i]->size) / 512;
-		sb->data_size = s - data_offset;
+		md_create_layout(sb, m[i]->size, bm_room, bm_block != NULL);
 		if (random_fill(sb->device_uuid, 16) < 0) {
 			r = -EIO;
 			goto out;
 		}
-		/* mdadm's bad-block log: 4 KiB after the bitmap room. */
-		memset(sb->raw, 0, sizeof(sb->raw));
-		bm = 0;
-		if (sb->size >= 128)
-			bm = sb->size - 128 >= 200ull * 1024 * 1024 * 2 ? 256
-			     : sb->size - 8 > 8ull * 1024 * 1024 * 2    ? 128
-			                                                : 8;
-		if (data_offset >= MD_SB_SECTOR + 8 + bm + 8) {
-			struct md_sb1 *raw = (struct md_sb1 *)sb->raw;
-			raw->bblog_size = htole16(8);
-			raw->bblog_offset = htole32((uint32_t)(8 + bm));
-		}
-		if (bm_block)
-			((struct md_sb1 *)sb->raw)->bitmap_offset = htole32(8);
 		err_clear();
 		r = md_super_write(m[i], sb);
 		if (r < 0)

@@ -1,11 +1,14 @@
 /* md_create.h — making a new md array (`uraid create`, mdadm --create
- * --metadata=1.2): v1.2 superblocks on every member, written last, after
- * the data areas were zeroed so that copies and parity agree. */
+ * --metadata=1.x): v1.x superblocks (1.2 unless told) on every member,
+ * written last, after the data areas were zeroed so that copies and
+ * parity agree. */
 #ifndef URAID_MD_CREATE_H
 #define URAID_MD_CREATE_H
 
 #include <stdbool.h>
 #include <stdint.h>
+
+struct md_sb_version;
 
 struct md_create_opts {
 	int level;
@@ -16,6 +19,9 @@ struct md_create_opts {
 	bool force;            /* overwrite what probe_member() finds */
 	int bitmap;            /* 1 internal, 0 none, -1 mdadm's rule (over 100 GiB) */
 	uint64_t bitmap_chunk; /* bytes; 0: mdadm's choice */
+	/* The superblock version (md_sb_version_find: 1.0, 1.1 or 1.2);
+	 * NULL: the default, 1.2.  Another version is refused (-ENOTSUP). */
+	const struct md_sb_version *version;
 };
 
 /* What was made, for the caller to tell. */

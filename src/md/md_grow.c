@@ -221,8 +221,7 @@ static int grow_assign(struct grow_set *s, unsigned old, unsigned n)
 	}
 	for (unsigned i = 0; i < s->nnew && r == 0; i++) {
 		struct grow_dev *d = &s->nw[i];
-		r = md_manage_pick_slot(s->roles, s->max_dev, old, used, nused, f->data_offset,
-		                        s->name);
+		r = md_manage_pick_slot(s->roles, s->max_dev, old, used, nused, f, s->name);
 		if (r < 0)
 			break;
 		unsigned slot = (unsigned)r;

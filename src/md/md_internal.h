@@ -86,7 +86,8 @@ struct md_gate {
 struct md_bm {
 	struct md_bitmap *map;
 	struct md_bitmap_geom geom;
-	uint64_t at;      /* its byte offset on each member */
+	int64_t off;      /* where it is: sectors from each member's superblock
+	                   * (negative for 1.0), as bitmap_offset says */
 	bool trusted;     /* found up to date: a resync may follow it */
 	uint64_t pass_ns; /* last lazy clearing pass (with lock) */
 };

@@ -139,22 +139,22 @@ out:
 int md_manage_check_size(struct vol *v, const char *spec, const struct md_super *tmpl,
                          const char *array)
 {
-	uint64_t sectors = v->size / 512;
+	uint64_t avail = md_super_new_data_size(tmpl, v->size);
 	char need[32], have[32];
 
-	if (sectors > tmpl->data_offset && sectors - tmpl->data_offset >= tmpl->size)
+	if (avail >= tmpl->size)
 		return 0;
-	format_size((tmpl->data_offset + tmpl->size) * 512, need, sizeof(need));
+	format_size((v->size / 512 - avail + tmpl->size) * 512, need, sizeof(need));
 	format_size(v->size, have, sizeof(have));
 	return err_set(-ENOSPC,
 	               "%s is too small: %s, and %s needs %s (data from sector %llu, "
-	               "%llu sectors of it)",
+	               "%llu sectors of it, and its v%s metadata)",
 	               spec, have, array, need, (unsigned long long)tmpl->data_offset,
-	               (unsigned long long)tmpl->size);
+	               (unsigned long long)tmpl->size, md_super_version(tmpl)->name);
 }
 
 int md_manage_pick_slot(const uint16_t *roles, uint32_t max_dev, unsigned raid_disks,
-                        const uint32_t *used, unsigned nused, uint64_t data_offset,
+                        const uint32_t *used, unsigned nused, const struct md_super *tmpl,
                         const char *array)
 {
 	unsigned slot;
@@ -166,38 +166,39 @@ int md_manage_pick_slot(const uint16_t *roles, uint32_t max_dev, unsigned raid_d
 		if (!taken)
 			break;
 	}
-	/* The roles must fit between 1.2's superblock and the data. */
+	/* The roles must fit between the superblock and the data after it
+	 * (1.1, 1.2); 1.0's has its 4 KiB block at the member's end. */
 	uint64_t sb_sectors = (256 + 2 * (uint64_t)(slot + 1) + 511) / 512;
-	if (slot >= MD_SB_MAX_DEV || MD_SB_SECTOR + sb_sectors > data_offset)
+	bool after = !md_sb_version_data_first(md_super_version(tmpl));
+	if (slot >= MD_SB_MAX_DEV || (after && tmpl->super_offset + sb_sectors > tmpl->data_offset))
 		return err_set(-ENOSPC, "%s: no free device slot for another member", array);
 	return (int)slot;
 }
 
 /* Copy the write-intent bitmap (superblock and bits) of the member from,
- * whose superblock is f, onto to: the kernel reads the bitmap from any
+ * whose superblock is f, onto to, whose new superblock is t (the same
+ * offsets from its own superblock): the kernel reads the bitmap from any
  * in-sync member. */
-static int md_manage_copy_bitmap(struct vol *from, struct vol *to, const struct md_super *f)
+static int md_manage_copy_bitmap(struct vol *from, struct vol *to, const struct md_super *f,
+                                 const struct md_super *t)
 {
-	const struct md_sb1 *raw = (const struct md_sb1 *)f->raw;
-	int32_t bm = (int32_t)md_le32(raw->bitmap_offset);
-	int32_t bb = (int32_t)md_le32(raw->bblog_offset);
-	uint64_t start, end;
+	uint64_t start, end, to_start, to_end;
 	char *buf;
 	int r = 0;
 
-	if (!(f->feature_map & MD_FEATURE_BITMAP_OFFSET) || bm <= 0)
-		return 0;
-	/* The offsets count from the superblock: 1.2's, at MD_SB_SECTOR. */
-	start = (MD_SB_SECTOR + (uint64_t)bm) * 512;
-	end = md_le16(raw->bblog_size) && bb > bm ? (MD_SB_SECTOR + (uint64_t)bb) * 512
-	                                          : f->data_offset * 512;
+	if (md_super_bitmap_area(f, from->size, &start, &end) < 0)
+		return 0; /* none, or one the array's start will call unusable */
+	if (md_super_bitmap_area(t, to->size, &to_start, &to_end) < 0 ||
+	    to_end - to_start < end - start)
+		return err_set(-ENOSPC, "%s: no room for the array's write-intent bitmap",
+		               to->name);
 	if (!(buf = vol_buf_alloc(1 << 20)))
 		return -ENOMEM;
-	for (uint64_t off = start; off < end && r == 0; off += 1 << 20) {
-		uint64_t len = end - off < (1 << 20) ? end - off : (1 << 20);
-		r = vol_read(from, buf, len, off);
+	for (uint64_t off = 0; off < end - start && r == 0; off += 1 << 20) {
+		uint64_t len = end - start - off < (1 << 20) ? end - start - off : (1 << 20);
+		r = vol_read(from, buf, len, start + off);
 		if (r == 0)
-			r = vol_write(to, buf, len, off, 0);
+			r = vol_write(to, buf, len, to_start + off, 0);
 	}
 	free(buf);
 	return r < 0 ? err_set(r, "%s: copying the write-intent bitmap: %s", to->name, strerror(-r))
@@ -207,11 +208,13 @@ static int md_manage_copy_bitmap(struct vol *from, struct vol *to, const struct 
 int md_manage_new_super(struct vol *nv, const char *spec, const struct md_super *tmpl,
                         struct vol *tmpl_vol, unsigned slot, uint64_t end_sb, struct md_super *nsb)
 {
+	uint64_t meta, meta_end;
 	int r;
 
 	*nsb = *tmpl;
 	nsb->dev_number = slot;
-	nsb->data_size = nv->size / 512 - tmpl->data_offset;
+	nsb->super_offset = md_super_offset(nsb, nv->size) / 512;
+	nsb->data_size = md_super_new_data_size(tmpl, nv->size);
 	nsb->feature_map &= ~(MD_FEATURE_RECOVERY_OFFSET | MD_FEATURE_REPLACEMENT |
 	                      MD_FEATURE_BAD_BLOCKS | MD_FEATURE_RECOVERY_BITMAP);
 	nsb->recovery_offset = 0;
@@ -220,17 +223,16 @@ int md_manage_new_super(struct vol *nv, const char *spec, const struct md_super 
 	r = random_fill(nsb->device_uuid, 16);
 	if (r < 0)
 		return r;
-	/* Old metadata, bitmaps and bad-block logs up to the data go; the
+	/* Old metadata, bitmaps and bad-block logs outside the data go; the
 	 * array's bitmap comes over; the superblock is the caller's to write,
 	 * last of nv's bytes. */
-	uint64_t sb_at = md_super_offset(nsb, nv->size);
-	nsb->super_offset = sb_at / 512;
-	r = vol_write_zeroes(nv, tmpl->data_offset * 512 - sb_at, sb_at, VOL_MAY_TRIM);
-	if (r == 0 && end_sb != UINT64_MAX)
+	md_super_meta_area(nsb, nv->size, &meta, &meta_end);
+	r = vol_write_zeroes(nv, meta_end - meta, meta, VOL_MAY_TRIM);
+	if (r == 0 && end_sb != UINT64_MAX && (end_sb < meta || end_sb >= meta_end))
 		r = vol_write_zeroes(nv, 4096, end_sb, 0);
 	if (r < 0)
 		return err_set(r, "%s: zeroing the metadata area: %s", spec, strerror(-r));
-	return md_manage_copy_bitmap(tmpl_vol, nv, tmpl);
+	return md_manage_copy_bitmap(tmpl_vol, nv, tmpl, nsb);
 }
 
 /* ---- the number of copies ---- */

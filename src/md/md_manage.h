@@ -58,25 +58,25 @@ int md_manage_probe_new(struct vol *v, const char *spec, const uint8_t set_uuid[
                         const char *array, bool force, uint64_t *end_sb);
 
 /* -ENOSPC with err_set() unless v holds tmpl's data area (data_offset
- * and size sectors of data). */
+ * and size sectors of data) in tmpl's superblock version's layout. */
 int md_manage_check_size(struct vol *v, const char *spec, const struct md_super *tmpl,
                          const char *array);
 
 /* The device slot a new member takes: the first from raid_disks up (as
  * mdadm picks it) that the role table (roles, max_dev) records no device
  * in and no device present uses (used[0..nused), their dev_numbers), and
- * whose role table still fits below data_offset.  The slot, or -ENOSPC
- * with err_set(). */
+ * whose role table still fits in tmpl's superblock (below its data for
+ * 1.1 and 1.2).  The slot, or -ENOSPC with err_set(). */
 int md_manage_pick_slot(const uint16_t *roles, uint32_t max_dev, unsigned raid_disks,
-                        const uint32_t *used, unsigned nused, uint64_t data_offset,
+                        const uint32_t *used, unsigned nused, const struct md_super *tmpl,
                         const char *array);
 
 /* Prepare the new member nv to take slot: *nsb becomes tmpl's superblock
- * with nv's own device fields (slot, data size, a new device uuid, no
- * recovery or bad-block state); nv's metadata area below the data is
- * zeroed (and the end superblock at end_sb, if not UINT64_MAX), and
- * tmpl_vol's write-intent bitmap copied onto it.  nsb's role and array
- * state are the caller's to set before it writes nsb. */
+ * (and version) with nv's own device fields (slot, where its superblock
+ * sits, data size, a new device uuid, no recovery or bad-block state);
+ * nv's metadata area outside the data (md_super_meta_area) is zeroed (and the end superblock at
+ * end_sb, if not UINT64_MAX), and tmpl_vol's write-intent bitmap copied onto it.  nsb's role and
+ * array state are the caller's to set before it writes nsb. */
 int md_manage_new_super(struct vol *nv, const char *spec, const struct md_super *tmpl,
                         struct vol *tmpl_vol, unsigned slot, uint64_t end_sb, struct md_super *nsb);
 

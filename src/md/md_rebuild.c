@@ -1,7 +1,7 @@
 /* md_rebuild.c — restoring an md array's redundancy offline (md_rebuild.h):
- * `uraid add` writes a v1.2 superblock on NEW for the array the members
- * hold and records it in theirs (events + 1, the same role table
- * everywhere).  If a role is missing NEW takes it, marked as being
+ * `uraid add` writes a superblock of the array's version on NEW for the
+ * array the members hold and records it in theirs (events + 1, the same
+ * role table everywhere).  If a role is missing NEW takes it, marked as being
  * recovered (feature RECOVERY_OFFSET, recovery_offset 0: what the kernel
  * writes for a member under recovery); otherwise (or with spare) NEW is a
  * spare (role 0xffff).  md_rebuild finds the members being recovered (or
@@ -330,8 +330,7 @@ int md_add(char **specs, unsigned n, struct vol **vols, struct md_super **sbs, u
 	}
 	for (unsigned i = 0; i < s.n; i++)
 		used[i] = s.m[i].sb->dev_number;
-	r = md_manage_pick_slot(s.roles, s.max_dev, s.raid_disks, used, s.n, f->data_offset,
-	                        s.name);
+	r = md_manage_pick_slot(s.roles, s.max_dev, s.raid_disks, used, s.n, f, s.name);
 	if (r < 0)
 		goto out;
 	slot = (unsigned)r;

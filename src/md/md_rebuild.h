@@ -52,7 +52,7 @@ struct md_add_opts {
 };
 
 /* Add new_spec to the array of the n members (as md_rebuild takes them):
- * a v1.2 superblock on it, recorded in theirs; it takes the first missing
+ * a superblock of the array's version on it, recorded in theirs; it takes the first missing
  * role (marked recovering: *role set, md_rebuild does the rest) or is a
  * spare (*role MD_ROLE_SPARE).  0 (said) or -errno with err_set(). */
 int md_add(char **specs, unsigned n, struct vol **vols, struct md_super **sbs, unsigned fresh,

@@ -1,5 +1,5 @@
 /* fuzz_md.c — libFuzzer target for what a read-only start does with the
- * md members of a foreign disk: md v1.2 superblock decoding and checking
+ * md members of a foreign disk: md v1.x superblock decoding and checking
  * (src/md/md.c), assembly (md_assemble_all() with readonly set, as
  * `uraid serve --readonly` calls it) and reads through whatever array
  * assembles, degraded ones included.
@@ -12,16 +12,19 @@
  *             (bits 5-6 pick it) fails every read past its superblock
  *             (0.90: and every read of its data, before the superblock,
  *             but for the first 8 KiB, where 1.2's would be)
- *   then per member, 6 bytes: le32 member size in 512-byte sectors, le16
- *             blob length
+ *   then per member, 6 bytes: le32 (bits 0-29 member size in 512-byte
+ *             sectors, bits 30-31 where its blob lies: 1 at byte 0, as
+ *             v1.1 keeps its superblock, 2 where v1.0 keeps it near the
+ *             end, else at byte 4096, as v1.2; built with
+ *             FUZZ_MD090 where 0.90 keeps it), le16 blob length
  *   then the blobs, one per member in order (the last may be cut short by
  *             the end of the input)
- * A member reads as its blob at byte 4096 (where v1.2 keeps the
- * superblock: blob byte 0 is the superblock's first byte, and with a small
+ * A member reads as its blob at byte 4096 (or 0, or v1.0's place: blob
+ * byte 0 is the superblock's first byte, and for 1.1/1.2 with a small
  * data_offset the data area, and a nested array's superblock, follow in
  * the same blob) and zeros everywhere else; its size is the given one,
  * raised to hold the blob and capped at 1 TiB (nothing is allocated for
- * it).
+ * it); a blob at v1.0's place is cut at the member's end.
  *
  * The member vols check the vol contract and abort when it is broken, and
  * abort on any write: a read-only start must not change a byte.  Every
@@ -239,7 +242,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	bpos = pos + 6 * (size_t)n;
 	for (int i = 0; i < n; i++) {
 		const uint8_t *h = data + pos + 6 * (size_t)i;
-		uint64_t sectors = le32_at(h);
+		uint64_t sectors = le32_at(h) & 0x3fffffffu;
+		unsigned place = le32_at(h) >> 30;
 		size_t blen = (size_t)h[4] | (size_t)h[5] << 8;
 		uint32_t bmin = flags & 0x10 ? 4096 : 512;
 		struct fuzz_member *m = calloc(1, sizeof(*m));
@@ -254,6 +258,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		m->blob = blobs + bpos;
 		m->blob_len = blen;
 		bpos += blen;
+		m->blob_at = place == 1 ? 0 : FUZZ_BLOB_AT;
 		uint64_t bytes = sectors * 512;
 #ifdef FUZZ_MD090
 		if (m->blob_len > MD_SB090_RESERVED)
@@ -265,12 +270,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		bytes = (bytes + bmin - 1) / bmin * bmin;
 		m->blob_at = md_sb090_offset(bytes);
 #else
-		if (bytes < FUZZ_BLOB_AT + blen)
-			bytes = FUZZ_BLOB_AT + blen;
+		if (bytes < m->blob_at + blen)
+			bytes = m->blob_at + blen;
+		if (place == 2 && bytes < 24 * 512 + MD_SB_BLOCK)
+			bytes = 24 * 512 + MD_SB_BLOCK;
 		if (bytes > FUZZ_MEMBER_MAX)
 			bytes = FUZZ_MEMBER_MAX;
 		bytes = (bytes + bmin - 1) / bmin * bmin;
-		m->blob_at = FUZZ_BLOB_AT;
+		if (place == 2) {
+			/* v1.0's rule (md.c): (sectors - 16) & ~7 */
+			m->blob_at = ((bytes / 512 - 16) & ~7ull) * 512;
+			if (m->blob_len > bytes - m->blob_at)
+				m->blob_len = bytes - m->blob_at;
+		}
 #endif
 		m->fail_from = (flags & 0x80) && ((flags >> 5) & 3) == i ? m->blob_at + MD_SB_BLOCK
 		                                                         : UINT64_MAX;

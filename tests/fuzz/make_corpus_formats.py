@@ -60,7 +60,7 @@ def md_trim(sb):
     return bytes(sb[:max(need, end)])
 
 
-def uraid_create(uraid, tmp, name, args, n, size=8 << 20):
+def uraid_create(uraid, tmp, name, args, n, size=8 << 20, at=lambda size: 4096):
     paths = []
     for i in range(n):
         p = os.path.join(tmp, "%s-%d.img" % (name, i))
@@ -73,7 +73,7 @@ def uraid_create(uraid, tmp, name, args, n, size=8 << 20):
     sbs = []
     for p in paths:
         with open(p, "rb") as f:
-            f.seek(4096)
+            f.seek(at(size))
             sbs.append(bytearray(f.read(4096)))
     return sbs, size // 512
 
@@ -155,7 +155,21 @@ def make_md(uraid, out):
             blob = md_trim(md_seal(s)).ljust(512 + 4096, b"\0") + outer
             blobs.append((inner_sectors, blob))
         seeds["md-nested"] = md_seed(fix, blobs)
+        md_version_seeds(uraid, tmp, seeds)
     write_seeds(os.path.join(out, "corpus-md"), seeds)
+
+
+def md_version_seeds(uraid, tmp, seeds):
+    """v1.1 (blob at byte 0: place 1) and v1.0 (near the end: place 2)
+    arrays, one with an internal bitmap."""
+    v10 = lambda size: ((size // 512 - 16) & ~7) * 512
+    for name, v, place, at in (("v11", "1.1", 1, lambda size: 0), ("v10", "1.0", 2, v10)):
+        for level, n, extra in (("1", 2, ["--bitmap=internal"]), ("5", 3, ["--chunk=64"])):
+            sbs, sec = uraid_create(uraid, tmp, "%s-r%s" % (name, level),
+                                    ["--metadata=" + v, "--level=" + level,
+                                     "--raid-devices=%d" % n] + extra, n, at=at)
+            seeds["md-%s-raid%s" % (name, level)] = md_seed(
+                0x08, [(sec | place << 30, md_trim(s)) for s in sbs])
 
 
 def luks_format(tmp, name, args, size=1 << 20, offset=1024):

@@ -98,5 +98,13 @@ sig h.img 512 'EFI PART';        expect_fail "create over GPT" "GPT" $URAID crea
 sig h.img 4186112 '\xfc\x4e\x2b\xa9'; expect_fail "create over md v1.0" "md superblock (v1.0)" $URAID create --level=0 h.img
 sig h.img 4128768 '\xfc\x4e\x2b\xa9'; expect_fail "create over md 0.90" "md superblock (0.90)" $URAID create --level=0 h.img
 $URAID create --level=linear --force h.img >/dev/null || { echo "FAIL: --force"; fail=1; }
+# v1.0 keeps its superblock at the member's end: damaged there, examine
+# and serve name the version and the checksum
+mk i.img j.img
+$URAID create --level=1 --metadata=1.0 i.img j.img >/dev/null
+printf '\x01' | dd of=j.img bs=1 seek=$((4186112 + 200)) conv=notrunc 2>/dev/null
+expect_fail "examine of a damaged v1.0 superblock" "j.img: md v1.0 superblock checksum mismatch" $URAID examine j.img
+expect_fail "serve with a damaged v1.0 superblock" "j.img: md v1.0 superblock checksum mismatch" $URAID serve --run true i.img j.img
+expect_fail "create --metadata=0.90" "--metadata is 1.0, 1.1 or 1.2" $URAID create --level=1 --metadata=0.90 --force i.img j.img
 expect_fail "usage: no level" "--level is required" $URAID create a.img
 exit $fail

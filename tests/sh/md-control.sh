@@ -2,8 +2,9 @@
 # md-control.sh — managing a running `uraid serve` through its control
 # socket (--control), as mdadm --detail / --fail / --remove / --add do on
 # a live array:
-#   RAID1 x2 and RAID5 x3: `uraid detail` (text and --json) shows every
-#   member in sync; a client writes; `uraid fail` makes one faulty (detail
+#   RAID1 x2, RAID5 x3 and a v1.0 RAID1 x2: `uraid detail` (text and
+#   --json) shows the version and every member in sync (the member added
+#   later gets the array's version); a client writes; `uraid fail` makes one faulty (detail
 #   and the survivors' superblocks say so) and I/O goes on; `uraid remove`
 #   closes it (its file lock is free again); `uraid add` of a blank file
 #   rebuilds it while a client rewrites everything; after the server stops,
@@ -75,9 +76,12 @@ run() {
     start_server "$tmp/$name.sock" --control "$(ctl "$name")" "${files[@]}" 2> "$tmp/$name.log"
     [ "$(stat -c %a "$(ctl "$name")")" = 600 ] || fail "$name: control socket mode"
 
-    # detail: all in sync
+    # detail: all in sync, the superblocks' version
+    local version=1.2 o
+    for o in "$@"; do case $o in --metadata=*) version=${o#--metadata=} ;; esac; done
     out=$(detail "$name")
     grep -q "State : clean$" <<<"$out" || fail "$name: state: $out"
+    grep -q "Version : $version$" <<<"$out" || fail "$name: version: $out"
     [ "$(grep -c "active sync" <<<"$out")" = "$disks" ] || fail "$name: members: $out"
     [ "$(jfield "$name" "j['arrays'][0]['level'], j['arrays'][0]['raid_disks'], \
         j['arrays'][0]['degraded'], j['export']['luks']")" = "raid$level $disks False 0" ] ||
@@ -136,6 +140,8 @@ run() {
     [ ! -e "$(ctl "$name")" ] || fail "$name: control socket left behind"
 
     verify "$name" "$tmp/$name.p3" "${files[@]}"
+    mdadm --examine "$vf" | grep -q "Version : $version$" ||
+        fail "$name: the added member is not v$version: $(mdadm --examine "$vf" | grep Version)"
     echo "ok: $name: detail, fail, remove, hot add"
 }
 
@@ -143,7 +149,7 @@ run() {
 make_array other 1 2
 other_files=("${files[@]}")
 
-for geometry in "r1 1 2 0" "r5 5 3 2 --chunk=64"; do
+for geometry in "r1 1 2 0" "r5 5 3 2 --chunk=64" "v10 1 2 0 --metadata=1.0"; do
     read -r name level disks victim opts <<<"$geometry"
     # shellcheck disable=SC2086
     run "$name" "$level" "$disks" "$victim" $opts

@@ -142,6 +142,28 @@ mv "$tmp/sp.s" "$tmp/sp.1"
 files=("$tmp/sp.0" "$tmp/sp.1")
 verify sp 1
 
+# v1.0 and v1.1 with a bitmap: the new member (larger than the lost one)
+# gets the array's version, its superblock where that version puts it on
+# a member of its own size (1.0: 8-12 KiB from its end), the bitmap copied
+# to the same offset from it; rebuilt, it holds the lost member's data.
+for V in 1.0 1.1; do
+    make_array "v$V" 1 2 --metadata=$V --bitmap=internal
+    lose "v$V" 1
+    truncate -s 16M "$tmp/v$V.1"
+    out=$("$URAID" add "$tmp/v$V.1" "$tmp/v$V.0" 2>&1) || fail "v$V: add: $out"
+    verify "v$V" 1
+    for f in "${files[@]}"; do
+        out=$(mdadm --examine "$f" 2>&1)
+        grep -q "Version : $V\$" <<<"$out" || fail "v$V: $f: $(grep Version <<<"$out")"
+        grep -q "Internal Bitmap" <<<"$out" || fail "v$V: $f: no internal bitmap"
+        "$URAID" examine "$f" | grep -q "Bitmap Chunk" || fail "v$V: $f: no valid bitmap copy"
+    done
+    want=0
+    [ $V = 1.0 ] && want=$(((16 * 2048 - 16) & ~7))
+    [ "$(field "$tmp/v$V.1" "Super Offset")" = "$want" ] || fail "v$V: new member's superblock not at $want"
+    echo "ok: v$V member added in its version"
+done
+
 # Refusals: a clear message, a non-zero exit, and no member changed.
 truncate -s $SIZE "$tmp/z.0" "$tmp/z.1" "$tmp/blank" "$tmp/blank2"
 "$URAID" create --level=0 --chunk=64 "$tmp/z.0" "$tmp/z.1" >/dev/null 2>&1

@@ -1,6 +1,7 @@
-/* test_md.c — the md v1.2 superblock: a superblock written by real mdadm
+/* test_md.c — the md v1.x superblock: a superblock written by real mdadm
  * (4.2, through kernel 6.1 md, captured with linux-peer) decodes and
- * checks; our encoding round-trips; damage is refused with a clear reason. */
+ * checks; our encoding round-trips; damage is refused with a clear reason;
+ * 1.0 and 1.1 are found, checked and written where their version says. */
 #include "check.h"
 
 #include "core/log.h"
@@ -260,9 +261,220 @@ static void test_version_table(void)
 	CHECK_EQ(md_super_read(m, &s), -EINVAL);
 	CHECK(strstr(err_detail(-EINVAL), "lives at sector 0, not 8") != NULL);
 	vol_close(m);
+	/* 6 KiB holds a 1.1 superblock (none there); 3 KiB holds none. */
 	CHECK_EQ(member_open("mem:6k", 0, &m), 0);
+	CHECK_EQ(md_super_read_raw(m, &s), -ENOENT);
+	vol_close(m);
+	CHECK_EQ(member_open("mem:3k", 0, &m), 0);
 	CHECK_EQ(md_super_read_raw(m, &s), -ENOSPC);
 	vol_close(m);
+}
+
+/* The fixture's superblock moved to version name on a 64 MiB member: its
+ * super_offset, and for 1.0 the data from sector 0 up to the bitmap room
+ * and bad-block log below the superblock (mdadm's 1.0 layout). */
+#define V10_AT 131056u /* (131072 - 16) & ~7 */
+static void fixture_as(uint8_t *buf, const char *name)
+{
+	struct md_sb1 *sb = (struct md_sb1 *)buf;
+
+	fixture(buf);
+	if (strcmp(name, "1.1") == 0) {
+		sb->super_offset = htole64(0);
+	} else if (strcmp(name, "1.0") == 0) {
+		sb->super_offset = htole64(V10_AT);
+		sb->data_offset = htole64(0);
+		sb->data_size = htole64(V10_AT - 16);
+		sb->bblog_offset = htole32((uint32_t)-8);
+	}
+	fix_csum(buf);
+}
+
+/* 1.1 and 1.0 are found where their version puts them, checked, and
+ * written back there (a write-read round trip keeps every byte). */
+static void test_versions_read_write(void)
+{
+	static const char *const names[] = {"1.1", "1.0"};
+	static const uint64_t at[] = {0, V10_AT * 512ull};
+	uint8_t buf[MD_SB_BLOCK], back[MD_SB_BLOCK];
+
+	for (int i = 0; i < 2; i++) {
+		struct vol *m;
+		struct md_super s, d;
+
+		CHECK_EQ(member_open("mem:64M", 0, &m), 0);
+		fixture_as(buf, names[i]);
+		CHECK_EQ(vol_write(m, buf, MD_SB_BLOCK, at[i], 0), 0);
+		err_clear();
+		CHECK_EQ(md_super_read(m, &s), 0);
+		CHECK(s.version == md_sb_version_find(names[i]));
+		CHECK(strcmp(md_super_version(&s)->name, names[i]) == 0);
+		CHECK_EQ(md_super_offset(&s, m->size), at[i]);
+		CHECK_EQ(s.super_offset * 512, at[i]);
+		s.events = 41;
+		CHECK_EQ(md_super_write(m, &s), 0);
+		CHECK_EQ(vol_read(m, back, MD_SB_BLOCK, at[i]), 0);
+		CHECK(memcmp(back, s.raw, MD_SB_BLOCK) == 0);
+		CHECK_EQ(md_super_read(m, &d), 0);
+		CHECK_EQ(d.events, 41);
+		CHECK(d.version == s.version);
+		/* nothing was written where 1.2 lives */
+		CHECK_EQ(vol_read(m, back, MD_SB_BLOCK, MD_SB_OFFSET), 0);
+		CHECK(i == 0 || memcmp(back, (uint8_t[MD_SB_BLOCK]){0}, MD_SB_BLOCK) == 0);
+		vol_close(m);
+	}
+	CHECK(md_sb_version_find("1.2") == md_sb_version_default());
+	CHECK(md_sb_version_find("1") == md_sb_version_default());
+	CHECK(md_sb_version_find("1.3") == NULL);
+	CHECK(md_sb_version_data_first(md_sb_version_find("1.0")));
+	CHECK(!md_sb_version_data_first(md_sb_version_find("1.1")));
+	CHECK(!md_sb_version_data_first(md_sb_version_find("1.2")));
+}
+
+/* Each version's own rules: a 1.0 data area that runs into its
+ * superblock, a 1.1 data area that starts on it, a superblock found away
+ * from where its version keeps it. */
+static void test_versions_check(void)
+{
+	uint8_t buf[MD_SB_BLOCK];
+	struct md_sb1 *sb = (struct md_sb1 *)buf;
+	struct md_super s;
+	int r;
+
+	fixture_as(buf, "1.0");
+	sb->data_size = htole64(V10_AT + 8);
+	fix_csum(buf);
+	CHECK_EQ(md_super_decode(buf, &s), 0);
+	s.version = md_sb_version_find("1.0");
+	err_clear();
+	r = md_super_check(&s, 64ull << 20, "a.img");
+	CHECK_EQ(r, -EUCLEAN);
+	CHECK(strstr(err_detail(r), "a.img: md data area (offset 0 + size 131064 sectors) runs "
+	                            "into the v1.0 superblock at sector 131056") != NULL);
+	/* ending exactly at the superblock is allowed */
+	sb->data_size = htole64(V10_AT);
+	sb->size = htole64(V10_AT);
+	fix_csum(buf);
+	CHECK_EQ(md_super_decode(buf, &s), 0);
+	s.version = md_sb_version_find("1.0");
+	CHECK_EQ(md_super_check(&s, 64ull << 20, "a.img"), 0);
+	/* a 1.0 superblock of a larger member (the member was truncated) */
+	CHECK_EQ(md_super_check(&s, 32ull << 20, "a.img"), -EINVAL);
+
+	fixture_as(buf, "1.1");
+	sb->data_offset = htole64(0);
+	fix_csum(buf);
+	CHECK_EQ(md_super_decode(buf, &s), 0);
+	s.version = md_sb_version_find("1.1");
+	err_clear();
+	r = md_super_check(&s, 64ull << 20, "b.img");
+	CHECK_EQ(r, -EUCLEAN);
+	CHECK(strstr(err_detail(r), "b.img: md data offset 0 overlaps the v1.1 superblock") !=
+	      NULL);
+
+	/* a 1.2 superblock decoded as 1.1 names both sectors */
+	fixture(buf);
+	CHECK_EQ(md_super_decode(buf, &s), 0);
+	s.version = md_sb_version_find("1.1");
+	err_clear();
+	r = md_super_check(&s, 64ull << 20, "c.img");
+	CHECK_EQ(r, -EINVAL);
+	CHECK(strstr(err_detail(r), "md v1.1 superblock says it lives at sector 8, not 0") != NULL);
+}
+
+/* A stale superblock of another version beside the real one: the one
+ * created last wins, as mdadm picks. */
+static void test_versions_stale(void)
+{
+	uint8_t old[MD_SB_BLOCK], cur[MD_SB_BLOCK];
+	struct md_sb1 *o = (struct md_sb1 *)old, *c = (struct md_sb1 *)cur;
+	struct vol *m;
+	struct md_super s;
+
+	fixture(old);
+	fixture_as(cur, "1.0");
+	o->ctime = htole64(1000);
+	c->ctime = htole64(2000);
+	fix_csum(old);
+	fix_csum(cur);
+	CHECK_EQ(member_open("mem:64M", 0, &m), 0);
+	CHECK_EQ(vol_write(m, old, MD_SB_BLOCK, MD_SB_OFFSET, 0), 0);
+	CHECK_EQ(vol_write(m, cur, MD_SB_BLOCK, V10_AT * 512ull, 0), 0);
+	CHECK_EQ(md_super_read(m, &s), 0);
+	CHECK(s.version == md_sb_version_find("1.0"));
+	o->ctime = htole64(3000);
+	fix_csum(old);
+	CHECK_EQ(vol_write(m, old, MD_SB_BLOCK, MD_SB_OFFSET, 0), 0);
+	CHECK_EQ(md_super_read(m, &s), 0);
+	CHECK(s.version == md_sb_version_default());
+	vol_close(m);
+}
+
+/* Where a bitmap lies: after a 1.1/1.2 superblock up to the bad-block log,
+ * before a 1.0 one after the data; one that overlaps the data is refused. */
+static void test_versions_bitmap_area(void)
+{
+	uint8_t buf[MD_SB_BLOCK];
+	struct md_sb1 *sb = (struct md_sb1 *)buf;
+	struct md_super s;
+	uint64_t start = 0, end = 0;
+
+	fixture(buf); /* 1.2, no bitmap */
+	CHECK_EQ(md_super_decode(buf, &s), 0);
+	CHECK_EQ(md_super_bitmap_area(&s, 64ull << 20, &start, &end), -ENOENT);
+	sb->feature_map = htole32(MD_FEATURE_BITMAP_OFFSET);
+	sb->bitmap_offset = htole32(8);
+	sb->bblog_offset = htole32(16);
+	sb->bblog_size = htole16(8);
+	CHECK_EQ(md_super_decode(buf, &s), 0);
+	CHECK_EQ(md_super_bitmap_area(&s, 64ull << 20, &start, &end), 0);
+	CHECK_EQ(start, 16 * 512);
+	CHECK_EQ(end, 24 * 512);
+
+	fixture_as(buf, "1.0"); /* data 0..131040, bblog at -8 */
+	sb->feature_map = htole32(MD_FEATURE_BITMAP_OFFSET);
+	sb->bitmap_offset = htole32((uint32_t)-16);
+	sb->bblog_size = htole16(8);
+	CHECK_EQ(md_super_decode(buf, &s), 0);
+	s.version = md_sb_version_find("1.0");
+	CHECK_EQ(md_super_bitmap_area(&s, 64ull << 20, &start, &end), 0);
+	CHECK_EQ(start, (V10_AT - 16) * 512ull);
+	CHECK_EQ(end, (V10_AT - 8) * 512ull);
+	sb->bitmap_offset = htole32((uint32_t)-24); /* into the data */
+	CHECK_EQ(md_super_decode(buf, &s), 0);
+	CHECK_EQ(md_super_bitmap_area(&s, 64ull << 20, &start, &end), -EUCLEAN);
+	sb->bitmap_offset = htole32((uint32_t) - (int32_t)(V10_AT + 8)); /* before the member */
+	CHECK_EQ(md_super_decode(buf, &s), 0);
+	CHECK_EQ(md_super_bitmap_area(&s, 64ull << 20, &start, &end), -EUCLEAN);
+	sb->bitmap_offset = 0;
+	CHECK_EQ(md_super_decode(buf, &s), 0);
+	CHECK_EQ(md_super_bitmap_area(&s, 64ull << 20, &start, &end), -EUCLEAN);
+}
+
+/* A new member in the array's layout: 1.0 keeps the room below its
+ * superblock, 1.1/1.2 the data offset; the metadata area to wipe. */
+static void test_versions_new_member(void)
+{
+	uint8_t buf[MD_SB_BLOCK];
+	struct md_super s;
+	uint64_t start, end;
+
+	fixture_as(buf, "1.0");
+	CHECK_EQ(md_super_decode(buf, &s), 0);
+	s.version = md_sb_version_find("1.0");
+	/* 128 MiB: superblock at (262144 - 16) & ~7, 16 sectors below it */
+	CHECK_EQ(md_super_new_data_size(&s, 128ull << 20), 262128 - 16);
+	CHECK_EQ(md_super_new_data_size(&s, 4096), 0);
+	md_super_meta_area(&s, 64ull << 20, &start, &end);
+	CHECK_EQ(start, (V10_AT - 16) * 512ull);
+	CHECK_EQ(end, 64ull << 20);
+
+	fixture(buf);
+	CHECK_EQ(md_super_decode(buf, &s), 0);
+	CHECK_EQ(md_super_new_data_size(&s, 128ull << 20), 262144 - 2048);
+	md_super_meta_area(&s, 64ull << 20, &start, &end);
+	CHECK_EQ(start, 4096);
+	CHECK_EQ(end, 2048 * 512);
 }
 
 static void test_names(void)
@@ -311,11 +523,12 @@ static void test_level_table(void)
 		CHECK_EQ(md_level_redundant(l->level), l->served && l->redundant);
 		for (unsigned k = 0; k < l->nlayouts; k++) {
 			const struct md_layout_name *n = &l->layouts[k];
-			CHECK(md_layout_parse(l->level, n->name, &layout) == 0 && layout == n->layout);
-			CHECK(!n->alias ||
-			      (md_layout_parse(l->level, n->alias, &layout) == 0 && layout == n->layout));
-			CHECK(strcmp(md_layout_name(l->level, n->layout, name, sizeof(name)), n->name) ==
-			      0);
+			CHECK(md_layout_parse(l->level, n->name, &layout) == 0 &&
+			      layout == n->layout);
+			CHECK(!n->alias || (md_layout_parse(l->level, n->alias, &layout) == 0 &&
+			                    layout == n->layout));
+			CHECK(strcmp(md_layout_name(l->level, n->layout, name, sizeof(name)),
+			             n->name) == 0);
 		}
 		if (l->default_layout)
 			CHECK(md_layout_parse(l->level, l->default_layout, &layout) == 0);
@@ -455,6 +668,14 @@ static void test_same_geometry(void)
 		} else
 			CHECK_EQ(r, 0);
 	}
+	/* one geometry, two superblock versions: a mixed array is refused */
+	b = a;
+	b.version = md_sb_version_find("1.0");
+	err_clear();
+	int r = md_super_same_geometry(&b, "b.img", &a, "a.img", "md/fix");
+	CHECK_EQ(r, -EINVAL);
+	CHECK(strstr(err_detail(r), "md/fix: b.img holds an md v1.0 superblock and a.img a v1.2 "
+	                            "one") != NULL);
 }
 
 int main(void)
@@ -469,5 +690,10 @@ int main(void)
 	test_level4();
 	test_refused_features();
 	test_same_geometry();
+	test_versions_read_write();
+	test_versions_check();
+	test_versions_stale();
+	test_versions_bitmap_area();
+	test_versions_new_member();
 	return check_done();
 }

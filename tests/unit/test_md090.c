@@ -132,7 +132,8 @@ static void test_raid1_decode(bool be)
 	/* The bitmap: 4 KiB after the superblock, its uuid the words as
 	 * the writer stored them (the kernel's mddev->uuid). */
 	uint64_t at, end;
-	CHECK_EQ(md_super_bitmap_area(s, &at, &end, bu), 0);
+	CHECK_EQ(md_super_bitmap_area(s, SB_AT + 65536, &at, &end), 0);
+	md_super_bitmap_uuid(s, bu);
 	CHECK_EQ(at, SB_AT + 4096);
 	CHECK_EQ(end, SB_AT + 65536);
 	CHECK(memcmp(bu, &w[W(set_uuid0)], 4) == 0 && memcmp(bu + 4, &w[W(set_uuid1)], 4) == 0);
