@@ -379,6 +379,10 @@ static int luks_run(struct luks_args *a, int argc, char **argv)
 	}
 	a->stack.no_luks = true;
 	a->stack.readonly = a->cmd == LC_DUMP;
+	/* A new header goes on what the members make as a whole, as
+	 * cryptsetup luksFormat DISK does: a disk's partitions (or an
+	 * array's LVs) are overwritten, not formatted one by one. */
+	a->stack.whole = a->cmd == LC_FORMAT;
 	r = stack_open(argv + first, argc - first, &a->stack, &dev);
 	if (r < 0)
 		return cli_fail(a->name, r);

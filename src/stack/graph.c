@@ -185,7 +185,8 @@ static int layer_part(struct stack_graph *g, unsigned bit)
 		if (!graph_free(g, i, bit))
 			continue;
 		g->node[i].tried |= bit;
-		if (strcmp(g->node[i].kind, "member") != 0 && strcmp(g->node[i].kind, "md") != 0)
+		if (g->o->whole ||
+		    (strcmp(g->node[i].kind, "member") != 0 && strcmp(g->node[i].kind, "md") != 0))
 			continue;
 		/* A LUKS header at sector 0 is the volume's, whatever bytes
 		 * 510-511 hold (blkid's order). */
@@ -395,6 +396,8 @@ static int layer_lvm(struct stack_graph *g, unsigned bit)
 		r = -ENOMEM;
 		goto out;
 	}
+	if (g->o->whole)
+		goto out;
 	for (unsigned i = 0; i < n0; i++) {
 		if (!graph_free(g, i, bit))
 			continue;

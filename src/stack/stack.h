@@ -20,6 +20,9 @@ struct stack_opts {
 	                              * cannot start without them (--force, md.h) */
 	uint64_t sync_min, sync_max; /* md arrays' recovery and check speed limits (md.h) */
 	bool raw;             /* do not probe: export the single member as is */
+	bool whole;           /* md arrays (and LUKS) only: no partition tables or
+	                       * LVM2 (for a command that writes a new format onto
+	                       * what the members make) */
 	bool no_luks;         /* assemble arrays but do not unlock LUKS */
 	const char *key_file; /* passphrase file for LUKS, or NULL to ask */
 };

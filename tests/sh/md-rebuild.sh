@@ -185,7 +185,7 @@ printf 'LUKS\xba\xbe' | dd of="$tmp/blank2" conv=notrunc 2>/dev/null
 refuse "LUKS header" add "$tmp/blank2" "$tmp/r1.0" "$tmp/r1.1"
 truncate -s $SIZE "$tmp/end090"   # a 0.90 superblock's magic, 64 KiB before the last 64 KiB
 printf '\xfc\x4e\x2b\xa9' | dd of="$tmp/end090" bs=1 seek=$((12 * 1048576 - 65536)) conv=notrunc 2>/dev/null
-refuse "md superblock (0.90)" add "$tmp/end090" "$tmp/r1.0" "$tmp/r1.1"
+refuse "md superblock" add "$tmp/end090" "$tmp/r1.0" "$tmp/r1.1"
 truncate -s $SIZE "$tmp/half.0"
 "$URAID" create --level=1 "$tmp/half.0" missing >/dev/null 2>&1
 refuse "no spare or new member" rebuild "$tmp/half.0"
