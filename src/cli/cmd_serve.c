@@ -241,9 +241,11 @@ static int serve_open(struct serve_args *a, char **specs, int n, struct serve_vo
 	r = 0;
 out:
 	free(idx);
-	if (r < 0 && sv->g) {
+	if (r < 0) {
 		stack_graph_close(sv->g);
 		sv->g = NULL;
+		free(sv->ex);
+		sv->ex = NULL;
 	}
 	return r;
 }

@@ -90,7 +90,7 @@ int vol_read_any(struct vol *v, void *buf, uint64_t len, uint64_t off)
 	if (!vol_range_ok(v, len, off))
 		return -EINVAL;
 	to = (off + len + bs - 1) / bs * bs;
-	if (from == off && to == off + len)
+	if (from == off && to == off + len && (uintptr_t)buf % VOL_BUF_ALIGN == 0)
 		return vol_read(v, buf, len, off);
 	if (to > v->size)
 		return -EINVAL;

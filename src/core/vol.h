@@ -143,10 +143,11 @@ int vol_trim(struct vol *v, uint64_t len, uint64_t off, unsigned flags);
 int vol_write_zeroes(struct vol *v, uint64_t len, uint64_t off,
 		     unsigned flags);
 void vol_close(struct vol *v);
-/* Read any byte range [off, off+len) of v, whatever its block_min: an
- * unaligned one through a bounce of whole blocks (for format readers whose
- * fields lie where they lie: LUKS key slots, partition tables, LVM2
- * labels).  -EINVAL out of range, as vol_read. */
+/* Read any byte range [off, off+len) of v, into any buffer, whatever its
+ * block_min: through a bounce of whole blocks from vol_buf_alloc() unless
+ * range and buffer are aligned already (for format readers whose fields
+ * lie where they lie and whose buffers are their own: LUKS key slots,
+ * partition tables, LVM2 labels).  -EINVAL out of range, as vol_read. */
 int vol_read_any(struct vol *v, void *buf, uint64_t len, uint64_t off);
 /* The view op, or -ENOTSUP where the vol has none (no VOL_CAP_VIEW). */
 int vol_view(struct vol *v, uint64_t len, uint64_t off, vol_view_fn fn, void *arg);
