@@ -31,6 +31,7 @@ void cli_rebuild_opts(struct md_rebuild_opts *ro, bool force);
 void cli_rebuild_end(void);
 int cmd_grow(int argc, char **argv);
 int cmd_detail(int argc, char **argv);
+int cmd_monitor(int argc, char **argv);
 int cmd_fail(int argc, char **argv);
 int cmd_remove(int argc, char **argv);
 /* The control socket's clients (cmd_control.c): whether path is a Unix

@@ -225,6 +225,7 @@ int md_array_fail(struct vol *v, const char *member)
 			a->roles[sp.sb->dev_number] = MD_ROLE_FAULTY;
 		a->retired[a->nretired++] = sp;
 		log_warn("%s: spare %s marked faulty by request", a->vol.name, sp.vol->name);
+		md_ev(a, "FailSpare", &sp);
 		if (md_array_sync(a, atomic_load(&a->active)) < 0)
 			log_warn("%s: could not record the failure in any superblock", a->vol.name);
 		pthread_mutex_unlock(&a->lock);

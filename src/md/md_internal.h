@@ -49,6 +49,7 @@ struct md_rec {
 	bool running; /* with lock */
 	uint64_t from, t0_ns;
 	atomic_uint_fast64_t pos;
+	unsigned ev_next; /* the next RebuildNN to emit (the thread's) */
 };
 
 /* A check (md_array_check), run by the recovery thread when there is no
@@ -59,7 +60,8 @@ struct md_scrub {
 	atomic_bool stop;
 	atomic_uint_fast64_t pos; /* array bytes compared */
 	uint64_t t0_ns;
-	unsigned shown; /* mismatches logged (by the thread) */
+	unsigned shown;   /* mismatches logged (by the thread) */
+	unsigned ev_next; /* the next RebuildNN to emit (the thread's) */
 	bool ended, ended_repair;
 	int status;
 	struct raid_check_report rep;
@@ -148,6 +150,17 @@ int md_rec_wake(struct md_array *a);
 /* At close: the thread saves where it got to and ends; members being
  * recovered that a write failed on are marked faulty. */
 void md_rec_stop(struct md_array *a);
+
+/* md_events.c: the events of md_events.h, each emitted once where its
+ * transition is.  md_ev: event for a (and mm's name, when mm).  A rebuild
+ * or check emits md_ev_progress_begin at its start (RebuildStarted; next
+ * is the first step above done/total), md_ev_progress as it goes
+ * (Rebuild20 ... Rebuild80, every step crossed once, in order) and
+ * md_ev_finished at its end (mismatch_cnt: a check's, in sectors). */
+void md_ev(struct md_array *a, const char *event, const struct md_member *mm);
+void md_ev_progress_begin(struct md_array *a, unsigned *next, uint64_t done, uint64_t total);
+void md_ev_progress(struct md_array *a, unsigned *next, uint64_t done, uint64_t total);
+void md_ev_finished(struct md_array *a, uint64_t mismatch_cnt);
 
 /* md_bitmap_load.c: a writable start of an array whose superblock fresh
  * records an internal bitmap: a->bm is kept from now on. */

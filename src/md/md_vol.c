@@ -288,6 +288,7 @@ static void md_close(struct vol *v)
 		vol_close(a->spare[i].vol);
 	for (unsigned i = 0; i < a->nretired; i++)
 		vol_close(a->retired[i].vol);
+	md_ev(a, "DeviceDisappeared", NULL);
 	md_free(a);
 }
 
