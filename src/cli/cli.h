@@ -32,6 +32,9 @@ void cli_rebuild_end(void);
 int cmd_grow(int argc, char **argv);
 int cmd_detail(int argc, char **argv);
 int cmd_monitor(int argc, char **argv);
+/* uraid detail --watch (cmd_detail_watch.c): redraw the counters' rates
+ * every interval seconds, count times (0: until interrupted). */
+int detail_watch(const char *sock, double interval, unsigned count);
 int cmd_fail(int argc, char **argv);
 int cmd_remove(int argc, char **argv);
 /* The control socket's clients (cmd_control.c): whether path is a Unix

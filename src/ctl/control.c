@@ -131,6 +131,41 @@ static const char *ctl_state_name(enum md_member_state s)
 	return "?";
 }
 
+static json_object *ctl_int(uint64_t v)
+{
+	return json_object_new_int64((int64_t)v);
+}
+
+/* A member's counters (raid.h): totals, busy time, latency percentiles
+ * and the histograms themselves (for rates over an interval). */
+static json_object *ctl_member_io_json(const struct raid_io_stats *io)
+{
+	json_object *o = json_object_new_object(), *lat = json_object_new_object();
+	json_object *hist = json_object_new_object();
+	static const char *const op[2] = {"read", "write"};
+
+	json_object_object_add(o, "reads", ctl_int(io->ops[0]));
+	json_object_object_add(o, "writes", ctl_int(io->ops[1]));
+	json_object_object_add(o, "read_bytes", ctl_int(io->bytes[0]));
+	json_object_object_add(o, "write_bytes", ctl_int(io->bytes[1]));
+	json_object_object_add(o, "errors", ctl_int(io->errors));
+	json_object_object_add(o, "inflight", ctl_int(io->inflight));
+	json_object_object_add(o, "busy_ns", ctl_int(io->busy_ns));
+	for (unsigned w = 0; w < 2; w++) {
+		json_object *p = json_object_new_object(), *h = json_object_new_array();
+		json_object_object_add(p, "p50", ctl_int(raid_lat_percentile(io->lat[w], 0.50)));
+		json_object_object_add(p, "p90", ctl_int(raid_lat_percentile(io->lat[w], 0.90)));
+		json_object_object_add(p, "p99", ctl_int(raid_lat_percentile(io->lat[w], 0.99)));
+		json_object_object_add(lat, op[w], p);
+		for (unsigned b = 0; b < RAID_LAT_BUCKETS; b++)
+			json_object_array_add(h, ctl_int(io->lat[w][b]));
+		json_object_object_add(hist, op[w], h);
+	}
+	json_object_object_add(o, "latency_us", lat);
+	json_object_object_add(o, "latency_hist", hist);
+	return o;
+}
+
 static json_object *ctl_array_json(const struct md_array_info *in, const char *parent)
 {
 	json_object *o = json_object_new_object(), *ms = json_object_new_array();
@@ -208,6 +243,14 @@ static json_object *ctl_array_json(const struct md_array_info *in, const char *p
 	json_object_object_add(o, "working_devices", json_object_new_int((int)in->working_devs));
 	json_object_object_add(o, "failed_devices", json_object_new_int((int)in->failed_devs));
 	json_object_object_add(o, "spare_devices", json_object_new_int((int)in->spare_devs));
+	json_object *io = json_object_new_object();
+	json_object_object_add(io, "reads", ctl_int(in->io.ops[0]));
+	json_object_object_add(io, "writes", ctl_int(in->io.ops[1]));
+	json_object_object_add(io, "read_bytes", ctl_int(in->io.bytes[0]));
+	json_object_object_add(io, "write_bytes", ctl_int(in->io.bytes[1]));
+	json_object_object_add(io, "errors", ctl_int(in->io.errors));
+	json_object_object_add(o, "io", io);
+	json_object_object_add(o, "time_ns", ctl_int(in->now_ns));
 	for (unsigned i = 0; i < in->nmembers; i++) {
 		const struct md_member_info *mi = &in->m[i];
 		json_object *m = json_object_new_object();
@@ -216,6 +259,8 @@ static json_object *ctl_array_json(const struct md_array_info *in, const char *p
 		json_object_object_add(m, "state",
 		                       json_object_new_string(ctl_state_name(mi->state)));
 		json_object_object_add(m, "device", json_object_new_string(mi->name));
+		if (mi->has_io)
+			json_object_object_add(m, "io", ctl_member_io_json(&mi->io));
 		json_object_array_add(ms, m);
 	}
 	json_object_object_add(o, "members", ms);

@@ -99,11 +99,15 @@ int md_array_info(struct vol *v, struct md_array_info *in)
 			in->spare_devs++;
 			md_info_add(in, mm->vol, (int)r, (int)mm->sb->dev_number,
 			            MD_MEMBER_REBUILDING);
+			in->m[in->nmembers - 1].has_io =
+			    raid_member_stats(a->raid, r, &in->m[in->nmembers - 1].io) == 0;
 		} else {
 			in->active_devs++;
 			in->working_devs++;
 			md_info_add(in, mm->vol, (int)r, (int)mm->sb->dev_number,
 			            MD_MEMBER_IN_SYNC);
+			in->m[in->nmembers - 1].has_io =
+			    raid_member_stats(a->raid, r, &in->m[in->nmembers - 1].io) == 0;
 		}
 	}
 	for (unsigned i = 0; i < a->nspare; i++) {
@@ -128,6 +132,8 @@ int md_array_info(struct vol *v, struct md_array_info *in)
 		md_info_add(in, mm->vol, -1, mm->sb ? (int)mm->sb->dev_number : -1,
 		            MD_MEMBER_FAULTY);
 	}
+	md_io_totals(a, &in->io);
+	in->now_ns = clock_now_ns();
 	in->checking = a->scrub.running;
 	in->check_repair = a->scrub.running ? a->scrub.repair : a->scrub.req == MD_CHECK_REPAIR;
 	in->check_pending = a->scrub.req != MD_CHECK_STOP;

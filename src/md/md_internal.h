@@ -70,13 +70,14 @@ struct md_scrub {
 /* The gate (md_io_*, md_vol.c): requests count themselves in in[] (a slot
  * per thread, so that threads do not share one counter's cache line);
  * while hold is set new ones wait at the door (md_array_remove takes a
- * member's vol away, which requests planned earlier could name). */
+ * member's vol away, which requests planned earlier could name).  The
+ * slots also count the array's own reads and writes (md_array_info's io). */
 struct md_gate {
 	struct {
 		atomic_int n;
 		atomic_uint ops; /* requests that entered: clients are busy */
-		char pad[56];
-	} in[MD_GATE_SLOTS];
+		atomic_uint_fast64_t done[2], bytes[2], errors; /* [0] reads, [1] writes */
+	} __attribute__((aligned(64))) in[MD_GATE_SLOTS];
 	atomic_bool hold;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -174,5 +175,7 @@ struct md_array *md_of(struct vol *v);
 /* Hold new requests at the gate and wait for those inside: 0 or -EBUSY. */
 int md_io_hold(struct md_array *a);
 void md_io_release(struct md_array *a);
+/* The array's own reads and writes so far (md_array_info). */
+void md_io_totals(struct md_array *a, struct md_io_totals *t);
 
 #endif

@@ -2,6 +2,9 @@
  * errors are the request's and which the member's, and the one transition
  * live -> failed (raid_member_fail), with the redundancy rule it applies.
  *
+ * It also keeps each member's I/O counters (raid.h), which every transfer
+ * on a member passes through (raid_member_read/write, raid_io_begin/end).
+ *
  * The bottom of the engine (raid_types.h has the types): the fan-out
  * (raid_map.c), the parity path (raid_parity.c) and the stages above them
  * fail members through here; a stage that must hear of a failure
@@ -11,6 +14,8 @@
 #include "core/log.h"
 
 #include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 void raid_note_speed(struct raid_member *m, uint64_t ns, uint64_t len)
@@ -115,4 +120,163 @@ void raid_rec_target_failed(struct raid_array *a, unsigned role, int err)
 	if (atomic_compare_exchange_strong(&a->m[role].rec_err, &zero, err < 0 ? err : -EIO))
 		log_warn("%s: member %u (%s), being recovered, failed: %s", a->vol.name, role,
 		         a->m[role].vol->name, strerror(err < 0 ? -err : EIO));
+}
+
+/* ---- I/O counters (raid.h) ---- */
+
+/* This thread's lane, as md's gate picks its slot: threads take lanes in
+ * turn, so up to RAID_STAT_LANES threads never share one. */
+static unsigned raid_lane(void)
+{
+	static atomic_uint next;
+	static _Thread_local unsigned lane = UINT32_MAX;
+
+	if (lane == UINT32_MAX)
+		lane = atomic_fetch_add_explicit(&next, 1, memory_order_relaxed) % RAID_STAT_LANES;
+	return lane;
+}
+
+static unsigned raid_lat_bucket(uint64_t ns)
+{
+	uint64_t us = ns / 1000;
+	unsigned b = us ? 64 - (unsigned)__builtin_clzll(us) : 0;
+
+	return b < RAID_LAT_BUCKETS ? b : RAID_LAT_BUCKETS - 1;
+}
+
+uint64_t raid_io_begin(struct raid_member *m)
+{
+	uint64_t t0 = clock_now_ns();
+
+	/* The member's own line, which its in-flight count dirties anyway. */
+	if (atomic_fetch_add(&m->active, 1) == 0)
+		atomic_store_explicit(&m->busy_since, t0, memory_order_relaxed);
+	return t0;
+}
+
+void raid_io_end(struct raid_member *m, bool write, uint64_t len, uint64_t t0, int err)
+{
+	uint64_t t1 = clock_now_ns();
+	uint64_t since = atomic_load_explicit(&m->busy_since, memory_order_relaxed);
+	struct raid_stat_lane *l = &m->lanes[raid_lane()];
+	const memory_order rx = memory_order_relaxed;
+
+	if (err == 0) {
+		atomic_fetch_add_explicit(&l->ops[write], 1, rx);
+		atomic_fetch_add_explicit(&l->bytes[write], len, rx);
+		atomic_fetch_add_explicit(&l->lat[write][raid_lat_bucket(t1 - t0)], 1, rx);
+	} else {
+		atomic_fetch_add_explicit(&l->errors, 1, rx);
+	}
+	/* since was read before leaving: the busy period it began is this
+	 * one, even if another transfer begins the next one at once. */
+	if (atomic_fetch_sub(&m->active, 1) == 1 && t1 > since)
+		atomic_fetch_add_explicit(&m->busy_ns, t1 - since, rx);
+}
+
+int raid_member_read(struct raid_member *m, void *buf, uint64_t len, uint64_t off,
+                     uint64_t speed_min)
+{
+	struct vol *v = m->vol;
+	uint64_t t0 = raid_io_begin(m);
+	int r = v->ops->read(v, buf, len, off);
+
+	raid_io_end(m, false, len, t0, r);
+	if (r == 0 && len >= speed_min)
+		raid_note_speed(m, clock_now_ns() - t0, len);
+	return r;
+}
+
+int raid_member_write(struct raid_member *m, const void *buf, uint64_t len, uint64_t off,
+                      unsigned flags, uint64_t speed_min)
+{
+	struct vol *v = m->vol;
+	uint64_t t0 = raid_io_begin(m);
+	int r = v->ops->write(v, buf, len, off, flags);
+
+	raid_io_end(m, true, len, t0, r);
+	if (r == 0 && len >= speed_min)
+		raid_note_speed(m, clock_now_ns() - t0, len);
+	return r;
+}
+
+int raid_stats_alloc(struct raid_array *a)
+{
+	for (unsigned i = 0; i < a->n; i++) {
+		a->m[i].lanes = aligned_alloc(64, RAID_STAT_LANES * sizeof(struct raid_stat_lane));
+		if (!a->m[i].lanes)
+			return -ENOMEM;
+		raid_stats_reset(&a->m[i]);
+	}
+	return 0;
+}
+
+void raid_stats_free(struct raid_array *a)
+{
+	for (unsigned i = 0; a->m && i < a->n; i++) {
+		free(a->m[i].lanes);
+		a->m[i].lanes = NULL;
+	}
+}
+
+/* Atomic stores, not memset: a transfer on the member that left may
+ * still be counting. */
+void raid_stats_reset(struct raid_member *m)
+{
+	for (unsigned i = 0; i < RAID_STAT_LANES; i++) {
+		struct raid_stat_lane *l = &m->lanes[i];
+		atomic_store_explicit(&l->errors, 0, memory_order_relaxed);
+		for (unsigned w = 0; w < 2; w++) {
+			atomic_store_explicit(&l->ops[w], 0, memory_order_relaxed);
+			atomic_store_explicit(&l->bytes[w], 0, memory_order_relaxed);
+			for (unsigned b = 0; b < RAID_LAT_BUCKETS; b++)
+				atomic_store_explicit(&l->lat[w][b], 0, memory_order_relaxed);
+		}
+	}
+	atomic_store(&m->busy_ns, 0);
+}
+
+int raid_array_member_stats(struct raid_array *a, unsigned role, struct raid_io_stats *out)
+{
+	struct raid_member *m;
+
+	memset(out, 0, sizeof(*out));
+	if (role >= a->n)
+		return -EINVAL;
+	m = &a->m[role];
+	for (unsigned i = 0; i < RAID_STAT_LANES; i++) {
+		const struct raid_stat_lane *l = &m->lanes[i];
+		out->errors += atomic_load_explicit(&l->errors, memory_order_relaxed);
+		for (unsigned w = 0; w < 2; w++) {
+			out->ops[w] += atomic_load_explicit(&l->ops[w], memory_order_relaxed);
+			out->bytes[w] += atomic_load_explicit(&l->bytes[w], memory_order_relaxed);
+			for (unsigned b = 0; b < RAID_LAT_BUCKETS; b++)
+				out->lat[w][b] +=
+				    atomic_load_explicit(&l->lat[w][b], memory_order_relaxed);
+		}
+	}
+	int active = atomic_load(&m->active);
+	out->inflight = active > 0 ? (unsigned)active : 0;
+	out->busy_ns = atomic_load(&m->busy_ns);
+	if (active > 0) {
+		uint64_t now = clock_now_ns(), since = atomic_load(&m->busy_since);
+		out->busy_ns += now > since ? now - since : 0;
+	}
+	return 0;
+}
+
+uint64_t raid_lat_percentile(const uint64_t hist[RAID_LAT_BUCKETS], double p)
+{
+	uint64_t total = 0, seen = 0;
+
+	for (unsigned b = 0; b < RAID_LAT_BUCKETS; b++)
+		total += hist[b];
+	if (!total)
+		return 0;
+	for (unsigned b = 0; b < RAID_LAT_BUCKETS; b++) {
+		seen += hist[b];
+		if ((double)seen >= p * (double)total)
+			return 1ull << b; /* bucket b ends at 2^b us */
+	}
+	return 1ull << (RAID_LAT_BUCKETS - 1);
 }
