@@ -80,8 +80,8 @@ static uint64_t delta(json_object *now, json_object *then, const char *key)
 }
 
 /* Names wider than the column show their end, where a path differs. */
-static void watch_line(FILE *f, const char *stamp, int width, const char *name,
-                       json_object *now, json_object *then, double secs, bool member)
+static void watch_line(FILE *f, const char *stamp, int width, const char *name, json_object *now,
+                       json_object *then, double secs, bool member)
 {
 	size_t nl = strlen(name);
 	char shown[96];
@@ -96,7 +96,8 @@ static void watch_line(FILE *f, const char *stamp, int width, const char *name,
 	if (member) {
 		snprintf(busy, sizeof(busy), "%5.1f",
 		         fmin(100.0, (double)delta(now, then, "busy_ns") / 1e7 / secs));
-		snprintf(inflight, sizeof(inflight), "%llu", (unsigned long long)wint(now, "inflight"));
+		snprintf(inflight, sizeof(inflight), "%llu",
+		         (unsigned long long)wint(now, "inflight"));
 		for (int w = 0; w < 2; w++) {
 			uint64_t us = watch_p(now, then, w ? "write" : "read", 0.99);
 			if (us)
@@ -134,9 +135,9 @@ static void watch_print(json_object *now, json_object *prev, double interval, bo
 		json_object *a = json_object_array_get_idx(arr, i), *ms = wget(a, "members");
 		width = (int)fmax(width, (double)strlen(wstr(a, "name")));
 		for (size_t k = 0; ms && k < json_object_array_length(ms); k++)
-			width = (int)fmax(width,
-			                  2.0 + (double)strlen(wstr(json_object_array_get_idx(ms, k),
-			                                            "device")));
+			width = (int)fmax(
+			    width,
+			    2.0 + (double)strlen(wstr(json_object_array_get_idx(ms, k), "device")));
 	}
 	width = width > 60 ? 60 : width;
 	printf("%s%-*s %8s %8s %9s %9s %6s %4s %8s %8s %6s\n", stamp, width, "device", "r/s", "w/s",
@@ -148,7 +149,8 @@ static void watch_print(json_object *now, json_object *prev, double interval, bo
 		double secs = pa ? (double)(wint(a, "time_ns") - wint(pa, "time_ns")) / 1e9 : 0;
 		if (secs <= 0)
 			secs = interval;
-		watch_line(stdout, stamp, width, an, wget(a, "io"), pa ? wget(pa, "io") : NULL, secs, false);
+		watch_line(stdout, stamp, width, an, wget(a, "io"), pa ? wget(pa, "io") : NULL,
+		           secs, false);
 		for (size_t k = 0; ms && k < json_object_array_length(ms); k++) {
 			json_object *m = json_object_array_get_idx(ms, k);
 			if (!wget(m, "io"))
@@ -156,8 +158,8 @@ static void watch_print(json_object *now, json_object *prev, double interval, bo
 			char name[300];
 			snprintf(name, sizeof(name), "  %s", wstr(m, "device"));
 			json_object *pm = watch_find(prev, an, wstr(m, "device"));
-			watch_line(stdout, stamp, width, name, wget(m, "io"), pm ? wget(pm, "io") : NULL, secs,
-			           true);
+			watch_line(stdout, stamp, width, name, wget(m, "io"),
+			           pm ? wget(pm, "io") : NULL, secs, true);
 		}
 	}
 	fflush(stdout);
@@ -191,8 +193,7 @@ int detail_watch(const char *sock, double interval, unsigned count)
 		reply = NULL;
 		if (count && n == count)
 			break;
-		struct timespec ts = {(time_t)interval,
-		                      (long)((interval - floor(interval)) * 1e9)};
+		struct timespec ts = {(time_t)interval, (long)((interval - floor(interval)) * 1e9)};
 		while (nanosleep(&ts, &ts) != 0)
 			;
 	}

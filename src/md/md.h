@@ -385,8 +385,8 @@ struct md_member_info {
 	int role;        /* 0..raid_disks-1, or -1 (spare, faulty and replaced) */
 	int slot;        /* dev_number, or -1 for removed */
 	enum md_member_state state;
-	bool has_io;              /* io holds its role's counters (a member in a role) */
-	struct raid_io_stats io;  /* raid.h: since it took the role */
+	bool has_io;             /* io holds its role's counters (a member in a role) */
+	struct raid_io_stats io; /* raid.h: since it took the role */
 };
 
 /* An array's own I/O (its clients'), [0] reads, [1] writes. */

@@ -73,8 +73,10 @@ void md_io_totals(struct md_array *a, struct md_io_totals *t)
 	for (unsigned i = 0; i < MD_GATE_SLOTS; i++) {
 		t->errors += atomic_load_explicit(&a->gate.in[i].errors, memory_order_relaxed);
 		for (unsigned w = 0; w < 2; w++) {
-			t->ops[w] += atomic_load_explicit(&a->gate.in[i].done[w], memory_order_relaxed);
-			t->bytes[w] += atomic_load_explicit(&a->gate.in[i].bytes[w], memory_order_relaxed);
+			t->ops[w] +=
+			    atomic_load_explicit(&a->gate.in[i].done[w], memory_order_relaxed);
+			t->bytes[w] +=
+			    atomic_load_explicit(&a->gate.in[i].bytes[w], memory_order_relaxed);
 		}
 	}
 }

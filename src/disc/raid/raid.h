@@ -103,11 +103,11 @@ int raid_detach_member(struct vol *array, struct vol *member);
 #define RAID_LAT_BUCKETS 24 /* log2 histogram: bucket 0 < 1 us, k: [2^(k-1), 2^k) us */
 
 struct raid_io_stats {
-	uint64_t ops[2];   /* completed without error: [0] reads, [1] writes */
-	uint64_t bytes[2]; /* their bytes */
-	uint64_t errors;   /* transfers that failed */
-	unsigned inflight; /* transfers on it now */
-	uint64_t busy_ns;  /* time with at least one transfer on it */
+	uint64_t ops[2];                   /* completed without error: [0] reads, [1] writes */
+	uint64_t bytes[2];                 /* their bytes */
+	uint64_t errors;                   /* transfers that failed */
+	unsigned inflight;                 /* transfers on it now */
+	uint64_t busy_ns;                  /* time with at least one transfer on it */
 	uint64_t lat[2][RAID_LAT_BUCKETS]; /* latency histograms, by op */
 };
 

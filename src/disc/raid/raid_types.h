@@ -126,7 +126,7 @@ struct raid_member {
 	 * has been busy, and the busy time before that. */
 	atomic_int active;
 	atomic_uint_fast64_t busy_since, busy_ns;
-	struct raid_stat_lane *lanes; /* RAID_STAT_LANES of them */
+	struct raid_stat_lane *lanes;  /* RAID_STAT_LANES of them */
 	atomic_uint_fast64_t last_end; /* where its last request ended */
 	/* read throughput estimate (ns per MiB), for read-ahead eligibility */
 	atomic_uint_fast64_t ns_per_mib;
