@@ -241,10 +241,12 @@ static void detail_print_array(json_object *a)
 	}
 	/* The counters since the start (rates: --watch). */
 	json_object *aio = jget(a, "io");
-	printf("\n    I/O        reads     writes    read MiB written MiB  errors  qd  r_p50/p99us  "
-	       "w_p50/p99us\n");
-	printf("    %-6s %9lld %10lld %11.1f %11.1f %7lld\n", "array", (long long)jint(aio, "reads"),
-	       (long long)jint(aio, "writes"), (double)jint(aio, "read_bytes") / 1048576.0,
+	printf(
+	    "\n    I/O        reads     writes    read MiB written MiB  errors  qd  r_p50/p99us  "
+	    "w_p50/p99us\n");
+	printf("    %-6s %9lld %10lld %11.1f %11.1f %7lld\n", "array",
+	       (long long)jint(aio, "reads"), (long long)jint(aio, "writes"),
+	       (double)jint(aio, "read_bytes") / 1048576.0,
 	       (double)jint(aio, "write_bytes") / 1048576.0, (long long)jint(aio, "errors"));
 	for (size_t i = 0; i < nm; i++) {
 		json_object *m = json_object_array_get_idx(ms, i), *io = jget(m, "io");
@@ -285,12 +287,9 @@ static void detail_usage(FILE *f)
 int cmd_detail(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"json", no_argument, NULL, 'j'},
-	    {"watch", no_argument, NULL, 'w'},
-	    {"interval", required_argument, NULL, 'i'},
-	    {"count", required_argument, NULL, 'c'},
-	    {"help", no_argument, NULL, 'h'},
-	    {0},
+	    {"json", no_argument, NULL, 'j'},           {"watch", no_argument, NULL, 'w'},
+	    {"interval", required_argument, NULL, 'i'}, {"count", required_argument, NULL, 'c'},
+	    {"help", no_argument, NULL, 'h'},           {0},
 	};
 	json_object *req, *reply = NULL;
 	bool as_json = false, watch = false;
@@ -311,7 +310,8 @@ int cmd_detail(int argc, char **argv)
 		case 'i':
 			interval = strtod(optarg, &end);
 			if (*end || !(interval >= 0.1 && interval <= 86400)) {
-				fprintf(stderr, "uraid detail: --interval takes seconds, 0.1 and up\n");
+				fprintf(stderr,
+				        "uraid detail: --interval takes seconds, 0.1 and up\n");
 				return 2;
 			}
 			break;
