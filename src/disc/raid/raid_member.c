@@ -154,7 +154,7 @@ uint64_t raid_io_begin(struct raid_member *m)
 	return t0;
 }
 
-void raid_io_end(struct raid_member *m, bool write, uint64_t len, uint64_t t0, int err)
+uint64_t raid_io_end(struct raid_member *m, bool write, uint64_t len, uint64_t t0, int err)
 {
 	uint64_t t1 = clock_now_ns();
 	uint64_t since = atomic_load_explicit(&m->busy_since, memory_order_relaxed);
@@ -172,6 +172,7 @@ void raid_io_end(struct raid_member *m, bool write, uint64_t len, uint64_t t0, i
 	 * one, even if another transfer begins the next one at once. */
 	if (atomic_fetch_sub(&m->active, 1) == 1 && t1 > since)
 		atomic_fetch_add_explicit(&m->busy_ns, t1 - since, rx);
+	return t1;
 }
 
 int raid_member_read(struct raid_member *m, void *buf, uint64_t len, uint64_t off,
@@ -180,10 +181,10 @@ int raid_member_read(struct raid_member *m, void *buf, uint64_t len, uint64_t of
 	struct vol *v = m->vol;
 	uint64_t t0 = raid_io_begin(m);
 	int r = v->ops->read(v, buf, len, off);
+	uint64_t t1 = raid_io_end(m, false, len, t0, r);
 
-	raid_io_end(m, false, len, t0, r);
 	if (r == 0 && len >= speed_min)
-		raid_note_speed(m, clock_now_ns() - t0, len);
+		raid_note_speed(m, t1 - t0, len);
 	return r;
 }
 
@@ -193,10 +194,10 @@ int raid_member_write(struct raid_member *m, const void *buf, uint64_t len, uint
 	struct vol *v = m->vol;
 	uint64_t t0 = raid_io_begin(m);
 	int r = v->ops->write(v, buf, len, off, flags);
+	uint64_t t1 = raid_io_end(m, true, len, t0, r);
 
-	raid_io_end(m, true, len, t0, r);
 	if (r == 0 && len >= speed_min)
-		raid_note_speed(m, clock_now_ns() - t0, len);
+		raid_note_speed(m, t1 - t0, len);
 	return r;
 }
 
