@@ -109,6 +109,9 @@ static json_object *detail_array(json_object *reply, const char *name)
 static int check_wait(const char *sock, const char *name)
 {
 	json_object *req = json_object_new_object(), *reply = NULL, *a = NULL;
+	struct cli_progress prog;
+	bool running = false;
+	uint64_t from = 0, total = 0;
 	int rc;
 
 	json_object_object_add(req, "op", json_object_new_string("detail"));
@@ -126,10 +129,25 @@ static int check_wait(const char *sock, const char *name)
 			rc = 1;
 			goto out;
 		}
-		if (!jget(a, "check"))
+		json_object *chk = jget(a, "check");
+		if (!chk)
 			break;
+		if (json_object_get_boolean(jget(chk, "running"))) {
+			uint64_t done = (uint64_t)jint(chk, "done");
+			total = (uint64_t)jint(chk, "total");
+			if (!running) {
+				char label[96];
+				snprintf(label, sizeof(label), "%s: %s", name, jstr(chk, "action"));
+				cli_progress_begin(&prog, label);
+				from = done;
+				running = true;
+			}
+			cli_progress_show(&prog, done, from, total, false);
+		}
 		usleep(200 * 1000);
 	}
+	if (running)
+		cli_progress_show(&prog, total, from, total, true);
 	json_object *last = jget(a, "last_check");
 	const char *status = jstr(last, "status");
 	bool repair = strcmp(jstr(last, "action"), "repair") == 0;
