@@ -8,6 +8,8 @@
  *   md_sync.c        resync at start, the background recovery and check
  *                    thread (speed limits: md_throttle.h)
  *   md_admin.c       info, fail, remove, add, check of a running array
+ *   md_events.c      the events of md_events.h, emitted where the others
+ *                    change the state (md_ev_*)
  * struct md_array holds one sub-struct per job; each is changed by its
  * file, under the array's lock unless a field says otherwise.  The files
  * call downwards only: assemble and admin -> vol -> sync -> state. */
