@@ -44,7 +44,8 @@ run() {
     start_server "$tmp/$name.sock" --control "$tmp/$name.ctl" "${files[@]}" 2> "$tmp/$name.log"
     fio --name=w --ioengine=nbd --uri="$uri" --rw=write --bs=128k --size="$W" --iodepth=8 \
         > "$tmp/fio.log" 2>&1 || fail "$name: fio write: $(cat "$tmp/fio.log")"
-    [ "$(jio "$name" "$wexpr")" = True ] || fail "$name: write bytes: $(cat "$tmp/j")"
+    [ "$(jio "$name" "len(m) == $disks and $wexpr")" = True ] ||
+        fail "$name: write bytes: $(cat "$tmp/j")"
     [ "$(jio "$name" "near(a['io']['write_bytes'], W)")" = True ] ||
         fail "$name: the array's write bytes: $(cat "$tmp/j")"
     base=$(jio "$name" "sum(x['read_bytes'] for x in m)")
