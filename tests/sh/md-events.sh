@@ -9,7 +9,8 @@
 #   (the spare), in that order; the monitor sees the same sequence; serve
 #   --test and monitor --test send TestMessage; a check that finds a
 #   planted difference ends with RebuildFinished " mismatches found: 8 (on
-#   raid level 1)", md's mismatch_cnt in sectors, as mdadm passes it.
+#   raid level 1)", md's mismatch_cnt in sectors, as mdadm passes it; a
+#   monitor client that never reads holds up neither the array nor the exit.
 . "$(dirname "$0")/md-lib.sh"
 requires nbdcopy nbdinfo python3
 
@@ -42,6 +43,12 @@ mon=$!
 server_pids+=("$mon")
 wait_for '"TestMessage"' "$tmp/mon.json"
 
+# a monitor client that never reads: it holds up nobody, not even the exit
+python3 -c 'import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+s.sendall(b"{\"op\":\"monitor\"}\n"); time.sleep(120)' "$ctl" &
+server_pids+=("$!")
+
 # the member fails under writes, many of which would fail on it
 for p in 1 2 3; do
     head -c 8M /dev/urandom > "$tmp/d"
@@ -59,7 +66,7 @@ grep -qx "DegradedArray|$name|" "$log" || fail "DegradedArray's arguments: $(cat
 "$URAID" add "$ctl" "$tmp/spare" > /dev/null || fail "add"
 wait_for '^SpareActive|' "$log"
 "$URAID" fail "$ctl" "$victim" > /dev/null 2>&1 || true # already faulty: no new event
-sleep 0.5
+wait_for '"SpareActive"' "$tmp/mon.json"
 kill "$mon"
 wait "$mon" 2>/dev/null || true
 stop_server "$server_pid" || fail "server exit"
