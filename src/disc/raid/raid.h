@@ -97,9 +97,10 @@ int raid_detach_member(struct vol *array, struct vol *member);
  * Every transfer the engine makes on a member (client I/O, read-ahead,
  * write-behind, parity reads, a check's or a rebuild's reads) is counted
  * by the thread that made it in its own lane of the member's counters
- * (relaxed atomics on lines no other thread writes, but for a 17th thread
- * sharing a lane), so the counters add no shared cache line to the I/O
- * path; busy time rides on the member's in-flight count. */
+ * (plain relaxed stores on lines no other thread writes; threads beyond
+ * the 63 that own a lane at a time share a last one, with atomic adds),
+ * so the counters add no shared cache line to the I/O path; busy time is
+ * a count of transfers in flight on the member's own line. */
 #define RAID_LAT_BUCKETS 24 /* log2 histogram: bucket 0 < 1 us, k: [2^(k-1), 2^k) us */
 
 struct raid_io_stats {

@@ -14,6 +14,7 @@
 #include "core/log.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,16 +125,62 @@ void raid_rec_target_failed(struct raid_array *a, unsigned role, int err)
 
 /* ---- I/O counters (raid.h) ---- */
 
-/* This thread's lane, as md's gate picks its slot: threads take lanes in
- * turn, so up to RAID_STAT_LANES threads never share one. */
+/* Lanes: a thread owns one of the first RAID_STAT_LANES - 1 while it
+ * lives (given back at its exit, for the next thread), and only its
+ * owner writes it, with plain relaxed stores; threads beyond share the
+ * last lane, with atomic adds. */
+#define RAID_LANE_SHARED (RAID_STAT_LANES - 1)
+static atomic_uint_fast64_t raid_lanes_taken; /* bit i: lane i owned */
+static pthread_key_t raid_lane_key;
+static pthread_once_t raid_lane_once = PTHREAD_ONCE_INIT;
+static _Thread_local int raid_lane_mine = -1;
+
+static void raid_lane_give_back(void *v)
+{
+	uint64_t bit = 1ull << ((uintptr_t)v - 1);
+
+	atomic_fetch_and(&raid_lanes_taken, ~bit);
+}
+
+static void raid_lane_init(void)
+{
+	if (pthread_key_create(&raid_lane_key, raid_lane_give_back) != 0)
+		atomic_store(&raid_lanes_taken, ~0ull); /* no key: all share */
+}
+
 static unsigned raid_lane(void)
 {
-	static atomic_uint next;
-	static _Thread_local unsigned lane = UINT32_MAX;
+	if (raid_lane_mine >= 0)
+		return (unsigned)raid_lane_mine;
+	pthread_once(&raid_lane_once, raid_lane_init);
+	uint64_t t = atomic_load(&raid_lanes_taken);
+	int lane = RAID_LANE_SHARED;
+	for (;;) {
+		uint64_t free = ~t & ((1ull << RAID_LANE_SHARED) - 1);
+		if (!free)
+			break;
+		int i = __builtin_ctzll(free);
+		if (atomic_compare_exchange_weak(&raid_lanes_taken, &t, t | 1ull << i)) {
+			if (pthread_setspecific(raid_lane_key, (void *)(uintptr_t)(i + 1)) == 0)
+				lane = i;
+			else
+				raid_lane_give_back((void *)(uintptr_t)(i + 1));
+			break;
+		}
+	}
+	raid_lane_mine = lane;
+	return (unsigned)lane;
+}
 
-	if (lane == UINT32_MAX)
-		lane = atomic_fetch_add_explicit(&next, 1, memory_order_relaxed) % RAID_STAT_LANES;
-	return lane;
+/* Add n to a lane's counter: the owner's plain store, or an atomic add
+ * on the shared lane. */
+static inline void raid_lane_add(atomic_uint_fast64_t *c, uint64_t n, bool shared)
+{
+	if (shared)
+		atomic_fetch_add_explicit(c, n, memory_order_relaxed);
+	else
+		atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+		                      memory_order_relaxed);
 }
 
 static unsigned raid_lat_bucket(uint64_t ns)
@@ -158,20 +205,21 @@ uint64_t raid_io_end(struct raid_member *m, bool write, uint64_t len, uint64_t t
 {
 	uint64_t t1 = clock_now_ns();
 	uint64_t since = atomic_load_explicit(&m->busy_since, memory_order_relaxed);
-	struct raid_stat_lane *l = &m->lanes[raid_lane()];
-	const memory_order rx = memory_order_relaxed;
+	unsigned lane = raid_lane();
+	struct raid_stat_lane *l = &m->lanes[lane];
+	bool shared = lane == RAID_LANE_SHARED;
 
 	if (err == 0) {
-		atomic_fetch_add_explicit(&l->ops[write], 1, rx);
-		atomic_fetch_add_explicit(&l->bytes[write], len, rx);
-		atomic_fetch_add_explicit(&l->lat[write][raid_lat_bucket(t1 - t0)], 1, rx);
+		raid_lane_add(&l->ops[write], 1, shared);
+		raid_lane_add(&l->bytes[write], len, shared);
+		raid_lane_add(&l->lat[write][raid_lat_bucket(t1 - t0)], 1, shared);
 	} else {
-		atomic_fetch_add_explicit(&l->errors, 1, rx);
+		raid_lane_add(&l->errors, 1, shared);
 	}
 	/* since was read before leaving: the busy period it began is this
 	 * one, even if another transfer begins the next one at once. */
 	if (atomic_fetch_sub(&m->active, 1) == 1 && t1 > since)
-		atomic_fetch_add_explicit(&m->busy_ns, t1 - since, rx);
+		atomic_fetch_add_explicit(&m->busy_ns, t1 - since, memory_order_relaxed);
 	return t1;
 }
 

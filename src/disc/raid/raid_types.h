@@ -111,7 +111,7 @@ const struct raid_level *raid_level_of(int level);
 
 /* One thread lane of a member's I/O counters (raid.h's struct
  * raid_io_stats), on lines of its own. */
-#define RAID_STAT_LANES 16
+#define RAID_STAT_LANES 64 /* the last one shared by threads beyond 63 */
 struct raid_stat_lane {
 	atomic_uint_fast64_t ops[2], bytes[2], errors;
 	atomic_uint_fast64_t lat[2][RAID_LAT_BUCKETS];
