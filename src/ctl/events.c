@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <json-c/json.h>
+#include <limits.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdatomic.h>
@@ -160,6 +161,7 @@ int ctl_event_json(const struct md_event *ev, uint64_t dropped, char *out, size_
 
 struct ctl_notify {
 	struct ctl_notify_opts o;
+	char program[PATH_MAX]; /* o.program, absolute when it names a path */
 	struct ctl_evq q;
 	pthread_t thread;
 	atomic_uint_fast64_t deadline_ns; /* 0 until stopping */
@@ -273,6 +275,20 @@ int ctl_notify_start(const struct ctl_notify_opts *o, struct ctl_notify **out)
 	if (!n)
 		return -ENOMEM;
 	n->o = *o;
+	/* A daemonized serve leaves its directory: a relative path is made
+	 * absolute now (a bare name is looked up in PATH at each run). */
+	if (o->program) {
+		if (strchr(o->program, '/') && o->program[0] != '/') {
+			if (!realpath(o->program, n->program)) {
+				r = err_set(-errno, "--program %s: %s", o->program, strerror(errno));
+				free(n);
+				return r;
+			}
+		} else {
+			snprintf(n->program, sizeof(n->program), "%s", o->program);
+		}
+		n->o.program = n->program;
+	}
 	r = ctl_evq_init(&n->q, CTL_NOTIFY_QUEUE);
 	if (r < 0) {
 		free(n);
