@@ -15,15 +15,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-int ctl_request(const char *path, json_object *req, json_object **reply)
+/* Connect to the server at path: the fd, or -errno with err_set(). */
+static int ctl_connect(const char *path)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	const char *text = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
-	int fd = -1, r;
+	int fd, r;
 
-	*reply = NULL;
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return err_set(-ENAMETOOLONG, "%s: path too long for a Unix socket", path);
 	memcpy(sa.sun_path, path, strlen(path) + 1);
@@ -31,8 +28,24 @@ int ctl_request(const char *path, json_object *req, json_object **reply)
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		r = err_set(-errno, "%s: %s (is `uraid serve --control %s` running?)", path,
 		            strerror(errno), path);
-		goto out;
+		if (fd >= 0)
+			close(fd);
+		return r;
 	}
+	return fd;
+}
+
+int ctl_request(const char *path, json_object *req, json_object **reply)
+{
+	const char *text = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	int fd, r;
+
+	*reply = NULL;
+	fd = ctl_connect(path);
+	if (fd < 0)
+		return fd;
 	size_t n = strlen(text), off = 0;
 	while (off < n) {
 		ssize_t w = send(fd, text + off, n - off, MSG_NOSIGNAL);
@@ -92,22 +105,15 @@ out:
 
 int ctl_monitor_open(const char *path, bool test, int *out)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	const char *req = test ? "{\"op\":\"monitor\",\"test\":true}\n" : "{\"op\":\"monitor\"}\n";
 	char line[4096];
 	size_t len = 0;
 	json_object *reply = NULL, *ok;
 	int fd, r;
 
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return err_set(-ENAMETOOLONG, "%s: path too long for a Unix socket", path);
-	memcpy(sa.sun_path, path, strlen(path) + 1);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		r = err_set(-errno, "%s: %s (is `uraid serve --control %s` running?)", path,
-		            strerror(errno), path);
-		goto fail;
-	}
+	fd = ctl_connect(path);
+	if (fd < 0)
+		return fd;
 	if (send(fd, req, strlen(req), MSG_NOSIGNAL) != (ssize_t)strlen(req)) {
 		r = err_set(-EIO, "%s: sending: %s", path, strerror(errno));
 		goto fail;
