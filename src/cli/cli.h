@@ -5,6 +5,7 @@
 #define URAID_CLI_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 struct cli_command {
 	const char *name;
@@ -32,6 +33,24 @@ void cli_rebuild_opts(struct md_rebuild_opts *ro, bool force);
 void cli_rebuild_end(void);
 int cmd_grow(int argc, char **argv);
 int cmd_detail(int argc, char **argv);
+int cmd_monitor(int argc, char **argv);
+/* Progress of a long command (progress.c): on a terminal one line redrawn
+ * with percent, bytes, rate and time left; otherwise a plain line each
+ * tenth.  show(done, from, total, last): bytes done of total, from where
+ * this run began (for the rate); last once at the end. */
+struct cli_progress {
+	char label[96];
+	bool tty, shown, ended;
+	unsigned tenth;
+	uint64_t t0, last_ns;
+};
+void cli_progress_begin(struct cli_progress *p, const char *label);
+void cli_progress_show(struct cli_progress *p, uint64_t done, uint64_t from, uint64_t total,
+                       bool last);
+
+/* uraid detail --watch (cmd_detail_watch.c): redraw the counters' rates
+ * every interval seconds, count times (0: until interrupted). */
+int detail_watch(const char *sock, double interval, unsigned count);
 int cmd_fail(int argc, char **argv);
 int cmd_remove(int argc, char **argv);
 /* The control socket's clients (cmd_control.c): whether path is a Unix

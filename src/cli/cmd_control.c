@@ -109,6 +109,9 @@ static json_object *detail_array(json_object *reply, const char *name)
 static int check_wait(const char *sock, const char *name)
 {
 	json_object *req = json_object_new_object(), *reply = NULL, *a = NULL;
+	struct cli_progress prog;
+	bool running = false;
+	uint64_t from = 0, total = 0;
 	int rc;
 
 	json_object_object_add(req, "op", json_object_new_string("detail"));
@@ -126,10 +129,25 @@ static int check_wait(const char *sock, const char *name)
 			rc = 1;
 			goto out;
 		}
-		if (!jget(a, "check"))
+		json_object *chk = jget(a, "check");
+		if (!chk)
 			break;
+		if (json_object_get_boolean(jget(chk, "running"))) {
+			uint64_t done = (uint64_t)jint(chk, "done");
+			total = (uint64_t)jint(chk, "total");
+			if (!running) {
+				char label[96];
+				snprintf(label, sizeof(label), "%s: %s", name, jstr(chk, "action"));
+				cli_progress_begin(&prog, label);
+				from = done;
+				running = true;
+			}
+			cli_progress_show(&prog, done, from, total, false);
+		}
 		usleep(200 * 1000);
 	}
+	if (running)
+		cli_progress_show(&prog, total, from, total, true);
 	json_object *last = jget(a, "last_check");
 	const char *status = jstr(last, "status");
 	bool repair = strcmp(jstr(last, "action"), "repair") == 0;
@@ -239,26 +257,63 @@ static void detail_print_array(json_object *a)
 			snprintf(role, sizeof(role), "%lld", (long long)jint(m, "role"));
 		printf("    %6s   %10s %-17s %s\n", num, role, jstr(m, "state"), jstr(m, "device"));
 	}
+	/* The counters since the start (rates: --watch). */
+	json_object *aio = jget(a, "io");
+	printf(
+	    "\n    I/O        reads     writes    read MiB written MiB  errors  qd  r_p50/p99us  "
+	    "w_p50/p99us\n");
+	printf("    %-6s %9lld %10lld %11.1f %11.1f %7lld\n", "array",
+	       (long long)jint(aio, "reads"), (long long)jint(aio, "writes"),
+	       (double)jint(aio, "read_bytes") / 1048576.0,
+	       (double)jint(aio, "write_bytes") / 1048576.0, (long long)jint(aio, "errors"));
+	for (size_t i = 0; i < nm; i++) {
+		json_object *m = json_object_array_get_idx(ms, i), *io = jget(m, "io");
+		json_object *lat = jget(io, "latency_us");
+		char role[16], rl[32], wl[32];
+		if (!io)
+			continue;
+		snprintf(role, sizeof(role), "role %lld", (long long)jint(m, "role"));
+		snprintf(rl, sizeof(rl), "%lld/%lld", (long long)jint(jget(lat, "read"), "p50"),
+		         (long long)jint(jget(lat, "read"), "p99"));
+		snprintf(wl, sizeof(wl), "%lld/%lld", (long long)jint(jget(lat, "write"), "p50"),
+		         (long long)jint(jget(lat, "write"), "p99"));
+		printf("    %-6s %9lld %10lld %11.1f %11.1f %7lld %3lld %12s %12s\n", role,
+		       (long long)jint(io, "reads"), (long long)jint(io, "writes"),
+		       (double)jint(io, "read_bytes") / 1048576.0,
+		       (double)jint(io, "write_bytes") / 1048576.0, (long long)jint(io, "errors"),
+		       (long long)jint(io, "inflight"), rl, wl);
+	}
 	printf("\n");
 }
 
 static void detail_usage(FILE *f)
 {
 	fprintf(f, "usage: uraid detail [--json] CONTROL\n"
+	           "       uraid detail --watch [--interval S] [--count N] CONTROL\n"
 	           "Show the md arrays a running `uraid serve --control CONTROL` serves, as\n"
-	           "mdadm --detail does: level, size, state, rebuild progress, members.\n"
-	           "  --json   print the server's JSON reply as it is\n");
+	           "mdadm --detail does: level, size, state, rebuild progress, members, and\n"
+	           "each member's I/O counters (reads, writes, bytes, errors, in flight,\n"
+	           "latency percentiles).\n"
+	           "  --json          print the server's JSON reply as it is\n"
+	           "  --watch         show rates every interval, one line per member and\n"
+	           "                  array, as iostat and gstat do (redrawn on a terminal,\n"
+	           "                  plain lines otherwise), until interrupted\n"
+	           "  --interval S    seconds between two samples (default 1; 0.1 and up)\n"
+	           "  --count N       stop after N samples\n");
 }
 
 int cmd_detail(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
-	    {0},
+	    {"json", no_argument, NULL, 'j'},           {"watch", no_argument, NULL, 'w'},
+	    {"interval", required_argument, NULL, 'i'}, {"count", required_argument, NULL, 'c'},
+	    {"help", no_argument, NULL, 'h'},           {0},
 	};
 	json_object *req, *reply = NULL;
-	bool as_json = false;
+	bool as_json = false, watch = false;
+	double interval = 1;
+	unsigned long count = 0;
+	char *end;
 	int c, rc;
 
 	optind = 1;
@@ -266,6 +321,24 @@ int cmd_detail(int argc, char **argv)
 		switch (c) {
 		case 'j':
 			as_json = true;
+			break;
+		case 'w':
+			watch = true;
+			break;
+		case 'i':
+			interval = strtod(optarg, &end);
+			if (*end || !(interval >= 0.1 && interval <= 86400)) {
+				fprintf(stderr,
+				        "uraid detail: --interval takes seconds, 0.1 and up\n");
+				return 2;
+			}
+			break;
+		case 'c':
+			count = strtoul(optarg, &end, 10);
+			if (*end || !count || count > 1000000) {
+				fprintf(stderr, "uraid detail: --count takes 1 and up\n");
+				return 2;
+			}
 			break;
 		case 'h':
 			detail_usage(stdout);
@@ -279,6 +352,12 @@ int cmd_detail(int argc, char **argv)
 		detail_usage(stderr);
 		return 2;
 	}
+	if (watch && as_json) {
+		fprintf(stderr, "uraid detail: --watch and --json exclude each other\n");
+		return 2;
+	}
+	if (watch)
+		return detail_watch(argv[optind], interval, (unsigned)count);
 	req = json_object_new_object();
 	json_object_object_add(req, "op", json_object_new_string("detail"));
 	rc = control_call(argv[optind], req, &reply);

@@ -30,8 +30,7 @@
 static volatile sig_atomic_t rb_stop;
 static struct sigaction rb_old_int, rb_old_term;
 static bool rb_handlers;
-static uint64_t rb_t0, rb_last_show;
-static bool rb_tty;
+static struct cli_progress rb_prog;
 
 static void rb_on_signal(int sig)
 {
@@ -63,31 +62,16 @@ static void rb_begin(void *ctx, const char *array, const char *list, uint64_t fr
 	sigaction(SIGINT, &sa, &rb_old_int);
 	sigaction(SIGTERM, &sa, &rb_old_term);
 	rb_handlers = true;
-	rb_tty = isatty(STDOUT_FILENO);
-	rb_t0 = clock_now_ns();
-	rb_last_show = 0;
+	char label[96];
+	snprintf(label, sizeof(label), "%s: rebuilding", array);
+	cli_progress_begin(&rb_prog, label);
 }
 
-/* On a terminal, a line redrawn at most twice a second. */
 static void rb_progress(void *ctx, const char *array, uint64_t done, uint64_t from, uint64_t to,
                         bool last)
 {
-	uint64_t now = clock_now_ns();
-	char a[32], b[32];
-
-	(void)ctx;
-	if (!rb_tty || (!last && now - rb_last_show < 500000000u))
-		return;
-	rb_last_show = now;
-	double secs = (double)(now - rb_t0) / 1e9;
-	format_size(done, a, sizeof(a));
-	format_size(to, b, sizeof(b));
-	printf("\r  %s: rebuilding: %5.1f%% (%s of %s), %.1f MiB/s   ", array,
-	       100.0 * (double)done / (double)to, a, b,
-	       secs > 0 ? (double)(done - from) / 1048576.0 / secs : 0.0);
-	if (last)
-		printf("\n");
-	fflush(stdout);
+	(void)ctx, (void)array;
+	cli_progress_show(&rb_prog, done, from, to, last);
 }
 
 static const struct md_rebuild_out rb_out = {

@@ -6,6 +6,7 @@
  * arrays in a clean state. */
 #include "cli.h"
 #include "ctl/control.h"
+#include "ctl/events.h"
 #include "stack/passphrase.h"
 #include "stack/graph.h"
 
@@ -36,6 +37,8 @@ struct serve_args {
 	const char *run_cmd;
 	const char *pid_file;
 	const char *control_path;
+	struct ctl_notify_opts notify; /* --program, --syslog */
+	bool test;                     /* --test */
 	bool use_stdio;
 	bool foreground;
 	struct stack_opts stack;
@@ -73,7 +76,12 @@ static void serve_usage(FILE *f)
 		"  -f, --foreground       do not daemonize (--run and --stdio imply it)\n"
 		"  --pid-file FILE        write the server's pid to FILE\n"
 		"  --control PATH         accept management requests on a Unix socket at PATH\n"
-		"                         (uraid detail / fail / remove / add / check CONTROL)\n"
+		"                         (uraid detail / fail / remove / add / check / monitor)\n"
+		"Events (mdadm --monitor's: Fail, DegradedArray, RebuildStarted, ...):\n"
+		"  --program CMD          run CMD EVENT DEVICE [COMPONENT] for each md event,\n"
+		"                         one at a time (no shell)\n"
+		"  --syslog               log md events to syslog (facility daemon)\n"
+		"  --test                 send a TestMessage for every md array at start\n"
 		"Stack:\n"
 		"  -r, --readonly         open everything read-only; refuse writes\n"
 		"  --direct               open file members with O_DIRECT\n"
@@ -300,7 +308,8 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 	enum { OPT_SOCKET = 256, OPT_PORT, OPT_BIND, OPT_RUN, OPT_STDIO, OPT_PIDFILE,
 	       OPT_DIRECT, OPT_KEYFILE, OPT_DEGRADED, OPT_THREADS, OPT_EXPORT, OPT_MAXCONN,
 	       OPT_HSTIMEOUT, OPT_TLS, OPT_TLS_PSK, OPT_TLS_CERTS, OPT_TLS_VERIFY, OPT_NOREBUILD, OPT_SYNCMIN, OPT_SYNCMAX,
-	       OPT_CONTROL, OPT_MAXHS, OPT_IDLE, OPT_BUFMEM, OPT_FORCE, OPT_ONLY };
+	       OPT_CONTROL, OPT_MAXHS, OPT_IDLE, OPT_BUFMEM, OPT_FORCE, OPT_ONLY, OPT_PROGRAM,
+	       OPT_SYSLOG, OPT_TEST };
 	static const struct option lo[] = {
 		{ "socket", required_argument, NULL, OPT_SOCKET },
 		{ "export", required_argument, NULL, OPT_ONLY },
@@ -311,6 +320,9 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "pid-file", required_argument, NULL, OPT_PIDFILE },
 		{ "control", required_argument, NULL, OPT_CONTROL },
+		{ "program", required_argument, NULL, OPT_PROGRAM },
+		{ "syslog", no_argument, NULL, OPT_SYSLOG },
+		{ "test", no_argument, NULL, OPT_TEST },
 		{ "readonly", no_argument, NULL, 'r' },
 		{ "direct", no_argument, NULL, OPT_DIRECT },
 		{ "key-file", required_argument, NULL, OPT_KEYFILE },
@@ -370,6 +382,19 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 			break;
 		case OPT_CONTROL:
 			a->control_path = optarg;
+			break;
+		case OPT_PROGRAM:
+			if (!*optarg) {
+				fprintf(stderr, "uraid serve: --program needs a command\n");
+				return 2;
+			}
+			a->notify.program = optarg;
+			break;
+		case OPT_SYSLOG:
+			a->notify.syslog = true;
+			break;
+		case OPT_TEST:
+			a->test = true;
 			break;
 		case 'r':
 			a->stack.readonly = true;
@@ -742,6 +767,7 @@ int cmd_serve(int argc, char **argv)
 	struct serve_vols sv = {0};
 	struct ctl_target ct = {0};
 	struct ctl *ctl = NULL;
+	struct ctl_notify *notify = NULL;
 	char tmpdir[] = "/tmp/uraid-serve-XXXXXX";
 	bool made_tmpdir = false;
 	char sockbuf[PATH_MAX], uri[PATH_MAX + 4200];
@@ -766,10 +792,18 @@ int cmd_serve(int argc, char **argv)
 	}
 	signal(SIGPIPE, SIG_IGN);
 
+	/* Before the arrays start: NewArray and DegradedArray at assembly. */
+	if (a.notify.program || a.notify.syslog) {
+		r = ctl_notify_start(&a.notify, &notify);
+		if (r < 0)
+			return cli_fail("serve", r);
+	}
 	err_clear();
 	r = serve_open(&a, argv + first, argc - first, &sv);
-	if (r < 0)
-		return cli_fail("serve", r);
+	if (r < 0) {
+		cli_fail("serve", r);
+		goto out;
+	}
 	top = sv.top ? sv.top : sv.ex[0].vol;
 	if (sv.top) {
 		a.nbd.description = top->name; /* what nbdinfo shows */
@@ -821,6 +855,10 @@ int cmd_serve(int argc, char **argv)
 	if (r < 0) {
 		cli_fail("listen", r);
 		goto out;
+	}
+	if (a.test) {
+		struct ctl_target tt = {.top = top, .md = sv.info.md};
+		ctl_events_test(&tt);
 	}
 	if (a.pid_file) {
 		r = write_pid_file(a.pid_file);
@@ -890,6 +928,7 @@ out:
 	nbd_server_free(srv);
 	if (serve_close(&sv) < 0)
 		rc = rc ? rc : 1;
+	ctl_notify_stop(notify); /* after the arrays closed: DeviceDisappeared */
 	if (made_tmpdir)
 		rmdir(tmpdir);
 	if (pid_written)

@@ -21,6 +21,7 @@ static const struct cli_command commands[] = {
 	{ "check", cmd_check, "compare (or --repair) the copies of a RAID1/10 (md check)" },
 	{ "add", cmd_add, "add a member to an md array, offline or running, and rebuild onto it (mdadm --add)" },
 	{ "detail", cmd_detail, "show the arrays a running serve serves (mdadm --detail)" },
+	{ "monitor", cmd_monitor, "stream the md events of a running serve (mdadm --monitor)" },
 	{ "fail", cmd_fail, "mark a member of a running array faulty (mdadm --fail)" },
 	{ "remove", cmd_remove, "take a faulty or spare member out of a running array (mdadm --remove)" },
 	{ "rebuild", cmd_rebuild, "rebuild members being recovered, resumable (md recovery)" },

@@ -4,6 +4,7 @@
  * answer in JSON.  The clients, `uraid detail` and the rest, are
  * cli/cmd_control.c. */
 #include "control.h"
+#include "events.h"
 #include "stack/stack.h"
 
 #include "core/log.h"
@@ -15,8 +16,9 @@
 #include <json-c/json.h>
 #include <limits.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +29,19 @@
 
 #define CTL_MAX_ARRAYS 64
 #define CTL_IO_TIMEOUT_S 5
+#define CTL_MONITORS_MAX 16   /* `uraid monitor` clients at once */
+#define CTL_MONITOR_QUEUE 128 /* events a monitor client may lag behind */
+
+/* A `uraid monitor` client: its own queue (md_events.h's sink) and a
+ * thread that writes it to the socket, so that a client that does not
+ * read holds up only itself (its queue overflows, counted). */
+struct ctl_monitor {
+	bool used;
+	int fd;
+	struct ctl_evq q;
+	pthread_t thread;
+	atomic_bool done, stop;
+};
 
 struct ctl {
 	const struct ctl_target *t;
@@ -34,6 +49,7 @@ struct ctl {
 	int fd;
 	int stop_pipe[2];
 	pthread_t thread;
+	struct ctl_monitor mon[CTL_MONITORS_MAX];
 };
 
 /* ---- the arrays of the stack ---- */
@@ -115,6 +131,41 @@ static const char *ctl_state_name(enum md_member_state s)
 	return "?";
 }
 
+static json_object *ctl_int(uint64_t v)
+{
+	return json_object_new_int64((int64_t)v);
+}
+
+/* A member's counters (raid.h): totals, busy time, latency percentiles
+ * and the histograms themselves (for rates over an interval). */
+static json_object *ctl_member_io_json(const struct raid_io_stats *io)
+{
+	json_object *o = json_object_new_object(), *lat = json_object_new_object();
+	json_object *hist = json_object_new_object();
+	static const char *const op[2] = {"read", "write"};
+
+	json_object_object_add(o, "reads", ctl_int(io->ops[0]));
+	json_object_object_add(o, "writes", ctl_int(io->ops[1]));
+	json_object_object_add(o, "read_bytes", ctl_int(io->bytes[0]));
+	json_object_object_add(o, "write_bytes", ctl_int(io->bytes[1]));
+	json_object_object_add(o, "errors", ctl_int(io->errors));
+	json_object_object_add(o, "inflight", ctl_int(io->inflight));
+	json_object_object_add(o, "busy_ns", ctl_int(io->busy_ns));
+	for (unsigned w = 0; w < 2; w++) {
+		json_object *p = json_object_new_object(), *h = json_object_new_array();
+		json_object_object_add(p, "p50", ctl_int(raid_lat_percentile(io->lat[w], 0.50)));
+		json_object_object_add(p, "p90", ctl_int(raid_lat_percentile(io->lat[w], 0.90)));
+		json_object_object_add(p, "p99", ctl_int(raid_lat_percentile(io->lat[w], 0.99)));
+		json_object_object_add(lat, op[w], p);
+		for (unsigned b = 0; b < RAID_LAT_BUCKETS; b++)
+			json_object_array_add(h, ctl_int(io->lat[w][b]));
+		json_object_object_add(hist, op[w], h);
+	}
+	json_object_object_add(o, "latency_us", lat);
+	json_object_object_add(o, "latency_hist", hist);
+	return o;
+}
+
 static json_object *ctl_array_json(const struct md_array_info *in, const char *parent)
 {
 	json_object *o = json_object_new_object(), *ms = json_object_new_array();
@@ -193,6 +244,14 @@ static json_object *ctl_array_json(const struct md_array_info *in, const char *p
 	json_object_object_add(o, "working_devices", json_object_new_int((int)in->working_devs));
 	json_object_object_add(o, "failed_devices", json_object_new_int((int)in->failed_devs));
 	json_object_object_add(o, "spare_devices", json_object_new_int((int)in->spare_devs));
+	json_object *io = json_object_new_object();
+	json_object_object_add(io, "reads", ctl_int(in->io.ops[0]));
+	json_object_object_add(io, "writes", ctl_int(in->io.ops[1]));
+	json_object_object_add(io, "read_bytes", ctl_int(in->io.bytes[0]));
+	json_object_object_add(io, "write_bytes", ctl_int(in->io.bytes[1]));
+	json_object_object_add(io, "errors", ctl_int(in->io.errors));
+	json_object_object_add(o, "io", io);
+	json_object_object_add(o, "time_ns", ctl_int(in->now_ns));
 	for (unsigned i = 0; i < in->nmembers; i++) {
 		const struct md_member_info *mi = &in->m[i];
 		json_object *m = json_object_new_object();
@@ -201,6 +260,8 @@ static json_object *ctl_array_json(const struct md_array_info *in, const char *p
 		json_object_object_add(m, "state",
 		                       json_object_new_string(ctl_state_name(mi->state)));
 		json_object_object_add(m, "device", json_object_new_string(mi->name));
+		if (mi->has_io)
+			json_object_object_add(m, "io", ctl_member_io_json(&mi->io));
 		json_object_array_add(ms, m);
 	}
 	json_object_object_add(o, "members", ms);
@@ -482,8 +543,13 @@ char *ctl_handle(const struct ctl_target *t, const char *req, size_t len)
 			reply = ctl_member_op(t, op, member);
 	} else if (strcmp(op, "check") == 0) {
 		reply = ctl_check(t, ctl_str(in, "action"), ctl_str(in, "array"));
+	} else if (strcmp(op, "monitor") == 0) {
+		/* The socket's own loop streams it (ctl_monitor_begin). */
+		reply =
+		    ctl_error("monitor streams events: it is served on a connection of its own");
 	} else {
-		reply = ctl_error("unknown op \"%.64s\" (detail, fail, remove, add, check)", op);
+		reply = ctl_error(
+		    "unknown op \"%.64s\" (detail, fail, remove, add, check, monitor)", op);
 	}
 answer:
 	json_object_put(in);
@@ -496,9 +562,136 @@ answer:
 	return out;
 }
 
+/* ---- monitor: events as JSON lines ---- */
+
+void ctl_events_test(const struct ctl_target *t)
+{
+	struct ctl_arrays *ca = calloc(1, sizeof(*ca));
+
+	if (!ca)
+		return;
+	ctl_arrays_load(t, ca);
+	for (unsigned i = 0; i < ca->n; i++)
+		md_event_test(ca->v[i]);
+	ctl_arrays_free(ca);
+	free(ca);
+}
+
+/* Whether req is {"op":"monitor"[,"test":true]}. */
+static bool ctl_monitor_request(const char *req, size_t len, bool *test)
+{
+	json_object *in = len <= CTL_REQ_MAX ? json_tokener_parse(req) : NULL, *v;
+	const char *op = in && json_object_is_type(in, json_type_object) ? ctl_str(in, "op") : NULL;
+	bool mon = op && strcmp(op, "monitor") == 0;
+
+	*test = mon && json_object_object_get_ex(in, "test", &v) && json_object_get_boolean(v);
+	json_object_put(in);
+	return mon;
+}
+
+static int ctl_send_all(int fd, const char *buf, size_t n)
+{
+	for (size_t off = 0; off < n;) {
+		ssize_t w = send(fd, buf + off, n - off, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		off += (size_t)w;
+	}
+	return 0;
+}
+
+/* Whether the client hung up (it sends nothing once streaming). */
+static bool ctl_client_gone(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	char b[256];
+
+	if (poll(&p, 1, 0) <= 0)
+		return false;
+	if (p.revents & (POLLHUP | POLLERR))
+		return true;
+	ssize_t got = recv(fd, b, sizeof(b), MSG_DONTWAIT);
+	return got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR);
+}
+
+static void *ctl_monitor_main(void *arg)
+{
+	struct ctl_monitor *m = arg;
+	char line[1024];
+	struct md_event ev;
+	uint64_t dropped;
+
+	while (!atomic_load(&m->stop)) {
+		int r = ctl_evq_pop(&m->q, 500, &ev, &dropped);
+		if (r == 0)
+			break;
+		if (r < 0) {
+			if (ctl_client_gone(m->fd))
+				break;
+			continue;
+		}
+		int n = ctl_event_json(&ev, dropped, line, sizeof(line));
+		if (n > 0 && ctl_send_all(m->fd, line, (size_t)n) < 0)
+			break;
+	}
+	md_events_unsubscribe(ctl_evq_push, &m->q);
+	atomic_store(&m->done, true);
+	return NULL;
+}
+
+static void ctl_monitor_end(struct ctl_monitor *m)
+{
+	pthread_join(m->thread, NULL);
+	close(m->fd);
+	ctl_evq_fini(&m->q);
+	m->used = false;
+}
+
+/* Stream events to fd from now on; 0 (fd is the monitor's then) or an
+ * error reply to send. */
+static json_object *ctl_monitor_begin(struct ctl *c, int fd, bool test)
+{
+	struct ctl_monitor *m = NULL;
+	static const char ok[] = "{\"ok\":true,\"monitor\":true}\n";
+	struct timeval none = {0};
+
+	for (unsigned i = 0; i < CTL_MONITORS_MAX; i++) {
+		if (c->mon[i].used && atomic_load(&c->mon[i].done))
+			ctl_monitor_end(&c->mon[i]);
+		if (!c->mon[i].used && !m)
+			m = &c->mon[i];
+	}
+	if (!m)
+		return ctl_error("%u monitors are listening already", CTL_MONITORS_MAX);
+	if (ctl_evq_init(&m->q, CTL_MONITOR_QUEUE) < 0)
+		return ctl_error("out of memory");
+	m->fd = fd;
+	atomic_store(&m->done, false);
+	atomic_store(&m->stop, false);
+	if (md_events_subscribe(ctl_evq_push, &m->q) < 0) {
+		ctl_evq_fini(&m->q);
+		return ctl_error("too many event listeners");
+	}
+	/* Sends block as long as the client makes them (its thread only). */
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof(none));
+	if (ctl_send_all(fd, ok, sizeof(ok) - 1) < 0 ||
+	    pthread_create(&m->thread, NULL, ctl_monitor_main, m) != 0) {
+		md_events_unsubscribe(ctl_evq_push, &m->q);
+		ctl_evq_fini(&m->q);
+		return ctl_error("cannot start streaming");
+	}
+	m->used = true;
+	if (test)
+		ctl_events_test(c->t);
+	return NULL;
+}
+
 /* ---- the socket ---- */
 
-static void ctl_serve_one(struct ctl *c, int fd)
+/* Serve the request on fd; false when fd was handed to a monitor. */
+static bool ctl_serve_one(struct ctl *c, int fd)
 {
 	struct timeval tv = {.tv_sec = CTL_IO_TIMEOUT_S};
 	char *buf = malloc(CTL_REQ_MAX + 1), *reply = NULL;
@@ -508,7 +701,7 @@ static void ctl_serve_one(struct ctl *c, int fd)
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	if (!buf)
-		return;
+		return true;
 	for (;;) {
 		ssize_t got = read(fd, buf + len, CTL_REQ_MAX + 1 - len);
 		if (got < 0 && errno == EINTR)
@@ -536,7 +729,21 @@ static void ctl_serve_one(struct ctl *c, int fd)
 	char *nl = too_long ? NULL : memchr(buf, '\n', len);
 	if (nl)
 		len = (size_t)(nl - buf);
-	reply = ctl_handle(c->t, buf, too_long ? CTL_REQ_MAX + 1 : len);
+	if (!too_long)
+		buf[len] = '\0';
+	bool test;
+	if (!too_long && ctl_monitor_request(buf, len, &test)) {
+		json_object *err = ctl_monitor_begin(c, fd, test);
+		if (!err) {
+			free(buf);
+			return false;
+		}
+		const char *es = json_object_to_json_string_ext(err, JSON_C_TO_STRING_PLAIN);
+		reply = es ? strdup(es) : NULL;
+		json_object_put(err);
+	} else {
+		reply = ctl_handle(c->t, buf, too_long ? CTL_REQ_MAX + 1 : len);
+	}
 	if (reply) {
 		size_t n = strlen(reply), off = 0;
 		while (off < n) {
@@ -554,6 +761,7 @@ static void ctl_serve_one(struct ctl *c, int fd)
 out:
 	free(reply);
 	free(buf);
+	return true;
 }
 
 static void *ctl_main(void *arg)
@@ -576,8 +784,8 @@ static void *ctl_main(void *arg)
 		int fd = accept4(c->fd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd < 0)
 			continue;
-		ctl_serve_one(c, fd);
-		close(fd);
+		if (ctl_serve_one(c, fd))
+			close(fd);
 	}
 	return NULL;
 }
@@ -680,6 +888,15 @@ void ctl_stop(struct ctl *c)
 		/* A full pipe already says stop. */
 	}
 	pthread_join(c->thread, NULL);
+	for (unsigned i = 0; i < CTL_MONITORS_MAX; i++) {
+		struct ctl_monitor *m = &c->mon[i];
+		if (!m->used)
+			continue;
+		atomic_store(&m->stop, true);
+		ctl_evq_close(&m->q);
+		shutdown(m->fd, SHUT_RDWR); /* a send blocked on the client ends */
+		ctl_monitor_end(m);
+	}
 	close(c->fd);
 	close(c->stop_pipe[0]);
 	close(c->stop_pipe[1]);

@@ -8,8 +8,12 @@
  * write side); the server answers with one JSON object and a newline,
  * then closes.  Requests: {"op":"detail"}, {"op":"fail","member":SPEC},
  * {"op":"remove","member":SPEC}, {"op":"add","member":SPEC[,"force":true]
- * [,"array":"md/NAME"]}.  Replies carry "ok": true (and, for detail,
- * "export" and "arrays"), or "ok": false and "error": a message.
+ * [,"array":"md/NAME"]}, {"op":"monitor"[,"test":true]}.  Replies carry "ok": true (and, for
+ * detail, "export" and "arrays"), or "ok": false and "error": a message.
+ *
+ * monitor is answered {"ok":true,"monitor":true} and then streams md
+ * events (ctl/events.h), one JSON object a line, until the client hangs
+ * up or the server stops; with "test" every array sends a TestMessage.
  *
  * Requests are served one at a time by the control's own thread; each
  * management call takes the md array's locks (md.h), so NBD I/O goes on
@@ -20,6 +24,7 @@
 
 #include "core/vol.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define CTL_REQ_MAX (64u << 10)
@@ -43,7 +48,11 @@ struct ctl;
  * -errno with err_set(). */
 int ctl_start(const char *path, const struct ctl_target *t, struct ctl **out);
 
-/* Stop (after the request being served, if any), remove the socket. */
+/* TestMessage for every md array of t (mdadm --monitor --test). */
+void ctl_events_test(const struct ctl_target *t);
+
+/* Stop (after the request being served, if any; monitors too), remove
+ * the socket. */
 void ctl_stop(struct ctl *c);
 
 /* Answer one request (len bytes, not NUL-terminated): the reply as a
@@ -57,5 +66,11 @@ char *ctl_handle(const struct ctl_target *t, const char *req, size_t len);
  * no reply came (no server there, the connection broke, not JSON). */
 struct json_object;
 int ctl_request(const char *path, struct json_object *req, struct json_object **reply);
+
+/* Ask the server at path to stream events ({"op":"monitor"}, with "test"
+ * if test): *fd then reads them, one JSON object a line, until the
+ * server stops.  0, or -errno with err_set() detail (the server's error
+ * when it refused). */
+int ctl_monitor_open(const char *path, bool test, int *fd);
 
 #endif

@@ -444,6 +444,13 @@ struct md_member_info {
 	int role;        /* 0..raid_disks-1, or -1 (spare, faulty and replaced) */
 	int slot;        /* dev_number, or -1 for removed */
 	enum md_member_state state;
+	bool has_io;             /* io holds its role's counters (a member in a role) */
+	struct raid_io_stats io; /* raid.h: since it took the role */
+};
+
+/* An array's own I/O (its clients'), [0] reads, [1] writes. */
+struct md_io_totals {
+	uint64_t ops[2], bytes[2], errors;
 };
 
 struct md_array_info {
@@ -477,6 +484,8 @@ struct md_array_info {
 	unsigned active_devs, working_devs, failed_devs, spare_devs;
 	unsigned nmembers;
 	struct md_member_info *m; /* roles in order, then spares, then faulty */
+	struct md_io_totals io;
+	uint64_t now_ns; /* when the counters were read (CLOCK_MONOTONIC) */
 };
 
 /* Describe the md array v.  -EINVAL if v is not one. */

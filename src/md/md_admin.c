@@ -101,11 +101,15 @@ int md_array_info(struct vol *v, struct md_array_info *in)
 			in->spare_devs++;
 			md_info_add(in, mm->vol, (int)r, (int)mm->sb->dev_number,
 			            MD_MEMBER_REBUILDING);
+			in->m[in->nmembers - 1].has_io =
+			    raid_member_stats(a->raid, r, &in->m[in->nmembers - 1].io) == 0;
 		} else {
 			in->active_devs++;
 			in->working_devs++;
 			md_info_add(in, mm->vol, (int)r, (int)mm->sb->dev_number,
 			            MD_MEMBER_IN_SYNC);
+			in->m[in->nmembers - 1].has_io =
+			    raid_member_stats(a->raid, r, &in->m[in->nmembers - 1].io) == 0;
 		}
 	}
 	for (unsigned i = 0; i < a->nspare; i++) {
@@ -130,6 +134,8 @@ int md_array_info(struct vol *v, struct md_array_info *in)
 		md_info_add(in, mm->vol, -1, mm->sb ? (int)mm->sb->dev_number : -1,
 		            MD_MEMBER_FAULTY);
 	}
+	md_io_totals(a, &in->io);
+	in->now_ns = clock_now_ns();
 	in->checking = a->scrub.running;
 	in->check_repair = a->scrub.running ? a->scrub.repair : a->scrub.req == MD_CHECK_REPAIR;
 	in->check_pending = a->scrub.req != MD_CHECK_STOP;
@@ -227,6 +233,7 @@ int md_array_fail(struct vol *v, const char *member)
 			a->roles[sp.sb->dev_number] = MD_ROLE_FAULTY;
 		a->retired[a->nretired++] = sp;
 		log_warn("%s: spare %s marked faulty by request", a->vol.name, sp.vol->name);
+		md_ev(a, "FailSpare", &sp);
 		if (md_array_sync(a, atomic_load(&a->active)) < 0)
 			log_warn("%s: could not record the failure in any superblock", a->vol.name);
 		pthread_mutex_unlock(&a->lock);

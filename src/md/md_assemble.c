@@ -465,6 +465,12 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 			return r;
 		}
 	}
+	/* As mdadm --monitor sees an array appear: degraded, it says so. */
+	md_ev(a, "NewArray", NULL);
+	pthread_mutex_lock(&a->lock);
+	if (md_degraded(a))
+		md_ev(a, "DegradedArray", NULL);
+	pthread_mutex_unlock(&a->lock);
 	*out = &a->vol;
 	return 0;
 

@@ -8,6 +8,8 @@
  *   md_sync.c        resync at start, the background recovery and check
  *                    thread (speed limits: md_throttle.h)
  *   md_admin.c       info, fail, remove, add, check of a running array
+ *   md_events.c      the events of md_events.h, emitted where the others
+ *                    change the state (md_ev_*)
  * struct md_array holds one sub-struct per job; each is changed by its
  * file, under the array's lock unless a field says otherwise.  The files
  * call downwards only: assemble and admin -> vol -> sync -> state. */
@@ -49,6 +51,7 @@ struct md_rec {
 	bool running; /* with lock */
 	uint64_t from, t0_ns;
 	atomic_uint_fast64_t pos;
+	unsigned ev_next; /* the next RebuildNN to emit (the thread's) */
 };
 
 /* A check (md_array_check), run by the recovery thread when there is no
@@ -59,7 +62,8 @@ struct md_scrub {
 	atomic_bool stop;
 	atomic_uint_fast64_t pos; /* array bytes compared */
 	uint64_t t0_ns;
-	unsigned shown; /* mismatches logged (by the thread) */
+	unsigned shown;   /* mismatches logged (by the thread) */
+	unsigned ev_next; /* the next RebuildNN to emit (the thread's) */
 	bool ended, ended_repair;
 	int status;
 	struct raid_check_report rep;
@@ -68,13 +72,14 @@ struct md_scrub {
 /* The gate (md_io_*, md_vol.c): requests count themselves in in[] (a slot
  * per thread, so that threads do not share one counter's cache line);
  * while hold is set new ones wait at the door (md_array_remove takes a
- * member's vol away, which requests planned earlier could name). */
+ * member's vol away, which requests planned earlier could name).  The
+ * slots also count the array's own reads and writes (md_array_info's io). */
 struct md_gate {
 	struct {
 		atomic_int n;
 		atomic_uint ops; /* requests that entered: clients are busy */
-		char pad[56];
-	} in[MD_GATE_SLOTS];
+		atomic_uint_fast64_t done[2], bytes[2], errors; /* [0] reads, [1] writes */
+	} __attribute__((aligned(64))) in[MD_GATE_SLOTS];
 	atomic_bool hold;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -150,6 +155,17 @@ int md_rec_wake(struct md_array *a);
  * recovered that a write failed on are marked faulty. */
 void md_rec_stop(struct md_array *a);
 
+/* md_events.c: the events of md_events.h, each emitted once where its
+ * transition is.  md_ev: event for a (and mm's name, when mm).  A rebuild
+ * or check emits md_ev_progress_begin at its start (RebuildStarted; next
+ * is the first step above done/total), md_ev_progress as it goes
+ * (Rebuild20 ... Rebuild80, every step crossed once, in order) and
+ * md_ev_finished at its end (mismatch_cnt: a check's, in sectors). */
+void md_ev(struct md_array *a, const char *event, const struct md_member *mm);
+void md_ev_progress_begin(struct md_array *a, unsigned *next, uint64_t done, uint64_t total);
+void md_ev_progress(struct md_array *a, unsigned *next, uint64_t done, uint64_t total);
+void md_ev_finished(struct md_array *a, uint64_t mismatch_cnt);
+
 /* md_bitmap_load.c: a writable start of an array whose superblock fresh
  * records an internal bitmap: a->bm is kept from now on. */
 void md_bm_load(struct md_array *a, const struct md_super *fresh);
@@ -162,5 +178,7 @@ struct md_array *md_of(struct vol *v);
 /* Hold new requests at the gate and wait for those inside: 0 or -EBUSY. */
 int md_io_hold(struct md_array *a);
 void md_io_release(struct md_array *a);
+/* The array's own reads and writes so far (md_array_info). */
+void md_io_totals(struct md_array *a, struct md_io_totals *t);
 
 #endif

@@ -1,7 +1,8 @@
 /* md_state.c — a running md array's state in its superblocks: events,
  * the role table, active or clean (md_array_sync), written when the
  * array is first written to (md_mark_active) and when a member fails
- * (md_member_failed, the RAID vol's event).  The bottom of the running
+ * (md_member_failed, the RAID vol's event, which emits Fail and
+ * DegradedArray: md_events.h).  The bottom of the running
  * array's files (md_internal.h): it calls none of them. */
 #include "md_internal.h"
 #include "md_manage.h"
@@ -91,6 +92,10 @@ void md_member_failed(void *ctx, unsigned role, int err)
 	mm = &a->m[role];
 	pthread_mutex_lock(&a->lock);
 	if (!mm->failed) {
+		/* mdadm's names: Fail for a member that was in sync, FailSpare
+		 * for one being rebuilt; DegradedArray when this loss is what
+		 * leaves a role without an in-sync member. */
+		bool was_degraded = md_degraded(a), was_spare = mm->recovering;
 		mm->failed = true;
 		if (mm->sb && mm->sb->dev_number < MD_SB_MAX_DEV)
 			a->roles[mm->sb->dev_number] = MD_ROLE_FAULTY;
@@ -105,6 +110,9 @@ void md_member_failed(void *ctx, unsigned role, int err)
 				         a->vol.name);
 			}
 		}
+		md_ev(a, was_spare ? "FailSpare" : "Fail", mm);
+		if (!was_degraded)
+			md_ev(a, "DegradedArray", NULL);
 		if (a->scrub.running)
 			atomic_store(&a->scrub.stop, true); /* as md's: a failure ends it */
 		if (a->rec.started)

@@ -97,9 +97,12 @@ int md_resync(struct md_array *a)
 void md_rec_target_failed(struct md_array *a, unsigned role, int err)
 {
 	struct md_member *mm = &a->m[role];
+	bool first = !mm->failed; /* md_member_failed may have told already */
 
 	mm->recovering = false;
 	mm->failed = true;
+	if (first)
+		md_ev(a, "FailSpare", mm);
 	if (mm->sb->dev_number < MD_SB_MAX_DEV)
 		a->roles[mm->sb->dev_number] = MD_ROLE_FAULTY;
 	log_warn("%s: member %u (%s) failed while being recovered (%s): marked faulty, the "
@@ -208,6 +211,7 @@ static void md_rec_progress(void *ctx, uint64_t done)
 	struct md_array *a = ctx;
 
 	atomic_store(&a->rec.pos, done);
+	md_ev_progress(a, &a->rec.ev_next, done, a->rec.to);
 }
 
 static bool md_rec_failed(void *ctx)
@@ -306,6 +310,7 @@ static void md_rec_run(struct md_array *a)
 	md_sync_throttle(a, from, true, &a->rec.stop);
 	a->rec.t0_ns = t0;
 	atomic_store(&a->rec.pos, from);
+	md_ev_progress_begin(a, &a->rec.ev_next, from, a->rec.to);
 	pthread_mutex_unlock(&a->lock);
 
 	err_clear();
@@ -335,6 +340,8 @@ static void md_rec_run(struct md_array *a)
 	}
 	pthread_mutex_lock(&a->lock);
 	a->rec.running = false;
+	if (!stopped)
+		md_ev_finished(a, 0); /* stopped: it resumes at the next start */
 	bool any_failed = false, synced = false;
 	for (unsigned role = 0; end && role < a->n; role++) {
 		if (end[role] < 0) {
@@ -344,6 +351,7 @@ static void md_rec_run(struct md_array *a)
 			md_manage_recovery_done(a->m[role].sb);
 			a->m[role].recovering = false;
 			synced = true;
+			md_ev(a, "SpareActive", &a->m[role]);
 			log_info("%s: member %u (%s) is rebuilt and in sync (%.1f MiB in %.1f s, "
 			         "%.1f MiB/s)",
 			         a->vol.name, role, a->m[role].vol->name,
@@ -385,6 +393,7 @@ static int md_scrub_progress(void *ctx, uint64_t done)
 	struct md_array *a = ctx;
 
 	atomic_store(&a->scrub.pos, done);
+	md_ev_progress(a, &a->scrub.ev_next, done, a->vol.size);
 	/* The limits are per member, as md's are: the array bytes checked
 	 * so far in bytes of each member. */
 	md_sync_throttle(a,
@@ -407,6 +416,9 @@ static void md_scrub_run(struct md_array *a)
 	a->scrub.shown = 0;
 	a->scrub.t0_ns = clock_now_ns();
 	atomic_store(&a->scrub.pos, 0);
+	/* mdadm sees a check as it sees a rebuild: RebuildStarted ...
+	 * RebuildFinished, with the mismatches found. */
+	md_ev_progress_begin(a, &a->scrub.ev_next, 0, a->vol.size);
 	md_sync_throttle(a, 0, true, &a->scrub.stop);
 	pthread_mutex_unlock(&a->lock);
 
@@ -435,6 +447,8 @@ static void md_scrub_run(struct md_array *a)
 	a->scrub.status = r;
 	a->scrub.rep = rep;
 	atomic_store(&a->scrub.stop, false);
+	if (!atomic_load(&a->rec.stop))
+		md_ev_finished(a, r == 0 ? rep.mismatched >> 9 : 0); /* md's mismatch_cnt */
 }
 
 static void *md_rec_main(void *arg)

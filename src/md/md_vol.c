@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static struct md_array *to_md(struct vol *v)
@@ -49,6 +50,34 @@ static void md_io_enter(struct md_array *a)
 		while (atomic_load(&a->gate.hold))
 			pthread_cond_wait(&a->gate.cond, &a->gate.lock);
 		pthread_mutex_unlock(&a->gate.lock);
+	}
+}
+
+/* The array's own counters, in this thread's slot (write: which op). */
+static void md_io_count(struct md_array *a, bool write, uint64_t len, int r)
+{
+	unsigned slot = md_io_slot();
+	const memory_order rx = memory_order_relaxed;
+
+	if (r < 0) {
+		atomic_fetch_add_explicit(&a->gate.in[slot].errors, 1, rx);
+		return;
+	}
+	atomic_fetch_add_explicit(&a->gate.in[slot].done[write], 1, rx);
+	atomic_fetch_add_explicit(&a->gate.in[slot].bytes[write], len, rx);
+}
+
+void md_io_totals(struct md_array *a, struct md_io_totals *t)
+{
+	memset(t, 0, sizeof(*t));
+	for (unsigned i = 0; i < MD_GATE_SLOTS; i++) {
+		t->errors += atomic_load_explicit(&a->gate.in[i].errors, memory_order_relaxed);
+		for (unsigned w = 0; w < 2; w++) {
+			t->ops[w] +=
+			    atomic_load_explicit(&a->gate.in[i].done[w], memory_order_relaxed);
+			t->bytes[w] +=
+			    atomic_load_explicit(&a->gate.in[i].bytes[w], memory_order_relaxed);
+		}
 	}
 }
 
@@ -165,14 +194,18 @@ static int md_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
 {
 	struct md_array *a = to_md(v);
 	md_io_enter(a);
-	return md_io_leave(a, a->raid->ops->read(a->raid, buf, len, off));
+	int r = a->raid->ops->read(a->raid, buf, len, off);
+	md_io_count(a, false, len, r);
+	return md_io_leave(a, r);
 }
 
 static int md_view(struct vol *v, uint64_t len, uint64_t off, vol_view_fn fn, void *arg)
 {
 	struct md_array *a = to_md(v);
 	md_io_enter(a);
-	return md_io_leave(a, vol_view(a->raid, len, off, fn, arg));
+	int r = vol_view(a->raid, len, off, fn, arg);
+	md_io_count(a, false, len, r);
+	return md_io_leave(a, r);
 }
 
 static int md_extents(struct vol *v, uint64_t len, uint64_t off, vol_extent_fn fn, void *arg)
@@ -210,7 +243,10 @@ static int md_change(struct vol *v, enum md_change_op op, const void *buf, uint6
 		}
 		r = md_bm_end(a, off, len, r);
 	}
-	return md_io_leave(a, md_failure_recorded(a, r));
+	r = md_failure_recorded(a, r);
+	if (op == MD_WRITE)
+		md_io_count(a, true, len, r);
+	return md_io_leave(a, r);
 }
 
 static int md_write(struct vol *v, const void *buf, uint64_t len, uint64_t off, unsigned flags)
@@ -288,6 +324,7 @@ static void md_close(struct vol *v)
 		vol_close(a->spare[i].vol);
 	for (unsigned i = 0; i < a->nretired; i++)
 		vol_close(a->retired[i].vol);
+	md_ev(a, "DeviceDisappeared", NULL);
 	md_free(a);
 }
 

@@ -46,6 +46,17 @@ static struct raid_array *raid_array_of(struct vol *v)
 	return v->ops == &raid_ops ? to_raid(v) : NULL;
 }
 
+int raid_member_stats(struct vol *array, unsigned role, struct raid_io_stats *out)
+{
+	struct raid_array *a = raid_array_of(array);
+
+	if (!a) {
+		memset(out, 0, sizeof(*out));
+		return -EINVAL;
+	}
+	return raid_array_member_stats(a, role, out);
+}
+
 int raid_fail_member(struct vol *array, unsigned role)
 {
 	struct raid_array *a = to_raid(array);
@@ -351,6 +362,7 @@ static void raid_close(struct vol *v)
 	pthread_cond_destroy(&a->rec.cond);
 	if (a->lvl->stop)
 		a->lvl->stop(a);
+	raid_stats_free(a);
 	free(a->m);
 	vol_fini(v);
 	free(a);
@@ -394,7 +406,10 @@ static int raid_view(struct vol *v, uint64_t len, uint64_t off, vol_view_fn fn, 
 		if (pick < 0)
 			return -EIO;
 		struct raid_view rv = {fn, arg, off, loc[pick].off};
-		r = vol_view(a->m[loc[pick].role].vol, n, loc[pick].off, raid_view_piece, &rv);
+		struct raid_member *m = &a->m[loc[pick].role];
+		uint64_t t0 = raid_io_begin(m);
+		r = vol_view(m->vol, n, loc[pick].off, raid_view_piece, &rv);
+		raid_io_end(m, false, n, t0, r);
 		off += n;
 		len -= n;
 	}
@@ -544,6 +559,11 @@ int raid_open(const struct raid_geom *g, struct vol **members, const struct raid
 	r = -ENOMEM;
 	if (!a->m)
 		goto out_priv;
+	if (raid_stats_alloc(a) < 0) {
+		raid_stats_free(a);
+		free(a->m);
+		goto out_priv;
+	}
 	pthread_mutex_init(&a->fail_lock, NULL);
 	pthread_mutex_init(&a->rec.lock, NULL);
 	pthread_cond_init(&a->rec.cond, NULL);
@@ -605,6 +625,7 @@ out_lock:
 	pthread_mutex_destroy(&a->fail_lock);
 	pthread_mutex_destroy(&a->rec.lock);
 	pthread_cond_destroy(&a->rec.cond);
+	raid_stats_free(a);
 	free(a->m);
 out_priv:
 	lvl->free(a->priv);

@@ -93,6 +93,34 @@ int raid_fail_member(struct vol *array, unsigned role);
  * not ended within 10 s), -ENOENT if the array does not hold it. */
 int raid_detach_member(struct vol *array, struct vol *member);
 
+/* ---- per-member I/O counters (raid_member.c) ----
+ * Every transfer the engine makes on a member (client I/O, read-ahead,
+ * write-behind, parity reads, a check's or a rebuild's reads) is counted
+ * by the thread that made it in its own lane of the member's counters
+ * (plain relaxed stores on lines no other thread writes; threads beyond
+ * the 63 that own a lane at a time share a last one, with atomic adds),
+ * so the counters add no shared cache line to the I/O path; busy time is
+ * a count of transfers in flight on the member's own line. */
+#define RAID_LAT_BUCKETS 24 /* log2 histogram: bucket 0 < 1 us, k: [2^(k-1), 2^k) us */
+
+struct raid_io_stats {
+	uint64_t ops[2];                   /* completed without error: [0] reads, [1] writes */
+	uint64_t bytes[2];                 /* their bytes */
+	uint64_t errors;                   /* transfers that failed */
+	unsigned inflight;                 /* transfers on it now */
+	uint64_t busy_ns;                  /* time with at least one transfer on it */
+	uint64_t lat[2][RAID_LAT_BUCKETS]; /* latency histograms, by op */
+};
+
+/* role's counters since the array opened (or since the member now in the
+ * role joined it).  0, or -EINVAL for a vol that is not a RAID vol or a
+ * role out of range. */
+int raid_member_stats(struct vol *array, unsigned role, struct raid_io_stats *out);
+
+/* The latency, in microseconds, under which fraction p (0..1) of the
+ * hist's transfers fall: the upper bound of that bucket (0 when empty). */
+uint64_t raid_lat_percentile(const uint64_t hist[RAID_LAT_BUCKETS], double p);
+
 /* Read-ahead for sequential streams on mirrors and stripes: mode 0 (the
  * default) engages it for streams on members slower than ~1 GiB/s, 1
  * engages it for every read (tests), -1 turns it off.  -ENOTSUP if the

@@ -44,9 +44,9 @@ static int raid_check_xfer(struct raid_member *m, bool write, char *buf, uint64_
 	if (atomic_load(&m->failed))
 		r = -ENODEV;
 	else if (write)
-		r = m->vol->ops->write(m->vol, buf, len, off, 0);
+		r = raid_member_write(m, buf, len, off, 0, UINT64_MAX);
 	else
-		r = m->vol->ops->read(m->vol, buf, len, off);
+		r = raid_member_read(m, buf, len, off, UINT64_MAX);
 	atomic_fetch_sub(&m->inflight, 1);
 	return r;
 }

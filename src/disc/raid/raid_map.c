@@ -51,15 +51,10 @@ struct raid_req {
  * the copy delays the transfer more than the extra requests cost.) */
 static void raid_group_xfer(struct raid_req *q, struct raid_member *m, struct raid_sub *s)
 {
-	struct vol *v = m->vol;
-	uint64_t t0 = s->len >= (64u << 10) ? clock_now_ns() : 0;
-
 	if (q->op == RAID_READ)
-		s->err = v->ops->read(v, s->buf, s->len, s->off);
+		s->err = raid_member_read(m, s->buf, s->len, s->off, 64u << 10);
 	else
-		s->err = v->ops->write(v, s->buf, s->len, s->off, q->flags);
-	if (t0 && s->err == 0)
-		raid_note_speed(m, clock_now_ns() - t0, s->len);
+		s->err = raid_member_write(m, s->buf, s->len, s->off, q->flags, 64u << 10);
 }
 
 /* Run one member's group of sub-requests in order.  After an error on a
@@ -303,8 +298,8 @@ int raid_read_members(struct raid_array *a, char *buf, uint64_t len, uint64_t of
 					break;
 				}
 				x->tried |= 1u << c;
-				struct vol *v = a->m[loc[c].role].vol;
-				err = v->ops->read(v, buf + (x->aoff - off), x->len, loc[c].off);
+				err = raid_member_read(&a->m[loc[c].role], buf + (x->aoff - off),
+				                       x->len, loc[c].off, UINT64_MAX);
 				if (err == 0 || raid_err_is_request(err))
 					break;
 				raid_member_fail(a, loc[c].role, err, false);

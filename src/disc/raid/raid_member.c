@@ -2,6 +2,9 @@
  * errors are the request's and which the member's, and the one transition
  * live -> failed (raid_member_fail), with the redundancy rule it applies.
  *
+ * It also keeps each member's I/O counters (raid.h), which every transfer
+ * on a member passes through (raid_member_read/write, raid_io_begin/end).
+ *
  * The bottom of the engine (raid_types.h has the types): the fan-out
  * (raid_map.c), the parity path (raid_parity.c) and the stages above them
  * fail members through here; a stage that must hear of a failure
@@ -11,6 +14,9 @@
 #include "core/log.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 void raid_note_speed(struct raid_member *m, uint64_t ns, uint64_t len)
@@ -115,4 +121,211 @@ void raid_rec_target_failed(struct raid_array *a, unsigned role, int err)
 	if (atomic_compare_exchange_strong(&a->m[role].rec_err, &zero, err < 0 ? err : -EIO))
 		log_warn("%s: member %u (%s), being recovered, failed: %s", a->vol.name, role,
 		         a->m[role].vol->name, strerror(err < 0 ? -err : EIO));
+}
+
+/* ---- I/O counters (raid.h) ---- */
+
+/* Lanes: a thread owns one of the first RAID_STAT_LANES - 1 while it
+ * lives (given back at its exit, for the next thread), and only its
+ * owner writes it, with plain relaxed stores; threads beyond share the
+ * last lane, with atomic adds. */
+#define RAID_LANE_SHARED (RAID_STAT_LANES - 1)
+static atomic_uint_fast64_t raid_lanes_taken; /* bit i: lane i owned */
+static pthread_key_t raid_lane_key;
+static pthread_once_t raid_lane_once = PTHREAD_ONCE_INIT;
+static _Thread_local int raid_lane_mine = -1;
+
+static void raid_lane_give_back(void *v)
+{
+	uint64_t bit = 1ull << ((uintptr_t)v - 1);
+
+	atomic_fetch_and(&raid_lanes_taken, ~bit);
+}
+
+static void raid_lane_init(void)
+{
+	if (pthread_key_create(&raid_lane_key, raid_lane_give_back) != 0)
+		atomic_store(&raid_lanes_taken, ~0ull); /* no key: all share */
+}
+
+static unsigned raid_lane(void)
+{
+	if (raid_lane_mine >= 0)
+		return (unsigned)raid_lane_mine;
+	pthread_once(&raid_lane_once, raid_lane_init);
+	uint64_t t = atomic_load(&raid_lanes_taken);
+	int lane = RAID_LANE_SHARED;
+	for (;;) {
+		uint64_t free = ~t & ((1ull << RAID_LANE_SHARED) - 1);
+		if (!free)
+			break;
+		int i = __builtin_ctzll(free);
+		if (atomic_compare_exchange_weak(&raid_lanes_taken, &t, t | 1ull << i)) {
+			if (pthread_setspecific(raid_lane_key, (void *)(uintptr_t)(i + 1)) == 0)
+				lane = i;
+			else
+				raid_lane_give_back((void *)(uintptr_t)(i + 1));
+			break;
+		}
+	}
+	raid_lane_mine = lane;
+	return (unsigned)lane;
+}
+
+/* Add n to a lane's counter: the owner's plain store, or an atomic add
+ * on the shared lane. */
+static inline void raid_lane_add(atomic_uint_fast64_t *c, uint64_t n, bool shared)
+{
+	if (shared)
+		atomic_fetch_add_explicit(c, n, memory_order_relaxed);
+	else
+		atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+		                      memory_order_relaxed);
+}
+
+static unsigned raid_lat_bucket(uint64_t ns)
+{
+	uint64_t us = ns / 1000;
+	unsigned b = us ? 64 - (unsigned)__builtin_clzll(us) : 0;
+
+	return b < RAID_LAT_BUCKETS ? b : RAID_LAT_BUCKETS - 1;
+}
+
+uint64_t raid_io_begin(struct raid_member *m)
+{
+	uint64_t t0 = clock_now_ns();
+
+	/* The member's own line, which its in-flight count dirties anyway. */
+	if (atomic_fetch_add(&m->active, 1) == 0)
+		atomic_store_explicit(&m->busy_since, t0, memory_order_relaxed);
+	return t0;
+}
+
+uint64_t raid_io_end(struct raid_member *m, bool write, uint64_t len, uint64_t t0, int err)
+{
+	uint64_t t1 = clock_now_ns();
+	uint64_t since = atomic_load_explicit(&m->busy_since, memory_order_relaxed);
+	unsigned lane = raid_lane();
+	struct raid_stat_lane *l = &m->lanes[lane];
+	bool shared = lane == RAID_LANE_SHARED;
+
+	if (err == 0) {
+		raid_lane_add(&l->ops[write], 1, shared);
+		raid_lane_add(&l->bytes[write], len, shared);
+		raid_lane_add(&l->lat[write][raid_lat_bucket(t1 - t0)], 1, shared);
+	} else {
+		raid_lane_add(&l->errors, 1, shared);
+	}
+	/* since was read before leaving: the busy period it began is this
+	 * one, even if another transfer begins the next one at once. */
+	if (atomic_fetch_sub(&m->active, 1) == 1 && t1 > since)
+		atomic_fetch_add_explicit(&m->busy_ns, t1 - since, memory_order_relaxed);
+	return t1;
+}
+
+int raid_member_read(struct raid_member *m, void *buf, uint64_t len, uint64_t off,
+                     uint64_t speed_min)
+{
+	struct vol *v = m->vol;
+	uint64_t t0 = raid_io_begin(m);
+	int r = v->ops->read(v, buf, len, off);
+	uint64_t t1 = raid_io_end(m, false, len, t0, r);
+
+	if (r == 0 && len >= speed_min)
+		raid_note_speed(m, t1 - t0, len);
+	return r;
+}
+
+int raid_member_write(struct raid_member *m, const void *buf, uint64_t len, uint64_t off,
+                      unsigned flags, uint64_t speed_min)
+{
+	struct vol *v = m->vol;
+	uint64_t t0 = raid_io_begin(m);
+	int r = v->ops->write(v, buf, len, off, flags);
+	uint64_t t1 = raid_io_end(m, true, len, t0, r);
+
+	if (r == 0 && len >= speed_min)
+		raid_note_speed(m, t1 - t0, len);
+	return r;
+}
+
+int raid_stats_alloc(struct raid_array *a)
+{
+	for (unsigned i = 0; i < a->n; i++) {
+		a->m[i].lanes = aligned_alloc(64, RAID_STAT_LANES * sizeof(struct raid_stat_lane));
+		if (!a->m[i].lanes)
+			return -ENOMEM;
+		raid_stats_reset(&a->m[i]);
+	}
+	return 0;
+}
+
+void raid_stats_free(struct raid_array *a)
+{
+	for (unsigned i = 0; a->m && i < a->n; i++) {
+		free(a->m[i].lanes);
+		a->m[i].lanes = NULL;
+	}
+}
+
+/* Atomic stores, not memset: a transfer on the member that left may
+ * still be counting. */
+void raid_stats_reset(struct raid_member *m)
+{
+	for (unsigned i = 0; i < RAID_STAT_LANES; i++) {
+		struct raid_stat_lane *l = &m->lanes[i];
+		atomic_store_explicit(&l->errors, 0, memory_order_relaxed);
+		for (unsigned w = 0; w < 2; w++) {
+			atomic_store_explicit(&l->ops[w], 0, memory_order_relaxed);
+			atomic_store_explicit(&l->bytes[w], 0, memory_order_relaxed);
+			for (unsigned b = 0; b < RAID_LAT_BUCKETS; b++)
+				atomic_store_explicit(&l->lat[w][b], 0, memory_order_relaxed);
+		}
+	}
+	atomic_store(&m->busy_ns, 0);
+}
+
+int raid_array_member_stats(struct raid_array *a, unsigned role, struct raid_io_stats *out)
+{
+	struct raid_member *m;
+
+	memset(out, 0, sizeof(*out));
+	if (role >= a->n)
+		return -EINVAL;
+	m = &a->m[role];
+	for (unsigned i = 0; i < RAID_STAT_LANES; i++) {
+		const struct raid_stat_lane *l = &m->lanes[i];
+		out->errors += atomic_load_explicit(&l->errors, memory_order_relaxed);
+		for (unsigned w = 0; w < 2; w++) {
+			out->ops[w] += atomic_load_explicit(&l->ops[w], memory_order_relaxed);
+			out->bytes[w] += atomic_load_explicit(&l->bytes[w], memory_order_relaxed);
+			for (unsigned b = 0; b < RAID_LAT_BUCKETS; b++)
+				out->lat[w][b] +=
+				    atomic_load_explicit(&l->lat[w][b], memory_order_relaxed);
+		}
+	}
+	int active = atomic_load(&m->active);
+	out->inflight = active > 0 ? (unsigned)active : 0;
+	out->busy_ns = atomic_load(&m->busy_ns);
+	if (active > 0) {
+		uint64_t now = clock_now_ns(), since = atomic_load(&m->busy_since);
+		out->busy_ns += now > since ? now - since : 0;
+	}
+	return 0;
+}
+
+uint64_t raid_lat_percentile(const uint64_t hist[RAID_LAT_BUCKETS], double p)
+{
+	uint64_t total = 0, seen = 0;
+
+	for (unsigned b = 0; b < RAID_LAT_BUCKETS; b++)
+		total += hist[b];
+	if (!total)
+		return 0;
+	for (unsigned b = 0; b < RAID_LAT_BUCKETS; b++) {
+		seen += hist[b];
+		if ((double)seen >= p * (double)total)
+			return 1ull << b; /* bucket b ends at 2^b us */
+	}
+	return 1ull << (RAID_LAT_BUCKETS - 1);
 }

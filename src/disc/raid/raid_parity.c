@@ -114,9 +114,8 @@ struct parity_read {
 static int parity_read_one(void *arg, unsigned i)
 {
 	struct parity_read *x = arg;
-	struct vol *v = x->a->m[x->role[i]].vol;
-
-	x->err[i] = v->ops->read(v, x->bufs + i * x->len, x->len, x->moff);
+	x->err[i] = raid_member_read(&x->a->m[x->role[i]], x->bufs + i * x->len, x->len, x->moff,
+	                             UINT64_MAX);
 	return 0;
 }
 
@@ -401,16 +400,12 @@ static int parity_io_one(void *arg, unsigned i)
 	struct parity_ios *x = arg;
 	struct parity_io *io = &x->io[i];
 	struct raid_member *m = &x->a->m[io->role];
-	struct vol *v = m->vol;
+
 	/* Timed, as raid_map.c times its transfers: write-behind engages only on
 	 * members measured slow, and a RAID5/6 that is only written would
 	 * otherwise never be measured. */
-	uint64_t t0 = io->len >= (64u << 10) ? clock_now_ns() : 0;
-
-	io->err = x->write ? v->ops->write(v, io->buf, io->len, io->moff, x->flags)
-	                   : v->ops->read(v, (char *)io->buf, io->len, io->moff);
-	if (t0 && io->err == 0)
-		raid_note_speed(m, clock_now_ns() - t0, io->len);
+	io->err = x->write ? raid_member_write(m, io->buf, io->len, io->moff, x->flags, 64u << 10)
+	                   : raid_member_read(m, (char *)io->buf, io->len, io->moff, 64u << 10);
 	return 0;
 }
 

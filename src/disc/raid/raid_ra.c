@@ -331,10 +331,7 @@ static int raid_ra_read_part(struct raid_array *a, struct raid_ra_slot *s, uint6
 				break;
 			}
 			first = false;
-			uint64_t t0 = clock_now_ns();
-			r = v->ops->read(v, s->buf + run->pos + (at - run->moff), n, at);
-			if (!r)
-				raid_note_speed(m, clock_now_ns() - t0, n);
+			r = raid_member_read(m, s->buf + run->pos + (at - run->moff), n, at, 0);
 			at += n;
 			atomic_store(&m->last_end, at);
 		}

@@ -184,9 +184,8 @@ struct rb_mread {
 static int rb_mread_one(void *arg, unsigned i)
 {
 	struct rb_mread *x = arg;
-	struct vol *v = x->rb->a->m[x->role[i]].vol;
-
-	x->err[i] = v->ops->read(v, x->buf + i * x->rb->piece, x->len, x->off);
+	x->err[i] = raid_member_read(&x->rb->a->m[x->role[i]], x->buf + i * x->rb->piece, x->len,
+	                             x->off, UINT64_MAX);
 	return 0;
 }
 
@@ -287,8 +286,8 @@ static int rb10_lane(void *arg, unsigned i)
 
 	for (unsigned k = x->first[i]; k < x->first[i + 1] && !x->err[i]; k++) {
 		struct rb10_item *it = &x->item[k];
-		struct vol *v = x->rb->a->m[it->role].vol;
-		x->err[i] = v->ops->read(v, it->dst, it->len, it->moff);
+		x->err[i] = raid_member_read(&x->rb->a->m[it->role], it->dst, it->len, it->moff,
+		                             UINT64_MAX);
 	}
 	return 0;
 }
@@ -389,7 +388,14 @@ static int rb_write_target(const struct rb *rb, unsigned k, const char *buf, uin
 {
 	unsigned role = rb->role[k];
 	struct vol *v = rb->targets[role];
+	/* Counted as the role's writes when the target is the role's member
+	 * (online); offline the target is only the rebuild's. */
+	struct raid_member *m = rb->a->m[role].vol == v ? &rb->a->m[role] : NULL;
+	uint64_t t0 = m ? raid_io_begin(m) : 0;
 	int r = vol_write(v, buf, len, off, 0);
+
+	if (m)
+		raid_io_end(m, true, len, t0, r);
 
 	if (r == 0)
 		return 0;

@@ -60,6 +60,8 @@ int raid_recovery_begin(struct raid_array *a, unsigned role, struct vol *target,
 		a->retired = nr;
 		a->retired[a->nretired++] = a->m[role].vol;
 	}
+	if (a->m[role].vol != target)
+		raid_stats_reset(&a->m[role]); /* the role's counters are its member's */
 	a->m[role].vol = target;
 	atomic_store(&a->m[role].rec_err, 0);
 	atomic_store(&a->m[role].ns_per_mib, 0);

@@ -284,10 +284,7 @@ static int raid_wb_write_part(struct raid_array *a, struct raid_wb_slot *s, unsi
 			uint64_t n = run->moff + run->len - at;
 			if (n > v->block_max)
 				n = v->block_max;
-			uint64_t t0 = clock_now_ns();
-			r = v->ops->write(v, s->buf + run->pos + (at - run->moff), n, at, 0);
-			if (!r)
-				raid_note_speed(m, clock_now_ns() - t0, n);
+			r = raid_member_write(m, s->buf + run->pos + (at - run->moff), n, at, 0, 0);
 			at += n;
 			atomic_store(&m->last_end, at);
 		}
