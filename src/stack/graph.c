@@ -317,7 +317,9 @@ static int layer_md(struct stack_graph *g, unsigned bit)
 		}
 		for (int j = 0; j < k; j++) {
 			struct stack_node *nd = &g->node[from[j]];
-			r = slice_open(nd->vol, 0, nd->vol->size, false, nd->name, &members[j]);
+			/* Named as the vol is (a member: "fault:a.img", not the
+			 * spec with its options): md shows and matches it so. */
+			r = slice_open(nd->vol, 0, nd->vol->size, false, nd->vol->name, &members[j]);
 			if (r < 0) {
 				while (j-- > 0)
 					vol_close(members[j]);

@@ -33,7 +33,7 @@ with open("$tmp/syslog.txt", "w") as f:
         pass
 PY
 for _ in \$(seq 100); do [ -S /dev/log ] && break; sleep 0.05; done
-"$URAID" serve --syslog --test --run 'nbdcopy "$tmp/d" "\$uri"' "$tmp/s.0" "fault:after=20:$tmp/s.1"
+"$URAID" serve --syslog --test --run 'nbdcopy "$tmp/d" "\$uri"' "$tmp/s.0" "fault:after=40:$tmp/s.1"
 wait
 EOF2
 timeout 60 unshare -m sh "$tmp/inner.sh" 2> "$tmp/serve.log" || fail "serve: $(cat "$tmp/serve.log")"
