@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "ctl/control.h"
 #include "stack/passphrase.h"
+#include "stack/assume.h"
 #include "stack/graph.h"
 
 #include "core/log.h"
@@ -42,6 +43,7 @@ struct serve_args {
 	struct nbd_server_opts nbd;
 	const char *only[SERVE_MAX_EXPORTS]; /* --export NAME: serve only these */
 	unsigned nonly;
+	struct stack_assume *assume; /* --assume */
 };
 
 static struct nbd_server *serve_server; /* for the signal handler */
@@ -84,6 +86,11 @@ static void serve_usage(FILE *f)
 		"                         the crash may be wrong on the missing member); with\n"
 		"                         --readonly, take stale members into an array that\n"
 		"                         cannot start without them (mdadm --assemble --force)\n"
+		"  --assume GEOMETRY      build an array without metadata from the members:\n"
+		"                         level=5,chunk=64K,layout=left-symmetric,\n"
+		"                         order=c.img,a.img,b.img[,offset=SIZE][,size=SIZE]\n"
+		"                         (order: the members given, in role order; `missing`\n"
+		"                         for an absent one; needs --readonly; uraid detect)\n"
 		"  --no-rebuild           do not recover md members online (members being\n"
 		"                         rebuilt and spares are left out; `uraid rebuild`)\n"
 		"  --sync-speed-max RATE  md's speed_limit_max: online recoveries and checks\n"
@@ -298,7 +305,7 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 	enum { OPT_SOCKET = 256, OPT_PORT, OPT_BIND, OPT_RUN, OPT_STDIO, OPT_PIDFILE,
 	       OPT_DIRECT, OPT_KEYFILE, OPT_DEGRADED, OPT_THREADS, OPT_EXPORT, OPT_MAXCONN,
 	       OPT_HSTIMEOUT, OPT_TLS, OPT_TLS_PSK, OPT_TLS_CERTS, OPT_TLS_VERIFY, OPT_NOREBUILD, OPT_SYNCMIN, OPT_SYNCMAX,
-	       OPT_CONTROL, OPT_MAXHS, OPT_IDLE, OPT_BUFMEM, OPT_FORCE, OPT_ONLY };
+	       OPT_CONTROL, OPT_MAXHS, OPT_IDLE, OPT_BUFMEM, OPT_FORCE, OPT_ONLY, OPT_ASSUME };
 	static const struct option lo[] = {
 		{ "socket", required_argument, NULL, OPT_SOCKET },
 		{ "export", required_argument, NULL, OPT_ONLY },
@@ -314,6 +321,7 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 		{ "key-file", required_argument, NULL, OPT_KEYFILE },
 		{ "degraded", no_argument, NULL, OPT_DEGRADED },
 		{ "force", no_argument, NULL, OPT_FORCE },
+		{ "assume", required_argument, NULL, OPT_ASSUME },
 		{ "no-rebuild", no_argument, NULL, OPT_NOREBUILD },
 		{ "sync-speed-min", required_argument, NULL, OPT_SYNCMIN },
 		{ "sync-speed-max", required_argument, NULL, OPT_SYNCMAX },
@@ -332,6 +340,7 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	const char *assume = NULL;
 	unsigned u;
 	int c;
 	bool tls_set = false;
@@ -384,6 +393,9 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 		case OPT_FORCE:
 			a->stack.start_dirty_degraded = true;
 			a->stack.force_stale = true; /* taken only with --readonly */
+			break;
+		case OPT_ASSUME:
+			assume = optarg;
 			break;
 		case OPT_NOREBUILD:
 			a->stack.no_recovery = true;
@@ -529,6 +541,10 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 		fprintf(stderr, "uraid serve: say where to listen: --socket, --port, --run or --stdio\n");
 		return 2;
 	}
+	if (assume && cli_assume_open(assume, argv + optind, argc - optind, a->stack.readonly,
+	                              &a->assume) < 0)
+		return 2;
+	a->stack.assume = a->assume;
 	return 0;
 }
 
@@ -759,15 +775,19 @@ int cmd_serve(int argc, char **argv)
 	}
 	if (!a.use_stdio && !a.run_cmd && !a.foreground && act_fd < 0) {
 		ready_fd = serve_daemonize();
-		if (ready_fd < 0)
+		if (ready_fd < 0) {
+			stack_assume_free(a.assume);
 			return cli_fail("daemonize", ready_fd);
+		}
 	}
 	signal(SIGPIPE, SIG_IGN);
 
 	err_clear();
 	r = serve_open(&a, argv + first, argc - first, &sv);
-	if (r < 0)
+	if (r < 0) {
+		stack_assume_free(a.assume);
 		return cli_fail("serve", r);
+	}
 	top = sv.top ? sv.top : sv.ex[0].vol;
 	if (sv.top) {
 		a.nbd.description = top->name; /* what nbdinfo shows */
@@ -892,5 +912,6 @@ out:
 		rmdir(tmpdir);
 	if (pid_written)
 		unlink(a.pid_file);
+	stack_assume_free(a.assume);
 	return rc;
 }
