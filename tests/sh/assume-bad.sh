@@ -1,0 +1,88 @@
+#!/bin/bash
+# assume-bad.sh — `--assume` (an array without metadata, by hand) on bad
+# input: a missing key, a bad layout or level, order naming a member not
+# given (or leaving one out), more members missing than the level can
+# lose, offsets past the end, and a writable open: each a usage error (2)
+# saying what is wrong, nothing opened, no image changed.  Then the good
+# cases: a RAID5 built by `uraid create`, its superblocks zeroed, opened
+# with --assume whole and with a member missing (degraded), by serve and
+# probe, reads what was written.
+source "$SRCDIR/tests/sh/lib.sh"
+requires nbdcopy sha256sum
+cd "$tmp"
+userve() { timeout -k 5 60 "$URAID" serve "$@"; }
+sha() { sha256sum "$@" | cut -d' ' -f1 | paste -sd' '; }
+
+truncate -s 8M a.img b.img c.img
+"$URAID" create --level=5 --chunk=64K --assume-clean --force a.img b.img c.img >/dev/null
+off=$("$URAID" examine a.img | awk '/Data Offset/ { print $4 * 512 }')
+head -c 4M /dev/urandom > data.raw
+userve a.img b.img c.img --run 'nbdcopy data.raw "$uri"' 2>/dev/null
+for m in a.img b.img c.img; do
+    dd if=/dev/zero of=$m bs=4096 seek=1 count=1 conv=notrunc status=none
+done
+before=$(sha a.img b.img c.img)
+
+# expect_bad MESSAGE ARGS...: serve --readonly exits 2 saying MESSAGE
+expect_bad() {
+    local msg=$1 rc=0; shift
+    userve --readonly "$@" --run true >out.txt 2>err.txt || rc=$?
+    [ $rc = 2 ] || { cat err.txt >&2; fail "'$*' exit $rc, want 2"; }
+    grep -q -- "$msg" err.txt || { cat err.txt >&2; fail "'$*' does not say '$msg'"; }
+    [ "$(sha a.img b.img c.img)" = "$before" ] || fail "'$*' changed a member"
+}
+M=(a.img b.img c.img)
+expect_bad 'missing key level' --assume chunk=64K,order=a.img,b.img,c.img "${M[@]}"
+expect_bad 'missing key order' --assume level=5,chunk=64K "${M[@]}"
+expect_bad 'missing key chunk' --assume level=5,order=a.img,b.img,c.img "${M[@]}"
+expect_bad "raid5 has no layout 'left-sideways'" \
+    --assume level=5,chunk=64K,layout=left-sideways,order=a.img,b.img,c.img "${M[@]}"
+expect_bad "unknown level 'raid7'" --assume level=raid7,chunk=64K,order=a.img,b.img,c.img "${M[@]}"
+expect_bad "unknown key 'stripe'" --assume level=5,stripe=64K,order=a.img,b.img,c.img "${M[@]}"
+expect_bad "'b.img' is not key=value" --assume level=5,chunk=64K,b.img "${M[@]}"
+expect_bad 'not a power of two' --assume level=5,chunk=48K,order=a.img,b.img,c.img "${M[@]}"
+expect_bad 'order names x.img, which is not a member given' \
+    --assume level=5,chunk=64K,order=a.img,b.img,x.img "${M[@]}"
+expect_bad 'member c.img is not in order' --assume level=5,chunk=64K,order=a.img,b.img,missing "${M[@]}"
+expect_bad 'a.img is named twice' --assume level=5,chunk=64K,order=a.img,a.img,b.img a.img b.img
+expect_bad 'raid5 cannot run with 2 of 3 members missing' \
+    --assume level=5,chunk=64K,order=a.img,missing,missing a.img
+expect_bad 'raid0 cannot run with 1 of 3 members missing' \
+    --assume level=0,chunk=64K,order=a.img,b.img,missing a.img b.img
+expect_bad 'raid6 takes at least 4 members' --assume level=6,chunk=64K,order=a.img,b.img,c.img "${M[@]}"
+expect_bad 'bad offset' --assume level=5,chunk=64K,order=a.img,b.img,c.img,offset=1X "${M[@]}"
+# past the end: the open fails (1), saying which member
+rc=0
+userve --readonly --assume level=5,chunk=64K,order=a.img,b.img,c.img,offset=9M "${M[@]}" \
+    --run true 2>err.txt || rc=$?
+[ $rc = 1 ] && grep -q 'a.img: offset .* is past its end' err.txt ||
+    { cat err.txt >&2; fail "an offset past the end: exit $rc"; }
+# writable: refused, whatever else is right
+rc=0
+userve --assume level=5,chunk=64K,order=a.img,b.img,c.img,offset=$off "${M[@]}" --run true \
+    2>err.txt || rc=$?
+[ $rc = 2 ] && grep -q 'read-only only.*add --readonly' err.txt ||
+    { cat err.txt >&2; fail "a writable --assume was not refused (exit $rc)"; }
+rc=0
+"$URAID" probe --assume level=5,chunk=64K,order=a.img,b.img "${M[@]}" >/dev/null 2>err.txt || rc=$?
+[ $rc = 2 ] && grep -q 'member c.img is not in order' err.txt || fail "probe took a bad --assume"
+
+# the good cases: whole, and degraded (b.img missing: parity gives its chunks)
+want=$(sha data.raw)
+for order in a.img,b.img,c.img a.img,missing,c.img; do
+    members=(a.img b.img c.img)
+    [ $order = a.img,missing,c.img ] && members=(c.img a.img)
+    spec=level=raid5,chunk=64K,layout=left-symmetric,order=$order,offset=$off
+    userve --readonly --assume "$spec" "${members[@]}" --run 'nbdcopy "$uri" back.raw' 2>/dev/null
+    [ "$(head -c 4M back.raw | sha256sum | cut -d' ' -f1)" = "$want" ] ||
+        fail "--assume $order does not read what was written"
+    "$URAID" probe --assume "$spec" "${members[@]}" > probe.txt
+    grep -q '^└─assumed .* raid  *export .*raid5, 3 members.*assumed' probe.txt ||
+        { cat probe.txt; fail "probe --assume $order does not show the array"; }
+done
+# a size: the array is made of that much of each member
+spec=level=5,chunk=64K,order=a.img,b.img,c.img,offset=$off,size=2M
+got=$(userve --readonly --assume "$spec" "${M[@]}" --run 'nbdinfo --size "$uri"' 2>/dev/null)
+[ "$got" = $((4 * 1024 * 1024)) ] || fail "size=2M on 3 RAID5 members gives $got bytes, not 4 MiB"
+[ "$(sha a.img b.img c.img)" = "$before" ] || fail "an image changed"
+echo PASS

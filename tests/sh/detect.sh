@@ -1,0 +1,76 @@
+#!/bin/bash
+# detect.sh — arrays whose metadata is gone: uraid's own RAID0 and RAID5
+# (`uraid create`, every RAID5 layout over the cases, 3..6 members, chunks
+# 16K..512K) filled with an ext4 file system that mkfs.ext4 -d made of
+# real files, superblocks zeroed, members shuffled: `uraid detect` ranks
+# the creation parameters first, the `--assume` line it prints serves
+# what the array served before (sha256), and no image changes.  The
+# kernel-made arrays are detect-kernel.sh's.
+source "$SRCDIR/tests/sh/lib.sh"
+requires nbdcopy mkfs.ext4 jq sha256sum shuf
+"$URAID" help | grep -q '^  detect ' || { echo "SKIP: uraid detect missing"; exit 77; }
+cd "$tmp"
+userve() { timeout -k 5 120 "$URAID" serve "$@"; }
+
+# Real files: programs and text, 12 MiB of them (the smallest array holds 32).
+mkdir files
+total=0
+for f in /usr/bin/* /usr/share/common-licenses/*; do
+    [ -f "$f" ] && [ ! -L "$f" ] || continue
+    s=$(stat -c %s "$f")
+    [ "$s" -lt 1048576 ] && [ $((total + s)) -lt 10485760 ] || continue
+    cp "$f" files/ 2>/dev/null && total=$((total + s))
+done
+seq 1 300000 > files/numbers.txt
+
+# case LEVEL MEMBERS CHUNK LAYOUT MEMBER-SIZE
+detect_case() {
+    local level=$1 n=$2 chunk=$3 layout=$4 msize=$5 i m got want
+    local members=() lay=()
+    rm -f m*.img fs.raw
+    for ((i = 0; i < n; i++)); do members+=("m$i.img"); done
+    truncate -s "$msize" "${members[@]}"
+    [ "$level" = 5 ] && lay=(--layout="$layout")
+    "$URAID" create --level="$level" --chunk="$chunk" "${lay[@]}" --assume-clean --force \
+        "${members[@]}" >/dev/null
+    local off
+    off=$("$URAID" examine m0.img | awk '/Data Offset/ { print $4 * 512 }')
+    local size
+    size=$(userve --readonly "${members[@]}" --run 'nbdinfo --size "$uri"' 2>/dev/null)
+    truncate -s "$size" fs.raw
+    mkfs.ext4 -q -F -d files fs.raw
+    userve "${members[@]}" --run 'nbdcopy fs.raw "$uri"' 2>/dev/null
+    want=$(sha256sum < fs.raw | cut -d' ' -f1)
+    # the superblocks (v1.2: 4 KiB in) zeroed
+    for m in "${members[@]}"; do
+        dd if=/dev/zero of="$m" bs=4096 seek=1 count=1 conv=notrunc status=none
+    done
+    sha256sum m*.img > before.sum
+    mapfile -t shuffled < <(printf '%s\n' "${members[@]}" | shuf)
+    "$URAID" detect --json "${shuffled[@]}" > det.json ||
+        fail "raid$level n=$n chunk=$chunk $layout: detect failed"
+    local name="raid$level n=$n chunk=$chunk${lay:+ $layout}"
+    got=$(jq -r '.candidates[0] | "\(.level) \(.chunk) \(.layout) \(.offset) \(.order | join(","))"' det.json)
+    local lname=null
+    [ "$level" = 5 ] && lname=$layout
+    want_geom="$level $((${chunk%K} * 1024)) $lname $off $(IFS=,; echo "${members[*]}")"
+    [ "$got" = "$want_geom" ] || fail "$name: detect ranks first '$got', not '$want_geom'"
+    # the command it prints opens what was written
+    cmd=$(jq -r .command det.json)
+    case "$cmd" in "uraid serve --readonly --assume "*) ;; *) fail "$name: command '$cmd'" ;; esac
+    assume=$(jq -r '.candidates[0].assume' det.json)
+    userve --readonly --assume "$assume" "${shuffled[@]}" --run 'nbdcopy "$uri" back.raw' \
+        2>/dev/null
+    got=$(sha256sum < back.raw | cut -d' ' -f1)
+    [ "$got" = "$want" ] || fail "$name: the --assume export differs from what was written"
+    sha256sum -c --quiet before.sum || fail "$name: an image changed"
+    echo "ok $name: $(jq -r '"\(.scored) candidates in \(.seconds | . * 100 | floor / 100) s"' det.json)"
+}
+
+detect_case 0 3 16K - 24M
+detect_case 5 3 64K right-asymmetric 24M
+detect_case 5 4 128K left-asymmetric 32M
+detect_case 0 5 512K - 24M
+detect_case 5 5 32K right-symmetric 16M
+detect_case 5 6 256K left-symmetric 16M
+echo PASS
