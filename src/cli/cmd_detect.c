@@ -70,6 +70,8 @@ static void detect_evidence(const struct stack_detect_cand *c, char *out, size_t
 	                             c->boundaries);
 	if (at < len && c->signature)
 		at += (size_t)snprintf(out + at, len - at, "; %s at the start", c->signature);
+	if (at < len && c->starts)
+		at += (size_t)snprintf(out + at, len - at, "; the members' data starts here");
 	if (at < len && c->fs_checked)
 		snprintf(out + at, len - at, "; %d/%d backup superblocks in place", c->fs_found,
 		         c->fs_checked);
@@ -187,6 +189,8 @@ int cmd_detect(int argc, char **argv)
 			json_object_object_add(e, "signature",
 			                       cd->signature ? json_object_new_string(cd->signature)
 			                                     : NULL);
+			json_object_object_add(e, "data_starts",
+			                       json_object_new_boolean(cd->starts));
 			json_object_object_add(e, "backups_checked",
 			                       json_object_new_int(cd->fs_checked));
 			json_object_object_add(e, "backups_found",

@@ -248,7 +248,7 @@ static bool det_next_perm(unsigned *p, unsigned n)
 
 /* Pass 2 for one offset and chunk. */
 static int det_score_chunk(struct det *d, int level, uint64_t offset, uint32_t chunk,
-                           const char *const *sig, bool any_sig)
+                           const char *const *sig, bool any_sig, bool starts)
 {
 	unsigned n = d->n, ns = 0, nl = level == 5 ? 4 : 1;
 	uint64_t nstripes = (d->size - offset) / chunk, *st = NULL;
@@ -354,7 +354,8 @@ static int det_score_chunk(struct det *d, int level, uint64_t offset, uint32_t c
 			c.continuity = cnt ? sum / cnt : 0;
 			c.boundaries = cnt;
 			c.signature = sig[first];
-			c.score = c.continuity + (c.signature ? 1.0 : 0.0);
+			c.starts = starts;
+			c.score = c.continuity + (c.signature ? 1.0 : 0.0) + (starts ? 0.05 : 0.0);
 			det_keep(d, &c);
 		}
 	} while (det_next_perm(p, n));
@@ -469,6 +470,7 @@ int stack_detect(struct vol **m, unsigned n, unsigned keep, struct stack_detect_
 	uint64_t off[DET_MAX_OFFSETS], sigoff[DET_MAX_OFFSETS];
 	const char *sig[DET_MAX_OFFSETS][STACK_DETECT_MAX] = {{0}};
 	bool has[DET_MAX_OFFSETS] = {0};
+	uint64_t start = UINT64_MAX; /* where the first member's data starts */
 	unsigned no = 0, nsig = 0;
 	int r;
 
@@ -502,6 +504,8 @@ int stack_detect(struct vol **m, unsigned n, unsigned keep, struct stack_detect_
 			goto out;
 		if (at != UINT64_MAX)
 			det_add_offset(off, &no, at, d.size);
+		if (at < start)
+			start = at;
 	}
 	for (uint32_t c = DET_CHUNK_MIN; c <= DET_CHUNK_MAX; c <<= 1)
 		det_add_offset(off, &no, md_default_data_offset(d.size / 512, c / 1024) * 512,
@@ -521,7 +525,8 @@ int stack_detect(struct vol **m, unsigned n, unsigned keep, struct stack_detect_
 		if (nsig && !has[i])
 			continue;
 		for (uint32_t c = DET_CHUNK_MIN; c <= DET_CHUNK_MAX; c <<= 1) {
-			r = det_score_chunk(&d, rep->level, off[i], c, sig[i], has[i]);
+			r = det_score_chunk(&d, rep->level, off[i], c, sig[i], has[i],
+			                    off[i] == start);
 			if (r < 0)
 				goto out;
 		}

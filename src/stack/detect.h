@@ -10,12 +10,15 @@
  * real file data continues, chunks put together wrongly do not), with a
  * signature (file system, partition table, LVM, LUKS) at the array's start
  * and, for ext2/3/4, its backup superblocks where the geometry puts them as
- * evidence on top.  Reads only.  The result is an assume.h description. */
+ * evidence on top (and, to part offsets that only shift whole rows, a
+ * little for the offset where the members' data starts).  Reads only.  The result is an assume.h
+ * description. */
 #ifndef URAID_STACK_DETECT_H
 #define URAID_STACK_DETECT_H
 
 #include "disc/raid/raid.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define STACK_DETECT_MAX 8 /* members: every order of them is tried */
@@ -28,6 +31,8 @@ struct stack_detect_cand {
 	double continuity;                /* mean continuity, 0..1, over ... */
 	unsigned boundaries;              /* ... this many chunk boundaries with data */
 	const char *signature;            /* found at array offset 0, or NULL */
+	bool starts;                      /* offset is where the members' data starts
+	                                   * (all zero before it) */
 	int fs_checked, fs_found;         /* ext2/3/4 backup superblocks looked for, found */
 };
 
