@@ -42,7 +42,7 @@ for c in "5 128K right-asymmetric ext4" "0 64K - ext4" "5 64K left-symmetric tar
     got=$(jq -r '.candidates[0] | "\(.level) \(.chunk) \(.layout) \(.offset) \(.order | join(","))"' det.json)
     ok=no
     [ "$got" = "$want" ] && ok=yes
-    jq -r --arg c "raid$1 $2 ${3/-/} $4" --arg ok $ok \
+    jq -r --arg c "raid$1 $2 ${3#-} $4" --arg ok $ok \
         '"\($c)\t\(.scored)\t\(.seconds * 100 | floor / 100)\t\(.scored / .seconds | floor)\t\($ok)"' det.json |
         awk -F'\t' '{ printf "%-34s %10s %8s %10s %s\n", $1, $2, $3, $4, $5 }'
 done

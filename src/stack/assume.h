@@ -21,7 +21,8 @@ struct stack_assume {
 	struct raid_geom geom; /* level, layout, chunk, raid_disks; dev_size 0 */
 	uint64_t offset;       /* data offset on each member (offset=, default 0) */
 	uint64_t size;         /* bytes used on each member (size=), 0: the smallest
-	                        * member less offset, rounded down to the chunk */
+	                        * member less offset, rounded down to the chunk
+	                        * (linear and raid0: each member's own) */
 	char **order;          /* raid_disks member specs in role order, NULL for
 	                        * `missing` */
 	unsigned missing;      /* how many are */

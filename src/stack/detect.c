@@ -408,7 +408,10 @@ static void det_fs_check(struct vol *arr, struct stack_detect_cand *c)
 		bs = 1024ull << log;
 		if (det_le32(sb + 0x60) & 0x80) /* 64bit */
 			blocks |= (uint64_t)det_le32(sb + 0x150) << 32;
-		for (uint32_t g = 1; c->fs_checked < 16 && (uint64_t)g * bpg + first < blocks;
+		/* Groups up to 2^16 at most (sparse_super's 16th backup is in
+		 * group 2401): whatever the header says, a bounded walk. */
+		for (uint32_t g = 1;
+		     c->fs_checked < 16 && g < (1u << 16) && (uint64_t)g * bpg + first < blocks;
 		     g++) {
 			if (sparse2 ? (g != det_le32(sb + 0x24c) && g != det_le32(sb + 0x250))
 			            : !det_ext_backup(g, sparse))

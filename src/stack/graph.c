@@ -596,7 +596,8 @@ static int graph_assume(struct stack_graph *g, const struct stack_assume *as)
 		if (!as->order[k])
 			continue;
 		if (i < 0) {
-			r = err_set(-EINVAL, "--assume: order names %s, which is not a member given",
+			r = err_set(-EINVAL,
+			            "--assume: order names %s, which is not a member given",
 			            as->order[k]);
 			goto out;
 		}
@@ -623,10 +624,16 @@ static int graph_assume(struct stack_graph *g, const struct stack_assume *as)
 	geom.dev_size = size;
 	for (unsigned k = 0, j = 0; k < n; k++) {
 		struct stack_node *nd;
+		uint64_t len = size;
 		if (!as->order[k])
 			continue;
 		nd = &g->node[from[j++]];
-		r = slice_open(nd->vol, as->offset, size, false, nd->name, &m[k]);
+		/* linear and raid0 (md's zones) use each member whole */
+		if (!as->size && (geom.level == RAID_LEVEL_LINEAR || geom.level == 0)) {
+			len = nd->vol->size - as->offset;
+			len -= geom.chunk ? len % geom.chunk : 0;
+		}
+		r = slice_open(nd->vol, as->offset, len, false, nd->name, &m[k]);
 		if (r < 0)
 			goto out;
 	}

@@ -6,7 +6,7 @@
 # saying what is wrong, nothing opened, no image changed.  Then the good
 # cases: a RAID5 built by `uraid create`, its superblocks zeroed, opened
 # with --assume whole and with a member missing (degraded), by serve and
-# probe, reads what was written.
+# probe, reads what was written; a linear array of unequal members.
 source "$SRCDIR/tests/sh/lib.sh"
 requires nbdcopy sha256sum
 cd "$tmp"
@@ -85,4 +85,17 @@ spec=level=5,chunk=64K,order=a.img,b.img,c.img,offset=$off,size=2M
 got=$(userve --readonly --assume "$spec" "${M[@]}" --run 'nbdinfo --size "$uri"' 2>/dev/null)
 [ "$got" = $((4 * 1024 * 1024)) ] || fail "size=2M on 3 RAID5 members gives $got bytes, not 4 MiB"
 [ "$(sha a.img b.img c.img)" = "$before" ] || fail "an image changed"
+
+# linear of unequal members: each used whole from the offset
+truncate -s 4M l0.img
+truncate -s 6M l1.img
+"$URAID" create --level=linear --force l0.img l1.img >/dev/null
+loff=$("$URAID" examine l0.img | awk '/Data Offset/ { print $4 * 512 }')
+userve l0.img l1.img --run 'nbdcopy "$uri" - < /dev/urandom' 2>/dev/null || true
+userve --readonly l0.img l1.img --run 'nbdcopy "$uri" lin.raw' 2>/dev/null
+dd if=/dev/zero of=l0.img bs=4096 seek=1 count=1 conv=notrunc status=none
+dd if=/dev/zero of=l1.img bs=4096 seek=1 count=1 conv=notrunc status=none
+userve --readonly --assume level=linear,order=l0.img,l1.img,offset=$loff l1.img l0.img \
+    --run 'nbdcopy "$uri" back.raw' 2>/dev/null
+cmp lin.raw back.raw || fail "linear --assume of unequal members differs from the array"
 echo PASS
