@@ -98,4 +98,23 @@ dd if=/dev/zero of=l1.img bs=4096 seek=1 count=1 conv=notrunc status=none
 userve --readonly --assume level=linear,order=l0.img,l1.img,offset=$loff l1.img l0.img \
     --run 'nbdcopy "$uri" back.raw' 2>/dev/null
 cmp lin.raw back.raw || fail "linear --assume of unequal members differs from the array"
+
+# the layers look inside: a GPT (sfdisk) on a RAID0 without metadata
+if command -v sfdisk >/dev/null; then
+    truncate -s 8M p0.img p1.img
+    "$URAID" create --level=0 --chunk=64K --force p0.img p1.img >/dev/null
+    poff=$("$URAID" examine p0.img | awk '/Data Offset/ { print $4 * 512 }')
+    psize=$(userve --readonly p0.img p1.img --run 'nbdinfo --size "$uri"' 2>/dev/null)
+    truncate -s "$psize" disk.raw
+    printf 'label: gpt\n,4M\n,\n' | sfdisk -q disk.raw >/dev/null
+    userve p0.img p1.img --run 'nbdcopy disk.raw "$uri"' 2>/dev/null
+    for m in p0.img p1.img; do dd if=/dev/zero of=$m bs=4096 seek=1 count=1 conv=notrunc status=none; done
+    spec=level=0,chunk=64K,order=p0.img,p1.img,offset=$poff
+    "$URAID" probe --assume "$spec" p1.img p0.img > probe.txt
+    grep -q 'assumed/p1 .*partition *export' probe.txt && grep -q 'assumed/p2 .*partition *export' probe.txt ||
+        { cat probe.txt; fail "probe --assume does not find the GPT's partitions in the array"; }
+    got=$(userve --readonly --assume "$spec" --export assumed/p1 p1.img p0.img \
+        --run 'nbdinfo --size "$uri"' 2>/dev/null)
+    [ "$got" = $((4 << 20)) ] || fail "assumed/p1 is $got bytes, not 4 MiB"
+fi
 echo PASS
