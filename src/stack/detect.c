@@ -109,12 +109,12 @@ static void det_keep(struct det *d, const struct stack_detect_cand *c)
 static int det_rows(struct det *d, struct stack_detect_report *rep)
 {
 	uint64_t nblk = d->size / DET_ROW, want = nblk < DET_ROWS ? nblk : DET_ROWS;
-	uint8_t *b = malloc(DET_ROW), *x = malloc(DET_ROW);
-	unsigned zero = 0;
+	uint8_t *b = malloc(DET_ROW), *x = malloc(DET_ROW), *first = malloc(DET_ROW);
+	unsigned zero = 0, same = 0;
 	int r = 0;
 
 	d->rows = calloc(want ? want : 1, sizeof(*d->rows));
-	if (!b || !x || !d->rows) {
+	if (!b || !x || !first || !d->rows) {
 		r = -ENOMEM;
 		goto out;
 	}
@@ -122,9 +122,15 @@ static int det_rows(struct det *d, struct stack_detect_report *rep)
 		uint64_t at = (want > 1 ? i * (nblk - 1) / (want - 1) : 0) * DET_ROW;
 		bool data = false, xz = true;
 
+		bool eq = true;
+
 		memset(x, 0, DET_ROW);
 		for (unsigned k = 0; k < d->n; k++) {
 			r = vol_read(d->m[k], b, DET_ROW, at);
+			if (r == 0 && k > 0)
+				eq &= memcmp(b, first, DET_ROW) == 0;
+			else if (r == 0)
+				memcpy(first, b, DET_ROW);
 			if (r < 0) {
 				r = err_set(r, "%s: read at %llu: %s", d->m[k]->name,
 				            (unsigned long long)at, strerror(-r));
@@ -140,10 +146,19 @@ static int det_rows(struct det *d, struct stack_detect_report *rep)
 		for (unsigned j = 0; j < DET_ROW && xz; j++)
 			xz = x[j] == 0;
 		zero += xz;
+		same += eq;
 		d->rows[d->nrows++] = at;
 	}
 	if (d->nrows == 0) {
 		r = err_set(-ENODATA, "the members hold no data where they were sampled");
+		goto out;
+	}
+	if (same >= d->nrows - d->nrows / 10) {
+		r = err_set(-EINVAL,
+		            "the members hold the same data (%u of %u rows sampled): a mirror "
+		            "(RAID1), not a RAID0 or RAID5; each member alone is the array "
+		            "(--assume level=1,order=...)",
+		            same, d->nrows);
 		goto out;
 	}
 	rep->parity_rows = d->nrows;
@@ -152,6 +167,7 @@ static int det_rows(struct det *d, struct stack_detect_report *rep)
 out:
 	free(b);
 	free(x);
+	free(first);
 	return r;
 }
 

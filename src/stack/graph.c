@@ -591,10 +591,14 @@ static int graph_assume(struct stack_graph *g, const struct stack_assume *as)
 		goto out;
 	}
 	for (unsigned k = 0; k < n; k++) {
-		int i = as->order[k] ? stack_graph_find(g, as->order[k]) : -1;
+		int i = -1;
 		uint64_t avail;
 		if (!as->order[k])
 			continue;
+		for (unsigned j = 0; j < g->n && i < 0; j++)
+			if (strcmp(g->node[j].kind, "member") == 0 &&
+			    stack_same_member(g->node[j].name, as->order[k]))
+				i = (int)j;
 		if (i < 0) {
 			r = err_set(-EINVAL,
 			            "--assume: order names %s, which is not a member given",

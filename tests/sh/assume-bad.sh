@@ -69,9 +69,10 @@ rc=0
 
 # the good cases: whole, and degraded (b.img missing: parity gives its chunks)
 want=$(sha data.raw)
-for order in a.img,b.img,c.img a.img,missing,c.img; do
+for order in a.img,b.img,c.img ./a.img,missing,c.img; do
     members=(a.img b.img c.img)
-    [ $order = a.img,missing,c.img ] && members=(c.img a.img)
+    # (a member may be spelled differently in order: the same file)
+    [ $order = ./a.img,missing,c.img ] && members=(c.img a.img)
     spec=level=raid5,chunk=64K,layout=left-symmetric,order=$order,offset=$off
     userve --readonly --assume "$spec" "${members[@]}" --run 'nbdcopy "$uri" back.raw' 2>/dev/null
     [ "$(head -c 4M back.raw | sha256sum | cut -d' ' -f1)" = "$want" ] ||

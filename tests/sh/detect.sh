@@ -73,6 +73,17 @@ detect_case() {
     echo "ok $name: $(jq -r '"\(.scored) candidates in \(.seconds | . * 100 | floor / 100) s"' det.json)"
 }
 
+# a mirror is not taken for a RAID0: said, and nothing else
+truncate -s 8M r1a.img r1b.img
+"$URAID" create --level=1 --assume-clean --force r1a.img r1b.img >/dev/null
+head -c 2M files/numbers.txt > r1.raw && truncate -s 2M r1.raw
+userve r1a.img r1b.img --run 'nbdcopy r1.raw "$uri"' 2>/dev/null
+for m in r1a.img r1b.img; do dd if=/dev/zero of=$m bs=4096 seek=1 count=1 conv=notrunc status=none; done
+rc=0
+"$URAID" detect r1b.img r1a.img >out.txt 2>err.txt || rc=$?
+[ $rc = 1 ] && grep -q 'the members hold the same data.*a mirror (RAID1)' err.txt ||
+    { cat out.txt err.txt; fail "detect on a RAID1: exit $rc"; }
+
 detect_case 0 3 16K - 24M
 detect_case 5 3 64K right-asymmetric 24M
 detect_case 5 4 128K left-asymmetric 32M
