@@ -84,6 +84,19 @@ rc=0
 [ $rc = 1 ] && grep -q 'the members hold the same data.*a mirror (RAID1)' err.txt ||
     { cat out.txt err.txt; fail "detect on a RAID1: exit $rc"; }
 
+# bytes with no structure, and an ext4 header that lies (a block per
+# group, 2^32 blocks, sparse_super2): an answer or an error, never a crash
+# or a hang
+head -c 3M /dev/urandom > g0.img; head -c 3M /dev/urandom > g1.img; head -c 3M /dev/urandom > g2.img
+printf '\xff\xff\xff\xff' | dd of=g0.img bs=1 seek=$((1024 + 4)) conv=notrunc status=none
+printf '\x01\x00\x00\x00' | dd of=g0.img bs=1 seek=$((1024 + 0x20)) conv=notrunc status=none
+printf '\x53\xef' | dd of=g0.img bs=1 seek=$((1024 + 0x38)) conv=notrunc status=none
+printf '\x00\x02\x00\x00' | dd of=g0.img bs=1 seek=$((1024 + 0x5c)) conv=notrunc status=none
+rc=0
+timeout 120 "$URAID" detect g1.img g0.img g2.img >out.txt 2>err.txt || rc=$?
+[ $rc -le 1 ] && ! grep -q 'Sanitizer\|runtime error' err.txt ||
+    { cat err.txt; fail "detect on random bytes: exit $rc"; }
+
 detect_case 0 3 16K - 24M
 detect_case 5 3 64K right-asymmetric 24M
 detect_case 5 4 128K left-asymmetric 32M
