@@ -124,9 +124,12 @@ static int probe_json(const struct stack_graph *g)
 int cmd_probe(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"json", no_argument, NULL, 'j'},  {"key-file", required_argument, NULL, 'k'},
-	    {"force", no_argument, NULL, 'f'}, {"verbose", no_argument, NULL, 'v'},
-	    {"help", no_argument, NULL, 'h'},  {"assume", required_argument, NULL, 'a'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"key-file", required_argument, NULL, 'k'},
+	    {"force", no_argument, NULL, 'f'},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"assume", required_argument, NULL, 'a'},
 	    {0},
 	};
 	struct stack_opts so = {.readonly = true, .run_degraded = true, .no_luks = true};
