@@ -22,6 +22,13 @@ int cmd_bench(int argc, char **argv);
 int cmd_create(int argc, char **argv);
 int cmd_examine(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
+int cmd_detect(int argc, char **argv);
+/* --assume SPEC for members specs[0..n) (cmd_detect.c): parsed and held
+ * to the members given, refused unless readonly; 0 with *out set (free
+ * with stack_assume_free), or -EINVAL, the message printed. */
+struct stack_assume;
+int cli_assume_open(const char *spec, char **specs, int n, bool readonly,
+                    struct stack_assume **out);
 int cmd_check(int argc, char **argv);
 int cmd_add(int argc, char **argv);
 int cmd_rebuild(int argc, char **argv);

@@ -12,6 +12,7 @@
 
 #include "core/log.h"
 #include "core/units.h"
+#include "stack/assume.h"
 #include "stack/graph.h"
 
 #include <getopt.h>
@@ -22,7 +23,8 @@
 
 static void probe_usage(FILE *f)
 {
-	fprintf(f, "usage: uraid probe [--json] [--key-file FILE] [--force] MEMBER...\n"
+	fprintf(f, "usage: uraid probe [--json] [--key-file FILE] [--force] [--assume GEOMETRY]\n"
+	           "                   MEMBER...\n"
 	           "Show what the members hold, as a tree: partitions, md arrays, LVM2 logical\n"
 	           "volumes, LUKS, and the signature found on each volume; the names are the\n"
 	           "export names of `uraid serve`. Reads only: no byte is changed.\n"
@@ -31,6 +33,9 @@ static void probe_usage(FILE *f)
 	           "  --force          take stale members into an array that cannot start\n"
 	           "                   without them, the freshest first (mdadm --assemble\n"
 	           "                   --force), in memory: nothing is written\n"
+	           "  --assume GEOMETRY  build an array without metadata from the members\n"
+	           "                   (level=5,chunk=64K,layout=left-symmetric,order=c.img,\n"
+	           "                   a.img,b.img[,offset=SIZE][,size=SIZE]; uraid detect)\n"
 	           "  -v               more messages\n");
 }
 
@@ -119,12 +124,18 @@ static int probe_json(const struct stack_graph *g)
 int cmd_probe(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"json", no_argument, NULL, 'j'},  {"key-file", required_argument, NULL, 'k'},
-	    {"force", no_argument, NULL, 'f'}, {"verbose", no_argument, NULL, 'v'},
-	    {"help", no_argument, NULL, 'h'},  {0},
+	    {"json", no_argument, NULL, 'j'},
+	    {"key-file", required_argument, NULL, 'k'},
+	    {"force", no_argument, NULL, 'f'},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"assume", required_argument, NULL, 'a'},
+	    {0},
 	};
 	struct stack_opts so = {.readonly = true, .run_degraded = true, .no_luks = true};
 	struct stack_graph *g;
+	struct stack_assume *as = NULL;
+	const char *assume = NULL;
 	bool json = false;
 	int c, r;
 
@@ -141,6 +152,9 @@ int cmd_probe(int argc, char **argv)
 		case 'f':
 			so.force_stale = true;
 			break;
+		case 'a':
+			assume = optarg;
+			break;
 		case 'v':
 			log_verbosity = log_verbosity < LOG_INFO ? LOG_INFO : LOG_DEBUG;
 			break;
@@ -156,9 +170,14 @@ int cmd_probe(int argc, char **argv)
 		probe_usage(stderr);
 		return 2;
 	}
+	if (assume && cli_assume_open(assume, argv + optind, argc - optind, true, &as) < 0)
+		return 2;
+	so.assume = as;
 	r = stack_graph_open(argv + optind, argc - optind, &so, &g);
-	if (r < 0)
+	if (r < 0) {
+		stack_assume_free(as);
 		return cli_fail("probe", r);
+	}
 	if (json)
 		probe_json(g);
 	else {
@@ -170,5 +189,6 @@ int cmd_probe(int argc, char **argv)
 			printf("warnings:\n%s\n", g->warning);
 	}
 	stack_graph_close(g);
+	stack_assume_free(as);
 	return 0;
 }

@@ -8,6 +8,7 @@
 #include "ctl/control.h"
 #include "ctl/events.h"
 #include "stack/passphrase.h"
+#include "stack/assume.h"
 #include "stack/graph.h"
 
 #include "core/log.h"
@@ -45,6 +46,7 @@ struct serve_args {
 	struct nbd_server_opts nbd;
 	const char *only[SERVE_MAX_EXPORTS]; /* --export NAME: serve only these */
 	unsigned nonly;
+	struct stack_assume *assume; /* --assume */
 };
 
 static struct nbd_server *serve_server; /* for the signal handler */
@@ -92,6 +94,11 @@ static void serve_usage(FILE *f)
 		"                         the crash may be wrong on the missing member); with\n"
 		"                         --readonly, take stale members into an array that\n"
 		"                         cannot start without them (mdadm --assemble --force)\n"
+		"  --assume GEOMETRY      build an array without metadata from the members:\n"
+		"                         level=5,chunk=64K,layout=left-symmetric,\n"
+		"                         order=c.img,a.img,b.img[,offset=SIZE][,size=SIZE]\n"
+		"                         (order: the members given, in role order; `missing`\n"
+		"                         for an absent one; needs --readonly; uraid detect)\n"
 		"  --no-rebuild           do not recover md members online (members being\n"
 		"                         rebuilt and spares are left out; `uraid rebuild`)\n"
 		"  --sync-speed-max RATE  md's speed_limit_max: online recoveries and checks\n"
@@ -309,7 +316,7 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 	       OPT_DIRECT, OPT_KEYFILE, OPT_DEGRADED, OPT_THREADS, OPT_EXPORT, OPT_MAXCONN,
 	       OPT_HSTIMEOUT, OPT_TLS, OPT_TLS_PSK, OPT_TLS_CERTS, OPT_TLS_VERIFY, OPT_NOREBUILD, OPT_SYNCMIN, OPT_SYNCMAX,
 	       OPT_CONTROL, OPT_MAXHS, OPT_IDLE, OPT_BUFMEM, OPT_FORCE, OPT_ONLY, OPT_PROGRAM,
-	       OPT_SYSLOG, OPT_TEST };
+	       OPT_SYSLOG, OPT_TEST, OPT_ASSUME };
 	static const struct option lo[] = {
 		{ "socket", required_argument, NULL, OPT_SOCKET },
 		{ "export", required_argument, NULL, OPT_ONLY },
@@ -328,6 +335,7 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 		{ "key-file", required_argument, NULL, OPT_KEYFILE },
 		{ "degraded", no_argument, NULL, OPT_DEGRADED },
 		{ "force", no_argument, NULL, OPT_FORCE },
+		{ "assume", required_argument, NULL, OPT_ASSUME },
 		{ "no-rebuild", no_argument, NULL, OPT_NOREBUILD },
 		{ "sync-speed-min", required_argument, NULL, OPT_SYNCMIN },
 		{ "sync-speed-max", required_argument, NULL, OPT_SYNCMAX },
@@ -346,6 +354,7 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	const char *assume = NULL;
 	unsigned u;
 	int c;
 	bool tls_set = false;
@@ -411,6 +420,9 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 		case OPT_FORCE:
 			a->stack.start_dirty_degraded = true;
 			a->stack.force_stale = true; /* taken only with --readonly */
+			break;
+		case OPT_ASSUME:
+			assume = optarg;
 			break;
 		case OPT_NOREBUILD:
 			a->stack.no_recovery = true;
@@ -556,6 +568,10 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 		fprintf(stderr, "uraid serve: say where to listen: --socket, --port, --run or --stdio\n");
 		return 2;
 	}
+	if (assume && cli_assume_open(assume, argv + optind, argc - optind, a->stack.readonly,
+	                              &a->assume) < 0)
+		return 2;
+	a->stack.assume = a->assume;
 	return 0;
 }
 
@@ -787,8 +803,10 @@ int cmd_serve(int argc, char **argv)
 	}
 	if (!a.use_stdio && !a.run_cmd && !a.foreground && act_fd < 0) {
 		ready_fd = serve_daemonize();
-		if (ready_fd < 0)
+		if (ready_fd < 0) {
+			stack_assume_free(a.assume);
 			return cli_fail("daemonize", ready_fd);
+		}
 	}
 	signal(SIGPIPE, SIG_IGN);
 
@@ -933,5 +951,6 @@ out:
 		rmdir(tmpdir);
 	if (pid_written)
 		unlink(a.pid_file);
+	stack_assume_free(a.assume);
 	return rc;
 }

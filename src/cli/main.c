@@ -17,6 +17,7 @@ static const struct cli_command commands[] = {
 	{ "serve", cmd_serve, "assemble members and export the volume over NBD" },
 	{ "create", cmd_create, "write md superblocks making a new array (mdadm --create)" },
 	{ "probe", cmd_probe, "show what members hold: partitions, arrays, LVs, LUKS (lsblk for images)" },
+	{ "detect", cmd_detect, "find the geometry of RAID0/5 members whose metadata is gone" },
 	{ "examine", cmd_examine, "print members' md superblocks (mdadm --examine)" },
 	{ "check", cmd_check, "compare (or --repair) the copies of a RAID1/10 (md check)" },
 	{ "add", cmd_add, "add a member to an md array, offline or running, and rebuild onto it (mdadm --add)" },

@@ -13,6 +13,8 @@
  * built on a vol always after it. */
 #include "graph.h"
 
+#include "assume.h"
+
 #include "core/log.h"
 #include "disc/part.h"
 #include "disc/slice.h"
@@ -186,7 +188,8 @@ static int layer_part(struct stack_graph *g, unsigned bit)
 			continue;
 		g->node[i].tried |= bit;
 		if (g->o->whole ||
-		    (strcmp(g->node[i].kind, "member") != 0 && strcmp(g->node[i].kind, "md") != 0))
+		    (strcmp(g->node[i].kind, "member") != 0 && strcmp(g->node[i].kind, "md") != 0 &&
+		     strcmp(g->node[i].kind, "raid") != 0))
 			continue;
 		/* A LUKS header at sector 0 is the volume's, whatever bytes
 		 * 510-511 hold (blkid's order). */
@@ -563,6 +566,106 @@ static int layer_luks(struct stack_graph *g, unsigned bit)
 	return added;
 }
 
+/* ---- an array described by hand (assume.h) ---- */
+
+/* Build the --assume array from the member nodes, before any layer runs,
+ * as node "assumed" of kind "raid"; the layers then look inside it.  Each
+ * member is lent as a slice of its data area, adopted once the array is
+ * open (see the top). */
+static int graph_assume(struct stack_graph *g, const struct stack_assume *as)
+{
+	unsigned n = as->geom.raid_disks, nm = 0;
+	struct vol **m = calloc(n, sizeof(*m));
+	int *from = calloc(n, sizeof(*from)), r = 0;
+	struct raid_geom geom = as->geom;
+	uint64_t size = as->size;
+	struct vol *arr = NULL;
+	char *what;
+
+	if (!m || !from) {
+		r = -ENOMEM;
+		goto out;
+	}
+	if (!g->o->readonly) {
+		r = err_set(-EINVAL, "--assume: an array without metadata is opened read-only "
+		                     "only (nothing on the members says it is right): add "
+		                     "--readonly");
+		goto out;
+	}
+	for (unsigned k = 0; k < n; k++) {
+		int i = -1;
+		uint64_t avail;
+		if (!as->order[k])
+			continue;
+		for (unsigned j = 0; j < g->n && i < 0; j++)
+			if (strcmp(g->node[j].kind, "member") == 0 &&
+			    stack_same_member(g->node[j].name, as->order[k]))
+				i = (int)j;
+		if (i < 0) {
+			r = err_set(-EINVAL,
+			            "--assume: order names %s, which is not a member given",
+			            as->order[k]);
+			goto out;
+		}
+		from[nm++] = i;
+		if (g->node[i].vol->size <= as->offset) {
+			r = err_set(-EINVAL, "%s: offset %llu is past its end", as->order[k],
+			            (unsigned long long)as->offset);
+			goto out;
+		}
+		avail = g->node[i].vol->size - as->offset;
+		if (as->size && as->size > avail) {
+			r = err_set(-EINVAL, "%s: offset + size is past its end", as->order[k]);
+			goto out;
+		}
+		if (!as->size && (!size || avail < size))
+			size = avail;
+	}
+	if (geom.chunk)
+		size -= size % geom.chunk;
+	if (!size) {
+		r = err_set(-EINVAL, "--assume: the members are smaller than one chunk");
+		goto out;
+	}
+	geom.dev_size = size;
+	for (unsigned k = 0, j = 0; k < n; k++) {
+		struct stack_node *nd;
+		uint64_t len = size;
+		if (!as->order[k])
+			continue;
+		nd = &g->node[from[j++]];
+		/* linear and raid0 (md's zones) use each member whole */
+		if (!as->size && (geom.level == RAID_LEVEL_LINEAR || geom.level == 0)) {
+			len = nd->vol->size - as->offset;
+			len -= geom.chunk ? len % geom.chunk : 0;
+		}
+		r = slice_open(nd->vol, as->offset, len, false, nd->name, &m[k]);
+		if (r < 0)
+			goto out;
+	}
+	err_clear();
+	r = raid_open(&geom, m, NULL, "assumed", &arr);
+	if (r < 0)
+		goto out;
+	for (unsigned k = 0, j = 0; k < n; k++)
+		if (m[k]) {
+			slice_adopt(m[k]);
+			g->node[from[j++]].owned = false;
+			m[k] = NULL;
+		}
+	what = graph_strdup_printf("%s, %u members%s, assumed (no metadata), read-only",
+	                           md_level_name(geom.level), n, as->missing ? ", degraded" : "");
+	r = graph_add(g, arr, "assumed", "raid", what, from, nm);
+	r = r < 0 ? r : 0;
+out:
+	for (unsigned k = 0; m && k < n; k++)
+		if (m[k])
+			vol_close(m[k]);
+	free(m);
+	free(from);
+	return r;
+}
+
 /* ---- the table ---- */
 
 struct graph_layer {
@@ -686,6 +789,11 @@ int stack_graph_open(char **specs, int n, const struct stack_opts *o, struct sta
 		if (r < 0)
 			goto fail;
 		r = graph_add(g, v, specs[i], "member", strdup(v->ops->kind), NULL, 0);
+		if (r < 0)
+			goto fail;
+	}
+	if (o->assume) {
+		r = graph_assume(g, o->assume);
 		if (r < 0)
 			goto fail;
 	}

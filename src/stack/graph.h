@@ -14,6 +14,7 @@
  *                     md/N from a 0.90 array's preferred minor
  *   VG/LV             an LVM2 logical volume
  *   the name of the volume a LUKS volume sits on, for its plaintext
+ *   assumed           the array --assume describes (assume.h)
  *
  * What a layer recognised but did not open (a damaged table, an array
  * missing members, a thin LV) is kept on the node as `refused`, for
@@ -29,7 +30,8 @@
 struct stack_node {
 	struct vol *vol;   /* NULL only for a node that stands for a refusal */
 	char *name;        /* the export name */
-	const char *kind;  /* "member", "partition", "md", "lvm2", "luks" */
+	const char *kind;  /* "member", "partition", "md", "lvm2", "luks", "raid"
+	                    * (an --assume array: assume.h) */
 	char *what;        /* a line of detail: "GPT partition 2, Linux RAID",
 	                    * "raid5, 3 members, clean" */
 	char *refused;     /* why a layer that recognised the node did not open it */

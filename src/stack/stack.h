@@ -25,6 +25,8 @@ struct stack_opts {
 	                       * what the members make) */
 	bool no_luks;         /* assemble arrays but do not unlock LUKS */
 	const char *key_file; /* passphrase file for LUKS, or NULL to ask */
+	const struct stack_assume *assume; /* build this array from the members
+	                                    * first (assume.h; needs readonly) */
 };
 
 /* Returns 0 with *top set, or -errno with err_set() detail. */
