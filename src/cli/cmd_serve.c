@@ -241,6 +241,10 @@ static int serve_open(struct serve_args *a, char **specs, int n, struct serve_vo
 	r = 0;
 out:
 	free(idx);
+	if (r < 0) {
+		free(sv->ex);
+		sv->ex = NULL;
+	}
 	if (r < 0 && sv->g) {
 		stack_graph_close(sv->g);
 		sv->g = NULL;
