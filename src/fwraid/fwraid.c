@@ -76,6 +76,44 @@ static bool fwraid_name_is(const char *name, const char *serial)
 	return nl == sl && memcmp(n, s, nl) == 0;
 }
 
+/* The container's volumes as all its current members record them: the
+ * newest copy's, with the roles and volumes that only other members'
+ * copies record (DDF keeps each disk's own share) added.  0 or -ENOMEM,
+ * -EINVAL (err_set) when two copies disagree on a volume's shape. */
+static int fwraid_merge(struct fwraid_meta *base, const struct fwraid_meta *o)
+{
+	for (unsigned v = 0; v < o->nvols; v++) {
+		const struct fwraid_vmeta *ov = &o->vol[v];
+		struct fwraid_vmeta *bv = NULL;
+
+		for (unsigned k = 0; k < base->nvols && !bv; k++)
+			if (strcmp(base->vol[k].id, ov->id) == 0)
+				bv = &base->vol[k];
+		if (!bv) {
+			struct fwraid_vmeta *p = realloc(base->vol, (base->nvols + 1) * sizeof(*p));
+			if (!p)
+				return -ENOMEM;
+			base->vol = p;
+			base->vol[base->nvols++] = *ov;
+			continue;
+		}
+		if (bv->nmembers != ov->nmembers || bv->level != ov->level)
+			return err_set(-EINVAL,
+			               "%s: volume %s: the members' copies disagree on its shape",
+			               base->fmt, bv->name);
+		for (unsigned k = 0; k < bv->nmembers; k++)
+			if (bv->disk[k] == FWRAID_DISK_UNKNOWN &&
+			    ov->disk[k] != FWRAID_DISK_UNKNOWN) {
+				bv->disk[k] = ov->disk[k];
+				bv->start[k] = ov->start[k];
+				bv->missing[k] = ov->missing[k];
+			}
+		if (!bv->refused[0] && ov->refused[0])
+			memcpy(bv->refused, ov->refused, sizeof(bv->refused));
+	}
+	return 0;
+}
+
 struct fwraid_cont {
 	struct fwraid_meta *m; /* the newest copy */
 	int *vol_of;           /* per disk-table entry: index into vols[], or -1 */
@@ -157,11 +195,11 @@ static int fwraid_build(struct vol **vols, const struct fwraid_cont *c,
 		snprintf(f->what, sizeof(f->what), "%s %s, %u disks", FMT,
 		         fwraid_level_name(vm->level), vm->nmembers);
 	for (unsigned k = 0; k < vm->nmembers; k++) {
-		int vi = c->vol_of[vm->disk[k]];
+		int vi = vm->disk[k] >= c->m->ndisks ? -1 : c->vol_of[vm->disk[k]];
 		struct vol *v;
 		char name[300];
 
-		if (vi < 0 || vm->missing[k])
+		if (vi < 0 || vm->missing[k] || c->m->disk[vm->disk[k]].failed)
 			continue;
 		v = vols[vi];
 		f->members[f->nmembers++] = (unsigned)vi;
@@ -189,6 +227,7 @@ static int fwraid_build(struct vol **vols, const struct fwraid_cont *c,
 		goto refuse;
 	}
 	if (present < vm->nmembers) {
+		/* raid_open() decides for the mirrors which losses they survive */
 		unsigned lose = vm->level == 0 ? 0 : vm->level == 5 ? 1 : vm->nmembers - 1;
 		if (vm->nmembers - present > lose) {
 			snprintf(why, sizeof(why), "%u of its %u member disks missing or failed",
@@ -319,6 +358,12 @@ int fwraid_assemble(struct vol **vols, unsigned n, struct fwraid_found **out)
 				            strcmp(meta[a]->fmt, "imsm") == 0 ? "IMSM" : "DDF");
 		}
 		c.m = meta[newest];
+		for (unsigned k = 0; k < kept; k++)
+			if (cand[k] != newest) {
+				r = fwraid_merge(c.m, meta[cand[k]]);
+				if (r < 0)
+					goto out;
+			}
 		fwraid_match(vols, cand, kept, meta, &c);
 		for (unsigned k = 0; k < kept; k++) {
 			bool placed = false;

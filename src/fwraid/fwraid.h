@@ -68,8 +68,12 @@ void fwraid_found_free(struct fwraid_found *f);
 #define FWRAID_MAX_MEMBERS 256
 
 /* One volume as a format describes it, in md's terms. */
+#define FWRAID_DISK_UNKNOWN UINT32_MAX /* a role another member's copy records */
+
 struct fwraid_vmeta {
+	char id[64]; /* unique in its container (DDF: the VD GUID) */
 	char name[40];
+	uint64_t seq;                       /* DDF: the configuration's sequence number */
 	char refused[96];                   /* "" or why it cannot be opened */
 	int level;                          /* md's: 0, 1, 5, 10 */
 	unsigned layout;                    /* md's layout word */
@@ -93,6 +97,7 @@ struct fwraid_meta {
 	struct {
 		char id[64];   /* IMSM serial, DDF PD GUID (hex) */
 		uint64_t size; /* bytes the metadata says the disk has (0: not said) */
+		bool failed;   /* the metadata marks it failed or missing */
 	} disk[FWRAID_MAX_DISKS];
 	unsigned nvols;
 	struct fwraid_vmeta *vol;

@@ -122,6 +122,7 @@ static int imsm_parse_dev(const uint8_t *buf, size_t len, size_t off, uint32_t a
 	if (len - off < *dlen)
 		return err_set(-EINVAL, "IMSM: volume %u runs past the metadata's end", idx);
 	memset(vm, 0, sizeof(*vm));
+	snprintf(vm->id, sizeof(vm->id), "%u", idx);
 	imsm_str(vm->name, d);
 	if (!vm->name[0])
 		snprintf(vm->name, sizeof(vm->name), "Volume%u", idx);
@@ -233,6 +234,7 @@ int imsm_parse(const uint8_t *buf, size_t len, struct fwraid_meta **out)
 		if (attr & IMSM_ATTR_2TB_DISK)
 			blocks |= (uint64_t)le32(d + 32) << 32;
 		imsm_str(m->disk[i].id, d);
+		m->disk[i].failed = (le32(d + 24) & IMSM_DISK_FAILED) != 0;
 		m->disk[i].size = blocks > (UINT64_MAX >> 9) ? 0 : blocks * 512;
 	}
 	m->nvols = buf[0x39];
