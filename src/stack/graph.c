@@ -664,6 +664,9 @@ struct graph_layer {
 	int (*scan)(struct stack_graph *g, unsigned bit);
 };
 
+/* One layer a line (clang-format would pack them).  Firmware RAID first:
+ * its volumes hold the partition tables, not their first disks. */
+// clang-format off
 static const struct graph_layer graph_layers[] = {
     {"fwraid", layer_fwraid},
     {"partitions", layer_part},
@@ -671,6 +674,7 @@ static const struct graph_layer graph_layers[] = {
     {"lvm2", layer_lvm},
     {"luks", layer_luks},
 };
+// clang-format on
 #define GRAPH_NLAYERS (sizeof(graph_layers) / sizeof(graph_layers[0]))
 /* Rounds before a cycle is assumed (md arrays nest up to 8 deep). */
 #define GRAPH_ROUNDS 32
