@@ -172,8 +172,9 @@ static char *part_what(const struct part_table *t, const struct part *p)
 	                           p->name[0] ? " \"" : "", p->name, p->name[0] ? "\"" : "");
 }
 
-/* Cut the partitions of a member's or an md array's table out (as the
- * kernel scans disks and md arrays, and not partitions or dm volumes). */
+/* Cut the partitions of a member's, an md array's or a firmware RAID
+ * volume's table out (as the kernel scans disks and md arrays, and not
+ * partitions or dm volumes). */
 static int layer_part(struct stack_graph *g, unsigned bit)
 {
 	unsigned n0 = g->n;
@@ -187,7 +188,8 @@ static int layer_part(struct stack_graph *g, unsigned bit)
 			continue;
 		g->node[i].tried |= bit;
 		if (g->o->whole ||
-		    (strcmp(g->node[i].kind, "member") != 0 && strcmp(g->node[i].kind, "md") != 0))
+		    (strcmp(g->node[i].kind, "member") != 0 && strcmp(g->node[i].kind, "md") != 0 &&
+		     strcmp(g->node[i].kind, "fwraid") != 0))
 			continue;
 		/* A LUKS header at sector 0 is the volume's, whatever bytes
 		 * 510-511 hold (blkid's order). */

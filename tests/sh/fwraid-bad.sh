@@ -96,3 +96,14 @@ out=$("$URAID" serve --export ddf/VD0 --run true vd?.img 2>&1) && fail "a writab
 grep -q 'ddf/VD0: DDF volumes open read-only only' <<< "$out" ||
     { echo "$out"; fail "writable DDF serve: not the read-only message"; }
 echo "ok: a writable DDF serve is refused"
+
+# A partition table in a volume is the volume's: with RAID5 from sector 0,
+# the volume's first sector is its first disk's, but that disk is the
+# container's and only the volume is cut into partitions.
+if command -v sfdisk >/dev/null; then
+    fresh part imsm-raid5-raid0
+    echo 'start=2048, size=8192, type=83' | sfdisk -q vda.img >/dev/null
+    expect "IMSM volume's partitions" 'imsm/Volume0/p1 .*MBR partition 1'
+    ! "$URAID" probe vd?.img 2>&1 | grep -q 'vda.img/p1' || fail "the IMSM member was cut into partitions"
+    echo "ok: the member disk is not"
+fi
