@@ -77,6 +77,7 @@ fresh rw imsm-raid5-raid0
 out=$("$URAID" serve --export imsm/Volume0 --run true vd?.img 2>&1) && fail "a writable serve of an IMSM volume started"
 grep -q 'uraid: serve: imsm/Volume0: IMSM volumes open read-only only (uraid never writes firmware RAID metadata): use --readonly' <<< "$out" ||
     { echo "$out"; fail "writable serve: not the read-only message"; }
+! grep -q LeakSanitizer <<< "$out" || { echo "$out"; fail "the refused serve leaked"; }
 echo "ok: a writable serve is refused"
 
 fresh dgood ddf-raid5-0-10-1
