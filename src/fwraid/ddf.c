@@ -256,7 +256,7 @@ static int ddf_config(struct ddf_ctx *c, const uint8_t *rec, size_t rlen)
 		return err_set(-EINVAL, "DDF: virtual disk %s: chunk shift %u", name, rec[66]);
 	vm->per_member = be64(rec + 72);
 	vm->size = be64(rec + 80);
-	if (vm->per_member > (UINT64_MAX >> 10) || vm->size > (UINT64_MAX >> 10) ||
+	if (vm->per_member > FWRAID_MAX_SECTORS || vm->size > FWRAID_MAX_SECTORS ||
 	    vm->per_member == 0)
 		return err_set(-EINVAL, "DDF: virtual disk %s: %" PRIu64 " blocks per member", name,
 		               vm->per_member);
@@ -278,7 +278,7 @@ static int ddf_config(struct ddf_ctx *c, const uint8_t *rec, size_t rlen)
 			               "DDF: virtual disk %s: member %u (reference %08" PRIx32
 			               ") is in no physical disk record",
 			               name, role, ref);
-		if (start > (UINT64_MAX >> 10) ||
+		if (start > FWRAID_MAX_SECTORS ||
 		    (m->disk[d].size && start * 512 + vm->per_member > m->disk[d].size))
 			return err_set(
 			    -EINVAL,
@@ -381,7 +381,7 @@ int ddf_read(struct vol *v, struct fwraid_meta **out)
 		ddf_hex(c.m->disk[i].id, e);
 		c.refnum[i] = be32(e + 24);
 		c.m->disk[i].failed = (be16(e + 30) & (DDF_PD_FAILED | DDF_PD_MISSING)) != 0;
-		c.m->disk[i].size = cfg > (UINT64_MAX >> 10) ? 0 : cfg * 512;
+		c.m->disk[i].size = cfg > FWRAID_MAX_SECTORS ? 0 : cfg * 512;
 		if (memcmp(e, data + 8, DDF_GUID) == 0)
 			c.m->self = (int)i;
 	}

@@ -65,6 +65,9 @@ void fwraid_found_free(struct fwraid_found *f);
 /* ---- the parsed metadata, for fwraid.c, tests and fuzzing ---- */
 
 #define FWRAID_MAX_DISKS 256
+/* Sector counts and offsets past this (2^52 sectors, 2 ZiB) are damage:
+ * in bytes, an offset plus a length stays far from overflowing. */
+#define FWRAID_MAX_SECTORS (UINT64_MAX >> 12)
 #define FWRAID_MAX_MEMBERS 256
 
 /* One volume as a format describes it, in md's terms. */

@@ -168,8 +168,8 @@ static int imsm_parse_dev(const uint8_t *buf, size_t len, size_t off, uint32_t a
 	per = nds * strip * (level == 1 || level == 10 ? 2 : 1);
 	if (level == 1 || per * data + 2048u * data < size || per * data > size + 2048u * data)
 		per = size / data;
-	if (per == 0 || size == 0 || size / data > per || pba > (UINT64_MAX >> 10) ||
-	    per > (UINT64_MAX >> 10))
+	if (per == 0 || size == 0 || size / data > per || pba > FWRAID_MAX_SECTORS ||
+	    per > FWRAID_MAX_SECTORS || size > FWRAID_MAX_SECTORS)
 		return err_set(-EINVAL,
 		               "IMSM: volume %s: size %" PRIu64 " sectors does not fit "
 		               "%u members of %" PRIu64 " sectors",
@@ -235,7 +235,7 @@ int imsm_parse(const uint8_t *buf, size_t len, struct fwraid_meta **out)
 			blocks |= (uint64_t)le32(d + 32) << 32;
 		imsm_str(m->disk[i].id, d);
 		m->disk[i].failed = (le32(d + 24) & IMSM_DISK_FAILED) != 0;
-		m->disk[i].size = blocks > (UINT64_MAX >> 9) ? 0 : blocks * 512;
+		m->disk[i].size = blocks > FWRAID_MAX_SECTORS ? 0 : blocks * 512;
 	}
 	m->nvols = buf[0x39];
 	m->vol = calloc(m->nvols ? m->nvols : 1, sizeof(*m->vol));

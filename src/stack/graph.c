@@ -495,6 +495,8 @@ static int layer_fwraid(struct stack_graph *g, unsigned bit)
 		r = -ENOMEM;
 		goto out;
 	}
+	if (g->o->whole)
+		goto out;
 	for (unsigned i = 0; i < n0; i++) {
 		if (!graph_free(g, i, bit))
 			continue;
