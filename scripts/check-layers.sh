@@ -30,6 +30,7 @@ module_of() {
 	format/luks* | luks/*) echo luks ;;
 	format/md* | format/probe* | md/*) echo md ;;
 	lvm/*) echo lvm ;;
+	fwraid/*) echo fwraid ;;
 	stack/*) echo stack ;;
 	ctl/*) echo ctl ;;
 	nbd/*) echo nbd ;;

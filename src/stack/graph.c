@@ -18,6 +18,7 @@
 #include "core/log.h"
 #include "disc/part.h"
 #include "disc/slice.h"
+#include "fwraid/fwraid.h"
 #include "luks/luks.h"
 #include "lvm/lvm.h"
 #include "md/md.h"
@@ -173,8 +174,9 @@ static char *part_what(const struct part_table *t, const struct part *p)
 	                           p->name[0] ? " \"" : "", p->name, p->name[0] ? "\"" : "");
 }
 
-/* Cut the partitions of a member's or an md array's table out (as the
- * kernel scans disks and md arrays, and not partitions or dm volumes). */
+/* Cut the partitions of a member's, an md array's or a firmware RAID
+ * volume's table out (as the kernel scans disks and md arrays, and not
+ * partitions or dm volumes). */
 static int layer_part(struct stack_graph *g, unsigned bit)
 {
 	unsigned n0 = g->n;
@@ -189,7 +191,8 @@ static int layer_part(struct stack_graph *g, unsigned bit)
 		g->node[i].tried |= bit;
 		if (g->o->whole ||
 		    (strcmp(g->node[i].kind, "member") != 0 && strcmp(g->node[i].kind, "md") != 0 &&
-		     strcmp(g->node[i].kind, "raid") != 0))
+		     strcmp(g->node[i].kind, "raid") != 0 &&
+		     strcmp(g->node[i].kind, "fwraid") != 0))
 			continue;
 		/* A LUKS header at sector 0 is the volume's, whatever bytes
 		 * 510-511 hold (blkid's order). */
@@ -478,6 +481,101 @@ out:
 	return r < 0 ? r : added;
 }
 
+/* ---- the firmware RAID layer ---- */
+
+/* The IMSM and DDF containers on the free members: each volume a node
+ * ("imsm/Volume0", "ddf/VD0") made of the member disks, which stay the
+ * graph's (volumes borrow them).  Read-only: uraid never writes firmware
+ * metadata, so a writable open refuses the volumes.  It runs first, so
+ * that the partition table a volume holds is read from the volume, not
+ * from its first member disk. */
+static int layer_fwraid(struct stack_graph *g, unsigned bit)
+{
+	unsigned n0 = g->n, nc = 0;
+	int *cand = calloc(n0 ? n0 : 1, sizeof(*cand)), added = 0, r = 0;
+	struct vol **vols = calloc(n0 ? n0 : 1, sizeof(*vols));
+	struct fwraid_found *f = NULL;
+
+	if (!cand || !vols) {
+		r = -ENOMEM;
+		goto out;
+	}
+	if (g->o->whole)
+		goto out;
+	for (unsigned i = 0; i < n0; i++) {
+		if (!graph_free(g, i, bit))
+			continue;
+		g->node[i].tried |= bit;
+		if (strcmp(g->node[i].kind, "member") != 0)
+			continue;
+		err_clear();
+		r = fwraid_probe(g->node[i].vol);
+		if (r == -ENOMEM)
+			goto out;
+		if (r < 0)
+			graph_refuse(g, i, err_detail(r));
+		if (r > 0) {
+			vols[nc] = g->node[i].vol;
+			cand[nc++] = (int)i;
+		}
+		r = 0;
+	}
+	if (!nc)
+		goto out;
+	err_clear();
+	r = fwraid_assemble(vols, nc, &f);
+	if (r == -ENOMEM)
+		goto out;
+	if (r < 0) {
+		for (unsigned c = 0; c < nc; c++)
+			graph_refuse(g, (unsigned)cand[c], err_detail(r));
+		r = 0;
+		goto out;
+	}
+	if (f->warning[0])
+		graph_warn(g, "firmware RAID: %s", f->warning);
+	for (unsigned k = 0; k < f->nvol; k++) {
+		struct fwraid_vol_found *fv = &f->v[k];
+		int from[fv->nmembers ? fv->nmembers : 1], idx;
+		char name[128], why[300];
+		const char *refused = fv->refused;
+
+		for (unsigned m = 0; m < fv->nmembers; m++)
+			from[m] = cand[fv->members[m]];
+		snprintf(name, sizeof(name), "%s/%s", fv->fmt, fv->name);
+		if (!refused && !g->o->readonly) {
+			snprintf(why, sizeof(why),
+			         "%s volumes open read-only only (uraid never writes firmware RAID "
+			         "metadata): use --readonly",
+			         strcmp(fv->fmt, "imsm") == 0 ? "IMSM" : "DDF");
+			refused = why;
+		}
+		if (refused) {
+			/* A node without a vol: shown, never exported. */
+			idx = graph_add(g, NULL, name, "fwraid", strdup(fv->what), from,
+			                fv->nmembers);
+			if (idx < 0) {
+				r = idx;
+				goto out;
+			}
+			graph_refuse(g, (unsigned)idx, refused);
+			continue;
+		}
+		idx = graph_add(g, fv->vol, name, "fwraid", strdup(fv->what), from, fv->nmembers);
+		fv->vol = NULL; /* the graph's now (closed by graph_add on error) */
+		if (idx < 0) {
+			r = idx;
+			goto out;
+		}
+		added++;
+	}
+out:
+	fwraid_found_free(f);
+	free(cand);
+	free(vols);
+	return r < 0 ? r : added;
+}
+
 /* ---- the LUKS layer ---- */
 
 /* Unlock a free node that starts with a LUKS header: its plaintext
@@ -675,12 +773,17 @@ struct graph_layer {
 	int (*scan)(struct stack_graph *g, unsigned bit);
 };
 
+/* One layer a line (clang-format would pack them).  Firmware RAID first:
+ * its volumes hold the partition tables, not their first disks. */
+// clang-format off
 static const struct graph_layer graph_layers[] = {
+    {"fwraid", layer_fwraid},
     {"partitions", layer_part},
     {"md", layer_md},
     {"lvm2", layer_lvm},
     {"luks", layer_luks},
 };
+// clang-format on
 #define GRAPH_NLAYERS (sizeof(graph_layers) / sizeof(graph_layers[0]))
 /* Rounds before a cycle is assumed (md arrays nest up to 8 deep). */
 #define GRAPH_ROUNDS 32
@@ -717,7 +820,10 @@ int stack_graph_no_such_export(const struct stack_graph *g, const char *name)
 {
 	char list[512] = "";
 	size_t len = 0;
+	int named = stack_graph_find(g, name);
 
+	if (named >= 0 && g->node[named].refused)
+		return err_set(-EINVAL, "%s: %s", name, g->node[named].refused);
 	for (unsigned i = 0; i < g->n && len < sizeof(list) - 4; i++)
 		if (stack_graph_is_export(g, i))
 			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s",

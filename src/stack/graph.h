@@ -13,6 +13,8 @@
  *   md/NAME           an md array: its 1.x name ("md/DiskStation:2"), or
  *                     md/N from a 0.90 array's preferred minor
  *   VG/LV             an LVM2 logical volume
+ *   imsm/NAME         a firmware RAID volume (read-only), as its IMSM or
+ *   ddf/NAME          DDF metadata names it ("imsm/Volume0")
  *   the name of the volume a LUKS volume sits on, for its plaintext
  *   assumed           the array --assume describes (assume.h)
  *
@@ -30,8 +32,8 @@
 struct stack_node {
 	struct vol *vol;   /* NULL only for a node that stands for a refusal */
 	char *name;        /* the export name */
-	const char *kind;  /* "member", "partition", "md", "lvm2", "luks", "raid"
-	                    * (an --assume array: assume.h) */
+	const char *kind;  /* "member", "partition", "md", "lvm2", "luks", "fwraid",
+	                    * "raid" (an --assume array: assume.h) */
 	char *what;        /* a line of detail: "GPT partition 2, Linux RAID",
 	                    * "raid5, 3 members, clean" */
 	char *refused;     /* why a layer that recognised the node did not open it */

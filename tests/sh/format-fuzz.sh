@@ -4,9 +4,10 @@
 # read-only assembly, and built with -DFUZZ_MD090 the same for md 0.90;
 # tests/fuzz/fuzz_luks.c: LUKS1/LUKS2 headers, dump, unlock, payload;
 # tests/fuzz/fuzz_part.c: GPT and MBR partition tables; tests/fuzz/fuzz_lvm.c:
-# LVM2 labels, metadata text, read-only LV assembly) with clang, replay their
+# LVM2 labels, metadata text, read-only LV assembly; tests/fuzz/fuzz_fwraid.c:
+# IMSM and DDF metadata, read-only volume assembly) with clang, replay their
 # seed and regression inputs (tests/fuzz/corpus-md/, corpus-md090/,
-# corpus-luks/, corpus-part/, corpus-lvm/) once, then fuzz each for a
+# corpus-luks/, corpus-part/, corpus-lvm/, corpus-fwraid/) once, then fuzz each for a
 # bounded time (FUZZ_SECONDS, default 15 each).  Any crash, leak,
 # sanitizer report, hang or write to a member fails the test and leaves
 # the input under $FUZZ_ARTIFACTS (default: the /tmp/uraid-fuzz-crash.*
@@ -48,6 +49,8 @@ md090_build=$!
     $(pkg-config --cflags --libs libcrypto libargon2 json-c) -pthread -lm -o "$tmp/fuzz_luks"
 "$cc" "${fuzz_cflags[@]}" "$fz/fuzz_lvm.c" "$src"/lvm/*.c "${disc[@]}" "$src"/core/*.c \
     -pthread -lm -o "$tmp/fuzz_lvm"
+"$cc" "${fuzz_cflags[@]}" "$fz/fuzz_fwraid.c" "$src"/fwraid/*.c "${disc[@]}" "$src"/core/*.c \
+    -pthread -lm -o "$tmp/fuzz_fwraid"
 wait "$md_build"
 "$cc" "${fuzz_cflags[@]}" "$fz/fuzz_part.c" "$src"/disc/part.c "$src"/disc/slice.c \
     "$src"/core/*.c $(pkg-config --cflags --libs libcrypto) -pthread -lm -o "$tmp/fuzz_part"
@@ -70,4 +73,5 @@ fuzz_target fuzz_luks "$tmp/fuzz_luks" "$fz/corpus-luks" "$secs" -rss_limit_mb=2
 fuzz_target fuzz_part "$tmp/fuzz_part" "$fz/corpus-part" "$secs" -rss_limit_mb=2048 -timeout=10
 fuzz_target fuzz_lvm "$tmp/fuzz_lvm" "$fz/corpus-lvm" "$secs" -rss_limit_mb=2048 -timeout=10 \
     -dict="$fz/lvm.dict"
+fuzz_target fuzz_fwraid "$tmp/fuzz_fwraid" "$fz/corpus-fwraid" "$secs" -rss_limit_mb=2048 -timeout=10
 echo "PASS"
