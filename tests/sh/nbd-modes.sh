@@ -149,5 +149,6 @@ rc=0; "$URAID" serve mem:1M 2>/dev/null || rc=$?
 [ "$rc" = 2 ] || fail "no listener must be a usage error, got $rc"
 rc=0; "$URAID" serve --stdio --socket x mem:1M 2>/dev/null || rc=$?
 [ "$rc" = 2 ] || fail "--stdio --socket must be a usage error, got $rc"
-"$URAID" serve --help | grep -q -- "--export-name" || fail "--help"
+help=$("$URAID" serve --help) || fail "--help exit"
+grep -q -- "--export-name" <<< "$help" || fail "--help"
 echo PASS
