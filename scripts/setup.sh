@@ -20,7 +20,7 @@ pkgs=(gcc pkg-config meson ninja-build libssl-dev libargon2-dev
 if [ $want_tests = 1 ]; then
     pkgs+=(clang llvm libclang-rt-14-dev mdadm cryptsetup-bin nbd-client
            busybox-static qemu-system-x86 cpio kmod dmsetup linux-image-amd64
-           librsvg2-bin python3-libnbd openssl man-db systemd fdisk gdisk lvm2)
+           librsvg2-bin python3-libnbd openssl man-db systemd fdisk gdisk lvm2 tmux)
 fi
 
 missing=()
