@@ -34,27 +34,48 @@ md=()
 for f in "$src"/md/*.c; do
     case "$(basename "$f")" in md_create.c|md_grow.c|md_rebuild.c) ;; *) md+=("$f") ;; esac
 done
-# The two targets build side by side.
-"$cc" "${fuzz_cflags[@]}" "$fz/fuzz_md.c" "${md[@]}" \
-    "${disc[@]}" "$src"/core/*.c \
-    $(pkg-config --cflags --libs libcrypto) -pthread -lm -o "$tmp/fuzz_md" &
-md_build=$!
-"$cc" "${fuzz_cflags[@]}" -DFUZZ_MD090 "$fz/fuzz_md.c" "${md[@]}" \
-    "${disc[@]}" "$src"/core/*.c \
-    $(pkg-config --cflags --libs libcrypto) -pthread -lm -o "$tmp/fuzz_md090" &
-md090_build=$!
-"$gcc" -c -O1 -g -std=gnu11 -D_GNU_SOURCE -I"$src" "$src"/disc/crypt.c -o "$tmp/crypt.o"
-"$cc" "${fuzz_cflags[@]}" "$fz/fuzz_luks.c" "$src"/luks/*.c "$src"/disc/slice.c \
-    "$src"/core/*.c "$tmp/crypt.o" \
-    $(pkg-config --cflags --libs libcrypto libargon2 json-c) -pthread -lm -o "$tmp/fuzz_luks"
-"$cc" "${fuzz_cflags[@]}" "$fz/fuzz_lvm.c" "$src"/lvm/*.c "${disc[@]}" "$src"/core/*.c \
-    -pthread -lm -o "$tmp/fuzz_lvm"
-"$cc" "${fuzz_cflags[@]}" "$fz/fuzz_fwraid.c" "$src"/fwraid/*.c "${disc[@]}" "$src"/core/*.c \
-    -pthread -lm -o "$tmp/fuzz_fwraid"
-wait "$md_build"
-"$cc" "${fuzz_cflags[@]}" "$fz/fuzz_part.c" "$src"/disc/part.c "$src"/disc/slice.c \
-    "$src"/core/*.c $(pkg-config --cflags --libs libcrypto) -pthread -lm -o "$tmp/fuzz_part"
-wait "$md090_build"
+# Every source is compiled once (the targets share core/, disc/ and md/),
+# FUZZ_JOBS (default 2) compilers at a time, then each target is linked.
+jobs_max=${FUZZ_JOBS:-2}
+running=0 build_fail=0
+spawn() { # CMD...: run CMD in the background, at most $jobs_max at once
+    if [ "$running" -ge "$jobs_max" ]; then wait -n || build_fail=1; running=$((running - 1)); fi
+    "$@" &
+    running=$((running + 1))
+}
+wait_all() {
+    while [ "$running" -gt 0 ]; do wait -n || build_fail=1; running=$((running - 1)); done
+    [ "$build_fail" = 0 ] || { echo "FAIL: a fuzz target did not build" >&2; exit 1; }
+}
+mkdir -p "$tmp/obj"
+obj() { local f; for f; do f=${f#"$src"/}; echo "$tmp/obj/${f//\//_}.o"; done; }
+pkg_cflags=$(pkg-config --cflags libcrypto libargon2 json-c)
+for f in $(printf '%s\n' "${md[@]}" "${disc[@]}" "$src"/core/*.c "$src"/luks/*.c "$src"/lvm/*.c \
+    "$src"/fwraid/*.c | sort -u); do
+    spawn "$cc" "${fuzz_cflags[@]}" $pkg_cflags -c "$f" -o "$(obj "$f")"
+done
+spawn "$gcc" -c -O1 -g -std=gnu11 -D_GNU_SOURCE -I"$src" "$src"/disc/crypt.c -o "$tmp/crypt.o"
+wait_all
+link() { # NAME FUZZ.C [CFLAGS...] -- OBJECTS... -- LIBS...
+    local name=$1 main=$2 cf=() ob=()
+    shift 2
+    while [ "$1" != -- ]; do cf+=("$1"); shift; done
+    shift
+    while [ "$1" != -- ]; do ob+=("$1"); shift; done
+    shift
+    "$cc" "${fuzz_cflags[@]}" "${cf[@]}" $pkg_cflags "$main" "${ob[@]}" "$@" -pthread -lm -o "$tmp/$name"
+}
+spawn link fuzz_md "$fz/fuzz_md.c" -- $(obj "${md[@]}" "${disc[@]}" "$src"/core/*.c) -- \
+    $(pkg-config --libs libcrypto)
+spawn link fuzz_md090 "$fz/fuzz_md.c" -DFUZZ_MD090 -- $(obj "${md[@]}" "${disc[@]}" "$src"/core/*.c) -- \
+    $(pkg-config --libs libcrypto)
+spawn link fuzz_luks "$fz/fuzz_luks.c" -- $(obj "$src"/luks/*.c "$src"/disc/slice.c "$src"/core/*.c) \
+    "$tmp/crypt.o" -- $(pkg-config --libs libcrypto libargon2 json-c)
+spawn link fuzz_lvm "$fz/fuzz_lvm.c" -- $(obj "$src"/lvm/*.c "${disc[@]}" "$src"/core/*.c) --
+spawn link fuzz_fwraid "$fz/fuzz_fwraid.c" -- $(obj "$src"/fwraid/*.c "${disc[@]}" "$src"/core/*.c) --
+spawn link fuzz_part "$fz/fuzz_part.c" -- $(obj "$src"/disc/part.c "$src"/disc/slice.c "$src"/core/*.c) -- \
+    $(pkg-config --libs libcrypto)
+wait_all
 
 extra_luks=()
 if command -v cryptsetup >/dev/null && command -v python3 >/dev/null; then
