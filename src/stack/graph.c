@@ -325,7 +325,8 @@ static int layer_md(struct stack_graph *g, unsigned bit)
 			struct stack_node *nd = &g->node[from[j]];
 			/* Named as the vol is (a member: "fault:a.img", not the
 			 * spec with its options): md shows and matches it so. */
-			r = slice_open(nd->vol, 0, nd->vol->size, false, nd->vol->name, &members[j]);
+			r = slice_open(nd->vol, 0, nd->vol->size, false, nd->vol->name,
+			               &members[j]);
 			if (r < 0) {
 				while (j-- > 0)
 					vol_close(members[j]);
@@ -389,13 +390,69 @@ out:
 	return r < 0 ? r : added;
 }
 
+/* ---- what the layers that group nodes share (LVM2, firmware RAID) ---- */
+
+/* The free nodes layer bit has not seen (members alone with members_only)
+ * that probe() says carry the layer's metadata: their vols in vols[] and
+ * node indexes in cand[] (room for g->n each).  One whose metadata is
+ * damaged is refused with probe()'s reason.  How many, or -ENOMEM. */
+static int graph_candidates(struct stack_graph *g, unsigned bit, bool members_only,
+                            int (*probe)(struct vol *v), struct vol **vols, int *cand)
+{
+	unsigned n0 = g->n;
+	int nc = 0;
+
+	for (unsigned i = 0; i < n0; i++) {
+		int r;
+
+		if (!graph_free(g, i, bit))
+			continue;
+		g->node[i].tried |= bit;
+		if (members_only && strcmp(g->node[i].kind, "member") != 0)
+			continue;
+		err_clear();
+		r = probe(g->node[i].vol);
+		if (r == -ENOMEM)
+			return r;
+		if (r < 0)
+			graph_refuse(g, i, err_detail(r));
+		if (r > 0) {
+			vols[nc] = g->node[i].vol;
+			cand[nc++] = (int)i;
+		}
+	}
+	return nc;
+}
+
+/* A volume a layer found on the candidates cand[idx[0..n)]: a node for vol
+ * (the graph's from now on, closed on error), or, when refused says why
+ * it is not opened, a node without a vol that shows it (vol stays the
+ * caller's).  1 for a node with a vol, 0 for a refused one, or -ENOMEM. */
+static int graph_add_found(struct stack_graph *g, struct vol *vol, const char *name,
+                           const char *kind, char *what, const char *refused, const int *cand,
+                           const unsigned *idx, unsigned n)
+{
+	int from[n ? n : 1], r;
+
+	for (unsigned k = 0; k < n; k++)
+		from[k] = cand[idx[k]];
+	r = graph_add(g, refused ? NULL : vol, name, kind, what, from, n);
+	if (r < 0)
+		return r;
+	if (refused) {
+		graph_refuse(g, (unsigned)r, refused);
+		return 0;
+	}
+	return 1;
+}
+
 /* ---- the LVM2 layer ---- */
 
 /* The volume groups on the free nodes with a PV label: each visible LV a
  * node made of the PVs it uses (which stay the graph's: LVs borrow them). */
 static int layer_lvm(struct stack_graph *g, unsigned bit)
 {
-	unsigned n0 = g->n, nc = 0;
+	unsigned n0 = g->n, nc;
 	int *cand = calloc(n0 ? n0 : 1, sizeof(*cand)), added = 0, r = 0;
 	struct vol **vols = calloc(n0 ? n0 : 1, sizeof(*vols));
 	struct lvm_found *f = NULL;
@@ -406,22 +463,11 @@ static int layer_lvm(struct stack_graph *g, unsigned bit)
 	}
 	if (g->o->whole)
 		goto out;
-	for (unsigned i = 0; i < n0; i++) {
-		if (!graph_free(g, i, bit))
-			continue;
-		g->node[i].tried |= bit;
-		err_clear();
-		r = lvm_probe(g->node[i].vol);
-		if (r < 0)
-			graph_refuse(g, i, err_detail(r));
-		if (r > 0) {
-			vols[nc] = g->node[i].vol;
-			cand[nc++] = (int)i;
-		}
-		r = 0;
-	}
-	if (!nc)
+	r = graph_candidates(g, bit, false, lvm_probe, vols, cand);
+	if (r <= 0)
 		goto out;
+	nc = (unsigned)r;
+	r = 0;
 	err_clear();
 	r = lvm_assemble(vols, nc, g->o->readonly, &f);
 	if (r == -ENOMEM)
@@ -448,31 +494,17 @@ static int layer_lvm(struct stack_graph *g, unsigned bit)
 	}
 	for (unsigned l = 0; l < f->nlv; l++) {
 		struct lvm_lv_found *lv = &f->lv[l];
-		int from[lv->npvs ? lv->npvs : 1], idx;
 
-		for (unsigned k = 0; k < lv->npvs; k++)
-			from[k] = cand[lv->pvs[k]];
-		if (lv->refused) {
-			/* A node without a vol: shown, never exported. */
-			idx = graph_add(g, NULL, lv->name, "lvm2",
-			                graph_strdup_printf("LVM2 logical volume"), from, lv->npvs);
-			if (idx < 0) {
-				r = idx;
-				goto out;
-			}
-			graph_refuse(g, (unsigned)idx, lv->refused);
-			continue;
-		}
-		idx = graph_add(g, lv->vol, lv->name, "lvm2",
-		                graph_strdup_printf("LVM2 logical volume on %u PV%s", lv->npvs,
-		                                    lv->npvs == 1 ? "" : "s"),
-		                from, lv->npvs);
-		lv->vol = NULL; /* the graph's now (closed by graph_add on error) */
-		if (idx < 0) {
-			r = idx;
+		r = graph_add_found(g, lv->vol, lv->name, "lvm2",
+		                    graph_strdup_printf("LVM2 logical volume on %u PV%s", lv->npvs,
+		                                        lv->npvs == 1 ? "" : "s"),
+		                    lv->refused, cand, lv->pvs, lv->npvs);
+		if (!lv->refused)
+			lv->vol = NULL; /* the graph's now (closed on error) */
+		if (r < 0)
 			goto out;
-		}
-		added++;
+		added += r;
+		r = 0;
 	}
 out:
 	lvm_found_free(f);
@@ -491,7 +523,7 @@ out:
  * from its first member disk. */
 static int layer_fwraid(struct stack_graph *g, unsigned bit)
 {
-	unsigned n0 = g->n, nc = 0;
+	unsigned n0 = g->n, nc;
 	int *cand = calloc(n0 ? n0 : 1, sizeof(*cand)), added = 0, r = 0;
 	struct vol **vols = calloc(n0 ? n0 : 1, sizeof(*vols));
 	struct fwraid_found *f = NULL;
@@ -502,26 +534,11 @@ static int layer_fwraid(struct stack_graph *g, unsigned bit)
 	}
 	if (g->o->whole)
 		goto out;
-	for (unsigned i = 0; i < n0; i++) {
-		if (!graph_free(g, i, bit))
-			continue;
-		g->node[i].tried |= bit;
-		if (strcmp(g->node[i].kind, "member") != 0)
-			continue;
-		err_clear();
-		r = fwraid_probe(g->node[i].vol);
-		if (r == -ENOMEM)
-			goto out;
-		if (r < 0)
-			graph_refuse(g, i, err_detail(r));
-		if (r > 0) {
-			vols[nc] = g->node[i].vol;
-			cand[nc++] = (int)i;
-		}
-		r = 0;
-	}
-	if (!nc)
+	r = graph_candidates(g, bit, true, fwraid_probe, vols, cand);
+	if (r <= 0)
 		goto out;
+	nc = (unsigned)r;
+	r = 0;
 	err_clear();
 	r = fwraid_assemble(vols, nc, &f);
 	if (r == -ENOMEM)
@@ -536,12 +553,9 @@ static int layer_fwraid(struct stack_graph *g, unsigned bit)
 		graph_warn(g, "firmware RAID: %s", f->warning);
 	for (unsigned k = 0; k < f->nvol; k++) {
 		struct fwraid_vol_found *fv = &f->v[k];
-		int from[fv->nmembers ? fv->nmembers : 1], idx;
 		char name[128], why[300];
 		const char *refused = fv->refused;
 
-		for (unsigned m = 0; m < fv->nmembers; m++)
-			from[m] = cand[fv->members[m]];
 		snprintf(name, sizeof(name), "%s/%s", fv->fmt, fv->name);
 		if (!refused && !g->o->readonly) {
 			snprintf(why, sizeof(why),
@@ -550,24 +564,14 @@ static int layer_fwraid(struct stack_graph *g, unsigned bit)
 			         strcmp(fv->fmt, "imsm") == 0 ? "IMSM" : "DDF");
 			refused = why;
 		}
-		if (refused) {
-			/* A node without a vol: shown, never exported. */
-			idx = graph_add(g, NULL, name, "fwraid", strdup(fv->what), from,
-			                fv->nmembers);
-			if (idx < 0) {
-				r = idx;
-				goto out;
-			}
-			graph_refuse(g, (unsigned)idx, refused);
-			continue;
-		}
-		idx = graph_add(g, fv->vol, name, "fwraid", strdup(fv->what), from, fv->nmembers);
-		fv->vol = NULL; /* the graph's now (closed by graph_add on error) */
-		if (idx < 0) {
-			r = idx;
+		r = graph_add_found(g, fv->vol, name, "fwraid", strdup(fv->what), refused, cand,
+		                    fv->members, fv->nmembers);
+		if (!refused)
+			fv->vol = NULL; /* the graph's now (closed on error) */
+		if (r < 0)
 			goto out;
-		}
-		added++;
+		added += r;
+		r = 0;
 	}
 out:
 	fwraid_found_free(f);
