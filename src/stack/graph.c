@@ -424,19 +424,23 @@ static int graph_candidates(struct stack_graph *g, unsigned bit, bool members_on
 	return nc;
 }
 
-/* A volume a layer found on the candidates cand[idx[0..n)]: a node for vol
- * (the graph's from now on, closed on error), or, when refused says why
- * it is not opened, a node without a vol that shows it (vol stays the
- * caller's).  1 for a node with a vol, 0 for a refused one, or -ENOMEM. */
-static int graph_add_found(struct stack_graph *g, struct vol *vol, const char *name,
+/* A volume a layer found on the candidates cand[idx[0..n)]: a node for
+ * *vol, which the graph takes (*vol is set to NULL; closed on error), or,
+ * when refused says why it is not opened, a node without a vol that shows
+ * it (*vol stays the caller's).  1 for a node with a vol, 0 for a refused
+ * one, or -ENOMEM. */
+static int graph_add_found(struct stack_graph *g, struct vol **vol, const char *name,
                            const char *kind, char *what, const char *refused, const int *cand,
                            const unsigned *idx, unsigned n)
 {
 	int from[n ? n : 1], r;
+	struct vol *v = refused ? NULL : *vol;
 
 	for (unsigned k = 0; k < n; k++)
 		from[k] = cand[idx[k]];
-	r = graph_add(g, refused ? NULL : vol, name, kind, what, from, n);
+	if (!refused)
+		*vol = NULL;
+	r = graph_add(g, v, name, kind, what, from, n);
 	if (r < 0)
 		return r;
 	if (refused) {
@@ -495,12 +499,10 @@ static int layer_lvm(struct stack_graph *g, unsigned bit)
 	for (unsigned l = 0; l < f->nlv; l++) {
 		struct lvm_lv_found *lv = &f->lv[l];
 
-		r = graph_add_found(g, lv->vol, lv->name, "lvm2",
+		r = graph_add_found(g, &lv->vol, lv->name, "lvm2",
 		                    graph_strdup_printf("LVM2 logical volume on %u PV%s", lv->npvs,
 		                                        lv->npvs == 1 ? "" : "s"),
 		                    lv->refused, cand, lv->pvs, lv->npvs);
-		if (!lv->refused)
-			lv->vol = NULL; /* the graph's now (closed on error) */
 		if (r < 0)
 			goto out;
 		added += r;
@@ -564,10 +566,8 @@ static int layer_fwraid(struct stack_graph *g, unsigned bit)
 			         strcmp(fv->fmt, "imsm") == 0 ? "IMSM" : "DDF");
 			refused = why;
 		}
-		r = graph_add_found(g, fv->vol, name, "fwraid", strdup(fv->what), refused, cand,
+		r = graph_add_found(g, &fv->vol, name, "fwraid", strdup(fv->what), refused, cand,
 		                    fv->members, fv->nmembers);
-		if (!refused)
-			fv->vol = NULL; /* the graph's now (closed on error) */
 		if (r < 0)
 			goto out;
 		added += r;
