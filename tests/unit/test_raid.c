@@ -896,6 +896,132 @@ static void r56_check(int level, unsigned layout, unsigned n, unsigned gone_mask
 	free(got);
 }
 
+/* ---- the stripe log (raid_set_log) ----
+ * Every byte a client writes on RAID5/6 is shown to the log before any
+ * member write, in updates that describe their stripe whole: the data
+ * after the update equals the oracle's, the parity is that data's P (and
+ * Q), the roles and places are the layout's (r56_layout, written apart
+ * from the engine), and written[] marks exactly the chunks the request
+ * touches.  A log that refuses fails the request with nothing written. */
+struct log_probe {
+	const unsigned char *flat; /* the oracle, already holding the write */
+	unsigned char *seen;       /* array bytes some update marked written */
+	int level, refuse;
+	unsigned layout, n, calls, done_calls;
+	uint32_t chunk;
+};
+
+static int probe_log(void *ctx, const struct raid_log_stripe *s, unsigned n, unsigned flags)
+{
+	struct log_probe *lp = ctx;
+	(void)flags;
+	lp->calls++;
+	for (unsigned i = 0; i < n; i++, s++) {
+		unsigned disk[8], p;
+		int q;
+		r56_layout(lp->level, lp->layout, lp->n, s->row, &p, &q, disk);
+		CHECK_EQ(s->p, p);
+		CHECK_EQ(s->q, q);
+		CHECK_EQ(s->moff / lp->chunk, s->row);
+		CHECK(s->moff % lp->chunk + s->len <= lp->chunk);
+		unsigned char *pp = calloc(1, s->len), *qq = calloc(1, s->len);
+		for (unsigned d = 0; d < s->ndata; d++) {
+			CHECK_EQ(s->role[d], disk[d]);
+			uint64_t at = s->aoff + (uint64_t)d * lp->chunk;
+			CHECK(memcmp(s->data[d], lp->flat + at, s->len) == 0);
+			if (s->written[d])
+				memset(lp->seen + at, 1, s->len);
+			for (uint64_t j = 0; j < s->len; j++) {
+				pp[j] ^= (unsigned char)s->data[d][j];
+				uint8_t c = 1;
+				for (unsigned e = 0; e < s->place[d]; e++)
+					c = t_gfmul(c, 2);
+				qq[j] ^= t_gfmul((uint8_t)s->data[d][j], c);
+			}
+		}
+		CHECK(memcmp(pp, s->pbuf, s->len) == 0);
+		if (lp->level == 6)
+			CHECK(s->qbuf && memcmp(qq, s->qbuf, s->len) == 0);
+		else
+			CHECK(!s->qbuf);
+		free(qq);
+		free(pp);
+	}
+	return lp->refuse;
+}
+
+static void probe_done(void *ctx, const struct raid_log_stripe *s, unsigned n, int r)
+{
+	struct log_probe *lp = ctx;
+	(void)s;
+	(void)n;
+	CHECK_EQ(r, 0);
+	lp->done_calls++;
+}
+
+static void test_stripe_log(void)
+{
+	for (int level = 5; level <= 6; level++) {
+		unsigned n = 5, m = level == 6 ? 2 : 1;
+		uint32_t chunk = 16384;
+		uint64_t size = 16 * chunk, asize = size * (n - m);
+		unsigned char *flat = calloc(1, asize), *seen = calloc(1, asize), *buf = malloc(asize);
+		struct vol *members[8], *a = NULL;
+		struct events ev = {0};
+		unsigned long long seed = 0x106 + (unsigned)level;
+		struct log_probe lp = {flat, seen, level, 0, 2, n, 0, 0, chunk};
+		struct raid_log_ops ops = {probe_log, probe_done, &lp};
+
+		CHECK_EQ(open_array(level, 2, n, chunk, size, 0, &ev, members, &a), 0);
+		CHECK_EQ(raid_set_log(a, &ops), 0);
+		CHECK_EQ(raid_set_writebehind(a, 1), -ENOTSUP);
+		for (int i = 0; i < 60; i++) {
+			uint64_t len = 512 * (1 + check_rand(&seed) % (3 * (n - m) * chunk / 512));
+			uint64_t off = 512 * (check_rand(&seed) % ((asize - len) / 512 + 1));
+			if (i % 10 == 0) { /* whole stripes, through the rows path */
+				off = (check_rand(&seed) % 8) * chunk * (n - m);
+				len = 2 * chunk * (n - m);
+			}
+			fill(buf, len, &seed);
+			memcpy(flat + off, buf, len);
+			memset(seen, 0, asize);
+			CHECK_EQ(vol_write(a, buf, len, off, 0), 0);
+			/* exactly the written chunks' ranges were marked, and
+			 * they cover the write */
+			for (uint64_t j = off; j < off + len; j++)
+				if (!seen[j]) {
+					CHECK(!"a written byte no update marked written");
+					break;
+				}
+		}
+		CHECK(lp.calls > 0);
+		CHECK_EQ(lp.calls, lp.done_calls);
+		CHECK_EQ(vol_read(a, buf, asize, 0), 0);
+		CHECK(memcmp(buf, flat, asize) == 0);
+		/* refused: the request fails, nothing reaches the members */
+		unsigned char *would = malloc(asize);
+		memcpy(would, flat, asize);
+		memset(would, 0xa5, chunk);
+		lp.flat = would;
+		lp.refuse = -EIO;
+		CHECK_EQ(vol_write(a, would, chunk, 0, 0), -EIO);
+		CHECK_EQ(vol_read(a, buf, asize, 0), 0);
+		CHECK(memcmp(buf, flat, asize) == 0);
+		free(would);
+		vol_close(a);
+		free(buf);
+		free(seen);
+		free(flat);
+	}
+	/* only parity levels take a log */
+	struct vol *members[8], *a = NULL;
+	struct events ev = {0};
+	struct raid_log_ops ops = {probe_log, probe_done, NULL};
+	CHECK_EQ(open_array(1, 0, 2, 0, 1 << 20, 0, &ev, members, &a), 0);
+	CHECK_EQ(raid_set_log(a, &ops), -EINVAL);
+	vol_close(a);
+}
+
 static void test_raid56(void)
 {
 	static const unsigned layouts6[] = { 0, 1, 2, 3, 4, 5, 16, 17, 18, 19, 20 };
@@ -997,6 +1123,7 @@ int main(void)
 	test_wb_durable();
 	test_wb_parity_concurrent();
 	test_raid56();
+	test_stripe_log();
 	/* Write-behind on parity levels went through its own path: whole
 	 * stripes by the lanes, partial ones by the direct path. */
 	CHECK(wb_whole > 0);

@@ -228,7 +228,26 @@ int raid_set_readahead(struct vol *array, int mode)
 int raid_set_writebehind(struct vol *array, int mode)
 {
 	struct raid_array *a = raid_array_of(array);
-	return a ? raid_wb_set_mode(a, mode) : -EINVAL;
+	if (!a)
+		return -EINVAL;
+	if (a->log.log && mode >= 0)
+		return -ENOTSUP; /* the log must see every stripe update */
+	return raid_wb_set_mode(a, mode);
+}
+
+int raid_set_log(struct vol *array, const struct raid_log_ops *ops)
+{
+	struct raid_array *a = raid_array_of(array);
+
+	if (!a || !a->lvl->md.parity)
+		return -EINVAL;
+	if (ops) {
+		raid_wb_set_mode(a, -1);
+		a->log = *ops;
+	} else {
+		a->log = (struct raid_log_ops){0};
+	}
+	return 0;
 }
 
 void raid_wb_counts(struct vol *array, uint64_t *whole, uint64_t *partial)

@@ -135,6 +135,48 @@ int raid_set_readahead(struct vol *array, int mode);
  * has none (one member, stripes too wide to stage). */
 int raid_set_writebehind(struct vol *array, int mode);
 
+/* ---- a stripe log (parity levels) ----
+ * md closes the RAID5/6 write hole two ways, PPL and the raid5-cache
+ * journal (src/md/); both see every stripe update of a parity level
+ * before any of its member writes is issued.  An update is one stripe
+ * row's [moff, moff+len) on every member, described whole: each data
+ * chunk's content after the update (written by this request or not), the
+ * parity after it, and which data chunks the request writes.  Resync and
+ * repair writes (md_sync, raid_check) and rebuilds are not logged, as md
+ * logs only what clients write.  Write-behind is off while a log is set
+ * (its lanes would write stripes on their own). */
+struct raid_log_stripe {
+	uint64_t row;            /* stripe row: chunk row * chunk on every member */
+	uint64_t moff, len;      /* on every member's data area, inside the row's chunks */
+	uint64_t aoff;           /* array offset of data chunk 0 at moff; data chunk d
+	                          * (array order) is at aoff + d * chunk */
+	unsigned ndata;          /* data chunks in the row */
+	const unsigned *role;    /* [ndata]: the role holding data chunk d */
+	const unsigned *place;   /* [ndata]: d's place in syndrome order (RAID6's Q) */
+	const char *const *data; /* [ndata]: d's len bytes after the update */
+	const bool *written;     /* [ndata]: the request writes some of d's range */
+	int p, q;                /* parity roles (q: -1 on RAID5) */
+	const char *pbuf, *qbuf; /* the parity after the update (qbuf NULL on RAID5) */
+};
+
+struct raid_log_ops {
+	/* Before the member writes of n updates (one request's, under their
+	 * stripes' locks; called from many threads at once): make them
+	 * durable where a crash cannot tear them.  flags: the request's
+	 * (VOL_FUA).  0, or -errno: nothing is written and the request fails
+	 * with it. */
+	int (*log)(void *ctx, const struct raid_log_stripe *s, unsigned n, unsigned flags);
+	/* After those member writes returned r (0: all on the members' caches;
+	 * a member flush makes them durable). */
+	void (*done)(void *ctx, const struct raid_log_stripe *s, unsigned n, int r);
+	void *ctx;
+};
+
+/* Set (ops non-NULL) or clear the array's stripe log, before the array
+ * takes writes; ops is copied.  Write-behind is turned off first.  0, or
+ * -EINVAL when array is not a RAID vol of a parity level. */
+int raid_set_log(struct vol *array, const struct raid_log_ops *ops);
+
 /* What raid_check() found. */
 struct raid_check_report {
 	uint64_t checked;     /* array bytes compared */

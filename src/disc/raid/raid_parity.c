@@ -451,7 +451,8 @@ static int raid_parity_write_row(struct raid_array *a, const char *buf, uint64_t
 	uint64_t span = hi - lo;
 	unsigned *role = calloc(ndata, sizeof(*role)), *place = calloc(ndata, sizeof(*place));
 	struct parity_io *io = calloc(ndata + 2, sizeof(*io));
-	char *data = NULL, *par = NULL;
+	char *data = NULL, *par = NULL, **dptr = NULL;
+	bool *written = NULL;
 	unsigned nio = 0;
 	int r = -ENOMEM;
 
@@ -518,17 +519,109 @@ static int raid_parity_write_row(struct raid_array *a, const char *buf, uint64_t
 		io[nio++] = (struct parity_io){(unsigned)st->p, moff, span, p, 0};
 	if (st->q >= 0 && !atomic_load(&a->m[st->q].failed))
 		io[nio++] = (struct parity_io){(unsigned)st->q, moff, span, q, 0};
+	struct raid_log_stripe ls = {
+	    .row = row,
+	    .moff = moff,
+	    .len = span,
+	    .aoff = row_off + lo,
+	    .ndata = ndata,
+	    .role = role,
+	    .place = place,
+	    .p = st->p,
+	    .q = st->q,
+	    .pbuf = p,
+	    .qbuf = st->q >= 0 ? q : NULL,
+	};
+	if (a->log.log) {
+		r = -ENOMEM;
+		if (!(dptr = calloc(ndata, sizeof(*dptr))) || !(written = calloc(ndata, 1)))
+			goto out;
+		for (unsigned d = 0; d < ndata; d++) {
+			uint64_t c0 = row_off + d * chunk + lo, c1 = c0 + span;
+			dptr[d] = data + d * span;
+			written[d] = off < c1 && off + len > c0;
+		}
+		ls.data = (const char *const *)dptr;
+		ls.written = written;
+		r = a->log.log(a->log.ctx, &ls, 1, flags);
+		if (r)
+			goto out;
+	}
 	r = parity_io_run(a, io, nio, true, flags);
+	if (a->log.log)
+		a->log.done(a->log.ctx, &ls, 1, r);
 	/* A write that failed part-way leaves the members unknown: forget
 	 * the row rather than trust the cache. */
 	raid_row_put(a, row, lo, hi, r == 0 ? data : NULL);
 out:
+	free(written);
+	free(dptr);
 	free(par);
 	free(data);
 	free(io);
 	free(place);
 	free(role);
 	return r;
+}
+
+/* The stripe log's view of k whole stripes staged member-major in mb
+ * (raid_parity_write_rows), and its one call; what it allocates is freed
+ * by parity_log_free. */
+struct parity_log {
+	struct raid_log_stripe *s;
+	unsigned *role, *place;
+	const char **data;
+	bool *written;
+};
+
+static void parity_log_free(struct parity_log *lg)
+{
+	free(lg->written);
+	free(lg->data);
+	free(lg->place);
+	free(lg->role);
+	free(lg->s);
+}
+
+static int parity_log_rows(struct raid_array *a, char *mb, uint64_t k, uint64_t off, unsigned flags,
+                           struct raid_stripe *st, struct parity_log *lg)
+{
+	uint64_t chunk = a->g.chunk, row_bytes = a->par->row_bytes, share = k * chunk;
+	unsigned ndata = a->n - a->lvl->md.parity;
+
+	if (!(lg->s = calloc(k, sizeof(*lg->s))) ||
+	    !(lg->role = calloc(k * ndata, sizeof(unsigned))) ||
+	    !(lg->place = calloc(k * ndata, sizeof(unsigned))) ||
+	    !(lg->data = calloc(k * ndata, sizeof(char *))) || !(lg->written = malloc(ndata)))
+		return -ENOMEM;
+	memset(lg->written, 1, ndata);
+	for (uint64_t i = 0; i < k; i++) {
+		struct raid_log_stripe *s = &lg->s[i];
+		unsigned *role = lg->role + i * ndata, *place = lg->place + i * ndata;
+		const char **data = lg->data + i * ndata;
+		for (unsigned d = 0; d < ndata; d++) {
+			a->lvl->stripe(a->priv, &a->g, off + i * row_bytes + d * chunk, st);
+			role[d] = st->data[st->target];
+			place[d] = st->target;
+			data[d] = mb + (uint64_t)role[d] * share + i * chunk;
+		}
+		*s = (struct raid_log_stripe){
+		    .row = off / row_bytes + i,
+		    .moff = (off / row_bytes + i) * chunk,
+		    .len = chunk,
+		    .aoff = off + i * row_bytes,
+		    .ndata = ndata,
+		    .role = role,
+		    .place = place,
+		    .data = data,
+		    .written = lg->written,
+		    .p = st->p,
+		    .q = st->q,
+		    .pbuf = mb + (uint64_t)st->p * share + i * chunk,
+		    .qbuf = st->q >= 0 ? mb + (uint64_t)st->q * share + i * chunk : NULL,
+		};
+	}
+	return a->log.log(a->log.ctx, lg->s, (unsigned)k, flags);
 }
 
 /* Write k whole stripes from off (a stripe boundary) at once, holding
@@ -542,6 +635,7 @@ static int raid_parity_write_rows(struct raid_array *a, const char *buf, uint64_
 	unsigned ndata = a->n - a->lvl->md.parity;
 	uint64_t row0 = off / row_bytes;
 	struct parity_io *io = calloc(a->n, sizeof(*io));
+	struct parity_log lg = {0};
 	char *mb = NULL;
 	unsigned nio = 0;
 	int r = -ENOMEM;
@@ -571,12 +665,20 @@ static int raid_parity_write_rows(struct raid_array *a, const char *buf, uint64_
 	for (unsigned m = 0; m < a->n; m++)
 		if (!atomic_load(&a->m[m].failed))
 			io[nio++] = (struct parity_io){m, row0 * chunk, share, mb + m * share, 0};
+	if (a->log.log) {
+		r = parity_log_rows(a, mb, k, off, flags, st, &lg);
+		if (r)
+			goto out;
+	}
 	r = parity_io_run(a, io, nio, true, flags);
+	if (a->log.log)
+		a->log.done(a->log.ctx, lg.s, (unsigned)k, r);
 	/* What the cache held of these stripes is old now; the last one may
 	 * be where the stream's next write begins. */
 	raid_row_forget(a, row0, k - 1);
 	raid_row_put(a, row0 + k - 1, 0, chunk, r == 0 ? buf + (k - 1) * row_bytes : NULL);
 out:
+	parity_log_free(&lg);
 	free(mb);
 	free(io);
 	return r;

@@ -194,6 +194,8 @@ struct raid_array {
 	struct raid_rec rec;
 	struct vol **retired; /* failed members replaced by a spare */
 	unsigned nretired;
+	/* The stripe log (raid.h's raid_set_log); log.log NULL: none. */
+	struct raid_log_ops log;
 };
 
 /* ---- members' state and failure (raid_member.c) ---- */
