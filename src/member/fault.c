@@ -12,9 +12,26 @@
  *                             do (whatever mode says)
  *   errno=NAME                what the failures return: EIO (the default),
  *                             EINVAL, ENOMEM, ENOSPC, ENOTSUP or EROFS
+ *   crash=GROUP               power-cut mode (below); with seed=S (default 0),
+ *                             cut-after=N and hold=SIZE (default 256M)
  *
  * Tests also flip a fault vol to dead at run time (fault_member_kill) and
- * count the ops that reached it (fault_member_counts). */
+ * count the ops that reached it (fault_member_counts).
+ *
+ * Power-cut mode models a disk with a volatile write cache (SQLite's crash
+ * test VFS is the model).  A crash member holds every write and zeroing
+ * since its last completed flush in memory, in arrival order; reads see
+ * them over the inner member.  A flush writes them through to the inner
+ * member, in order, then flushes it.  A FUA write goes through at once (and
+ * stays on the list, so that replaying the list keeps its place in the
+ * order).  Trim is a no-op (vol.h lets a trim keep the old data).  More than
+ * hold= bytes held makes the oldest writes durable first, as a cache that
+ * fills up destages.  A power cut of the group (fault_power_cut, or the
+ * cut-after=N'th write across the group, which fails) deals with every
+ * member's held writes in order, each kept, dropped or torn (a random
+ * subset of its sectors reaches the inner member) from a generator seeded
+ * with seed= and the member's place in the group (the order members joined
+ * it), then fails every later op with EIO until the member is closed. */
 #include "member.h"
 
 #include "core/log.h"
@@ -29,6 +46,31 @@
 #include <time.h>
 
 #define FAULT_MAX_RANGES 16
+#define CRASH_HOLD_DEFAULT (256ull << 20)
+
+/* A write a crash member holds; data NULL for a zeroing. */
+struct crash_write {
+	struct crash_write *next;
+	uint64_t off, len;
+	unsigned char *data;
+	bool durable; /* FUA: on the inner member already */
+};
+
+/* A power-cut group: the crash members that lose power together.  Members
+ * join at open and leave at close; the last to leave frees it. */
+struct crash_group {
+	struct crash_group *next;
+	char *name;
+	struct fault_vol **members;
+	unsigned n, cap;
+	unsigned joined;    /* members that ever joined: the next one's place */
+	uint64_t cut_after; /* 0: no cut-after */
+	atomic_uint_fast64_t writes;
+	atomic_bool cut;
+};
+
+static pthread_mutex_t crash_groups_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct crash_group *crash_groups;
 
 enum fault_op { FAULT_READ, FAULT_WRITE, FAULT_FLUSH, FAULT_TRIM, FAULT_ZERO };
 
@@ -49,6 +91,15 @@ struct fault_vol {
 	atomic_uint_fast64_t count[5];
 	pthread_mutex_t rng_lock;
 	unsigned long long rng;
+
+	/* Power-cut mode (group non-NULL).  hold_lock guards the list and
+	 * powered_off: readers share it, writers, flushes and cuts own it. */
+	struct crash_group *group;
+	unsigned place; /* in the group, for the cut's generator */
+	uint64_t seed, hold_max, held_bytes;
+	pthread_rwlock_t hold_lock;
+	struct crash_write *held, **held_tail;
+	bool powered_off;
 };
 
 static struct fault_vol *to_fault(struct vol *v)
@@ -100,13 +151,314 @@ static int fault_align(const struct fault_vol *f, const void *buf)
 	return f->align && (uintptr_t)buf % f->align ? -EINVAL : 0;
 }
 
+/* ---- power-cut mode ---- */
+
+static uint64_t crash_next(uint64_t *s) /* splitmix64 */
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* Put [off, off+len) of held write w onto the inner member. */
+static int crash_apply(struct fault_vol *f, const struct crash_write *w, uint64_t len, uint64_t off)
+{
+	if (!w->data)
+		return vol_write_zeroes(f->inner, len, off, 0);
+	return vol_write(f->inner, w->data + (off - w->off), len, off, 0);
+}
+
+static void crash_free(struct fault_vol *f, struct crash_write *w)
+{
+	if (w->data)
+		f->held_bytes -= w->len;
+	free(w->data);
+	free(w);
+}
+
+/* Write the oldest held writes through until at most keep bytes are held,
+ * then flush the inner member.  Under hold_lock (owned). */
+static int crash_destage(struct fault_vol *f, uint64_t keep)
+{
+	struct crash_write *w;
+	int r = 0;
+
+	while ((w = f->held) && (f->held_bytes > keep || keep == 0)) {
+		r = crash_apply(f, w, w->len, w->off);
+		if (r < 0)
+			return r;
+		f->held = w->next;
+		if (!f->held)
+			f->held_tail = &f->held;
+		crash_free(f, w);
+	}
+	return vol_flush(f->inner);
+}
+
+/* The power cut of one member: each held write kept, dropped or torn, then
+ * nothing works any more.  A write already durable (FUA) is replayed whole
+ * so that no older one kept after it covers it.  What the inner member
+ * does with the survivors is its own business: errors are not reported
+ * (there is nobody to report them to when the power is gone). */
+static void crash_member_cut(struct fault_vol *f)
+{
+	uint64_t rng = f->seed ^ ((uint64_t)f->place * 0xd1b54a32d192ed03ULL);
+	uint64_t sector = f->inner->block_min > 512 ? f->inner->block_min : 512;
+
+	pthread_rwlock_wrlock(&f->hold_lock);
+	for (struct crash_write *w = f->held; w; w = w->next) {
+		uint64_t fate = w->durable ? 0 : crash_next(&rng) % 3;
+		if (fate == 0) {
+			(void)crash_apply(f, w, w->len, w->off);
+		} else if (fate == 2) {
+			for (uint64_t o = w->off; o < w->off + w->len; o += sector)
+				if (crash_next(&rng) & 1)
+					(void)crash_apply(f, w, sector, o);
+		}
+	}
+	(void)vol_flush(f->inner);
+	while (f->held) {
+		struct crash_write *w = f->held;
+		f->held = w->next;
+		crash_free(f, w);
+	}
+	f->held_tail = &f->held;
+	f->powered_off = true;
+	pthread_rwlock_unlock(&f->hold_lock);
+}
+
+/* Under crash_groups_lock. */
+static struct crash_group *crash_group_find(const char *name)
+{
+	for (struct crash_group *g = crash_groups; g; g = g->next)
+		if (strcmp(g->name, name) == 0)
+			return g;
+	return NULL;
+}
+
+/* Cut g's power (once; a second cut finds nothing held).  Under
+ * crash_groups_lock, so that no member joins or leaves meanwhile. */
+static void crash_group_cut(struct crash_group *g)
+{
+	atomic_store(&g->cut, true);
+	for (unsigned i = 0; i < g->n; i++)
+		crash_member_cut(g->members[i]);
+}
+
+int fault_power_cut(const char *group)
+{
+	struct crash_group *g;
+
+	pthread_mutex_lock(&crash_groups_lock);
+	g = crash_group_find(group);
+	if (g)
+		crash_group_cut(g);
+	pthread_mutex_unlock(&crash_groups_lock);
+	return g ? 0 : -ENOENT;
+}
+
+/* Join the group f->group names (made on first use).  cut_after 0 takes
+ * the group's; another value must agree with it. */
+static int crash_join(struct fault_vol *f, const char *name, uint64_t cut_after)
+{
+	struct crash_group *g;
+	int r = 0;
+
+	pthread_mutex_lock(&crash_groups_lock);
+	g = crash_group_find(name);
+	if (!g) {
+		g = calloc(1, sizeof(*g));
+		if (!g || !(g->name = strdup(name))) {
+			free(g);
+			r = -ENOMEM;
+			goto out;
+		}
+		g->next = crash_groups;
+		crash_groups = g;
+	}
+	if (cut_after && g->cut_after && cut_after != g->cut_after) {
+		r = err_set(-EINVAL,
+		            "fault: crash group %s already cuts after %llu writes, not %llu", name,
+		            (unsigned long long)g->cut_after, (unsigned long long)cut_after);
+		goto out;
+	}
+	if (g->n == g->cap) {
+		unsigned cap = g->cap ? 2 * g->cap : 4;
+		struct fault_vol **m = realloc(g->members, cap * sizeof(*m));
+		if (!m) {
+			r = -ENOMEM;
+			goto out;
+		}
+		g->members = m;
+		g->cap = cap;
+	}
+	if (cut_after)
+		g->cut_after = cut_after;
+	g->members[g->n++] = f;
+	f->place = g->joined++;
+	f->group = g;
+out:
+	if (r < 0 && g && g->n == 0) {
+		/* made above, or left empty: unlink it again */
+		struct crash_group **pp = &crash_groups;
+		while (*pp != g)
+			pp = &(*pp)->next;
+		*pp = g->next;
+		free(g->name);
+		free(g->members);
+		free(g);
+	}
+	pthread_mutex_unlock(&crash_groups_lock);
+	return r;
+}
+
+static void crash_leave(struct fault_vol *f)
+{
+	struct crash_group *g = f->group;
+
+	pthread_mutex_lock(&crash_groups_lock);
+	for (unsigned i = 0; i < g->n; i++)
+		if (g->members[i] == f) {
+			g->members[i] = g->members[--g->n];
+			break;
+		}
+	if (g->n == 0) {
+		struct crash_group **pp = &crash_groups;
+		while (*pp != g)
+			pp = &(*pp)->next;
+		*pp = g->next;
+		free(g->name);
+		free(g->members);
+		free(g);
+	}
+	pthread_mutex_unlock(&crash_groups_lock);
+	while (f->held) {
+		struct crash_write *w = f->held;
+		f->held = w->next;
+		crash_free(f, w);
+	}
+	pthread_rwlock_destroy(&f->hold_lock);
+}
+
+/* The inner member's bytes with the held writes laid over them. */
+static int crash_read(struct fault_vol *f, void *buf, uint64_t len, uint64_t off)
+{
+	unsigned char *p = buf;
+	int r = -EIO;
+
+	pthread_rwlock_rdlock(&f->hold_lock);
+	if (f->powered_off)
+		goto out;
+	r = f->inner->ops->read(f->inner, buf, len, off);
+	for (struct crash_write *w = f->held; w && r == 0; w = w->next) {
+		uint64_t lo = w->off > off ? w->off : off;
+		uint64_t hi = w->off + w->len < off + len ? w->off + w->len : off + len;
+		if (lo >= hi)
+			continue;
+		if (w->data)
+			memcpy(p + (lo - off), w->data + (lo - w->off), hi - lo);
+		else
+			memset(p + (lo - off), 0, hi - lo);
+	}
+out:
+	pthread_rwlock_unlock(&f->hold_lock);
+	return r;
+}
+
+/* Count a write against the group's cut-after; the cut-after'th cuts the
+ * group's power from here, and it and every later one fail. */
+static int crash_count(struct fault_vol *f)
+{
+	struct crash_group *g = f->group;
+
+	if (atomic_load(&g->cut))
+		return -EIO;
+	if (!g->cut_after)
+		return 0;
+	uint64_t n = atomic_fetch_add(&g->writes, 1) + 1;
+	if (n < g->cut_after)
+		return 0;
+	if (n == g->cut_after) {
+		pthread_mutex_lock(&crash_groups_lock);
+		crash_group_cut(g);
+		pthread_mutex_unlock(&crash_groups_lock);
+	}
+	return -EIO;
+}
+
+/* Hold a write (buf NULL: a zeroing). */
+static int crash_write(struct fault_vol *f, const void *buf, uint64_t len, uint64_t off,
+                       unsigned flags)
+{
+	struct crash_write *w = calloc(1, sizeof(*w));
+	int r = crash_count(f);
+
+	if (!w) {
+		r = -ENOMEM;
+		goto out;
+	}
+	if (r < 0)
+		goto out;
+	w->off = off;
+	w->len = len;
+	if (buf) {
+		if (!(w->data = malloc(len))) {
+			r = -ENOMEM;
+			goto out;
+		}
+		memcpy(w->data, buf, len);
+	}
+	pthread_rwlock_wrlock(&f->hold_lock);
+	r = -EIO;
+	if (f->powered_off)
+		goto unlock;
+	r = 0;
+	if (buf && f->held_bytes + len > f->hold_max)
+		r = crash_destage(f, f->hold_max > len ? f->hold_max - len : 0);
+	if (r == 0 && (flags & VOL_FUA)) {
+		r = buf ? vol_write(f->inner, buf, len, off, VOL_FUA)
+		        : vol_write_zeroes(f->inner, len, off, VOL_FUA);
+		w->durable = true;
+	}
+	if (r == 0) {
+		*f->held_tail = w;
+		f->held_tail = &w->next;
+		if (buf)
+			f->held_bytes += len;
+		w = NULL;
+	}
+unlock:
+	pthread_rwlock_unlock(&f->hold_lock);
+out:
+	if (w) {
+		free(w->data);
+		free(w);
+	}
+	return r;
+}
+
+static int crash_flush(struct fault_vol *f)
+{
+	int r = -EIO;
+
+	pthread_rwlock_wrlock(&f->hold_lock);
+	if (!f->powered_off)
+		r = crash_destage(f, 0);
+	pthread_rwlock_unlock(&f->hold_lock);
+	return r;
+}
+
 static int fault_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
 {
 	struct fault_vol *f = to_fault(v);
 	int r = fault_check(f, FAULT_READ, len, off);
 	if (!r)
 		r = fault_align(f, buf);
-	return r ? r : f->inner->ops->read(f->inner, buf, len, off);
+	if (r)
+		return r;
+	return f->group ? crash_read(f, buf, len, off)
+	                : f->inner->ops->read(f->inner, buf, len, off);
 }
 
 static int fault_write(struct vol *v, const void *buf, uint64_t len,
@@ -116,21 +468,34 @@ static int fault_write(struct vol *v, const void *buf, uint64_t len,
 	int r = fault_check(f, FAULT_WRITE, len, off);
 	if (!r)
 		r = fault_align(f, buf);
-	return r ? r : f->inner->ops->write(f->inner, buf, len, off, flags);
+	if (r)
+		return r;
+	return f->group ? crash_write(f, buf, len, off, flags)
+	                : f->inner->ops->write(f->inner, buf, len, off, flags);
 }
 
 static int fault_flush(struct vol *v)
 {
 	struct fault_vol *f = to_fault(v);
 	int r = fault_check(f, FAULT_FLUSH, 0, 0);
-	return r ? r : vol_flush(f->inner);
+	if (r)
+		return r;
+	return f->group ? crash_flush(f) : vol_flush(f->inner);
 }
 
 static int fault_trim(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
 {
 	struct fault_vol *f = to_fault(v);
 	int r = fault_check(f, FAULT_TRIM, len, off);
-	return r ? r : vol_trim(f->inner, len, off, flags);
+	if (r)
+		return r;
+	if (f->group) { /* a no-op, but not after the power is gone */
+		pthread_rwlock_rdlock(&f->hold_lock);
+		r = f->powered_off ? -EIO : 0;
+		pthread_rwlock_unlock(&f->hold_lock);
+		return r;
+	}
+	return vol_trim(f->inner, len, off, flags);
 }
 
 static int fault_write_zeroes(struct vol *v, uint64_t len, uint64_t off,
@@ -138,22 +503,32 @@ static int fault_write_zeroes(struct vol *v, uint64_t len, uint64_t off,
 {
 	struct fault_vol *f = to_fault(v);
 	int r = fault_check(f, FAULT_ZERO, len, off);
-	return r ? r : vol_write_zeroes(f->inner, len, off, flags);
+	if (r)
+		return r;
+	return f->group ? crash_write(f, NULL, len, off, flags)
+	                : vol_write_zeroes(f->inner, len, off, flags);
 }
 
 static void fault_close(struct vol *v)
 {
 	struct fault_vol *f = to_fault(v);
+	if (f->group)
+		crash_leave(f);
 	vol_close(f->inner);
 	pthread_mutex_destroy(&f->rng_lock);
 	vol_fini(v);
 	free(f);
 }
 
-/* Metadata, not I/O: the inner member answers, faults or not. */
+/* Metadata, not I/O: the inner member answers, faults or not; a crash
+ * member's held writes are not in the inner member's map, so it says
+ * data (always a safe answer). */
 static int fault_extents(struct vol *v, uint64_t len, uint64_t off, vol_extent_fn fn, void *arg)
 {
-	return vol_extents(to_fault(v)->inner, len, off, fn, arg);
+	struct fault_vol *f = to_fault(v);
+	if (f->group)
+		return fn(arg, len, 0);
+	return vol_extents(f->inner, len, off, fn, arg);
 }
 
 static const struct vol_ops fault_ops = {
@@ -223,7 +598,13 @@ static int fault_parse_errno(const char *s, int *err)
 	return -EINVAL;
 }
 
-static int fault_parse(struct fault_vol *f, char *opts, const char *spec)
+/* What a spec asks of power-cut mode, joined once the vol is made. */
+struct crash_opts {
+	const char *group; /* NULL: not a crash member */
+	uint64_t cut_after;
+};
+
+static int fault_parse(struct fault_vol *f, char *opts, const char *spec, struct crash_opts *c)
 {
 	char *save = NULL;
 
@@ -253,6 +634,22 @@ static int fault_parse(struct fault_vol *f, char *opts, const char *spec)
 				r = -EINVAL;
 		} else if (strcmp(tok, "errno") == 0) {
 			r = fault_parse_errno(eq, &f->err);
+		} else if (strcmp(tok, "crash") == 0) {
+			c->group = eq;
+			if (!*eq)
+				r = -EINVAL;
+		} else if (strcmp(tok, "seed") == 0) {
+			char *end;
+			errno = 0;
+			f->seed = strtoull(eq, &end, 0);
+			if (!*eq || *end || errno || *eq == '-')
+				r = -EINVAL;
+		} else if (strcmp(tok, "cut-after") == 0) {
+			r = parse_size(eq, &c->cut_after);
+			if (r == 0 && c->cut_after == 0)
+				r = -EINVAL;
+		} else if (strcmp(tok, "hold") == 0) {
+			r = parse_size(eq, &f->hold_max);
 		} else if (strcmp(tok, "mode") == 0) {
 			f->on_read = strcmp(eq, "read") == 0 || strcmp(eq, "all") == 0;
 			f->on_write = strcmp(eq, "write") == 0 || strcmp(eq, "all") == 0;
@@ -264,6 +661,11 @@ static int fault_parse(struct fault_vol *f, char *opts, const char *spec)
 		if (r < 0)
 			return err_set(-EINVAL, "fault:%s: bad value for %s: '%s'", spec, tok, eq);
 	}
+	if (!c->group && (f->seed || c->cut_after || f->hold_max))
+		return err_set(-EINVAL, "fault:%s: seed=, cut-after= and hold= need crash=GROUP",
+		               spec);
+	if (!f->hold_max)
+		f->hold_max = CRASH_HOLD_DEFAULT;
 	return 0;
 }
 
@@ -271,22 +673,34 @@ int fault_member_wrap(struct vol *inner, const char *opts, struct vol **out)
 {
 	struct fault_vol *f = calloc(1, sizeof(*f));
 	char *copy = strdup(opts ? opts : "");
+	struct crash_opts c = {0};
 	char name[256];
 	int r = -ENOMEM;
 
 	if (!f || !copy)
 		goto out;
-	r = fault_parse(f, copy, opts ? opts : "");
+	r = fault_parse(f, copy, opts ? opts : "", &c);
 	if (r < 0)
 		goto out;
 	snprintf(name, sizeof(name), "fault:%s", inner->name);
+	/* A crash member has a volatile cache and honours FUA itself. */
 	r = vol_init(&f->vol, &fault_ops, name, inner->size, inner->block_min,
-		     inner->caps);
+	             inner->caps | (c.group ? VOL_CAP_FLUSH | VOL_CAP_FUA : 0));
 	if (r < 0)
 		goto out;
 	f->vol.block_pref = inner->block_pref;
 	f->vol.block_max = inner->block_max;
 	f->inner = inner;
+	if (c.group) { /* last: a cut may reach the member once it joined */
+		f->held_tail = &f->held;
+		pthread_rwlock_init(&f->hold_lock, NULL);
+		r = crash_join(f, c.group, c.cut_after);
+		if (r < 0) {
+			pthread_rwlock_destroy(&f->hold_lock);
+			vol_fini(&f->vol);
+			goto out;
+		}
+	}
 	f->rng = 0x9e3779b97f4a7c15ULL ^ (uintptr_t)f;
 	pthread_mutex_init(&f->rng_lock, NULL);
 	*out = &f->vol;

@@ -74,6 +74,12 @@ struct fault_counts {
 };
 /* The ops that reached a fault vol so far, failed or not. */
 int fault_member_counts(struct vol *v, struct fault_counts *c);
+/* Cut the power of the crash members of group (fault:crash=GROUP:...,
+ * see fault.c): each one's writes since its last completed flush are kept,
+ * dropped or torn at random (seeded), and every later op fails with EIO
+ * until it is closed.  A group exists while one of its members is open.
+ * 0, or -ENOENT when no open member belongs to group. */
+int fault_power_cut(const char *group);
 int nbd_member_open(const char *uri, unsigned flags, struct vol **out);
 
 #endif
