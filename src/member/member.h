@@ -54,6 +54,7 @@ struct sim_params {
 	uint64_t seek_ns;     /* average seek */
 	uint64_t flush_ns;    /* cost of a flush (default 0) */
 	bool sleep;           /* false: keep the clock but do not wait (tests) */
+	uint64_t request_ns;  /* fixed cost of every request (an SSD's latency) */
 };
 /* What a request of len bytes at off costs after one that ended at head. */
 uint64_t sim_cost_ns(const struct sim_params *p, uint64_t head, uint64_t off,

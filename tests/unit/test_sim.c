@@ -53,6 +53,30 @@ int main(void)
 	vol_close(v);
 	free(big);
 
+	/* The ssd preset: no positioning cost anywhere, 80 us a request on
+	 * top of 500 MB/s, 0.5 ms a flush. */
+	CHECK_EQ(member_open("sim:ssd,sleep=0:mem:64M", 0, &v), 0);
+	CHECK_EQ(vol_read(v, buf, 4096, 0), 0);
+	t = 80000 + (uint64_t)(4096 * 1e9 / 500e6);
+	CHECK_EQ(sim_member_busy_ns(v), t);
+	CHECK_EQ(vol_read(v, buf, 4096, 40 * MiB), 0); /* far forward: no rotation */
+	t += 80000 + (uint64_t)(4096 * 1e9 / 500e6);
+	CHECK_EQ(sim_member_busy_ns(v), t);
+	CHECK_EQ(vol_read(v, buf, 4096, 0), 0); /* backwards: no seek */
+	t += 80000 + (uint64_t)(4096 * 1e9 / 500e6);
+	CHECK_EQ(sim_member_busy_ns(v), t);
+	CHECK_EQ(vol_flush(v), 0);
+	t += 500000;
+	CHECK_EQ(sim_member_busy_ns(v), t);
+	vol_close(v);
+	/* req= sets the per-request cost of any model. */
+	struct sim_params q = {.rate = 100000000, .request_ns = 50000};
+	CHECK_EQ(sim_cost_ns(&q, 0, 0, 1000000), 10050000);
+	CHECK_EQ(member_open("sim:100M,req=0.2ms,sleep=0:mem:1M", 0, &v), 0);
+	CHECK_EQ(vol_read(v, buf, 4096, 0), 0);
+	CHECK_EQ(sim_member_busy_ns(v), 200000 + (uint64_t)(4096 * 1e9 / (100.0 * MiB)));
+	vol_close(v);
+
 	/* rpm sets the rotation; a preset sets all figures; flush= costs. */
 	CHECK_EQ(member_open("sim:sata80,rpm=15000,flush=1ms,sleep=0:mem:1M", 0, &v), 0);
 	CHECK_EQ(vol_read(v, buf, 4096, 8192), 0); /* forward gap 8192 bytes */
