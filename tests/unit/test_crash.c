@@ -1,0 +1,471 @@
+/* test_crash.c — the write-hole oracle.  A RAID5 (4 members) and a RAID6
+ * (5 members) made with md_create() and assembled with md_assemble_one(),
+ * as `uraid create` and `uraid serve` do, over crash members
+ * (fault:crash=GROUP, src/member/fault.c) on member files; a few threads
+ * write at random (4 KiB to two stripes, most of them partial stripes, a
+ * few FUA) with a FLUSH every few writes; the power of every member is cut
+ * at a random point.  Then the member files are assembled again two ways:
+ *
+ *  - without one member (a random one): dirty and degraded, which must be
+ *    refused writable with a message naming the write hole; then forced
+ *    read-only;
+ *  - with every member: writable, so that the resync recomputes parity;
+ *    then, clean, without the same member again, so that what is read
+ *    of it is what the resync made the parity.
+ *
+ * Each time every 4 KiB block of the array is compared with the oracle:
+ * (a) a block whose last write was made durable (acknowledged before a
+ * FLUSH that completed, or a FUA write acknowledged) reads back that write;
+ * (b) a block no write touched reads back as it was (zeros, as md_create
+ * left it).  Blocks whose last write was not durable may hold anything of
+ * it and are not judged.  Without PPL or a journal the degraded start
+ * shows the hole over the seeds (counted and printed: it must be seen at
+ * least once); the resync start must never.
+ *
+ * The policies that close the hole (md's PPL, the raid5-cache journal in
+ * write-through or write-back) have a row each in crash_policies[]; the
+ * one place that sets their create options is crash_policy_create(). */
+#include "check.h"
+
+#include "core/log.h"
+#include "md/md.h"
+#include "md/md_create.h"
+#include "member/member.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define CRASH_MAX_MEMBERS 5
+#define CRASH_MEMBER_BYTES (3u << 20) /* 1 MiB of it md's headroom */
+#define CRASH_CHUNK_KIB 16
+#define CRASH_BLOCK 4096u
+#define CRASH_THREADS 3
+#define CRASH_MAX_WRITES 1024
+#define CRASH_SEEDS 12 /* per level; the whole test stays well under 30 s under ASan */
+
+enum crash_policy { CRASH_NONE, CRASH_PPL, CRASH_JOURNAL_WT, CRASH_JOURNAL_WB };
+
+static const struct {
+	enum crash_policy policy;
+	const char *name;
+	bool supported; /* md_create() can make it and assembly honours it */
+} crash_policies[] = {
+    {CRASH_NONE, "none", true},
+    {CRASH_PPL, "ppl", false},
+    {CRASH_JOURNAL_WT, "journal write-through", false},
+    {CRASH_JOURNAL_WB, "journal write-back", false},
+};
+
+/* The create options a policy adds to the level's defaults. */
+static void crash_policy_create(enum crash_policy policy, struct md_create_opts *o)
+{
+	switch (policy) {
+	case CRASH_NONE:
+	case CRASH_PPL:
+	case CRASH_JOURNAL_WT:
+	case CRASH_JOURNAL_WB:
+		break;
+	}
+	(void)o;
+}
+
+static char dir[64];
+
+static const char *member_path(unsigned i)
+{
+	static char p[CRASH_MAX_MEMBERS][96];
+	snprintf(p[i], sizeof(p[i]), "%s/m%u.img", dir, i);
+	return p[i];
+}
+
+/* One write of the workload, as the oracle saw it.  Ticks are a logical
+ * clock under the workload's lock. */
+struct crash_write {
+	uint64_t off, len;
+	unsigned char *data;
+	bool fua;
+	uint64_t ack; /* tick of a successful completion; 0: failed or none */
+};
+
+struct crash_run {
+	struct vol *arr;
+	unsigned long long seed;
+	pthread_mutex_t lock; /* everything below */
+	uint64_t tick;
+	uint64_t flushed; /* the start tick of the latest flush that completed */
+	struct crash_write w[CRASH_MAX_WRITES];
+	unsigned nw, acked;
+	int *last; /* per block: the last write to start on it, -1 none */
+	int inflight[CRASH_THREADS];
+	uint64_t stripe; /* bytes of data in a stripe */
+	atomic_bool stop;
+};
+
+static bool overlaps(const struct crash_write *w, uint64_t off, uint64_t len)
+{
+	return off < w->off + w->len && w->off < off + len;
+}
+
+struct crash_thread {
+	struct crash_run *run;
+	unsigned id;
+};
+
+/* Writes at random, never overlapping a write in flight (so that the
+ * writes of a block are ordered), a flush every 2..5 writes, until the
+ * power is gone or the run is stopped. */
+static void *crash_writer(void *arg)
+{
+	struct crash_thread *t = arg;
+	struct crash_run *run = t->run;
+	unsigned long long rng = run->seed * 7919 + t->id + 1;
+	uint64_t blocks = run->arr->size / CRASH_BLOCK;
+	unsigned until_flush = 3 + (unsigned)(check_rand(&rng) % 8);
+
+	while (!atomic_load(&run->stop)) {
+		uint64_t nb = 1 + check_rand(&rng) % (2 * run->stripe / CRASH_BLOCK);
+		uint64_t len = nb * CRASH_BLOCK;
+		uint64_t off = check_rand(&rng) % (blocks - nb + 1) * CRASH_BLOCK;
+		bool fua = check_rand(&rng) % 16 == 0;
+		unsigned char *data = malloc(len);
+		for (uint64_t i = 0; i < len; i += 8) {
+			uint64_t v = check_rand(&rng);
+			memcpy(data + i, &v, 8);
+		}
+
+		pthread_mutex_lock(&run->lock);
+		bool busy = run->nw == CRASH_MAX_WRITES;
+		for (unsigned i = 0; i < CRASH_THREADS && !busy; i++)
+			busy =
+			    run->inflight[i] >= 0 && overlaps(&run->w[run->inflight[i]], off, len);
+		if (busy) {
+			pthread_mutex_unlock(&run->lock);
+			free(data);
+			if (run->nw == CRASH_MAX_WRITES)
+				break;
+			continue;
+		}
+		int id = (int)run->nw++;
+		run->w[id] = (struct crash_write){.off = off, .len = len, .data = data, .fua = fua};
+		for (uint64_t b = off / CRASH_BLOCK; b < (off + len) / CRASH_BLOCK; b++)
+			run->last[b] = id;
+		run->inflight[t->id] = id;
+		run->tick++;
+		pthread_mutex_unlock(&run->lock);
+
+		int r = vol_write(run->arr, data, len, off, fua ? VOL_FUA : 0);
+
+		pthread_mutex_lock(&run->lock);
+		run->inflight[t->id] = -1;
+		if (r == 0) {
+			run->w[id].ack = ++run->tick;
+			run->acked++;
+		}
+		pthread_mutex_unlock(&run->lock);
+		if (r < 0)
+			break;
+		if (--until_flush == 0) {
+			until_flush = 3 + (unsigned)(check_rand(&rng) % 8);
+			pthread_mutex_lock(&run->lock);
+			uint64_t begun = ++run->tick;
+			pthread_mutex_unlock(&run->lock);
+			if (vol_flush(run->arr) < 0)
+				break;
+			pthread_mutex_lock(&run->lock);
+			if (begun > run->flushed)
+				run->flushed = begun;
+			pthread_mutex_unlock(&run->lock);
+		}
+	}
+	return NULL;
+}
+
+/* What the oracle found in one assembled array. */
+struct crash_verdict {
+	unsigned durable_bad;   /* (a): blocks whose durable last write is not there */
+	unsigned untouched_bad; /* (b): blocks never written that changed */
+	unsigned judged;        /* blocks compared */
+};
+
+static bool crash_durable(const struct crash_run *run, const struct crash_write *w)
+{
+	return w->ack && (w->fua || w->ack < run->flushed);
+}
+
+static int crash_verify(const struct crash_run *run, struct vol *arr, struct crash_verdict *v)
+{
+	static const unsigned char zero[CRASH_BLOCK];
+	unsigned char got[CRASH_BLOCK];
+
+	*v = (struct crash_verdict){0};
+	for (uint64_t b = 0; b < arr->size / CRASH_BLOCK; b++) {
+		int id = run->last[b];
+		const unsigned char *want = zero;
+		if (id >= 0) {
+			const struct crash_write *w = &run->w[id];
+			if (!crash_durable(run, w))
+				continue;
+			want = w->data + (b * CRASH_BLOCK - w->off);
+		}
+		int r = vol_read(arr, got, CRASH_BLOCK, b * CRASH_BLOCK);
+		if (r < 0)
+			return r;
+		v->judged++;
+		if (memcmp(got, want, CRASH_BLOCK) != 0) {
+			if (id >= 0)
+				v->durable_bad++;
+			else
+				v->untouched_bad++;
+		}
+	}
+	return 0;
+}
+
+/* The member files opened for an assembly, member `left_out` (or none:
+ * n) not among them. */
+static int crash_members_open(unsigned n, unsigned left_out, unsigned flags, struct vol **m,
+                              unsigned *k)
+{
+	*k = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (i == left_out)
+			continue;
+		int r = member_open(member_path(i), flags, &m[*k]);
+		if (r < 0) {
+			while (*k)
+				vol_close(m[--*k]);
+			return r;
+		}
+		(*k)++;
+	}
+	return 0;
+}
+
+struct crash_result {
+	bool ok; /* the round ran through (else a failure was reported) */
+	struct crash_verdict degraded, resynced;
+};
+
+/* Make the array, write, cut the power, check both starts. */
+static void crash_round(int level, enum crash_policy policy, unsigned long long seed,
+                        struct crash_result *res)
+{
+	unsigned n = level == 5 ? 4 : 5;
+	unsigned long long rng = seed * 104729 + (unsigned)level;
+	struct crash_run *run = calloc(1, sizeof(*run));
+	struct md_create_opts o;
+	struct md_created made;
+	struct vol *m[CRASH_MAX_MEMBERS], *arr = NULL;
+	pthread_t th[CRASH_THREADS];
+	struct crash_thread targ[CRASH_THREADS];
+	char *specs[CRASH_MAX_MEMBERS], group[64], spec[256];
+	unsigned k, left_out;
+	int r;
+
+	*res = (struct crash_result){0};
+	pthread_mutex_init(&run->lock, NULL);
+	run->seed = seed;
+	for (unsigned i = 0; i < n; i++) {
+		int fd = open(member_path(i), O_RDWR | O_CREAT | O_TRUNC, 0600);
+		CHECK(fd >= 0 && ftruncate(fd, CRASH_MEMBER_BYTES) == 0);
+		close(fd);
+		specs[i] = (char *)member_path(i);
+	}
+	md_create_defaults(level, &o);
+	o.chunk_kib = CRASH_CHUNK_KIB;
+	crash_policy_create(policy, &o);
+	err_clear();
+	r = md_create(specs, n, &o, &made);
+	if (r < 0) {
+		fprintf(stderr, "md_create: %s\n", err_detail(r));
+		CHECK(0);
+		goto out;
+	}
+
+	/* The run: crash members, one power group. */
+	snprintf(group, sizeof(group), "raid%d-%llu", level, seed);
+	for (unsigned i = 0; i < n; i++) {
+		snprintf(spec, sizeof(spec), "fault:crash=%s,seed=%llu:%s", group, seed,
+		         member_path(i));
+		r = member_open(spec, 0, &m[i]);
+		CHECK_EQ(r, 0);
+		if (r < 0) {
+			while (i)
+				vol_close(m[--i]);
+			goto out;
+		}
+	}
+	struct md_assemble_opts ao = {0};
+	err_clear();
+	r = md_assemble_one(m, n, &ao, &arr);
+	if (r < 0) {
+		fprintf(stderr, "assemble: %s\n", err_detail(r));
+		CHECK(0);
+		goto out;
+	}
+	run->arr = arr;
+	run->stripe = (uint64_t)CRASH_CHUNK_KIB * 1024 * (n - md_level_parity(level));
+	run->last = malloc(arr->size / CRASH_BLOCK * sizeof(*run->last));
+	for (uint64_t b = 0; b < arr->size / CRASH_BLOCK; b++)
+		run->last[b] = -1;
+	for (unsigned i = 0; i < CRASH_THREADS; i++) {
+		run->inflight[i] = -1;
+		targ[i] = (struct crash_thread){run, i};
+		pthread_create(&th[i], NULL, crash_writer, &targ[i]);
+	}
+	unsigned cut_at = 10 + (unsigned)(check_rand(&rng) % 40);
+	for (;;) {
+		pthread_mutex_lock(&run->lock);
+		bool enough = run->acked >= cut_at || run->nw == CRASH_MAX_WRITES;
+		pthread_mutex_unlock(&run->lock);
+		if (enough)
+			break;
+		usleep(200);
+	}
+	CHECK_EQ(fault_power_cut(group), 0);
+	atomic_store(&run->stop, true);
+	for (unsigned i = 0; i < CRASH_THREADS; i++)
+		pthread_join(th[i], NULL);
+	vol_close(arr); /* cannot mark it clean: the power is gone */
+	arr = NULL;
+
+	/* Dirty and degraded: refused writable, naming the hole. */
+	left_out = (unsigned)(check_rand(&rng) % n);
+	struct md_assemble_opts deg = {.run_degraded = true};
+	if (crash_members_open(n, left_out, 0, m, &k) < 0)
+		goto fail_open;
+	err_clear();
+	r = md_assemble_one(m, k, &deg, &arr);
+	CHECK_EQ(r, -EUCLEAN);
+	if (r == -EUCLEAN && !strstr(err_detail(r), "write hole")) {
+		fprintf(stderr, "refusal does not name the write hole: %s\n", err_detail(r));
+		CHECK(0);
+	}
+	if (r == 0)
+		vol_close(arr);
+	arr = NULL;
+
+	/* Forced, read-only. */
+	deg.readonly = deg.start_dirty_degraded = true;
+	if (crash_members_open(n, left_out, MEMBER_READONLY, m, &k) < 0)
+		goto fail_open;
+	err_clear();
+	r = md_assemble_one(m, k, &deg, &arr);
+	if (r < 0) {
+		fprintf(stderr, "forced degraded start: %s\n", err_detail(r));
+		CHECK(0);
+		goto out;
+	}
+	r = crash_verify(run, arr, &res->degraded);
+	CHECK_EQ(r, 0);
+	vol_close(arr);
+	arr = NULL;
+
+	/* Every member back, writable: resynced before it starts. */
+	if (crash_members_open(n, n, 0, m, &k) < 0)
+		goto fail_open;
+	err_clear();
+	r = md_assemble_one(m, k, &ao, &arr);
+	if (r < 0) {
+		fprintf(stderr, "resync start: %s\n", err_detail(r));
+		CHECK(0);
+		goto out;
+	}
+	r = crash_verify(run, arr, &res->resynced);
+	CHECK_EQ(r, 0);
+	vol_close(arr); /* clean now */
+	arr = NULL;
+
+	/* Parity is what the resync made it: the same member left out, the
+	 * clean array reads the same. */
+	struct crash_verdict again;
+	struct md_assemble_opts after = {.readonly = true, .run_degraded = true};
+	if (crash_members_open(n, left_out, MEMBER_READONLY, m, &k) < 0)
+		goto fail_open;
+	err_clear();
+	r = md_assemble_one(m, k, &after, &arr);
+	if (r < 0) {
+		fprintf(stderr, "degraded start after the resync: %s\n", err_detail(r));
+		CHECK(0);
+		goto out;
+	}
+	r = crash_verify(run, arr, &again);
+	CHECK_EQ(r, 0);
+	res->resynced.durable_bad += again.durable_bad;
+	res->resynced.untouched_bad += again.untouched_bad;
+	vol_close(arr);
+	arr = NULL;
+	res->ok = true;
+	goto out;
+fail_open:
+	fprintf(stderr, "reopening the member files failed\n");
+	CHECK(0);
+out:
+	for (unsigned i = 0; i < run->nw; i++)
+		free(run->w[i].data);
+	free(run->last);
+	pthread_mutex_destroy(&run->lock);
+	free(run);
+}
+
+/* CRASH_SEEDS rounds of level under policy: how many show the hole
+ * degraded, and none may show it after a resync (nor, under a policy that
+ * closes it, degraded). */
+static void crash_level(int level, unsigned p)
+{
+	bool closes_hole = crash_policies[p].policy != CRASH_NONE;
+	unsigned holes = 0, durable = 0, untouched = 0, resync_bad = 0;
+
+	for (unsigned long long seed = 1; seed <= CRASH_SEEDS; seed++) {
+		struct crash_result res;
+		crash_round(level, crash_policies[p].policy, seed, &res);
+		if (!res.ok)
+			continue;
+		const struct crash_verdict *d = &res.degraded, *f = &res.resynced;
+		holes += d->durable_bad + d->untouched_bad > 0;
+		durable += d->durable_bad > 0;
+		untouched += d->untouched_bad > 0;
+		if (f->durable_bad + f->untouched_bad) {
+			resync_bad++;
+			fprintf(stderr, "raid%d %s seed %llu: after resync %u+%u bad blocks\n",
+			        level, crash_policies[p].name, seed, f->durable_bad,
+			        f->untouched_bad);
+		}
+	}
+	printf("raid%d, %s: the write hole in %u of %d seeds degraded (durable writes lost in "
+	       "%u, untouched blocks changed in %u); %u seeds bad after resync\n",
+	       level, crash_policies[p].name, holes, CRASH_SEEDS, durable, untouched, resync_bad);
+	CHECK_EQ(resync_bad, 0);
+	if (closes_hole)
+		CHECK_EQ(holes, 0);
+	else
+		CHECK(untouched > 0);
+}
+
+int main(void)
+{
+	log_verbosity = -1;
+	snprintf(dir, sizeof(dir), "/tmp/uraid-crash-XXXXXX");
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	for (unsigned p = 0; p < sizeof(crash_policies) / sizeof(crash_policies[0]); p++) {
+		if (!crash_policies[p].supported)
+			continue;
+		crash_level(5, p);
+		crash_level(6, p);
+	}
+	for (unsigned i = 0; i < CRASH_MAX_MEMBERS; i++)
+		unlink(member_path(i));
+	rmdir(dir);
+	return check_done();
+}
