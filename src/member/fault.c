@@ -24,14 +24,15 @@
  * them over the inner member.  A flush writes them through to the inner
  * member, in order, then flushes it.  A FUA write goes through at once (and
  * stays on the list, so that replaying the list keeps its place in the
- * order).  Trim is a no-op (vol.h lets a trim keep the old data).  More than
- * hold= bytes held makes the oldest writes durable first, as a cache that
- * fills up destages.  A power cut of the group (fault_power_cut, or the
- * cut-after=N'th write across the group, which fails) deals with every
- * member's held writes in order, each kept, dropped or torn (a random
- * subset of its sectors reaches the inner member) from a generator seeded
- * with seed= and the member's place in the group (the order members joined
- * it), then fails every later op with EIO until the member is closed. */
+ * order).  Trim is a no-op (vol.h lets a trim keep the old data).  A write
+ * that would hold more than hold= bytes first makes the oldest writes
+ * durable, down to half of it, as a cache that fills up destages.  A power
+ * cut of the group (fault_power_cut, or the cut-after=N'th write across the
+ * group, which fails) deals with every member's held writes in order, each
+ * kept, dropped or torn (a random subset of its sectors reaches the inner
+ * member) from a generator seeded with seed= and the member's place in the
+ * group (the order members joined it), then fails every later op with EIO
+ * until the member is closed. */
 #include "member.h"
 
 #include "core/log.h"
@@ -414,8 +415,12 @@ static int crash_write(struct fault_vol *f, const void *buf, uint64_t len, uint6
 	if (f->powered_off)
 		goto unlock;
 	r = 0;
-	if (buf && f->held_bytes + len > f->hold_max)
-		r = crash_destage(f, f->hold_max > len ? f->hold_max - len : 0);
+	if (buf && f->held_bytes + len > f->hold_max) {
+		/* down to half, so that a full cache flushes its member once
+		 * in a while rather than at every write */
+		uint64_t room = f->hold_max > len ? f->hold_max - len : 0;
+		r = crash_destage(f, room < f->hold_max / 2 ? room : f->hold_max / 2);
+	}
 	if (r == 0 && (flags & VOL_FUA)) {
 		r = buf ? vol_write(f->inner, buf, len, off, VOL_FUA)
 		        : vol_write_zeroes(f->inner, len, off, VOL_FUA);

@@ -86,22 +86,27 @@ static void test_crash_hold(void)
 	vol_close(v);
 }
 
-/* hold=8k: the write that would hold more makes the oldest durable. */
+/* hold=16k: the write that would hold more makes the oldest durable, down
+ * to half (8k) held. */
 static void test_crash_bound(void)
 {
 	char a[4096], got[4096];
 	struct vol *v;
 
 	img_blank(0);
-	v = crash_open("crash=bound,hold=8k", 0);
-	for (int i = 0; i < 3; i++) {
+	v = crash_open("crash=bound,hold=16k", 0);
+	for (int i = 0; i < 5; i++) {
 		memset(a, 0x10 + i, sizeof(a));
 		CHECK_EQ(vol_write(v, a, 4096, (uint64_t)i * 4096, 0), 0);
+		img_read(0, got, 4096, 0);
+		CHECK(got[0] == (i < 4 ? 0 : 0x10)); /* 16k may be held */
 	}
-	img_read(0, got, 4096, 0);
-	CHECK(got[0] == 0x10 && got[4095] == 0x10);
+	img_read(0, got, 4096, 4096);
+	CHECK(got[0] == 0x11 && got[4095] == 0x11);
 	img_read(0, got, 4096, 8192);
-	CHECK(got[0] == 0); /* the newest is still held */
+	CHECK(got[0] == 0); /* the newer ones are still held */
+	CHECK_EQ(vol_read(v, got, 4096, 16384), 0);
+	CHECK(got[0] == 0x14);
 	vol_close(v);
 }
 
