@@ -238,6 +238,21 @@ static struct crash_group *crash_group_find(const char *name)
 	return NULL;
 }
 
+/* Free g if no member is left in it.  Under crash_groups_lock. */
+static void crash_group_drop_empty(struct crash_group *g)
+{
+	struct crash_group **pp = &crash_groups;
+
+	if (g->n)
+		return;
+	while (*pp != g)
+		pp = &(*pp)->next;
+	*pp = g->next;
+	free(g->name);
+	free(g->members);
+	free(g);
+}
+
 /* Cut g's power (once; a second cut finds nothing held).  Under
  * crash_groups_lock, so that no member joins or leaves meanwhile. */
 static void crash_group_cut(struct crash_group *g)
@@ -300,16 +315,8 @@ static int crash_join(struct fault_vol *f, const char *name, uint64_t cut_after)
 	f->place = g->joined++;
 	f->group = g;
 out:
-	if (r < 0 && g && g->n == 0) {
-		/* made above, or left empty: unlink it again */
-		struct crash_group **pp = &crash_groups;
-		while (*pp != g)
-			pp = &(*pp)->next;
-		*pp = g->next;
-		free(g->name);
-		free(g->members);
-		free(g);
-	}
+	if (r < 0 && g)
+		crash_group_drop_empty(g); /* the one made above */
 	pthread_mutex_unlock(&crash_groups_lock);
 	return r;
 }
@@ -324,15 +331,7 @@ static void crash_leave(struct fault_vol *f)
 			g->members[i] = g->members[--g->n];
 			break;
 		}
-	if (g->n == 0) {
-		struct crash_group **pp = &crash_groups;
-		while (*pp != g)
-			pp = &(*pp)->next;
-		*pp = g->next;
-		free(g->name);
-		free(g->members);
-		free(g);
-	}
+	crash_group_drop_empty(g);
 	pthread_mutex_unlock(&crash_groups_lock);
 	while (f->held) {
 		struct crash_write *w = f->held;

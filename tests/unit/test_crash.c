@@ -229,24 +229,46 @@ static int crash_verify(const struct crash_run *run, struct vol *arr, struct cra
 	return 0;
 }
 
-/* The member files opened for an assembly, member `left_out` (or none:
- * n) not among them. */
-static int crash_members_open(unsigned n, unsigned left_out, unsigned flags, struct vol **m,
-                              unsigned *k)
+/* md_assemble_one() of the member files, member `left_out` (or none: n)
+ * not among them: its return, or member_open()'s error. */
+static int crash_start(unsigned n, unsigned left_out, const struct md_assemble_opts *o,
+                       struct vol **arr)
 {
-	*k = 0;
+	struct vol *m[CRASH_MAX_MEMBERS];
+	unsigned k = 0;
+
 	for (unsigned i = 0; i < n; i++) {
 		if (i == left_out)
 			continue;
-		int r = member_open(member_path(i), flags, &m[*k]);
+		int r = member_open(member_path(i), o->readonly ? MEMBER_READONLY : 0, &m[k]);
 		if (r < 0) {
-			while (*k)
-				vol_close(m[--*k]);
+			while (k)
+				vol_close(m[--k]);
 			return r;
 		}
-		(*k)++;
+		k++;
 	}
-	return 0;
+	err_clear();
+	return md_assemble_one(m, k, o, arr);
+}
+
+/* Start the member files (as crash_start), compare them with the oracle,
+ * close: 0, or -1 after saying what failed. */
+static int crash_check(const struct crash_run *run, unsigned n, unsigned left_out,
+                       const struct md_assemble_opts *o, const char *what, struct crash_verdict *v)
+{
+	struct vol *arr;
+	int r = crash_start(n, left_out, o, &arr);
+
+	if (r < 0) {
+		fprintf(stderr, "%s: %s\n", what, err_detail(r));
+		CHECK(0);
+		return -1;
+	}
+	r = crash_verify(run, arr, v);
+	CHECK_EQ(r, 0);
+	vol_close(arr);
+	return r < 0 ? -1 : 0;
 }
 
 struct crash_result {
@@ -267,7 +289,7 @@ static void crash_round(int level, enum crash_policy policy, unsigned long long 
 	pthread_t th[CRASH_THREADS];
 	struct crash_thread targ[CRASH_THREADS];
 	char *specs[CRASH_MAX_MEMBERS], group[64], spec[256];
-	unsigned k, left_out;
+	unsigned left_out;
 	int r;
 
 	*res = (struct crash_result){0};
@@ -340,10 +362,7 @@ static void crash_round(int level, enum crash_policy policy, unsigned long long 
 	/* Dirty and degraded: refused writable, naming the hole. */
 	left_out = (unsigned)(check_rand(&rng) % n);
 	struct md_assemble_opts deg = {.run_degraded = true};
-	if (crash_members_open(n, left_out, 0, m, &k) < 0)
-		goto fail_open;
-	err_clear();
-	r = md_assemble_one(m, k, &deg, &arr);
+	r = crash_start(n, left_out, &deg, &arr);
 	CHECK_EQ(r, -EUCLEAN);
 	if (r == -EUCLEAN && !strstr(err_detail(r), "write hole")) {
 		fprintf(stderr, "refusal does not name the write hole: %s\n", err_detail(r));
@@ -351,63 +370,25 @@ static void crash_round(int level, enum crash_policy policy, unsigned long long 
 	}
 	if (r == 0)
 		vol_close(arr);
-	arr = NULL;
 
-	/* Forced, read-only. */
+	/* Forced, read-only: what the hole did. */
 	deg.readonly = deg.start_dirty_degraded = true;
-	if (crash_members_open(n, left_out, MEMBER_READONLY, m, &k) < 0)
-		goto fail_open;
-	err_clear();
-	r = md_assemble_one(m, k, &deg, &arr);
-	if (r < 0) {
-		fprintf(stderr, "forced degraded start: %s\n", err_detail(r));
-		CHECK(0);
+	if (crash_check(run, n, left_out, &deg, "forced degraded start", &res->degraded) < 0)
 		goto out;
-	}
-	r = crash_verify(run, arr, &res->degraded);
-	CHECK_EQ(r, 0);
-	vol_close(arr);
-	arr = NULL;
 
 	/* Every member back, writable: resynced before it starts. */
-	if (crash_members_open(n, n, 0, m, &k) < 0)
-		goto fail_open;
-	err_clear();
-	r = md_assemble_one(m, k, &ao, &arr);
-	if (r < 0) {
-		fprintf(stderr, "resync start: %s\n", err_detail(r));
-		CHECK(0);
+	if (crash_check(run, n, n, &ao, "resync start", &res->resynced) < 0)
 		goto out;
-	}
-	r = crash_verify(run, arr, &res->resynced);
-	CHECK_EQ(r, 0);
-	vol_close(arr); /* clean now */
-	arr = NULL;
 
 	/* Parity is what the resync made it: the same member left out, the
 	 * clean array reads the same. */
 	struct crash_verdict again;
 	struct md_assemble_opts after = {.readonly = true, .run_degraded = true};
-	if (crash_members_open(n, left_out, MEMBER_READONLY, m, &k) < 0)
-		goto fail_open;
-	err_clear();
-	r = md_assemble_one(m, k, &after, &arr);
-	if (r < 0) {
-		fprintf(stderr, "degraded start after the resync: %s\n", err_detail(r));
-		CHECK(0);
+	if (crash_check(run, n, left_out, &after, "degraded start after the resync", &again) < 0)
 		goto out;
-	}
-	r = crash_verify(run, arr, &again);
-	CHECK_EQ(r, 0);
 	res->resynced.durable_bad += again.durable_bad;
 	res->resynced.untouched_bad += again.untouched_bad;
-	vol_close(arr);
-	arr = NULL;
 	res->ok = true;
-	goto out;
-fail_open:
-	fprintf(stderr, "reopening the member files failed\n");
-	CHECK(0);
 out:
 	for (unsigned i = 0; i < run->nw; i++)
 		free(run->w[i].data);
