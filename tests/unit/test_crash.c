@@ -8,7 +8,8 @@
  *
  *  - without one member (a random one): dirty and degraded, which must be
  *    refused writable with a message naming the write hole; then forced
- *    read-only;
+ *    read-only (under a policy with a log: started writable, the log
+ *    replayed);
  *  - with every member: writable, so that the resync recomputes parity;
  *    then, clean, without the same member again, so that what is read
  *    of it is what the resync made the parity.
@@ -24,7 +25,8 @@
  *
  * The policies that close the hole (md's PPL, the raid5-cache journal in
  * write-through or write-back) have a row each in crash_policies[]; the
- * one place that sets their create options is crash_policy_create(). */
+ * one place that sets their create options is crash_policy_create().  A
+ * row marked supported runs, and must then show no hole degraded either. */
 #include "check.h"
 
 #include "core/log.h"
@@ -84,6 +86,32 @@ static const char *member_path(unsigned i)
 	static char p[CRASH_MAX_MEMBERS][96];
 	snprintf(p[i], sizeof(p[i]), "%s/m%u.img", dir, i);
 	return p[i];
+}
+
+/* Where member i is kept as the power cut left it. */
+static const char *saved_path(unsigned i)
+{
+	static char p[CRASH_MAX_MEMBERS][96];
+	snprintf(p[i], sizeof(p[i]), "%s/s%u.img", dir, i);
+	return p[i];
+}
+
+/* Copy file from to file to: 0 or -1. */
+static int crash_copy(const char *from, const char *to)
+{
+	static char buf[1 << 16];
+	int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	ssize_t got = in < 0 || out < 0 ? -1 : 0;
+
+	while (got >= 0 && (got = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)got) != got)
+			got = -1;
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	CHECK(got == 0);
+	return got == 0 ? 0 : -1;
 }
 
 /* One write of the workload, as the oracle saw it.  Ticks are a logical
@@ -359,25 +387,37 @@ static void crash_round(int level, enum crash_policy policy, unsigned long long 
 	vol_close(arr); /* cannot mark it clean: the power is gone */
 	arr = NULL;
 
-	/* Dirty and degraded: refused writable, naming the hole. */
+	/* Each start below begins from the members as the cut left them. */
+	for (unsigned i = 0; i < n; i++)
+		if (crash_copy(member_path(i), saved_path(i)) < 0)
+			goto out;
+
+	/* Dirty and degraded.  Without a log: refused writable, naming the
+	 * hole, then forced read-only, to see what the hole did.  With one,
+	 * md starts it writable (the log is replayed) and the hole is closed. */
 	left_out = (unsigned)(check_rand(&rng) % n);
 	struct md_assemble_opts deg = {.run_degraded = true};
-	r = crash_start(n, left_out, &deg, &arr);
-	CHECK_EQ(r, -EUCLEAN);
-	if (r == -EUCLEAN && !strstr(err_detail(r), "write hole")) {
-		fprintf(stderr, "refusal does not name the write hole: %s\n", err_detail(r));
-		CHECK(0);
+	if (policy == CRASH_NONE) {
+		r = crash_start(n, left_out, &deg, &arr);
+		CHECK_EQ(r, -EUCLEAN);
+		if (r == -EUCLEAN && !strstr(err_detail(r), "write hole")) {
+			fprintf(stderr, "refusal does not name the write hole: %s\n",
+			        err_detail(r));
+			CHECK(0);
+		}
+		if (r == 0)
+			vol_close(arr);
+		deg.readonly = deg.start_dirty_degraded = true;
 	}
-	if (r == 0)
-		vol_close(arr);
-
-	/* Forced, read-only: what the hole did. */
-	deg.readonly = deg.start_dirty_degraded = true;
-	if (crash_check(run, n, left_out, &deg, "forced degraded start", &res->degraded) < 0)
+	if (crash_check(run, n, left_out, &deg, "degraded start", &res->degraded) < 0)
 		goto out;
 
-	/* Every member back, writable: resynced before it starts. */
-	if (crash_check(run, n, n, &ao, "resync start", &res->resynced) < 0)
+	/* Every member back, writable: resynced (or the log replayed) before
+	 * it starts. */
+	for (unsigned i = 0; i < n; i++)
+		if (crash_copy(saved_path(i), member_path(i)) < 0)
+			goto out;
+	if (crash_check(run, n, n, &ao, "full start", &res->resynced) < 0)
 		goto out;
 
 	/* Parity is what the resync made it: the same member left out, the
@@ -445,8 +485,10 @@ int main(void)
 		crash_level(5, p);
 		crash_level(6, p);
 	}
-	for (unsigned i = 0; i < CRASH_MAX_MEMBERS; i++)
+	for (unsigned i = 0; i < CRASH_MAX_MEMBERS; i++) {
 		unlink(member_path(i));
+		unlink(saved_path(i));
+	}
 	rmdir(dir);
 	return check_done();
 }
