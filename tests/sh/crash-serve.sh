@@ -4,16 +4,16 @@
 # the whole group, and each write since a member's last flush is kept,
 # dropped or torn), on RAID5 and RAID6, with fio writing at random and
 # flushing.  What must hold afterwards, as after a power cut under md:
-#  - the members are marked active (dirty);
+#  - the members are marked active (dirty), as mdadm --examine reads them;
 #  - a writable start without one member is refused, naming the write
 #    hole, and changes no byte;
 #  - the next writable start with every member resyncs, what was written
 #    and flushed in an earlier session reads back, and `uraid check` finds
-#    the parity consistent;
+#    the parity consistent, and mdadm --examine finds them clean after it;
 #  - after it, the array read degraded (a member left out, so that its
 #    blocks come from parity) still reads that data.
 . "$(dirname "$0")/nbd-lib.sh"
-requires nbdcopy nbdinfo fio cmp sha256sum
+requires nbdcopy nbdinfo fio mdadm cmp sha256sum
 
 n=0
 for geometry in "5 4 300 7" "6 5 400 11"; do
@@ -53,7 +53,7 @@ for geometry in "5 4 300 7" "6 5 400 11"; do
     kill -TERM "$server_pid"
     wait "$server_pid" 2>/dev/null || true # it cannot mark the array clean
     rm -f "$sock"
-    "$URAID" examine "${files[0]}" 2>/dev/null | grep -q "State : active" ||
+    mdadm --examine "${files[0]}" 2>/dev/null | grep -q "State : active" ||
         fail "$name: not marked active after the power cut"
 
     # Dirty and degraded: refused writable, naming the hole, nothing written.
@@ -73,6 +73,10 @@ for geometry in "5 4 300 7" "6 5 400 11"; do
     cmp -n "$half" "$tmp/pattern" "$tmp/out" || fail "$name: flushed data lost"
     out=$("$URAID" check "${files[@]}" 2>&1) || fail "$name: check after the resync: $out"
     grep -q "agree" <<<"$out" || fail "$name: check after the resync: $out"
+    for f in "${files[@]}"; do
+        mdadm --examine "$f" 2>/dev/null | grep -q "State : clean" ||
+            fail "$name: $f not clean after the resync and a clean stop"
+    done
 
     # Degraded, clean now: the first member's blocks come from parity.
     out=$("$URAID" serve --readonly --degraded --run "nbdcopy \"\$uri\" $tmp/out" \
