@@ -32,7 +32,8 @@
  * kept, dropped or torn (a random subset of its sectors reaches the inner
  * member) from a generator seeded with seed= and the member's place in the
  * group (the order members joined it), then fails every later op with EIO
- * until the member is closed. */
+ * until the member is closed.  A member closed with its power on writes
+ * what it holds through first. */
 #include "member.h"
 
 #include "core/log.h"
@@ -321,10 +322,17 @@ out:
 	return r;
 }
 
+/* A member closed with its power on keeps what it holds, as a disk's
+ * cache drains while it stays powered; then it leaves its group. */
 static void crash_leave(struct fault_vol *f)
 {
 	struct crash_group *g = f->group;
 
+	pthread_rwlock_wrlock(&f->hold_lock);
+	int r = f->powered_off ? 0 : crash_destage(f, 0);
+	pthread_rwlock_unlock(&f->hold_lock);
+	if (r < 0)
+		log_warn("%s: writing held writes at close: %s", f->vol.name, strerror(-r));
 	pthread_mutex_lock(&crash_groups_lock);
 	for (unsigned i = 0; i < g->n; i++)
 		if (g->members[i] == f) {
