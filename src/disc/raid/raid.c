@@ -148,7 +148,10 @@ static int raid_leave(struct raid_array *a, struct raid_rec_io *io, bool reg, in
 {
 	if (reg)
 		raid_rebuild_written(a, io);
-	return raid_rec_leave(a, io, reg, r);
+	r = raid_rec_leave(a, io, reg, r);
+	if (r == 0)
+		raid_fail_settle(a);
+	return r;
 }
 
 /* Write, trim or zero on the members, read-ahead of the range dropped
@@ -358,6 +361,8 @@ static int raid_flush(struct vol *v)
 		else if (raid_member_fail(a, f.roles[i], f.err[i], false) < 0)
 			r = f.err[i];
 	}
+	if (r == 0) /* members it skipped may be failing right now */
+		raid_fail_settle(a);
 out:
 	free(f.roles);
 	free(f.err);
@@ -377,6 +382,7 @@ static void raid_close(struct vol *v)
 	free(a->retired);
 	a->lvl->free(a->priv);
 	pthread_mutex_destroy(&a->fail_lock);
+	pthread_cond_destroy(&a->fail_told);
 	pthread_mutex_destroy(&a->rec.lock);
 	pthread_cond_destroy(&a->rec.cond);
 	if (a->lvl->stop)
@@ -584,6 +590,7 @@ int raid_open(const struct raid_geom *g, struct vol **members, const struct raid
 		goto out_priv;
 	}
 	pthread_mutex_init(&a->fail_lock, NULL);
+	pthread_cond_init(&a->fail_told, NULL);
 	pthread_mutex_init(&a->rec.lock, NULL);
 	pthread_cond_init(&a->rec.cond, NULL);
 	if (lvl->start) {
@@ -642,6 +649,7 @@ out_lock:
 	if (lvl->stop)
 		lvl->stop(a);
 	pthread_mutex_destroy(&a->fail_lock);
+	pthread_cond_destroy(&a->fail_told);
 	pthread_mutex_destroy(&a->rec.lock);
 	pthread_cond_destroy(&a->rec.cond);
 	raid_stats_free(a);

@@ -67,7 +67,9 @@ struct raid_geom {
 
 /* How a RAID vol tells the metadata layer what happened to a member, so it
  * can mark it faulty in the surviving superblocks.  Called from I/O paths
- * on any thread, once per member failure; may be NULL. */
+ * on any thread, once per member failure; may be NULL.  No write, trim,
+ * zeroing or flush that succeeded without the member returns before
+ * member_failed has returned. */
 struct raid_events {
 	void (*member_failed)(void *ctx, unsigned role, int err);
 	void *ctx;

@@ -79,6 +79,9 @@ int raid_member_fail(struct raid_array *a, unsigned role, int err, bool by_user)
 	if (!a->lvl->md.redundant || !raid_survives_without(a, role)) {
 		r = by_user ? -EBUSY : -EIO;
 	} else {
+		/* counted before it shows, so that whoever sees it failed
+		 * also sees that it is being told */
+		atomic_fetch_add(&a->fail_telling, 1);
 		atomic_store(&a->m[role].failed, true);
 		report = true;
 	}
@@ -90,8 +93,22 @@ int raid_member_fail(struct raid_array *a, unsigned role, int err, bool by_user)
 			a->on_member_failed(a, role);
 		if (a->ev.member_failed)
 			a->ev.member_failed(a->ev.ctx, role, err);
+		pthread_mutex_lock(&a->fail_lock);
+		atomic_fetch_sub(&a->fail_telling, 1);
+		pthread_cond_broadcast(&a->fail_told);
+		pthread_mutex_unlock(&a->fail_lock);
 	}
 	return r;
+}
+
+void raid_fail_settle(struct raid_array *a)
+{
+	if (!atomic_load(&a->fail_telling))
+		return;
+	pthread_mutex_lock(&a->fail_lock);
+	while (atomic_load(&a->fail_telling))
+		pthread_cond_wait(&a->fail_told, &a->fail_lock);
+	pthread_mutex_unlock(&a->fail_lock);
 }
 
 /* Are the live members slow enough for staging streams to pay?  At least one

@@ -180,6 +180,10 @@ struct raid_array {
 	unsigned copies;
 	struct raid_member *m;
 	pthread_mutex_t fail_lock; /* serialises failure transitions */
+	/* Failures marked but not yet told (raid_member_fail running the
+	 * events), and their end: raid_fail_settle() waits for them. */
+	atomic_uint fail_telling;
+	pthread_cond_t fail_told;
 	struct raid_par *par;      /* parity levels: stripe locks, row cache */
 	struct raid_ra *ra;        /* NULL without read-ahead */
 	struct raid_wb *wb;        /* NULL without write-behind */
@@ -234,6 +238,11 @@ bool raid_err_is_request(int err);
  * -EIO (-EBUSY when by_user) if the level has no redundancy left to lose
  * it. */
 int raid_member_fail(struct raid_array *a, unsigned role, int err, bool by_user);
+/* Return once every failure marked so far has been told (its events
+ * returned): a request that succeeded without a failed member calls it
+ * before it returns, so that nothing is acknowledged that the metadata
+ * layer has not heard the failure of (md records it first). */
+void raid_fail_settle(struct raid_array *a);
 /* Would every block still have a live copy if role failed too? */
 bool raid_survives_without(struct raid_array *a, unsigned role);
 /* A write to a role being recovered failed: the recovery of that role is
