@@ -155,6 +155,14 @@ static int fault_align(const struct fault_vol *f, const void *buf)
 
 /* ---- power-cut mode ---- */
 
+/* The power is gone: the group's cut began (one store, so that the whole
+ * group loses it at once, whatever the order its members are dealt with
+ * in) or this member was dealt with.  Under hold_lock. */
+static bool crash_off(const struct fault_vol *f)
+{
+	return f->powered_off || atomic_load(&f->group->cut);
+}
+
 static uint64_t crash_next(uint64_t *s) /* splitmix64 */
 {
 	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
@@ -329,7 +337,7 @@ static void crash_leave(struct fault_vol *f)
 	struct crash_group *g = f->group;
 
 	pthread_rwlock_wrlock(&f->hold_lock);
-	int r = f->powered_off ? 0 : crash_destage(f, 0);
+	int r = crash_off(f) ? 0 : crash_destage(f, 0);
 	pthread_rwlock_unlock(&f->hold_lock);
 	if (r < 0)
 		log_warn("%s: writing held writes at close: %s", f->vol.name, strerror(-r));
@@ -356,7 +364,7 @@ static int crash_read(struct fault_vol *f, void *buf, uint64_t len, uint64_t off
 	int r = -EIO;
 
 	pthread_rwlock_rdlock(&f->hold_lock);
-	if (f->powered_off)
+	if (crash_off(f))
 		goto out;
 	r = f->inner->ops->read(f->inner, buf, len, off);
 	for (struct crash_write *w = f->held; w && r == 0; w = w->next) {
@@ -419,7 +427,7 @@ static int crash_write(struct fault_vol *f, const void *buf, uint64_t len, uint6
 	}
 	pthread_rwlock_wrlock(&f->hold_lock);
 	r = -EIO;
-	if (f->powered_off)
+	if (crash_off(f))
 		goto unlock;
 	r = 0;
 	if (buf && f->held_bytes + len > f->hold_max) {
@@ -455,7 +463,7 @@ static int crash_flush(struct fault_vol *f)
 	int r = -EIO;
 
 	pthread_rwlock_wrlock(&f->hold_lock);
-	if (!f->powered_off)
+	if (!crash_off(f))
 		r = crash_destage(f, 0);
 	pthread_rwlock_unlock(&f->hold_lock);
 	return r;
@@ -503,7 +511,7 @@ static int fault_trim(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
 		return r;
 	if (f->group) { /* a no-op, but not after the power is gone */
 		pthread_rwlock_rdlock(&f->hold_lock);
-		r = f->powered_off ? -EIO : 0;
+		r = crash_off(f) ? -EIO : 0;
 		pthread_rwlock_unlock(&f->hold_lock);
 		return r;
 	}
