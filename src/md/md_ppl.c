@@ -10,7 +10,7 @@
  * the members (and flushed, where they keep a volatile cache), as the
  * kernel submits an io_unit only after the one before has completed.
  * Requests are capped (md_ppl_open sets the md vol's block_max) so that
- * each takes one entry set per parity role that always fits an area. */
+ * each call's entries always fit a header. */
 #include "md_ppl.h"
 #include "md_internal.h"
 
@@ -641,9 +641,9 @@ int md_ppl_open(struct md_array *a, const struct md_super *fresh)
 		r = err_set(r, "%s: cannot keep a PPL on this array", name);
 		goto out;
 	}
-	/* One request, one entry set per parity role: at most raid_disks - 1
-	 * stripe rows, so that no two of its partial rows share a parity. */
-	uint64_t cap = (uint64_t)(a->n - 1) * (a->n - 1) * l->chunk;
+	/* The engine logs a partial row alone (its PP fits: checked above)
+	 * and whole rows k at a time, an entry each: keep k within a header. */
+	uint64_t cap = (uint64_t)(MD_PPL_MAX_ENTRIES - 20) * (a->n - 1) * l->chunk;
 	if (cap < a->vol.block_max)
 		a->vol.block_max = (uint32_t)cap;
 	a->ppl = l;
