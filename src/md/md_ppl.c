@@ -371,6 +371,7 @@ struct md_ppl_area {
 	pthread_mutex_t lock; /* held from log() to done() of the updates logged here */
 	struct vol *vol;      /* the member (NULL: missing) */
 	uint64_t off, len;    /* bytes on it */
+	uint64_t cap;         /* bytes of buf */
 	uint64_t written;     /* roles (bit r) the header now on disk covers writes of */
 	bool unflushed;       /* those writes completed after the last flush */
 	char *buf;            /* header + PP staging, len bytes */
@@ -396,17 +397,66 @@ static uint64_t ppl_roles(const struct raid_log_stripe *s, unsigned n)
 	return m;
 }
 
-/* Whether role's member takes the log now: in the array, in sync (md
- * writes no PPL to a parity disk that is faulty or being rebuilt). */
-static bool ppl_member_live(struct md_ppl *l, unsigned role)
+/* The member that takes role's log now, or NULL: in the array and in sync
+ * (md writes no PPL to a parity disk that is faulty or being rebuilt).
+ * With off, *off and *size get where its area lies (sectors from the
+ * member's start). */
+static struct vol *ppl_member_vol(struct md_ppl *l, unsigned role, int32_t *off, uint32_t *size)
 {
 	struct md_array *a = l->a;
-	bool live;
+	struct md_member *mm = &a->m[role];
+	struct vol *v = NULL;
 
 	pthread_mutex_lock(&a->lock);
-	live = a->m[role].vol && !a->m[role].failed && !a->m[role].recovering;
+	if (mm->vol && !mm->failed && !mm->recovering && mm->sb &&
+	    (!off || md_super_ppl(mm->sb, off, size))) {
+		v = mm->vol;
+		if (off)
+			*off += (int32_t)mm->sb->super_offset; /* sectors from the member's start */
+	}
 	pthread_mutex_unlock(&a->lock);
-	return live;
+	return v;
+}
+
+/* A member new in role (a spare that took it): its area as md's
+ * ppl_modify_log leaves one, all zero but an empty header, so that no
+ * header of its past can be taken for ours. */
+static int ppl_area_adopt(struct md_ppl *l, struct md_ppl_area *ar, struct vol *v, int32_t at,
+                          uint32_t size)
+{
+	uint64_t off = (uint64_t)(int64_t)at * 512, len = (uint64_t)size / 8 * 4096;
+	struct md_ppl_header *h = malloc(sizeof(*h));
+	int r;
+
+	if (!h)
+		return -ENOMEM;
+	if (at < 0 || len < 2 * MD_PPL_HEADER_SIZE || len - MD_PPL_HEADER_SIZE < l->chunk ||
+	    off + len > v->size) {
+		free(h);
+		return err_set(-EIO, "%s: %s: its PPL area does not fit", l->a->vol.name, v->name);
+	}
+	if (len > ar->cap) {
+		free(ar->buf);
+		ar->cap = 0;
+		if (!(ar->buf = vol_buf_alloc(len))) {
+			free(h);
+			return -ENOMEM;
+		}
+		ar->cap = len;
+	}
+	memset(ar->buf, 0, len);
+	memset(h, 0, sizeof(*h));
+	h->signature = l->signature;
+	md_ppl_header_encode(h, ar->buf);
+	free(h);
+	r = vol_write(v, ar->buf, len, off, VOL_FUA);
+	if (r < 0)
+		return r;
+	ar->vol = v;
+	ar->off = off;
+	ar->len = len;
+	ar->unflushed = false;
+	return 0;
 }
 
 /* Make the writes the area's header on disk covers durable, before a new
@@ -417,10 +467,10 @@ static int ppl_flush_covered(struct md_ppl *l, struct md_ppl_area *ar)
 	if (!ar->unflushed)
 		return 0;
 	for (unsigned r = 0; r < l->n; r++) {
-		struct vol *v = l->area[r].vol;
-		if (!(ar->written & (1ull << r)) || !v || !(v->caps & VOL_CAP_FLUSH))
+		if (!(ar->written & (1ull << r)))
 			continue;
-		if (!ppl_member_live(l, r))
+		struct vol *v = ppl_member_vol(l, r, NULL, NULL);
+		if (!v || !(v->caps & VOL_CAP_FLUSH))
 			continue;
 		int e = vol_flush(v);
 		if (e < 0)
@@ -480,11 +530,18 @@ static int ppl_log(void *ctx, const struct raid_log_stripe *s, unsigned n, unsig
 	for (unsigned role = 0; role < l->n; role++) {
 		if (!(want & (1ull << role)))
 			continue;
-		pthread_mutex_lock(&l->area[role].lock);
+		struct md_ppl_area *ar = &l->area[role];
+		int32_t at;
+		uint32_t size;
+		pthread_mutex_lock(&ar->lock);
 		held |= 1ull << role;
-		if (!l->area[role].vol || !ppl_member_live(l, role))
+		struct vol *v = ppl_member_vol(l, role, &at, &size);
+		if (!v)
 			continue;
-		r = ppl_log_area(l, role, s, n);
+		if (v != ar->vol)
+			r = ppl_area_adopt(l, ar, v, at, size);
+		if (r == 0)
+			r = ppl_log_area(l, role, s, n);
 		if (r < 0)
 			break;
 	}
@@ -624,6 +681,7 @@ int md_ppl_open(struct md_array *a, const struct md_super *fresh)
 			r = -ENOMEM;
 			break;
 		}
+		ar->cap = ar->len;
 		memset(ar->buf, 0, ar->len);
 		memset(h, 0, offsetof(struct md_ppl_header, e));
 		h->signature = l->signature;
