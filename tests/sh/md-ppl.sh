@@ -13,7 +13,9 @@
 #     stripe's second chunk lost.  Degraded, that chunk is rebuilt from
 #     parity: with PPL it reads as written before; the same steps on an
 #     array without PPL (started with --force) read garbage there, which
-#     shows the hole the test would miss.
+#     shows the hole the test would miss;
+#  4. the same hole after member 2 (stripe 0's parity) was replaced by a
+#     blank one and rebuilt online: the new member takes the log too.
 . "$(dirname "$0")/nbd-lib.sh"
 requires nbdcopy nbdinfo fio mdadm cmp
 
@@ -61,7 +63,7 @@ done
 
 # 3. The hole: stripe 0 is chunk 0 on member 0, chunk 1 on member 1,
 # parity on member 2 (left-symmetric).
-hole() { # hole NAME POLICY -> prints sha256 of chunk 1 as read degraded, and as written
+hole() { # hole NAME POLICY [rebuilt] -> prints sha256 of chunk 1 as read degraded, and as written
     mk "$1" "$2"
     local off sock=$tmp/$1.sock
     local uri="nbd+unix:///?socket=$sock"
@@ -69,6 +71,19 @@ hole() { # hole NAME POLICY -> prints sha256 of chunk 1 as read degraded, and as
     start_server "$sock" "${files[@]}" 2>/dev/null
     head -c 131072 /dev/urandom >"$tmp/$1.old"
     nbdcopy --flush "$tmp/$1.old" "$uri" || fail "$1: nbdcopy"
+    if [ "${3:-}" = rebuilt ]; then
+        stop_server "$server_pid" >&2
+        rm "${files[2]}"
+        truncate -s 24M "${files[2]}"
+        "$URAID" add --no-rebuild "${files[2]}" "${files[0]}" "${files[1]}" >/dev/null 2>&1 ||
+            fail "$1: add"
+        start_server "$sock" "${files[@]}" 2>/dev/null
+        for _ in $(seq 600); do
+            "$URAID" examine "${files[2]}" 2>/dev/null | grep -q "Recovery Offset" || break
+            sleep 0.05
+        done
+        "$URAID" examine "${files[2]}" 2>/dev/null | grep -q "Recovery Offset" && fail "$1: no rebuild"
+    fi
     dd if="${files[0]}" of="$tmp/$1.m0" bs=512 skip="$off" count=8 2>/dev/null
     head -c 4096 /dev/urandom >"$tmp/$1.new"
     nbdcopy --flush "$tmp/$1.new" "$uri" || fail "$1: nbdcopy new"
@@ -90,4 +105,8 @@ grep -q "replayed 1 PPL entries" "$tmp/p.log" || fail "PPL: no replay: $(cat "$t
 mapfile -t without < <(hole r resync)
 [ "${without[0]}" != "${without[1]}" ] ||
     fail "without PPL the torn write left no hole: the test shows nothing"
-echo "ok: PPL seen by mdadm, replayed after SIGKILL, closes the write hole"
+mapfile -t re < <(hole q ppl rebuilt)
+[ "${re[0]}" = "${re[1]}" ] ||
+    fail "PPL on a rebuilt parity member: chunk 1 rebuilt wrong: $(cat "$tmp/q.log")"
+grep -q "replayed 1 PPL entries" "$tmp/q.log" || fail "PPL, rebuilt member: no replay: $(cat "$tmp/q.log")"
+echo "ok: PPL seen by mdadm, replayed after SIGKILL, closes the write hole (also on a rebuilt member)"
