@@ -1,8 +1,11 @@
-/* crc32c.c — CRC-32C by table, eight bytes a step (slicing-by-8); the
- * tables are built once, on first use.  See crc32c.h. */
+/* crc32c.c — CRC-32C: the x86 SSE4.2 instruction where the CPU has it
+ * (8 bytes a step, several GB/s: the PPL checksums every byte of partial
+ * parity it logs), else by table, eight bytes a step (slicing-by-8), the
+ * tables built once, on first use.  See crc32c.h. */
 #include "crc32c.h"
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <string.h>
 
 #define CRC32C_POLY 0x82f63b78u /* reflected Castagnoli polynomial */
@@ -24,7 +27,45 @@ static void crc32c_init(void)
 			                   crc32c_tab[0][crc32c_tab[t - 1][i] & 0xff];
 }
 
+#if defined(__x86_64__)
+#include <nmmintrin.h>
+
+__attribute__((target("sse4.2"))) static uint32_t crc32c_hw(uint32_t crc, const unsigned char *p,
+                                                            size_t len)
+{
+	uint64_t c = crc;
+	while (len >= 8) {
+		uint64_t w;
+		memcpy(&w, p, 8);
+		c = _mm_crc32_u64(c, w);
+		p += 8;
+		len -= 8;
+	}
+	crc = (uint32_t)c;
+	while (len--)
+		crc = _mm_crc32_u8(crc, *p++);
+	return crc;
+}
+
+static bool crc32c_has_hw(void)
+{
+	static int has = -1;
+	if (has < 0)
+		has = __builtin_cpu_supports("sse4.2") ? 1 : 0;
+	return has;
+}
+#endif
+
 uint32_t crc32c(uint32_t crc, const void *buf, size_t len)
+{
+#if defined(__x86_64__)
+	if (crc32c_has_hw())
+		return ~crc32c_hw(~crc, buf, len);
+#endif
+	return crc32c_table(crc, buf, len);
+}
+
+uint32_t crc32c_table(uint32_t crc, const void *buf, size_t len)
 {
 	const unsigned char *p = buf;
 

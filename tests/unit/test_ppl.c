@@ -23,6 +23,15 @@ static void test_crc32c(void)
 	CHECK_EQ(crc32c(0, "123456789", 9), 0xe3069283u);
 	CHECK_EQ(crc32c(crc32c(0, "1234", 4), "56789", 5), 0xe3069283u);
 	CHECK_EQ(crc32c(0, "", 0), 0);
+	CHECK_EQ(crc32c_table(0, "123456789", 9), 0xe3069283u);
+	/* the instruction and the table agree, at every length and offset */
+	unsigned char b[300];
+	unsigned long long seed = 3;
+	for (unsigned i = 0; i < sizeof(b); i++)
+		b[i] = (unsigned char)check_rand(&seed);
+	for (unsigned off = 0; off < 9; off++)
+		for (unsigned len = 0; len + off <= sizeof(b); len += 7)
+			CHECK_EQ(crc32c(0x1234, b + off, len), crc32c_table(0x1234, b + off, len));
 }
 
 static void test_header_codec(void)
