@@ -49,10 +49,7 @@ __attribute__((target("sse4.2"))) static uint32_t crc32c_hw(uint32_t crc, const 
 
 static bool crc32c_has_hw(void)
 {
-	static int has = -1;
-	if (has < 0)
-		has = __builtin_cpu_supports("sse4.2") ? 1 : 0;
-	return has;
+	return __builtin_cpu_supports("sse4.2"); /* a load of what libgcc found at start */
 }
 #endif
 
