@@ -55,26 +55,30 @@ static int create_policy(const char *policy, struct create_opts *o)
 	if (strcmp(policy, "resync") == 0 || strcmp(policy, "bitmap") == 0) {
 		int want = strcmp(policy, "bitmap") == 0;
 		if (o->md.bitmap != -1 && o->md.bitmap != want) {
-			fprintf(stderr, "uraid: create: --consistency-policy=%s contradicts --bitmap\n",
+			fprintf(stderr,
+			        "uraid: create: --consistency-policy=%s contradicts --bitmap\n",
 			        policy);
 			return 2;
 		}
 		if (want && !md_level_redundant(o->md.level)) {
-			fprintf(stderr, "uraid: create: a write-intent bitmap needs raid1, 10, 5 or 6\n");
+			fprintf(stderr,
+			        "uraid: create: a write-intent bitmap needs raid1, 10, 5 or 6\n");
 			return 2;
 		}
 		o->md.bitmap = want;
 		return 0;
 	}
 	if (strcmp(policy, "journal") == 0) {
-		fprintf(stderr, "uraid: create: --consistency-policy=journal needs --write-journal\n");
+		fprintf(stderr,
+		        "uraid: create: --consistency-policy=journal needs --write-journal\n");
 		return 2;
 	}
 	if (strcmp(policy, "ppl") != 0) {
-		fprintf(stderr,
-		        "uraid: create: --consistency-policy is resync, bitmap, ppl or journal, not "
-		        "'%s'\n",
-		        policy);
+		fprintf(
+		    stderr,
+		    "uraid: create: --consistency-policy is resync, bitmap, ppl or journal, not "
+		    "'%s'\n",
+		    policy);
 		return 2;
 	}
 	if (o->md.level != 5) {

@@ -102,8 +102,9 @@ static void examine_print(const char *name, const struct md_super *s)
 		int32_t poff;
 		uint32_t psize;
 		if (md_super_ppl(s, &poff, &psize))
-			printf("            PPL : %u sectors at offset %d sectors from superblock\n",
-			       psize, poff);
+			printf(
+			    "            PPL : %u sectors at offset %d sectors from superblock\n",
+			    psize, poff);
 	}
 	printf("    Update Time : %s\n", examine_time(s->utime, tb, sizeof(tb)));
 	if (want == s->sb_csum)

@@ -341,8 +341,9 @@ static int md_super_check_ppl(const struct md_super *s, uint64_t member_bytes, c
 	if (!md_super_ppl(s, &off, &size))
 		return 0;
 	if (s->level != 5)
-		return err_set(-EINVAL, "%s: md PPL on a level %d array (md keeps it for raid5 only)",
-		               name, s->level);
+		return err_set(-EINVAL,
+		               "%s: md PPL on a level %d array (md keeps it for raid5 only)", name,
+		               s->level);
 	if ((s->feature_map & MD_FEATURE_ANY_PPL) == MD_FEATURE_ANY_PPL ||
 	    (s->feature_map & (MD_FEATURE_BITMAP_OFFSET | MD_FEATURE_JOURNAL)))
 		return err_set(-EUCLEAN,
@@ -412,11 +413,10 @@ int md_super_check(const struct md_super *s, uint64_t member_bytes, const char *
 	if (r < 0)
 		return r;
 	if (s->feature_map & MD_FEATURE_REFUSED)
-		return err_set(
-		    -ENOTSUP,
-		    "%s: md superblock uses features 0x%x (reshape, journal, cluster "
-		    "or replacement) that uraid does not support",
-		    name, s->feature_map & MD_FEATURE_REFUSED);
+		return err_set(-ENOTSUP,
+		               "%s: md superblock uses features 0x%x (reshape, journal, cluster "
+		               "or replacement) that uraid does not support",
+		               name, s->feature_map & MD_FEATURE_REFUSED);
 	return md_super_check_ppl(s, member_bytes, name);
 }
 

@@ -130,8 +130,8 @@ static void md_create_layout(struct md_super *sb, uint64_t member_bytes, uint64_
 		if (bitmap)
 			raw->bitmap_offset = htole32((uint32_t) - (int32_t)(bm_room + 8));
 		if (ppl) /* ppl {offset, size} share the bitmap_offset word */
-			raw->bitmap_offset =
-			    htole32((uint32_t)bm_room << 16 | (uint16_t)(int16_t) - (int16_t)(bm_room + 8));
+			raw->bitmap_offset = htole32((uint32_t)bm_room << 16 |
+			                             (uint16_t)(int16_t) - (int16_t)(bm_room + 8));
 		return;
 	}
 	/* superblock | bitmap room | bad-block log | data */
@@ -162,8 +162,8 @@ static int md_create_ppl_area(struct vol *m, const struct md_super *sb)
 		return -ENOMEM;
 	memset(buf, 0, (uint64_t)size * 512);
 	md_ppl_header_encode(&h, buf);
-	r = vol_write(m, buf, (uint64_t)size * 512, (uint64_t)((int64_t)sb->super_offset + off) * 512,
-	              0);
+	r = vol_write(m, buf, (uint64_t)size * 512,
+	              (uint64_t)((int64_t)sb->super_offset + off) * 512, 0);
 	free(buf);
 	return r;
 }
