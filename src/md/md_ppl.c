@@ -204,15 +204,18 @@ int md_ppl_add(struct md_ppl_header *h, char *pp, uint64_t *pp_used, uint64_t pp
 		unsigned ns = md_ppl_segments(&s[i], chunk, seg);
 		for (unsigned k = 0; k < ns; k++) {
 			const struct md_ppl_seg *g = &seg[k];
-			bool full = g->nd == s[i].ndata;
+			/* PP that does not fit (a chunk larger than the area) is
+			 * logged as a whole-stripe entry: its replay still makes
+			 * parity agree, but skips the stripe when a member is gone. */
+			bool full = g->nd == s[i].ndata || pp_cap - *pp_used < g->len;
+			unsigned d0 = full ? 0 : g->d0, nd = full ? s[i].ndata : g->nd;
 			uint64_t ppl = full ? 0 : g->len;
-			if (h->nentries == MD_PPL_MAX_ENTRIES || pp_cap - *pp_used < ppl ||
-			    g->len * g->nd > UINT32_MAX)
+			if (h->nentries == MD_PPL_MAX_ENTRIES || g->len * nd > UINT32_MAX)
 				return -ENOSPC;
 			struct md_ppl_entry *e = &h->e[h->nentries++];
-			e->data_sector = (s[i].aoff + g->d0 * chunk + (g->moff - s[i].moff)) / 512;
+			e->data_sector = (s[i].aoff + d0 * chunk + (g->moff - s[i].moff)) / 512;
 			e->pp_size = (uint32_t)ppl;
-			e->data_size = (uint32_t)(g->len * g->nd);
+			e->data_size = (uint32_t)(g->len * nd);
 			e->parity_disk = role;
 			e->checksum = 0;
 			if (full)
@@ -430,8 +433,7 @@ static int ppl_area_adopt(struct md_ppl *l, struct md_ppl_area *ar, struct vol *
 
 	if (!h)
 		return -ENOMEM;
-	if (at < 0 || len < 2 * MD_PPL_HEADER_SIZE || len - MD_PPL_HEADER_SIZE < l->chunk ||
-	    off + len > v->size) {
+	if (at < 0 || len < 2 * MD_PPL_HEADER_SIZE || off + len > v->size) {
 		free(h);
 		return err_set(-EIO, "%s: %s: its PPL area does not fit", l->a->vol.name, v->name);
 	}
@@ -497,7 +499,7 @@ static int ppl_log_area(struct md_ppl *l, unsigned role, const struct raid_log_s
 	r = md_ppl_add(h, ar->buf + MD_PPL_HEADER_SIZE, &used, ar->len - MD_PPL_HEADER_SIZE, s, n,
 	               role, l->chunk);
 	if (r < 0)
-		return err_set(-EIO, "%s: PPL of %s: a request's entries do not fit its area",
+		return err_set(-EIO, "%s: PPL of %s: a request's entries do not fit a header",
 		               l->a->vol.name, ar->vol->name);
 	md_ppl_header_encode(h, ar->buf);
 	ar->written = 1ull << role;
@@ -628,14 +630,6 @@ int md_ppl_open(struct md_array *a, const struct md_super *fresh)
 		if (l->area[role].len < min_len)
 			min_len = l->area[role].len;
 	}
-	if (min_len != UINT64_MAX && min_len - MD_PPL_HEADER_SIZE < l->chunk) {
-		r = err_set(
-		    -ENOTSUP,
-		    "%s: PPL area of %llu bytes cannot hold a chunk (%llu bytes) of partial "
-		    "parity",
-		    name, (unsigned long long)min_len, (unsigned long long)l->chunk);
-		goto out;
-	}
 	if (a->readonly) {
 		if (a->unclean)
 			log_warn("%s: array was not shut down cleanly; its PPL is replayed by a "
@@ -645,6 +639,11 @@ int md_ppl_open(struct md_array *a, const struct md_super *fresh)
 		free(data);
 		return 0;
 	}
+	if (min_len != UINT64_MAX && min_len - MD_PPL_HEADER_SIZE < l->chunk)
+		log_warn("%s: its PPL area (%llu bytes) holds less than a chunk (%llu bytes) of "
+		         "partial parity: partial writes too large for it are logged as whole "
+		         "stripes, which a crash with a member lost can still tear",
+		         name, (unsigned long long)min_len, (unsigned long long)l->chunk);
 	struct md_ppl_array pa = {a->raid, data, a->n, l->chunk};
 	if (a->unclean) {
 		for (unsigned role = 0; role < a->n && r == 0; role++)

@@ -86,8 +86,10 @@ struct md_ppl_seg {
 unsigned md_ppl_segments(const struct raid_log_stripe *s, uint64_t chunk, struct md_ppl_seg *out);
 
 /* Append the entries of the updates s[0..n) whose parity role is role to
- * h, their PP to pp (at *pp_used, of pp_cap bytes).  0, or -ENOSPC when
- * the header or pp would overflow (nothing usable was appended then). */
+ * h, their PP to pp (at *pp_used, of pp_cap bytes); a range whose PP does
+ * not fit goes in as a whole-stripe entry (pp_size 0, every data chunk).
+ * 0, or -ENOSPC when the header would overflow (nothing usable was
+ * appended then). */
 int md_ppl_add(struct md_ppl_header *h, char *pp, uint64_t *pp_used, uint64_t pp_cap,
                const struct raid_log_stripe *s, unsigned n, unsigned role, uint64_t chunk);
 
