@@ -661,9 +661,9 @@ int md_ppl_open(struct md_array *a, const struct md_super *fresh)
 		 * mismatched; else its resync follows. */
 		if (st.recovered > 0 && st.mismatched == 0) {
 			a->unclean = false;
-			log_info("%s: array was not shut down cleanly; replayed %u PPL entries "
-			         "(%u left: their data member is missing)",
-			         name, st.recovered, st.skipped);
+			log_info("%s: array was not shut down cleanly; replayed %u PPL entries%s",
+			         name, st.recovered,
+			         st.skipped ? " (some left: their data member is missing)" : "");
 		} else {
 			log_warn("%s: array was not shut down cleanly; PPL replayed %u entries, %u "
 			         "headers or entries did not check: resyncing",

@@ -15,7 +15,10 @@
 #     array without PPL (started with --force) read garbage there, which
 #     shows the hole the test would miss;
 #  4. the same hole after member 2 (stripe 0's parity) was replaced by a
-#     blank one and rebuilt online: the new member takes the log too.
+#     blank one and rebuilt online: the new member takes the log too;
+#  5. v1.0 and v1.1 superblocks: mdadm finds the PPL where mdadm puts it
+#     (before a 1.0 superblock, after a 1.1 one), and a SIGKILL after a
+#     partial write replays it.
 . "$(dirname "$0")/nbd-lib.sh"
 requires nbdcopy nbdinfo fio mdadm cmp
 
@@ -109,4 +112,24 @@ mapfile -t re < <(hole q ppl rebuilt)
 [ "${re[0]}" = "${re[1]}" ] ||
     fail "PPL on a rebuilt parity member: chunk 1 rebuilt wrong: $(cat "$tmp/q.log")"
 grep -q "replayed 1 PPL entries" "$tmp/q.log" || fail "PPL, rebuilt member: no replay: $(cat "$tmp/q.log")"
-echo "ok: PPL seen by mdadm, replayed after SIGKILL, closes the write hole (also on a rebuilt member)"
+for v in "1.0 -2056" "1.1 8"; do
+    read -r ver at <<<"$v"
+    files=()
+    for i in 0 1 2; do truncate -s 24M "$tmp/v$ver.$i"; files+=("$tmp/v$ver.$i"); done
+    "$URAID" create --metadata="$ver" --level=5 --chunk=64 --consistency-policy=ppl \
+        "${files[@]}" >/dev/null 2>&1 || fail "create v$ver"
+    mdadm --examine "${files[0]}" 2>/dev/null |
+        grep -q "PPL : 2048 sectors at offset $at sectors from superblock" ||
+        fail "v$ver: mdadm does not find the PPL at $at"
+    sock=$tmp/v$ver.sock
+    start_server "$sock" "${files[@]}" 2>/dev/null
+    head -c 12288 /dev/urandom >"$tmp/v$ver.w"
+    nbdcopy --flush "$tmp/v$ver.w" "nbd+unix:///?socket=$sock" || fail "v$ver: nbdcopy"
+    kill -KILL "$server_pid"
+    wait "$server_pid" 2>/dev/null || true
+    rm -f "$sock"
+    out=$("$URAID" serve --run true "${files[@]}" 2>&1) || fail "v$ver: restart: $out"
+    grep -q "replayed 1 PPL entries" <<<"$out" || fail "v$ver: no replay: $out"
+    out=$("$URAID" check "${files[@]}" 2>&1) && grep -q agree <<<"$out" || fail "v$ver: check: $out"
+done
+echo "ok: PPL seen by mdadm, replayed after SIGKILL, closes the write hole (also on a rebuilt member; v1.0, v1.1)"
