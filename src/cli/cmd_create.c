@@ -46,6 +46,55 @@ static uint64_t create_chunk_arg(const char *arg, const char *what)
 	return bytes;
 }
 
+/* mdadm's --consistency-policy words: resync and bitmap are what
+ * --bitmap says, ppl md's partial parity log (RAID5, no bitmap beside). */
+static int create_policy(const char *policy, struct create_opts *o)
+{
+	if (!policy)
+		return 0;
+	if (strcmp(policy, "resync") == 0 || strcmp(policy, "bitmap") == 0) {
+		int want = strcmp(policy, "bitmap") == 0;
+		if (o->md.bitmap != -1 && o->md.bitmap != want) {
+			fprintf(stderr,
+			        "uraid: create: --consistency-policy=%s contradicts --bitmap\n",
+			        policy);
+			return 2;
+		}
+		if (want && !md_level_redundant(o->md.level)) {
+			fprintf(stderr,
+			        "uraid: create: a write-intent bitmap needs raid1, 10, 5 or 6\n");
+			return 2;
+		}
+		o->md.bitmap = want;
+		return 0;
+	}
+	if (strcmp(policy, "journal") == 0) {
+		fprintf(stderr,
+		        "uraid: create: --consistency-policy=journal needs --write-journal\n");
+		return 2;
+	}
+	if (strcmp(policy, "ppl") != 0) {
+		fprintf(
+		    stderr,
+		    "uraid: create: --consistency-policy is resync, bitmap, ppl or journal, not "
+		    "'%s'\n",
+		    policy);
+		return 2;
+	}
+	if (o->md.level != 5) {
+		fprintf(stderr, "uraid: create: --consistency-policy=ppl needs raid5 (as md's)\n");
+		return 2;
+	}
+	if (o->md.bitmap == 1) {
+		fprintf(stderr, "uraid: create: a PPL and a write-intent bitmap cannot go together "
+		                "(md refuses both)\n");
+		return 2;
+	}
+	o->md.bitmap = 0;
+	o->md.ppl = true;
+	return 0;
+}
+
 static int create_parse(int argc, char **argv, struct create_opts *o)
 {
 	static const struct option opts[] = {
@@ -59,9 +108,11 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 	    {"bitmap", required_argument, NULL, 'b'},
 	    {"bitmap-chunk", required_argument, NULL, 'B'},
 	    {"metadata", required_argument, NULL, 'e'},
+	    {"consistency-policy", required_argument, NULL, 'k'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
+	const char *policy = NULL;
 	int c;
 
 	optind = 1;
@@ -140,6 +191,9 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 				return 2;
 			}
 			break;
+		case 'k':
+			policy = optarg;
+			break;
 		case 'h':
 			printf(
 			    "usage: uraid create --level=0|1|10|5|6|linear [--raid-devices=N] "
@@ -149,7 +203,8 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 			    "[--assume-clean]\n"
 			    "                    [--bitmap=internal|none] [--bitmap-chunk=SIZE] "
 			    "[--metadata=1.0|1.1|1.2]\n"
-			    "                    [--force] MEMBER...\n"
+			    "                    [--consistency-policy=resync|bitmap|ppl] "
+			    "[--force] MEMBER...\n"
 			    "Write md v1.x superblocks (as mdadm --create; 1.2 unless --metadata\n"
 			    "says 1.1, at the start, or 1.0, at the end) making a new array.\n"
 			    "MEMBER may be 'missing' for a degraded RAID1/10/5/6.  --chunk is in "
@@ -162,7 +217,12 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 			    "a resync of the chunks being written only); as with mdadm it is the\n"
 			    "default for RAID1/10/5/6 arrays above 100 GiB.  --bitmap-chunk is in "
 			    "KiB\n"
-			    "(default: mdadm's, at least 64M).\n");
+			    "(default: mdadm's, at least 64M).\n"
+			    "--consistency-policy=ppl (RAID5) keeps md's partial parity log: a "
+			    "crash\n"
+			    "costs no resync and cannot tear a stripe (md's write hole); 'resync' "
+			    "is\n"
+			    "--bitmap=none, 'bitmap' --bitmap=internal.\n");
 			return 1;
 		default:
 			return 2;
@@ -211,7 +271,7 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 	}
 	if (o->md.bitmap_chunk && o->md.bitmap == -1)
 		o->md.bitmap = 1;
-	return 0;
+	return create_policy(policy, o);
 }
 
 int cmd_create(int argc, char **argv)

@@ -85,6 +85,12 @@ static void examine_print(const char *name, const struct md_super *s)
 	if (s->feature_map & MD_FEATURE_RECOVERY_OFFSET)
 		printf("Recovery Offset : %llu sectors\n", (unsigned long long)s->recovery_offset);
 	printf("          State : %s\n", md_super_clean(s) ? "clean" : "active");
+	if (md_level_redundant(s->level))
+		printf(" Consistency Policy : %s\n",
+		       s->feature_map & MD_FEATURE_ANY_PPL         ? "ppl"
+		       : s->feature_map & MD_FEATURE_BITMAP_OFFSET ? "bitmap"
+		       : s->feature_map & MD_FEATURE_JOURNAL       ? "journal"
+		                                                   : "resync");
 	md_uuid_format(s->device_uuid, uuid);
 	printf("    Device UUID : %s\n\n", uuid);
 	if (s->feature_map & MD_FEATURE_BITMAP_OFFSET) {
@@ -92,6 +98,13 @@ static void examine_print(const char *name, const struct md_super *s)
 		memcpy(&off, s->raw + offsetof(struct md_sb1, bitmap_offset), 4);
 		printf("Internal Bitmap : %d sectors from superblock\n",
 		       (int32_t)md_le32((uint32_t)off));
+	} else {
+		int32_t poff;
+		uint32_t psize;
+		if (md_super_ppl(s, &poff, &psize))
+			printf(
+			    "            PPL : %u sectors at offset %d sectors from superblock\n",
+			    psize, poff);
 	}
 	printf("    Update Time : %s\n", examine_time(s->utime, tb, sizeof(tb)));
 	if (want == s->sb_csum)

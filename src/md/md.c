@@ -329,6 +329,39 @@ static int sb1_check(const struct md_super *s, uint64_t member_bytes, const char
 	return 0;
 }
 
+/* md's rules for a PPL (super_1_validate, ppl_validate_rdev): RAID5 only,
+ * one of the two feature bits, no bitmap or journal beside it, and an
+ * area of a header and one 4 KiB of PP that overlaps neither the
+ * superblock's 4 KiB nor the data. */
+static int md_super_check_ppl(const struct md_super *s, uint64_t member_bytes, const char *name)
+{
+	int32_t off;
+	uint32_t size;
+
+	if (!md_super_ppl(s, &off, &size))
+		return 0;
+	if (s->level != 5)
+		return err_set(-EINVAL,
+		               "%s: md PPL on a level %d array (md keeps it for raid5 only)", name,
+		               s->level);
+	if ((s->feature_map & MD_FEATURE_ANY_PPL) == MD_FEATURE_ANY_PPL ||
+	    (s->feature_map & (MD_FEATURE_BITMAP_OFFSET | MD_FEATURE_JOURNAL)))
+		return err_set(-EUCLEAN,
+		               "%s: md PPL with a bitmap, a journal or both PPL feature bits "
+		               "(features 0x%x)",
+		               name, s->feature_map);
+	int64_t start = (int64_t)s->super_offset + off, end = start + size;
+	int64_t dstart = (int64_t)s->data_offset, dend = dstart + (int64_t)s->data_size;
+	if (size < 16 || start < 0 || (uint64_t)end > member_bytes / 512 ||
+	    (start < dend && end > dstart) ||
+	    (start < (int64_t)s->super_offset + 8 && end > (int64_t)s->super_offset))
+		return err_set(-EUCLEAN,
+		               "%s: md PPL area (%u sectors at %d from the superblock) overlaps "
+		               "the superblock or the data, or lies beyond the member",
+		               name, size, off);
+	return 0;
+}
+
 int md_super_check(const struct md_super *s, uint64_t member_bytes, const char *name)
 {
 	uint64_t sectors = member_bytes / 512;
@@ -380,12 +413,23 @@ int md_super_check(const struct md_super *s, uint64_t member_bytes, const char *
 	if (r < 0)
 		return r;
 	if (s->feature_map & MD_FEATURE_REFUSED)
-		return err_set(
-		    -ENOTSUP,
-		    "%s: md superblock uses features 0x%x (reshape, journal, PPL, cluster "
-		    "or replacement) that uraid does not support",
-		    name, s->feature_map & MD_FEATURE_REFUSED);
-	return 0;
+		return err_set(-ENOTSUP,
+		               "%s: md superblock uses features 0x%x (reshape, journal, cluster "
+		               "or replacement) that uraid does not support",
+		               name, s->feature_map & MD_FEATURE_REFUSED);
+	return md_super_check_ppl(s, member_bytes, name);
+}
+
+bool md_super_ppl(const struct md_super *s, int32_t *off, uint32_t *size)
+{
+	const struct md_sb1 *raw = (const struct md_sb1 *)s->raw;
+	uint32_t w = md_le32(raw->bitmap_offset); /* union { bitmap_offset; ppl {offset, size} } */
+
+	if (!(s->feature_map & MD_FEATURE_ANY_PPL) || md_sb090_is(s))
+		return false;
+	*off = (int16_t)(w & 0xffff);
+	*size = w >> 16;
+	return true;
 }
 
 /* A version that does not record where its superblock lies (0.90, at the
@@ -578,7 +622,8 @@ const struct md_level_info *md_level_info(int level)
 
 bool md_dirty_degraded(const struct md_super *s, unsigned degraded)
 {
-	return md_level_parity(s->level) > 0 && degraded > 0 && !md_super_clean(s);
+	return md_level_parity(s->level) > 0 && degraded > 0 && !md_super_clean(s) &&
+	       !(s->feature_map & MD_FEATURE_ANY_PPL);
 }
 
 const char *md_level_name(int level)
@@ -694,7 +739,7 @@ static uint64_t md_bitmap_space(uint64_t sectors)
 /* As mdadm's validate_geometry1() for v1.2: superblock and bitmap room,
  * plus reshape headroom of about 0.1% (at most 128 MiB, and shrinking no
  * further than four chunks), rounded up to 1 MiB. */
-uint64_t md_default_data_offset(uint64_t member_sectors, uint32_t chunk_kib)
+uint64_t md_data_offset_room(uint64_t member_sectors, uint32_t chunk_kib, uint64_t room)
 {
 	uint64_t headroom = 128 * 1024 * 2;
 	uint64_t off;
@@ -702,8 +747,13 @@ uint64_t md_default_data_offset(uint64_t member_sectors, uint32_t chunk_kib)
 	while ((headroom << 10) > member_sectors &&
 	       (chunk_kib == 0 || headroom / 2 >= (uint64_t)chunk_kib * 4))
 		headroom >>= 1;
-	off = 12 * 2 + md_bitmap_space(member_sectors) + headroom;
+	off = 12 * 2 + room + headroom;
 	return (off + 2047) / 2048 * 2048;
+}
+
+uint64_t md_default_data_offset(uint64_t member_sectors, uint32_t chunk_kib)
+{
+	return md_data_offset_room(member_sectors, chunk_kib, md_bitmap_space(member_sectors));
 }
 
 void md_uuid_format(const uint8_t uuid[16], char out[36])

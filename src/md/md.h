@@ -61,14 +61,16 @@
 #define MD_FEATURE_RAID0_LAYOUT 0x1000u
 #define MD_FEATURE_ALL 0x1fffu
 /* Features uraid cannot serve or update correctly (a reshape under way, a
- * journal or PPL, a cluster, a replacement being built): md_super_check()
+ * journal, a cluster, a replacement being built): md_super_check()
  * refuses a superblock with any of them, so every path (assembly, add,
  * rebuild, grow, examine) refuses it with the same message rather than
  * corrupt it. */
 #define MD_FEATURE_REFUSED                                                                         \
-	(MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_JOURNAL | MD_FEATURE_PPL |                         \
-	 MD_FEATURE_MULTIPLE_PPLS | MD_FEATURE_CLUSTERED | MD_FEATURE_NEW_OFFSET |                 \
-	 MD_FEATURE_REPLACEMENT)
+	(MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_JOURNAL | MD_FEATURE_CLUSTERED |                   \
+	 MD_FEATURE_NEW_OFFSET | MD_FEATURE_REPLACEMENT)
+/* md's partial parity log, one area per member (md_ppl.h): either bit (the
+ * kernel writes MULTIPLE_PPLS once it logs header after header). */
+#define MD_FEATURE_ANY_PPL (MD_FEATURE_PPL | MD_FEATURE_MULTIPLE_PPLS)
 
 /* Levels as md numbers them. */
 #define MD_LEVEL_LINEAR (-1)
@@ -290,6 +292,11 @@ int md_super_same_geometry(const struct md_super *a, const char *an, const struc
  * stored, or for 0.90 the kernel's byte form of its four words. */
 void md_super_bitmap_uuid(const struct md_super *s, uint8_t uuid[16]);
 
+/* Whether s records a PPL (MD_FEATURE_ANY_PPL); then *off gets its area's
+ * offset (signed sectors from the superblock: the ppl.offset half of the
+ * word bitmap_offset shares) and *size its sectors. */
+bool md_super_ppl(const struct md_super *s, int32_t *off, uint32_t *size);
+
 /* This member's role: its dev_roles slot, or MD_ROLE_SPARE. */
 unsigned md_super_role(const struct md_super *s);
 
@@ -330,7 +337,8 @@ int md_level_served(int level, const char *name);
  * with `degraded` roles not in sync (missing, or being rebuilt) may hold
  * stripes that a crash left half-written; what they hold on a missing
  * member cannot be recomputed from them (md's write hole), so md starts
- * such an array only when forced. */
+ * such an array only when forced — unless it keeps a PPL, whose replay
+ * makes those stripes agree (md starts it). */
 bool md_dirty_degraded(const struct md_super *s, unsigned degraded);
 
 /* Parse "0", "raid0", "linear", "10", ... into an md level. */
@@ -353,6 +361,9 @@ int md_raid10_layout_parse(const char *s, uint32_t *layout);
 /* The default data_offset, in sectors, that mdadm 4.x chooses for a v1.2
  * member of member_sectors with chunk_kib (0 for raid1/linear). */
 uint64_t md_default_data_offset(uint64_t member_sectors, uint32_t chunk_kib);
+/* The same with room sectors kept for a bitmap or PPL (mdadm's bmspace:
+ * MD_PPL_AREA_SECTORS for a PPL) instead of its bitmap rule. */
+uint64_t md_data_offset_room(uint64_t member_sectors, uint32_t chunk_kib, uint64_t room);
 
 /* Look for the superblocks older md formats keep at a member's end, v1.0
  * (where its table entry puts it) and 0.90 (the last 64 KiB

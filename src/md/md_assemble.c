@@ -27,6 +27,7 @@
  * that resync of an unclean array and the recovery offsets of members a
  * rebuild is about to restart below them. */
 #include "md_internal.h"
+#include "md_ppl.h"
 
 #include "core/log.h"
 #include "disc/slice.h"
@@ -443,6 +444,22 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 	free(slices);
 	md_bm_load(a, fresh);
 	bool clean = md_super_clean(fresh);
+	if (fresh->feature_map & MD_FEATURE_ANY_PPL) {
+		/* md replays the PPL instead of resyncing (md_ppl.h). */
+		a->unclean = !clean;
+		r = md_ppl_open(a, fresh);
+		if (r == 0 && !clean && !a->unclean) {
+			pthread_mutex_lock(&a->lock);
+			r = md_array_sync(a, false);
+			pthread_mutex_unlock(&a->lock);
+		}
+		if (r < 0) {
+			free(fresh);
+			vol_close(&a->vol);
+			return r;
+		}
+		clean = !a->unclean;
+	}
 	free(fresh);
 	if (redundant && !clean) {
 		a->unclean = true;

@@ -23,6 +23,7 @@
 #include "md_create.h"
 #include "md.h"
 #include "md_bitmap.h"
+#include "md_ppl.h"
 #include "probe.h"
 
 #include "core/log.h"
@@ -99,9 +100,9 @@ static uint64_t md_create_bm_room(uint64_t size)
 /* The sectors of a member of s sectors that a new array may use (mdadm's
  * avail_size1): after data_offset, or for 1.0 before the superblock, the
  * bad-block log and the bitmap room mdadm reserves. */
-static uint64_t md_create_avail(bool data_first, uint64_t s, uint64_t data_offset)
+static uint64_t md_create_avail(bool data_first, uint64_t s, uint64_t data_offset, bool ppl)
 {
-	uint64_t over = 8 * 2 + 8 + md_create_bm_room(s);
+	uint64_t over = 8 * 2 + 8 + (ppl ? MD_PPL_AREA_SECTORS : md_create_bm_room(s));
 
 	if (data_first)
 		return (s & ~7ull) > over ? (s & ~7ull) - over : 0;
@@ -112,7 +113,7 @@ static uint64_t md_create_avail(bool data_first, uint64_t s, uint64_t data_offse
  * superblock goes, the data size, the bad-block log and (with bitmap)
  * the bitmap's offset; raw starts over, all zero, but for them. */
 static void md_create_layout(struct md_super *sb, uint64_t member_bytes, uint64_t bm_room,
-                             bool bitmap)
+                             bool bitmap, bool ppl)
 {
 	struct md_sb1 *raw = (struct md_sb1 *)sb->raw;
 	uint64_t at = md_super_offset(sb, member_bytes) / 512;
@@ -128,6 +129,9 @@ static void md_create_layout(struct md_super *sb, uint64_t member_bytes, uint64_
 		raw->bblog_offset = htole32((uint32_t)-8);
 		if (bitmap)
 			raw->bitmap_offset = htole32((uint32_t) - (int32_t)(bm_room + 8));
+		if (ppl) /* ppl {offset, size} share the bitmap_offset word */
+			raw->bitmap_offset = htole32((uint32_t)bm_room << 16 |
+			                             (uint16_t)(int16_t) - (int16_t)(bm_room + 8));
 		return;
 	}
 	/* superblock | bitmap room | bad-block log | data */
@@ -138,6 +142,30 @@ static void md_create_layout(struct md_super *sb, uint64_t member_bytes, uint64_
 	}
 	if (bitmap)
 		raw->bitmap_offset = htole32(8);
+	if (ppl)
+		raw->bitmap_offset = htole32((uint32_t)bm_room << 16 | 8);
+}
+
+/* The PPL area of a new member as mdadm's write_init_ppl1 leaves it: all
+ * zero but an empty header at its start. */
+static int md_create_ppl_area(struct vol *m, const struct md_super *sb)
+{
+	struct md_ppl_header h = {.signature = md_ppl_signature(sb->set_uuid)};
+	int32_t off;
+	uint32_t size;
+	char *buf;
+	int r;
+
+	if (!md_super_ppl(sb, &off, &size))
+		return -EINVAL;
+	if (!(buf = vol_buf_alloc((uint64_t)size * 512)))
+		return -ENOMEM;
+	memset(buf, 0, (uint64_t)size * 512);
+	md_ppl_header_encode(&h, buf);
+	r = vol_write(m, buf, (uint64_t)size * 512,
+	              (uint64_t)((int64_t)sb->super_offset + off) * 512, 0);
+	free(buf);
+	return r;
 }
 
 int md_create(char **specs, unsigned n, const struct md_create_opts *o, struct md_created *out)
@@ -178,12 +206,14 @@ int md_create(char **specs, unsigned n, const struct md_create_opts *o, struct m
 	}
 
 	data_first = md_sb_version_data_first(v);
-	data_offset = data_first ? 0 : md_default_data_offset(min_sectors, o->chunk_kib);
+	data_offset = data_first ? 0
+	              : o->ppl ? md_data_offset_room(min_sectors, o->chunk_kib, MD_PPL_AREA_SECTORS)
+	                       : md_default_data_offset(min_sectors, o->chunk_kib);
 	for (i = 0; i < n; i++) {
 		uint64_t s = m[i] ? m[i]->size / 512 : 0, avail;
 		if (!m[i])
 			continue;
-		avail = md_create_avail(data_first, s, data_offset);
+		avail = md_create_avail(data_first, s, data_offset, o->ppl);
 		if (avail <= (o->chunk_kib ? o->chunk_kib * 2 : 128)) {
 			r = err_set(
 			    -ENOSPC,
@@ -232,7 +262,7 @@ int md_create(char **specs, unsigned n, const struct md_create_opts *o, struct m
 		for (i = 0; i < n; i++) {
 			if (!m[i])
 				continue;
-			md_create_layout(sb, m[i]->size, 0, false);
+			md_create_layout(sb, m[i]->size, 0, false, false);
 			if (zone != UINT64_MAX && sb->data_size / sb->chunk != zone)
 				sb->feature_map |= MD_FEATURE_RAID0_LAYOUT;
 			zone = sb->data_size / sb->chunk;
@@ -242,9 +272,15 @@ int md_create(char **specs, unsigned n, const struct md_create_opts *o, struct m
 	/* The write-intent bitmap, in the room mdadm keeps for it (after the
 	 * superblock, or below it for 1.0: md_create_layout), all clear (the
 	 * array starts clean), events matching the superblock's. */
-	uint64_t bm_room = md_create_bm_room(sb->size);
+	uint64_t bm_room = o->ppl ? MD_PPL_AREA_SECTORS : md_create_bm_room(sb->size);
 	struct md_bitmap_info bmi = {0};
-	int bitmap = o->bitmap;
+	int bitmap = o->ppl ? 0 : o->bitmap;
+	if (o->ppl && (o->level != 5 || o->bitmap == 1)) {
+		r = err_set(-EINVAL, "a PPL needs raid5 and no write-intent bitmap (as md's)");
+		goto out;
+	}
+	if (o->ppl)
+		sb->feature_map |= MD_FEATURE_PPL;
 	if (bitmap == -1)
 		bitmap = md_level_redundant(o->level) &&
 		         md_create_array_bytes(o, n, sb->size) > (100ull << 30);
@@ -290,7 +326,7 @@ int md_create(char **specs, unsigned n, const struct md_create_opts *o, struct m
 		uint64_t meta, meta_end, bm_at, bm_end;
 		if (!m[i])
 			continue;
-		md_create_layout(sb, m[i]->size, bm_room, bm_block != NULL);
+		md_create_layout(sb, m[i]->size, bm_room, bm_block != NULL, o->ppl);
 		md_super_meta_area(sb, m[i]->size, &meta, &meta_end);
 		err_clear();
 		r = vol_write_zeroes(m[i], meta_end - meta, meta, VOL_MAY_TRIM);
@@ -302,6 +338,8 @@ int md_create(char **specs, unsigned n, const struct md_create_opts *o, struct m
 			if (r == 0)
 				r = vol_write(m[i], bm_block, 4096, bm_at, 0);
 		}
+		if (r == 0 && o->ppl)
+			r = md_create_ppl_area(m[i], sb);
 		if (r == 0)
 			r = vol_flush(m[i]);
 		if (r < 0) {
@@ -313,7 +351,7 @@ int md_create(char **specs, unsigned n, const struct md_create_opts *o, struct m
 		if (!m[i])
 			continue;
 		sb->dev_number = i;
-		md_create_layout(sb, m[i]->size, bm_room, bm_block != NULL);
+		md_create_layout(sb, m[i]->size, bm_room, bm_block != NULL, o->ppl);
 		if (random_fill(sb->device_uuid, 16) < 0) {
 			r = -EIO;
 			goto out;

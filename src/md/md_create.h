@@ -19,6 +19,9 @@ struct md_create_opts {
 	bool force;            /* overwrite what probe_member() finds */
 	int bitmap;            /* 1 internal, 0 none, -1 mdadm's rule (over 100 GiB) */
 	uint64_t bitmap_chunk; /* bytes; 0: mdadm's choice */
+	/* md's partial parity log (raid5, no bitmap): each member's PPL
+	 * area where mdadm lays it out (md_ppl.h), MD_FEATURE_PPL. */
+	bool ppl;
 	/* The superblock version (md_sb_version_find: 1.0, 1.1 or 1.2);
 	 * NULL: the default, 1.2.  Another version is refused (-ENOTSUP). */
 	const struct md_sb_version *version;

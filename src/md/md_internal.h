@@ -127,6 +127,7 @@ struct md_array {
 	struct md_throttle sync;
 	struct md_gate gate;
 	struct md_bm bm;
+	struct md_ppl *ppl; /* the partial parity log a writable PPL array keeps (md_ppl.h) */
 };
 
 /* md_state.c: write the array state into every live member's (and

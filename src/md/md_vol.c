@@ -5,6 +5,7 @@
  * close stops the recovery thread (md_sync.c) and marks the array clean.
  * Opening is md_assemble.c's, managing md_admin.c's. */
 #include "md_internal.h"
+#include "md_ppl.h"
 
 #include "core/clock.h"
 #include "core/log.h"
@@ -315,6 +316,7 @@ static void md_close(struct vol *v)
 			log_warn("%s: could not mark the array clean: %s", v->name, err_detail(r));
 	}
 	vol_close(a->raid); /* closes the slices; the members are ours */
+	md_ppl_close(a);
 	for (unsigned r = 0; r < a->n; r++) {
 		if (!a->m[r].slice_given)
 			vol_close(a->m[r].slice);

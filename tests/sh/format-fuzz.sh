@@ -73,6 +73,8 @@ spawn link fuzz_luks "$fz/fuzz_luks.c" -- $(obj "$src"/luks/*.c "$src"/disc/slic
     "$tmp/crypt.o" -- $(pkg-config --libs libcrypto libargon2 json-c)
 spawn link fuzz_lvm "$fz/fuzz_lvm.c" -- $(obj "$src"/lvm/*.c "${disc[@]}" "$src"/core/*.c) --
 spawn link fuzz_fwraid "$fz/fuzz_fwraid.c" -- $(obj "$src"/fwraid/*.c "${disc[@]}" "$src"/core/*.c) --
+spawn link fuzz_ppl "$fz/fuzz_ppl.c" -- $(obj "${md[@]}" "${disc[@]}" "$src"/core/*.c) -- \
+    $(pkg-config --libs libcrypto)
 spawn link fuzz_part "$fz/fuzz_part.c" -- $(obj "$src"/disc/part.c "$src"/disc/slice.c "$src"/core/*.c) -- \
     $(pkg-config --libs libcrypto)
 wait_all
@@ -91,6 +93,7 @@ fuzz_target fuzz_md "$tmp/fuzz_md" "$fz/corpus-md" "$secs" -rss_limit_mb=2048 -t
 fuzz_target fuzz_md090 "$tmp/fuzz_md090" "$fz/corpus-md090" "$secs" -rss_limit_mb=2048 -timeout=10
 fuzz_target fuzz_luks "$tmp/fuzz_luks" "$fz/corpus-luks" "$secs" -rss_limit_mb=2048 -timeout=10 \
     -dict="$fz/luks.dict" -- "${extra_luks[@]}"
+fuzz_target fuzz_ppl "$tmp/fuzz_ppl" "$fz/corpus-ppl" "$secs" -rss_limit_mb=2048 -timeout=10
 fuzz_target fuzz_part "$tmp/fuzz_part" "$fz/corpus-part" "$secs" -rss_limit_mb=2048 -timeout=10
 fuzz_target fuzz_lvm "$tmp/fuzz_lvm" "$fz/corpus-lvm" "$secs" -rss_limit_mb=2048 -timeout=10 \
     -dict="$fz/lvm.dict"

@@ -614,10 +614,60 @@ static void test_refused_features(void)
 		if (f & MD_FEATURE_REFUSED) {
 			CHECK_EQ(r, -ENOTSUP);
 			CHECK(strstr(err_detail(r), "m.img: md superblock uses features") != NULL);
+		} else if (f & MD_FEATURE_ANY_PPL) { /* served, but on raid5 only */
+			CHECK_EQ(r, -EINVAL);
+			CHECK(strstr(err_detail(r), "m.img: md PPL on a level 1 array") != NULL);
 		} else
 			CHECK_EQ(r, 0);
 	}
 	CHECK(MD_FEATURE_REFUSED & MD_FEATURE_REPLACEMENT);
+}
+
+/* md's rules for a PPL (super_1_validate, ppl_validate_rdev) on a raid5
+ * superblock: its area in the ppl half of the bitmap_offset word, clear
+ * of superblock and data; one PPL bit, no bitmap beside it. */
+static void test_ppl_rules(void)
+{
+	static const struct {
+		uint32_t features;
+		int16_t off;
+		uint16_t size;
+		int want;
+	} cases[] = {
+	    {MD_FEATURE_PPL, 8, 2032, 0},
+	    {MD_FEATURE_MULTIPLE_PPLS, 8, 2032, 0},
+	    {MD_FEATURE_PPL | MD_FEATURE_MULTIPLE_PPLS, 8, 2032, -EUCLEAN},
+	    {MD_FEATURE_PPL | MD_FEATURE_BITMAP_OFFSET, 8, 2032, -EUCLEAN},
+	    {MD_FEATURE_PPL, 8, 2033, -EUCLEAN}, /* into the data */
+	    {MD_FEATURE_PPL, 4, 100, -EUCLEAN},  /* over the superblock */
+	    {MD_FEATURE_PPL, 8, 8, -EUCLEAN},    /* no room for PP */
+	    {MD_FEATURE_PPL, -16, 8, -EUCLEAN},  /* before the member */
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint8_t buf[MD_SB_BLOCK];
+		struct md_sb1 *sb = (struct md_sb1 *)buf;
+		struct md_super s;
+		int32_t off;
+		uint32_t size;
+
+		fixture(buf);
+		sb->level = htole32(5);
+		sb->layout = htole32(2);
+		sb->chunksize = htole32(128);
+		sb->raid_disks = htole32(3);
+		sb->feature_map = htole32(cases[i].features);
+		sb->bitmap_offset = htole32((uint32_t)cases[i].size << 16 | (uint16_t)cases[i].off);
+		sb->sb_csum = htole32(md_sb_csum(buf));
+		CHECK_EQ(md_super_decode(buf, &s), 0);
+		CHECK(md_super_ppl(&s, &off, &size));
+		CHECK_EQ(off, cases[i].off);
+		CHECK_EQ(size, cases[i].size);
+		err_clear();
+		CHECK_EQ(md_super_check(&s, 64ull << 20, "m.img"), cases[i].want);
+		/* a dirty degraded PPL array starts: the PPL closes the hole */
+		s.resync_offset = 0;
+		CHECK(!md_dirty_degraded(&s, 1));
+	}
 }
 
 /* One geometry check: members that differ in any one of level, layout,
@@ -689,6 +739,7 @@ int main(void)
 	test_level_table();
 	test_level4();
 	test_refused_features();
+	test_ppl_rules();
 	test_same_geometry();
 	test_versions_read_write();
 	test_versions_check();

@@ -253,6 +253,21 @@ int raid_set_log(struct vol *array, const struct raid_log_ops *ops)
 	return 0;
 }
 
+int raid_map(struct vol *array, uint64_t off, unsigned *role, uint64_t *moff, int *p, int *q)
+{
+	struct raid_array *a = raid_array_of(array);
+	struct raid_stripe st;
+
+	if (!a || !a->lvl->md.parity || !a->lvl->stripe || off >= array->size)
+		return -EINVAL;
+	a->lvl->stripe(a->priv, &a->g, off, &st);
+	*role = st.data[st.target];
+	*moff = st.moff;
+	*p = st.p;
+	*q = st.q;
+	return 0;
+}
+
 void raid_wb_counts(struct vol *array, uint64_t *whole, uint64_t *partial)
 {
 	struct raid_array *a = raid_array_of(array);

@@ -157,6 +157,8 @@ struct raid_log_stripe {
 	const unsigned *place;   /* [ndata]: d's place in syndrome order (RAID6's Q) */
 	const char *const *data; /* [ndata]: d's len bytes after the update */
 	const bool *written;     /* [ndata]: the request writes some of d's range */
+	uint64_t woff, wlen;     /* the request's array bytes (what of each data
+	                          * chunk's range it writes: PPL's entries) */
 	int p, q;                /* parity roles (q: -1 on RAID5) */
 	const char *pbuf, *qbuf; /* the parity after the update (qbuf NULL on RAID5) */
 };
@@ -178,6 +180,13 @@ struct raid_log_ops {
  * takes writes; ops is copied.  Write-behind is turned off first.  0, or
  * -EINVAL when array is not a RAID vol of a parity level. */
 int raid_set_log(struct vol *array, const struct raid_log_ops *ops);
+
+/* Where array byte off of a striped parity level lies: the role holding
+ * it (*role), at *moff of that role's data area, and its stripe's parity
+ * roles (*p; *q -1 on RAID5).  What a stripe log's replay (md's PPL)
+ * maps its entries with.  0, or -EINVAL for a vol that is not a RAID vol
+ * of a parity level or an off beyond it. */
+int raid_map(struct vol *array, uint64_t off, unsigned *role, uint64_t *moff, int *p, int *q);
 
 /* What raid_check() found. */
 struct raid_check_report {

@@ -531,6 +531,8 @@ static int raid_parity_write_row(struct raid_array *a, const char *buf, uint64_t
 	    .q = st->q,
 	    .pbuf = p,
 	    .qbuf = st->q >= 0 ? q : NULL,
+	    .woff = off,
+	    .wlen = len,
 	};
 	if (a->log.log) {
 		r = -ENOMEM;
@@ -619,6 +621,8 @@ static int parity_log_rows(struct raid_array *a, char *mb, uint64_t k, uint64_t 
 		    .q = st->q,
 		    .pbuf = mb + (uint64_t)st->p * share + i * chunk,
 		    .qbuf = st->q >= 0 ? mb + (uint64_t)st->q * share + i * chunk : NULL,
+		    .woff = off + i * row_bytes,
+		    .wlen = row_bytes,
 		};
 	}
 	return a->log.log(a->log.ctx, lg->s, (unsigned)k, flags);
