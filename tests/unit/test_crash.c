@@ -59,24 +59,27 @@ static const struct {
 	enum crash_policy policy;
 	const char *name;
 	bool supported; /* md_create() can make it and assembly honours it */
+	bool raid6;     /* md offers it on RAID6 too (PPL is RAID5's alone) */
 } crash_policies[] = {
-    {CRASH_NONE, "none", true},
-    {CRASH_PPL, "ppl", false},
-    {CRASH_JOURNAL_WT, "journal write-through", false},
-    {CRASH_JOURNAL_WB, "journal write-back", false},
+    {CRASH_NONE, "none", true, true},
+    {CRASH_PPL, "ppl", true, false},
+    {CRASH_JOURNAL_WT, "journal write-through", false, true},
+    {CRASH_JOURNAL_WB, "journal write-back", false, true},
 };
 
 /* The create options a policy adds to the level's defaults. */
 static void crash_policy_create(enum crash_policy policy, struct md_create_opts *o)
 {
 	switch (policy) {
-	case CRASH_NONE:
 	case CRASH_PPL:
+		o->ppl = true;
+		o->bitmap = 0; /* md keeps one or the other */
+		break;
+	case CRASH_NONE:
 	case CRASH_JOURNAL_WT:
 	case CRASH_JOURNAL_WB:
 		break;
 	}
-	(void)o;
 }
 
 static char dir[64];
@@ -483,7 +486,8 @@ int main(void)
 		if (!crash_policies[p].supported)
 			continue;
 		crash_level(5, p);
-		crash_level(6, p);
+		if (crash_policies[p].raid6)
+			crash_level(6, p);
 	}
 	for (unsigned i = 0; i < CRASH_MAX_MEMBERS; i++) {
 		unlink(member_path(i));
