@@ -104,30 +104,30 @@ struct nbd_conn {
 	struct nbd_vol *n;
 	pthread_t thread;
 	bool thread_started;
-	pthread_cond_t cv;     /* a handle was installed, or the member closes */
-	int wake;              /* eventfd: a request was queued, drop, close */
-	struct nbd_handle *h;  /* NULL while down; the reconnect thread installs */
-	bool drop;             /* another connection was lost: drop this one too */
-	struct link pending;   /* queued, not yet issued (under the lock) */
-	struct link inflight;  /* issued: the I/O thread's alone */
-	struct link released;  /* released by libnbd, not yet done: the thread's */
-	unsigned load;         /* pending + in flight, under the lock */
+	pthread_cond_t cv;    /* a handle was installed, or the member closes */
+	int wake;             /* eventfd: a request was queued, drop, close */
+	struct nbd_handle *h; /* NULL while down; the reconnect thread installs */
+	bool drop;            /* another connection was lost: drop this one too */
+	struct link pending;  /* queued, not yet issued (under the lock) */
+	struct link inflight; /* issued: the I/O thread's alone */
+	struct link released; /* released by libnbd, not yet done: the thread's */
+	unsigned load;        /* pending + in flight, under the lock */
 };
 
 struct nbd_vol {
 	struct vol vol;
-	char *uri;          /* the spec as libnbd gets it: without our parameters */
+	char *uri;                 /* the spec as libnbd gets it: without our parameters */
 	uint64_t timeout_ns;       /* 0: requests wait for ever */
 	uint64_t reconnect_max_ns; /* the longest wait between tries; 0: never */
-	bool ro;            /* opened read-only: the connections may still take writes */
-	unsigned nconns;    /* connection slots (multi-conn: several) */
-	int close_fd;       /* eventfd, readable once closing: ends a connect */
+	bool ro;                   /* opened read-only: the connections may still take writes */
+	unsigned nconns;           /* connection slots (multi-conn: several) */
+	int close_fd;              /* eventfd, readable once closing: ends a connect */
 
 	pthread_mutex_t lock; /* everything below, and the ops' done flags */
 	bool up;              /* false: away, every request fails with -EIO */
 	bool closing;
-	uint64_t away_since;  /* clock_now_ns() when it went away */
-	int last_logged;      /* the error last logged by a failed reconnect */
+	uint64_t away_since; /* clock_now_ns() when it went away */
+	int last_logged;     /* the error last logged by a failed reconnect */
 	struct nbd_member_status st;
 	pthread_cond_t recon_cv; /* went away, a handle dropped, or closing */
 	pthread_t recon_thread;
@@ -161,7 +161,7 @@ static int nbd_errno_of(int e)
 
 /* "SECONDS": digits with at most one '.', at most a day. */
 static int nbd_parse_seconds(const char *spec, const char *key, const char *val, size_t len,
-			     uint64_t *ns)
+                             uint64_t *ns)
 {
 	char buf[32];
 	int dots = 0;
@@ -185,13 +185,13 @@ static int nbd_parse_seconds(const char *spec, const char *key, const char *val,
 	return 0;
 bad:
 	return err_set(-EINVAL, "%s: %s=%.*s: not a number of seconds (0 to 86400)", spec, key,
-		       (int)(len > 40 ? 40 : len), val);
+	               (int)(len > 40 ? 40 : len), val);
 }
 
 /* Split our query parameters (timeout=, reconnect=) off spec: the rest of
  * the URI, for libnbd, goes to *uri (malloc'ed). */
 static int nbd_spec_parse(const char *spec, char **uri, uint64_t *timeout_ns,
-			  uint64_t *reconnect_ns)
+                          uint64_t *reconnect_ns)
 {
 	const char *q = strchr(spec, '?');
 	const char *frag = strchr(spec, '#');
@@ -304,8 +304,9 @@ static int nbd_connect_bounded(struct nbd_vol *n, struct nbd_handle **out)
 		if (deadline) {
 			uint64_t now = clock_now_ns();
 			if (now >= deadline) {
-				r = err_set(-ETIMEDOUT, "%s: no answer within %g s while connecting",
-					    name, ns_to_s(n->timeout_ns));
+				r = err_set(-ETIMEDOUT,
+				            "%s: no answer within %g s while connecting", name,
+				            ns_to_s(n->timeout_ns));
 				goto fail;
 			}
 			ms = (int)((deadline - now + 999999) / 1000000);
@@ -351,12 +352,12 @@ static int nbd_check_same(struct nbd_vol *n, struct nbd_handle *h)
 		return err_set(-EIO, "%s: %s", n->vol.name, nbd_get_error());
 	if ((uint64_t)size != n->vol.size)
 		return err_set(-ESTALE,
-			       "%s: the export is now %lld bytes, not %llu: not the disk this "
-			       "member was, refusing it",
-			       n->vol.name, (long long)size, (unsigned long long)n->vol.size);
+		               "%s: the export is now %lld bytes, not %llu: not the disk this "
+		               "member was, refusing it",
+		               n->vol.name, (long long)size, (unsigned long long)n->vol.size);
 	if (!n->ro && nbd_is_read_only(h) == 1)
 		return err_set(-EROFS, "%s: the server now exports it read-only, refusing it",
-			       n->vol.name);
+		               n->vol.name);
 	return 0;
 }
 
@@ -372,7 +373,7 @@ static void nbd_member_lost_locked(struct nbd_vol *n, const char *why)
 	n->away_since = clock_now_ns();
 	n->st.losses++;
 	log_warn("%s: %s; failing its requests with EIO %s", n->vol.name, why,
-		 n->reconnect_max_ns ? "until it reconnects" : "(reconnect=0: for good)");
+	         n->reconnect_max_ns ? "until it reconnects" : "(reconnect=0: for good)");
 	for (unsigned i = 0; i < n->nconns; i++)
 		if (n->conn[i].h) {
 			n->conn[i].drop = true;
@@ -489,8 +490,8 @@ static void nbd_conn_down(struct nbd_conn *c, const char *why, bool timed_out)
 static void nbd_conn_disconnect(struct nbd_vol *n, struct nbd_handle *h)
 {
 	uint64_t wait = n->timeout_ns && n->timeout_ns < NBD_CLOSE_WAIT_MAX_NS
-			    ? n->timeout_ns
-			    : NBD_CLOSE_WAIT_MAX_NS;
+	                    ? n->timeout_ns
+	                    : NBD_CLOSE_WAIT_MAX_NS;
 	uint64_t deadline = clock_now_ns() + wait;
 
 	if (nbd_aio_disconnect(h, 0) == 0) {
@@ -556,8 +557,8 @@ static void nbd_conn_round(struct nbd_conn *c, struct nbd_handle *h, struct link
 		if (oldest->deadline) {
 			uint64_t now = clock_now_ns();
 			ms = oldest->deadline > now
-				 ? (int)((oldest->deadline - now + 999999) / 1000000)
-				 : 0;
+			         ? (int)((oldest->deadline - now + 999999) / 1000000)
+			         : 0;
 		}
 	}
 	int k = poll(p, 2, ms);
@@ -577,7 +578,7 @@ static void nbd_conn_round(struct nbd_conn *c, struct nbd_handle *h, struct link
 		struct nbd_op *oldest = container_of(c->inflight.next, struct nbd_op, link);
 		if (oldest->deadline && oldest->deadline <= clock_now_ns()) {
 			snprintf(why, sizeof(why), "no reply within %g s",
-				 ns_to_s(c->n->timeout_ns));
+			         ns_to_s(c->n->timeout_ns));
 			nbd_conn_down(c, why, true);
 		}
 	}
@@ -695,8 +696,9 @@ static int nbd_reconnect_once(struct nbd_vol *n)
 	pthread_mutex_lock(&n->lock);
 	if (r < 0 || n->closing) {
 		if (r < 0 && r != -ECANCELED && r != n->last_logged) {
-			log_warn("%s: reconnecting: %s (trying again every %g s at most)",
-				 n->vol.name, err_detail(r), ns_to_s(n->reconnect_max_ns));
+			/* The detail names the member. */
+			log_warn("%s (reconnecting, trying again every %g s at most)",
+			         err_detail(r), ns_to_s(n->reconnect_max_ns));
 			n->last_logged = r;
 		}
 		pthread_mutex_unlock(&n->lock);
@@ -714,7 +716,7 @@ static int nbd_reconnect_once(struct nbd_vol *n)
 	n->st.reconnects++;
 	n->last_logged = 0;
 	log_info("%s: reconnected after %.1f s away (%u connection%s)", n->vol.name,
-		 ns_to_s(clock_now_ns() - n->away_since), got, got == 1 ? "" : "s");
+	         ns_to_s(clock_now_ns() - n->away_since), got, got == 1 ? "" : "s");
 	return 0;
 }
 
@@ -790,7 +792,7 @@ static int nbd_member_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
 }
 
 static int nbd_member_write(struct vol *v, const void *buf, uint64_t len, uint64_t off,
-			    unsigned flags)
+                            unsigned flags)
 {
 	struct nbd_vol *n = container_of(v, struct nbd_vol, vol);
 	struct nbd_op op = {.kind = OP_WRITE, .buf = (void *)buf, .len = len, .off = off};
@@ -982,14 +984,14 @@ int nbd_member_open(const char *spec, unsigned flags, struct vol **out)
 	 * not at its first write (which would fail it out of an array). */
 	if (!ro && nbd_is_read_only(h0) == 1) {
 		r = err_set(-EROFS, "%s: the server exports it read-only (open it with --readonly)",
-			    spec);
+		            spec);
 		goto fail;
 	}
 	unsigned caps = nbd_caps_of(h0, ro);
 	int64_t minb = nbd_get_block_size(h0, LIBNBD_SIZE_MINIMUM);
 	int64_t maxb = nbd_get_block_size(h0, LIBNBD_SIZE_MAXIMUM);
-	r = vol_init(&n->vol, &nbd_member_ops, spec, (uint64_t)size,
-		     minb > 0 ? (uint32_t)minb : 1, caps);
+	r = vol_init(&n->vol, &nbd_member_ops, spec, (uint64_t)size, minb > 0 ? (uint32_t)minb : 1,
+	             caps);
 	if (r < 0)
 		goto fail;
 	if (maxb > 0 && (uint64_t)maxb < n->vol.block_max && maxb >= (int64_t)n->vol.block_min)
