@@ -462,8 +462,12 @@ static void nbd_conn_down(struct nbd_conn *c, const char *why, bool timed_out)
 		if (timed_out && op->deadline && op->deadline <= now)
 			op->fail = -ETIMEDOUT;
 	}
+	/* Away first: no new request may pick a connection of this member
+	 * between its failed ones returning and the others dropping. */
 	pthread_mutex_lock(&n->lock);
 	h = c->h;
+	if (why)
+		nbd_member_lost_locked(n, why);
 	pthread_mutex_unlock(&n->lock);
 	nbd_close(h); /* releases every op still in flight */
 	nbd_conn_finish(c, 0);
@@ -479,8 +483,6 @@ static void nbd_conn_down(struct nbd_conn *c, const char *why, bool timed_out)
 		op->done = true;
 		pthread_cond_signal(&op->cv);
 	}
-	if (why)
-		nbd_member_lost_locked(n, why);
 	pthread_cond_signal(&n->recon_cv);
 	pthread_mutex_unlock(&n->lock);
 }

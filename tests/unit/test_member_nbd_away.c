@@ -13,6 +13,9 @@
  *    and the member stays away.
  *  - several requests in flight on one connection: nbdkit without
  *    multi-conn, its log filter showing how many were outstanding at once.
+ *  - churn: threads writing and reading while the server is stopped and
+ *    resumed three times: every op ends with 0, -EIO or -ETIMEDOUT (none
+ *    hangs), and once back, what each thread writes reads back.
  * Skipped without nbdkit. */
 #include "check.h"
 #include "core/log.h"
@@ -33,24 +36,29 @@
 
 static char dir[] = "/tmp/uraid-nbdaway-XXXXXX";
 
-/* nbdkit ARGS... on sock, up once sock exists. */
+/* nbdkit ARGS... on sock, up once it wrote its pid file (it does that
+ * when it accepts connections, which the socket's existence is not). */
 static pid_t start_nbdkit(const char *sock, char *const args[])
 {
-	char *argv[24] = {"nbdkit", "-f", "-U", (char *)sock};
-	int k = 4;
+	char pidfile[160];
+	char *argv[26] = {"nbdkit", "-f", "-U", (char *)sock, "-P", pidfile};
+	int k = 6;
 	struct stat st;
 
-	for (int i = 0; args[i] && k < 23; i++)
+	snprintf(pidfile, sizeof(pidfile), "%s.pid", sock);
+	for (int i = 0; args[i] && k < 25; i++)
 		argv[k++] = args[i];
 	argv[k] = NULL;
 	unlink(sock);
+	unlink(pidfile);
 	pid_t pid = fork();
 	if (pid == 0) {
 		execvp("nbdkit", argv);
 		_exit(127);
 	}
-	for (int i = 0; i < 200 && stat(sock, &st) != 0; i++)
-		usleep(50000);
+	for (int i = 0; i < 400 && (stat(pidfile, &st) != 0 || st.st_size == 0); i++)
+		usleep(25000);
+	unlink(pidfile);
 	return pid;
 }
 
@@ -140,8 +148,10 @@ static void test_stop_and_return(void)
 	pid_t pid = start_nbdkit(sock, (char *[]){"memory", "8M", NULL});
 	int r = member_open(uri, 0, &v);
 	CHECK_EQ(r, 0);
-	if (r < 0)
+	if (r < 0) {
+		fprintf(stderr, "%s\n", err_detail(r));
 		goto out;
+	}
 	CHECK_EQ(v->size, 8 << 20);
 	for (size_t i = 0; i < sizeof(a); i++)
 		a[i] = (unsigned char)check_rand(&seed);
@@ -265,6 +275,90 @@ out:
 	unlink(log);
 }
 
+struct churner {
+	struct vol *v;
+	unsigned id;
+	volatile bool *stop;
+	unsigned ok, failed, wrong;
+};
+
+static void *churn_one(void *arg)
+{
+	struct churner *ch = arg;
+	unsigned char a[16384], b[16384];
+	uint64_t off = (uint64_t)ch->id << 20;
+
+	for (unsigned i = 0; !*ch->stop; i++) {
+		memset(a, (int)(ch->id * 16 + (i & 15)), sizeof(a));
+		int r = vol_write(ch->v, a, sizeof(a), off, 0);
+		if (r == 0)
+			r = vol_read(ch->v, b, sizeof(b), off);
+		if (r == 0 && memcmp(a, b, sizeof(a)) != 0)
+			ch->wrong++;
+		if (r == 0)
+			ch->ok++;
+		else if (r == -EIO || r == -ETIMEDOUT)
+			ch->failed++;
+		else
+			ch->wrong++;
+		if (r < 0)
+			usleep(20000);
+	}
+	return NULL;
+}
+
+static void test_churn(void)
+{
+	char sock[128], uri[256];
+	struct churner ch[4];
+	pthread_t t[4];
+	volatile bool stop = false;
+	struct nbd_member_status st;
+	struct vol *v;
+
+	snprintf(sock, sizeof(sock), "%s/c", dir);
+	snprintf(uri, sizeof(uri), "nbd+unix:///?socket=%s&timeout=1&reconnect=0.2", sock);
+	pid_t pid = start_nbdkit(sock, (char *[]){"memory", "8M", NULL});
+	int r = member_open(uri, 0, &v);
+	CHECK_EQ(r, 0);
+	if (r < 0)
+		goto out;
+	for (unsigned i = 0; i < 4; i++) {
+		ch[i] = (struct churner){.v = v, .id = i, .stop = &stop};
+		pthread_create(&t[i], NULL, churn_one, &ch[i]);
+	}
+	for (int k = 0; k < 3; k++) {
+		usleep(300000);
+		kill(pid, SIGSTOP);
+		usleep(1500000);
+		kill(pid, SIGCONT);
+		CHECK(wait_for(v, is_connected));
+	}
+	usleep(300000);
+	stop = true;
+	unsigned ok = 0, failed = 0;
+	for (unsigned i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		CHECK_EQ(ch[i].wrong, 0);
+		ok += ch[i].ok;
+		failed += ch[i].failed;
+	}
+	CHECK(failed > 0); /* the stops were seen */
+	CHECK(ok > 0);
+	CHECK_EQ(nbd_member_status(v, &st), 0);
+	CHECK_EQ(st.losses, 3);
+	CHECK_EQ(st.reconnects, 3);
+	unsigned char a[4096], b[4096];
+	memset(a, 0x5a, sizeof(a));
+	CHECK_EQ(vol_write(v, a, sizeof(a), 0, VOL_FUA), 0);
+	CHECK_EQ(vol_read(v, b, sizeof(b), 0), 0);
+	CHECK(memcmp(a, b, sizeof(a)) == 0);
+	vol_close(v);
+out:
+	stop_nbdkit(pid);
+	unlink(sock);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
@@ -278,6 +372,7 @@ int main(void)
 	}
 	test_stop_and_return();
 	test_in_flight();
+	test_churn();
 	rmdir(dir);
 	return check_done();
 }
