@@ -15,9 +15,10 @@
 #   host_link_down N, host_link_up N   cut or restore the host's link
 #                                 (its root-side veth: packets are dropped,
 #                                 no reset reaches either end)
-#   host_shape N NETEM...         tc netem on both ends of the link
-#                                 (`delay 0.5ms rate 1gbit`); host_shape N
-#                                 alone removes it
+#   host_shape N [delay D] [rate R]  shape both ends of the link (netem
+#                                 with a delay, tbf for a rate alone;
+#                                 hosts_can_netem: is netem there); host_shape
+#                                 N alone removes it
 #   host_exec N CMD...            run CMD inside host N
 # Everything is removed on exit (servers stopped, namespaces deleted).
 # X is drawn per run from the shell's pid, so two runs rarely collide; a
@@ -118,14 +119,40 @@ host_link_up() {
     ip addr replace "$(host_net "$n").1/24" dev "$(host_veth "$n")"
 }
 
+# host_shape N [delay D] [rate R] — on both ends of the link: netem where
+# a delay is asked (it takes the rate too), tbf for a rate alone (tbf is in
+# more kernels than netem: hosts_can_netem says whether netem is).
 host_shape() {
-    local n=$1 veth
+    local n=$1 veth delay="" rate="" ns
     shift
-    veth=$(host_veth "$n")
+    veth=$(host_veth "$n") ns=$(host_ns "$n")
+    while [ $# -gt 0 ]; do
+        case $1 in
+        delay) delay=$2; shift 2 ;;
+        rate) rate=$2; shift 2 ;;
+        *) fail "host_shape: unknown $1 (delay D, rate R)" ;;
+        esac
+    done
     tc qdisc del dev "$veth" root 2>/dev/null || true
-    ip netns exec "$(host_ns "$n")" tc qdisc del dev eth0 root 2>/dev/null || true
-    [ $# -gt 0 ] || return 0
-    tc qdisc add dev "$veth" root netem "$@" || fail "host $n: tc netem $*"
-    ip netns exec "$(host_ns "$n")" tc qdisc add dev eth0 root netem "$@" ||
-        fail "host $n: tc netem $* (inside)"
+    ip netns exec "$ns" tc qdisc del dev eth0 root 2>/dev/null || true
+    local q
+    if [ -n "$delay" ]; then
+        q="netem delay $delay${rate:+ rate $rate}"
+    elif [ -n "$rate" ]; then
+        q="tbf rate $rate burst 256kb latency 100ms"
+    else
+        return 0
+    fi
+    # shellcheck disable=SC2086 # q is words
+    tc qdisc add dev "$veth" root $q && ip netns exec "$ns" tc qdisc add dev eth0 root $q ||
+        fail "host $n: tc qdisc $q${delay:+ (netem: hosts_can_netem says if this kernel has it)}"
+}
+
+# hosts_can_netem — whether tc's netem qdisc (delays) exists here.
+hosts_can_netem() {
+    local v="urn$hosts_tag" ok=1
+    ip link add "$v" type veth peer name "uro$hosts_tag" 2>/dev/null || return 1
+    tc qdisc add dev "$v" root netem delay 1ms 2>/dev/null && ok=0
+    ip link del "$v" 2>/dev/null || true
+    return $ok
 }
