@@ -3,10 +3,10 @@
  * a local disk to a remote one, and tests put independent servers (nbdkit,
  * uraid serve on another host) under our disciplines.
  *
- * Each connection has one I/O thread, the only one that touches its libnbd
- * handle: a caller queues its request on the least loaded connection and
- * waits; the thread issues it (any number in flight per connection), polls
- * the socket and hands results back from libnbd's callbacks.  When the
+ * A caller issues its request itself on the least loaded connection
+ * (libnbd's aio calls: any number in flight per connection) and waits;
+ * each connection's one I/O thread polls the socket, sends what libnbd
+ * could not send at once and hands replies back from libnbd's callbacks.  When the
  * server offers multi-conn, up to NBD_MEMBER_MAX_CONNS connections share
  * the load (a flush on one covers writes on all: the server's promise).
  *
@@ -78,11 +78,12 @@ static void link_del(struct link *l)
 
 enum nbd_op_kind { OP_READ, OP_WRITE, OP_FLUSH, OP_TRIM, OP_ZERO };
 
-/* One request, on its caller's stack.  It sits on its connection's pending
- * list until the I/O thread issues it, then on the in-flight list until
- * libnbd releases it (the .free callback, called exactly once: after the
- * reply, when issuing failed, or at nbd_close), and only then is it done:
- * after that neither libnbd nor the thread touches it. */
+/* One request, on its caller's stack.  Its caller issues it to libnbd
+ * itself (no hop through another thread) and it sits on its connection's
+ * in-flight list until libnbd releases it (the .free callback, called
+ * exactly once: after the reply, when issuing failed, or at nbd_close);
+ * only then, and once its caller's issuing call has returned, is it done:
+ * after that neither libnbd nor the I/O thread touches it. */
 struct nbd_op {
 	struct link link;
 	enum nbd_op_kind kind;
@@ -90,28 +91,34 @@ struct nbd_op {
 	uint64_t len, off;
 	uint32_t flags;     /* LIBNBD_CMD_FLAG_* */
 	uint64_t deadline;  /* clock_now_ns() by which it must be answered; 0: none */
-	struct nbd_conn *c; /* where it was queued */
+	struct nbd_conn *c; /* where it was issued */
 	bool replied;       /* the completion callback ran: result is the reply's */
 	int result;         /* 0 or -errno, once done */
 	int fail;           /* the error if it ends without a reply (-EIO, -ETIMEDOUT) */
+	bool issuing;       /* its caller is inside the issuing call (under the lock) */
+	bool released;      /* libnbd let go of it (under the lock) */
 	bool done;          /* under the member's lock */
 	pthread_cond_t cv;
 };
 
 struct nbd_vol;
 
+/* Lock order: a connection's hlock, then the member's lock (libnbd's
+ * callbacks take the member's lock inside calls made under hlock); no
+ * libnbd call is made holding the member's lock. */
 struct nbd_conn {
 	struct nbd_vol *n;
 	pthread_t thread;
 	bool thread_started;
-	pthread_cond_t cv;    /* a handle was installed, or the member closes */
-	int wake;             /* eventfd: a request was queued, drop, close */
+	pthread_cond_t cv; /* a handle was installed, or the member closes */
+	int wake;          /* eventfd: the socket has output to send, drop, close */
+	/* Read-held by a caller issuing on h, write-held to close or install
+	 * it: h is written under hlock and the member's lock both. */
+	pthread_rwlock_t hlock;
 	struct nbd_handle *h; /* NULL while down; the reconnect thread installs */
 	bool drop;            /* another connection was lost: drop this one too */
-	struct link pending;  /* queued, not yet issued (under the lock) */
-	struct link inflight; /* issued: the I/O thread's alone */
-	struct link released; /* released by libnbd, not yet done: the thread's */
-	unsigned load;        /* pending + in flight, under the lock */
+	struct link inflight; /* issued or being issued, oldest first (the lock) */
+	unsigned load;        /* in flight, under the lock */
 };
 
 struct nbd_vol {
@@ -388,38 +395,34 @@ static int nbd_op_reply(void *user_data, int *error)
 {
 	struct nbd_op *op = user_data;
 
+	/* Read under the lock after nbd_op_release, which runs after this in
+	 * the same call: no lock needed here. */
 	op->replied = true;
 	op->result = *error ? nbd_errno_of(*error) : 0;
 	return 1;
 }
 
-/* libnbd is done with op: the I/O thread completes it after its call into
- * libnbd returns (this runs inside that call). */
+/* Under the lock: op's caller may return. */
+static void nbd_op_done_locked(struct nbd_op *op, int result)
+{
+	link_del(&op->link);
+	op->c->load--;
+	op->result = result;
+	op->done = true;
+	pthread_cond_signal(&op->cv);
+}
+
+/* libnbd is done with op.  Its caller completes it if it is still inside
+ * the issuing call (which may be the one releasing it). */
 static void nbd_op_release(void *user_data)
 {
 	struct nbd_op *op = user_data;
+	struct nbd_vol *n = op->c->n;
 
-	link_del(&op->link);
-	link_add_tail(&op->c->released, &op->link);
-}
-
-/* Complete every op libnbd released; issue_err is what the issuing call
- * failed with, for the op it released at once. */
-static void nbd_conn_finish(struct nbd_conn *c, int issue_err)
-{
-	struct nbd_vol *n = c->n;
-
-	if (link_empty(&c->released))
-		return;
 	pthread_mutex_lock(&n->lock);
-	while (!link_empty(&c->released)) {
-		struct nbd_op *op = container_of(c->released.next, struct nbd_op, link);
-		link_del(&op->link);
-		op->result = op->replied ? op->result : issue_err ? issue_err : op->fail;
-		c->load--;
-		op->done = true;
-		pthread_cond_signal(&op->cv);
-	}
+	op->released = true;
+	if (!op->issuing)
+		nbd_op_done_locked(op, op->replied ? op->result : op->fail);
 	pthread_mutex_unlock(&n->lock);
 }
 
@@ -450,41 +453,32 @@ static bool nbd_handle_gone(struct nbd_handle *h)
 
 /* End c's connection: every op on it fails (those past their deadline with
  * -ETIMEDOUT), and the member is away.  why is NULL when c was asked to
- * drop because another connection was lost. */
+ * drop because another connection was lost.  The I/O thread's. */
 static void nbd_conn_down(struct nbd_conn *c, const char *why, bool timed_out)
 {
 	struct nbd_vol *n = c->n;
 	uint64_t now = clock_now_ns();
-	struct nbd_handle *h;
 
+	/* Away first: no new request may pick a connection of this member
+	 * between its failed ones returning and the others dropping. */
+	pthread_mutex_lock(&n->lock);
+	if (why)
+		nbd_member_lost_locked(n, why);
 	for (struct link *l = c->inflight.next; l != &c->inflight; l = l->next) {
 		struct nbd_op *op = container_of(l, struct nbd_op, link);
 		if (timed_out && op->deadline && op->deadline <= now)
 			op->fail = -ETIMEDOUT;
 	}
-	/* Away first: no new request may pick a connection of this member
-	 * between its failed ones returning and the others dropping. */
-	pthread_mutex_lock(&n->lock);
-	h = c->h;
-	if (why)
-		nbd_member_lost_locked(n, why);
 	pthread_mutex_unlock(&n->lock);
-	nbd_close(h); /* releases every op still in flight */
-	nbd_conn_finish(c, 0);
 
+	pthread_rwlock_wrlock(&c->hlock); /* no caller is issuing on it now */
+	nbd_close(c->h);                  /* releases every op in flight */
 	pthread_mutex_lock(&n->lock);
 	c->h = NULL;
 	c->drop = false;
-	while (!link_empty(&c->pending)) {
-		struct nbd_op *op = container_of(c->pending.next, struct nbd_op, link);
-		link_del(&op->link);
-		op->result = -EIO;
-		c->load--;
-		op->done = true;
-		pthread_cond_signal(&op->cv);
-	}
 	pthread_cond_signal(&n->recon_cv);
 	pthread_mutex_unlock(&n->lock);
+	pthread_rwlock_unlock(&c->hlock);
 }
 
 /* The member closes: tell the server (NBD_CMD_DISC) and give it a moment
@@ -522,46 +516,26 @@ static void nbd_conn_disconnect(struct nbd_vol *n, struct nbd_handle *h)
 	nbd_close(h);
 }
 
-/* One round with a live handle: issue what is queued, wait for the socket,
- * a new request or the nearest deadline, and let libnbd run. */
-static void nbd_conn_round(struct nbd_conn *c, struct nbd_handle *h, struct link *batch)
+/* One round with a live handle: wait for the socket, a kick or the
+ * nearest deadline (by then) and let libnbd run.  Only this thread
+ * closes h, so it uses h without hlock. */
+static void nbd_conn_round(struct nbd_conn *c, struct nbd_handle *h, uint64_t by)
 {
 	char why[300];
-
-	while (!link_empty(batch)) {
-		struct nbd_op *op = container_of(batch->next, struct nbd_op, link);
-		link_del(&op->link);
-		link_add_tail(&c->inflight, &op->link);
-		if (nbd_op_issue(h, op) == -1) {
-			int e = nbd_get_errno();
-			if (nbd_handle_gone(h)) {
-				nbd_conn_finish(c, -EIO);
-				snprintf(why, sizeof(why), "connection lost (%s)", nbd_get_error());
-				nbd_conn_down(c, why, false);
-				goto requeue;
-			}
-			nbd_conn_finish(c, e > 0 ? -e : -EIO);
-		}
-	}
-
 	struct pollfd p[2] = {
 	    {.fd = nbd_aio_get_fd(h)},
 	    {.fd = c->wake, .events = POLLIN},
 	};
 	unsigned dir = nbd_aio_get_direction(h);
 	int ms = -1;
+
 	if (dir & LIBNBD_AIO_DIRECTION_READ)
 		p[0].events |= POLLIN;
 	if (dir & LIBNBD_AIO_DIRECTION_WRITE)
 		p[0].events |= POLLOUT;
-	if (!link_empty(&c->inflight)) {
-		struct nbd_op *oldest = container_of(c->inflight.next, struct nbd_op, link);
-		if (oldest->deadline) {
-			uint64_t now = clock_now_ns();
-			ms = oldest->deadline > now
-			         ? (int)((oldest->deadline - now + 999999) / 1000000)
-			         : 0;
-		}
+	if (by) {
+		uint64_t now = clock_now_ns();
+		ms = by > now ? (int)((by - now + 999999) / 1000000) : 0;
 	}
 	int k = poll(p, 2, ms);
 	if (k > 0 && p[1].revents) {
@@ -573,47 +547,33 @@ static void nbd_conn_round(struct nbd_conn *c, struct nbd_handle *h, struct link
 		goto lost;
 	if (k > 0 && (p[0].revents & POLLOUT) && nbd_aio_notify_write(h) == -1)
 		goto lost;
-	nbd_conn_finish(c, 0);
 	if (nbd_handle_gone(h))
 		goto lost;
+
+	pthread_mutex_lock(&c->n->lock);
+	bool late = false;
 	if (!link_empty(&c->inflight)) {
 		struct nbd_op *oldest = container_of(c->inflight.next, struct nbd_op, link);
-		if (oldest->deadline && oldest->deadline <= clock_now_ns()) {
-			snprintf(why, sizeof(why), "no reply within %g s",
-			         ns_to_s(c->n->timeout_ns));
-			nbd_conn_down(c, why, true);
-		}
-	}
-	return;
-lost:
-	nbd_conn_finish(c, 0);
-	{
-		const char *e = nbd_get_error();
-		snprintf(why, sizeof(why), "connection lost (%s)", e ? e : "closed by the server");
-	}
-	nbd_conn_down(c, why, false);
-	return;
-requeue:
-	/* The rest of the batch was never issued: it fails with the connection. */
-	pthread_mutex_lock(&c->n->lock);
-	while (!link_empty(batch)) {
-		struct nbd_op *op = container_of(batch->next, struct nbd_op, link);
-		link_del(&op->link);
-		op->result = -EIO;
-		c->load--;
-		op->done = true;
-		pthread_cond_signal(&op->cv);
+		late = oldest->deadline && oldest->deadline <= clock_now_ns();
 	}
 	pthread_mutex_unlock(&c->n->lock);
+	if (late) {
+		snprintf(why, sizeof(why), "no reply within %g s", ns_to_s(c->n->timeout_ns));
+		nbd_conn_down(c, why, true);
+	}
+	return;
+lost : {
+	const char *e = nbd_get_error();
+	snprintf(why, sizeof(why), "connection lost (%s)", e ? e : "closed by the server");
+	nbd_conn_down(c, why, false);
+}
 }
 
 static void *nbd_conn_thread(void *arg)
 {
 	struct nbd_conn *c = arg;
 	struct nbd_vol *n = c->n;
-	struct link batch;
 
-	link_init(&batch);
 	pthread_mutex_lock(&n->lock);
 	for (;;) {
 		while (!c->h && !n->closing)
@@ -635,13 +595,16 @@ static void *nbd_conn_thread(void *arg)
 			pthread_mutex_lock(&n->lock);
 			continue;
 		}
-		while (!link_empty(&c->pending)) {
-			struct link *l = c->pending.next;
-			link_del(l);
-			link_add_tail(&batch, l);
-		}
+		/* Wake by the oldest deadline; with none, a timeout from now,
+		 * which is before the deadline of any request issued later: a
+		 * caller never has to wake this thread for its deadline. */
+		uint64_t by = 0;
+		if (!link_empty(&c->inflight))
+			by = container_of(c->inflight.next, struct nbd_op, link)->deadline;
+		else if (n->timeout_ns)
+			by = clock_now_ns() + n->timeout_ns;
 		pthread_mutex_unlock(&n->lock);
-		nbd_conn_round(c, h, &batch);
+		nbd_conn_round(c, h, by);
 		pthread_mutex_lock(&n->lock);
 	}
 	pthread_mutex_unlock(&n->lock);
@@ -709,11 +672,18 @@ static int nbd_reconnect_once(struct nbd_vol *n)
 		pthread_mutex_lock(&n->lock);
 		return r < 0 ? r : -ECANCELED;
 	}
+	pthread_mutex_unlock(&n->lock);
 	for (unsigned i = 0; i < got; i++) {
-		n->conn[i].h = h[i];
-		n->conn[i].drop = false;
-		pthread_cond_signal(&n->conn[i].cv);
+		struct nbd_conn *c = &n->conn[i];
+		pthread_rwlock_wrlock(&c->hlock);
+		pthread_mutex_lock(&n->lock);
+		c->h = h[i];
+		c->drop = false;
+		pthread_cond_signal(&c->cv);
+		pthread_mutex_unlock(&n->lock);
+		pthread_rwlock_unlock(&c->hlock);
 	}
+	pthread_mutex_lock(&n->lock);
 	n->up = true;
 	n->st.reconnects++;
 	n->last_logged = 0;
@@ -776,10 +746,37 @@ static int nbd_run(struct vol *v, struct nbd_op *op)
 	pthread_cond_init(&op->cv, NULL);
 	op->c = c;
 	op->fail = -EIO;
+	op->issuing = true;
 	op->deadline = n->timeout_ns ? clock_now_ns() + n->timeout_ns : 0;
-	link_add_tail(&c->pending, &op->link);
+	link_add_tail(&c->inflight, &op->link);
 	c->load++;
-	nbd_kick(c->wake);
+	pthread_mutex_unlock(&n->lock);
+
+	/* Issue it from this thread: libnbd sends it at once when the socket
+	 * takes it; the I/O thread is told only when output is left over. */
+	int64_t cookie = -1;
+	int err = -EIO;
+	unsigned dir = 0;
+	pthread_rwlock_rdlock(&c->hlock);
+	struct nbd_handle *h = c->h; /* NULL: dropped since it was picked */
+	if (h) {
+		cookie = nbd_op_issue(h, op);
+		if (cookie == -1 && !nbd_handle_gone(h)) {
+			int e = nbd_get_errno();
+			err = e > 0 ? -e : -EIO;
+		}
+		dir = nbd_aio_get_direction(h);
+	}
+	pthread_rwlock_unlock(&c->hlock);
+	if (h && (cookie == -1 || (dir & LIBNBD_AIO_DIRECTION_WRITE)))
+		nbd_kick(c->wake); /* output left, or the handle may be dead */
+
+	pthread_mutex_lock(&n->lock);
+	op->issuing = false;
+	if (!h)
+		nbd_op_done_locked(op, -EIO);
+	else if (op->released)
+		nbd_op_done_locked(op, cookie == -1 ? err : op->replied ? op->result : op->fail);
 	while (!op->done)
 		pthread_cond_wait(&op->cv, &n->lock);
 	pthread_mutex_unlock(&n->lock);
@@ -867,6 +864,7 @@ static void nbd_teardown(struct nbd_vol *n)
 		if (c->wake >= 0)
 			close(c->wake);
 		pthread_cond_destroy(&c->cv);
+		pthread_rwlock_destroy(&c->hlock);
 	}
 	if (n->close_fd >= 0)
 		close(n->close_fd);
@@ -950,9 +948,8 @@ int nbd_member_open(const char *spec, unsigned flags, struct vol **out)
 		c->n = n;
 		c->wake = -1;
 		pthread_cond_init(&c->cv, NULL);
-		link_init(&c->pending);
+		pthread_rwlock_init(&c->hlock, NULL);
 		link_init(&c->inflight);
-		link_init(&c->released);
 	}
 	for (unsigned i = 0; i < NBD_MEMBER_MAX_CONNS; i++)
 		n->conn[i].wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
