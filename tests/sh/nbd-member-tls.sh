@@ -7,6 +7,8 @@
 #    back; a RAID1 of two TLS members is created and served.
 #  - X.509 (tls-certificates= with the CA, tls-hostname=): reads back.
 #  - A wrong key is a clear error naming the member, at once.
+#  - The TLS server stopped (SIGSTOP): the member times out; resumed, it
+#    reconnects over TLS and reads back.
 . "$(dirname "$0")/nbd-lib.sh"
 . "$(dirname "$0")/nbd-tls-lib.sh"
 requires nbdcopy nbdinfo openssl cmp
@@ -19,6 +21,7 @@ truncate -s 32M "$tmp/a.img" "$tmp/b.img"
 head -c 4M /dev/urandom > "$tmp/data"
 
 start_server "$tmp/a.sock" --tls require --tls-psk "$tmp/keys.psk" "$tmp/a.img" 2>"$tmp/a.log"
+a_pid=$server_pid
 remote="nbds+unix://alice@/?socket=$tmp/a.sock&tls-psk-file=$tmp/keys.psk"
 member="$remote&timeout=10"
 
@@ -32,6 +35,24 @@ cmp -n $((4 << 20)) "$tmp/data" "$tmp/out" || fail "psk: what went through the m
 nbdcopy "nbd+unix:///?socket=$tmp/m.sock" "$tmp/out2" || fail "psk: reading through the member"
 cmp -n $((4 << 20)) "$tmp/data" "$tmp/out2" || fail "psk: reading through the member"
 stop_server "$m_pid"
+
+# The TLS server stops answering: the member's request times out (no
+# redundancy here: the client sees the error); resumed, the member
+# reconnects over TLS by itself and serves again.
+start_server "$tmp/m2.sock" "$remote&timeout=2&reconnect=0.2" 2>"$tmp/m2.log"
+m2_pid=$server_pid
+kill -STOP "$a_pid"
+cleanup_hooks=("kill -CONT $a_pid" "${cleanup_hooks[@]}")
+if nbdcopy "nbd+unix:///?socket=$tmp/m2.sock" "$tmp/out5" 2>/dev/null; then
+    fail "psk: a read through a member whose server is stopped succeeded"
+fi
+grep -q "no reply within 2 s" "$tmp/m2.log" || fail "psk: no timeout logged: $(cat "$tmp/m2.log")"
+kill -CONT "$a_pid"
+for _ in $(seq 300); do grep -q "reconnected" "$tmp/m2.log" && break; sleep 0.1; done
+grep -q "reconnected" "$tmp/m2.log" || fail "psk: the member did not reconnect: $(cat "$tmp/m2.log")"
+nbdcopy "nbd+unix:///?socket=$tmp/m2.sock" "$tmp/out5" || fail "psk: reading after the reconnect"
+cmp -n $((4 << 20)) "$tmp/data" "$tmp/out5" || fail "psk: reading after the reconnect"
+stop_server "$m2_pid"
 
 # A wrong key: refused before anything listens, naming the member.
 rc=0
