@@ -42,6 +42,7 @@ stop_server "$m_pid"
 start_server "$tmp/m2.sock" "$remote&timeout=2&reconnect=0.2" 2>"$tmp/m2.log"
 m2_pid=$server_pid
 kill -STOP "$a_pid"
+for _ in $(seq 100); do [ "$(cut -d' ' -f3 "/proc/$a_pid/stat")" = T ] && break; sleep 0.05; done
 cleanup_hooks=("kill -CONT $a_pid" "${cleanup_hooks[@]}")
 if nbdcopy "nbd+unix:///?socket=$tmp/m2.sock" "$tmp/out5" 2>/dev/null; then
     fail "psk: a read through a member whose server is stopped succeeded"
