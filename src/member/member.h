@@ -5,8 +5,18 @@
  *   null:SIZE              reads zeros, drops writes (a ceiling probe)
  *   sim:RATE[,opt..]:SPEC  a disk model wrapped around another member
  *   fault:OPTS:SPEC        error injection around another member
- *   nbd://HOST[:PORT]/NAME, nbd+unix:///NAME?socket=PATH
- *                          a remote NBD export (libnbd URI syntax)
+ *   nbd://HOST[:PORT]/NAME, nbd+unix:///NAME?socket=PATH, nbds://...
+ *                          a remote NBD export (libnbd URI syntax, TLS with
+ *                          nbds: and tls-psk-file= or tls-certificates=),
+ *                          with two query parameters of ours, taken out
+ *                          before libnbd sees the URI:
+ *                            timeout=SECONDS   a request with no reply by
+ *                              then ends the connection (default 30, the
+ *                              kernel client's; 0: wait for ever)
+ *                            reconnect=SECONDS the longest wait between
+ *                              reconnect tries, from 0.1 s doubling
+ *                              (default 5; 0: never reconnect)
+ *                          (nbd://h/e?timeout=5&reconnect=2)
  *
  * Each type lives in its own file and is listed once in member.c's table.
  * Wrapper types open their inner spec with member_open() again. */
@@ -81,6 +91,20 @@ int fault_member_counts(struct vol *v, struct fault_counts *c);
  * until it is closed.  A group exists while one of its members is open.
  * 0, or -ENOENT when no open member belongs to group. */
 int fault_power_cut(const char *group);
-int nbd_member_open(const char *uri, unsigned flags, struct vol **out);
+int nbd_member_open(const char *spec, unsigned flags, struct vol **out);
+
+/* nbd: how a remote member stands.  While it is away (a request timed out
+ * or the connection broke) every op fails at once with -EIO, and a
+ * background thread reconnects; the same export (same size) serves again. */
+struct nbd_member_status {
+	bool connected;       /* false: away */
+	unsigned connections; /* live connections (several with multi-conn) */
+	uint64_t losses;      /* times it went away */
+	uint64_t reconnects;  /* times it came back */
+	uint64_t attempts;    /* reconnect tries that failed */
+	int last_error;       /* why the last failed try failed (-ESTALE: another size) */
+};
+/* Fill *st; -EINVAL if v is not an nbd member. */
+int nbd_member_status(struct vol *v, struct nbd_member_status *st);
 
 #endif

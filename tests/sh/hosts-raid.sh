@@ -1,0 +1,103 @@
+#!/bin/bash
+# hosts-raid.sh — arrays whose members are on other hosts (network
+# namespaces, hosts-lib.sh), one host cut off mid-run.
+#
+# A RAID1 over hosts 1 (uraid serve) and 2 (nbdkit), then a RAID10 (n2,
+# four members) over hosts 1-4: created by uraid on nbd:// members with
+# timeout=3, served by uraid over a Unix socket, written and verified by
+# fio (crc32c) while one host's link goes down.  Shown:
+#  - fio sees no error and its data verifies: the array served on;
+#  - the cut member is failed (`uraid detail`: faulty or removed), the time from
+#    the cut is printed, not asserted;
+#  - the link restored, the member reconnects by itself (the serve log's
+#    "reconnected", the member's own word that its requests work again).
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/hosts-lib.sh"
+requires fio nbdkit python3
+hosts_require
+
+timeout_s=3
+opts="timeout=$timeout_s&reconnect=0.5"
+
+# member_state CTL ROLE — the role's state in `uraid detail --json`.
+member_state() {
+    "$URAID" detail --json "$1" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+for m in d["arrays"][0]["members"]:
+    if m["role"] == int(sys.argv[1]):
+        print(m["state"])' "$2"
+}
+
+now() { date +%s.%N; }
+secs() { python3 -c "print('%.1f' % ($2 - $1))"; }
+
+# wait_log FILE PATTERN — until FILE has a line matching PATTERN (60 s).
+wait_log() {
+    for _ in $(seq 600); do grep -q "$2" "$1" && return 0; sleep 0.1; done
+    return 1
+}
+
+# run_cut NAME CUT_HOST CUT_ROLE "CREATE_OPTS" MEMBER... — create, serve,
+# fio verify with CUT_HOST's link cut a second in, the checks above.
+run_cut() {
+    local name=$1 cut=$2 role=$3 copts=$4
+    shift 4
+    local sock=$tmp/$name.sock ctl=$tmp/$name.ctl log=$tmp/$name.log
+    # shellcheck disable=SC2086 # CREATE_OPTS are words
+    "$URAID" create $copts --name="$name" "$@" >/dev/null 2>"$tmp/create.log" ||
+        fail "$name: create on remote members: $(cat "$tmp/create.log")"
+    "$URAID" serve -f --socket "$sock" --control "$ctl" "$@" 2>"$log" &
+    local pid=$!
+    hosts_pids+=("$pid")
+    for _ in $(seq 200); do [ -S "$sock" ] && [ -S "$ctl" ] && break; sleep 0.05; done
+    [ -S "$sock" ] || fail "$name: serve did not start: $(cat "$log")"
+
+    fio --name="$name" --ioengine=nbd --uri="nbd+unix:///?socket=$sock" \
+        --rw=randwrite --bs=64k --size=24M --iodepth=8 --rate=6m \
+        --verify=crc32c --verify_fatal=1 --output="$tmp/$name.fio" &
+    local fio_pid=$!
+    sleep 1
+    local t0
+    t0=$(now)
+    host_link_down "$cut"
+    local st=""
+    for _ in $(seq 600); do
+        st=$(member_state "$ctl" "$role")
+        [[ "$st" == *faulty* || "$st" == removed ]] && break
+        sleep 0.1
+    done
+    [[ "$st" == *faulty* || "$st" == removed ]] || fail "$name: host $cut cut off, its member is still '$st'"
+    echo "measure: $name: host $cut's member failed $(secs "$t0" "$(now)") s after its link went down (timeout=$timeout_s)"
+    wait "$fio_pid" || fail "$name: fio failed while host $cut was away: $(cat "$tmp/$name.fio")"
+    grep -q "err= 0" "$tmp/$name.fio" || fail "$name: fio reported errors: $(cat "$tmp/$name.fio")"
+    "$URAID" detail "$ctl" | grep -q "degraded" ||
+        fail "$name: the array is not degraded: $("$URAID" detail "$ctl")"
+
+    t0=$(now)
+    host_link_up "$cut"
+    wait_log "$log" "$(host_addr "$cut").*reconnected" ||
+        fail "$name: host $cut's member did not reconnect: $(cat "$log")"
+    echo "measure: $name: host $cut's member reconnected $(secs "$t0" "$(now)") s after the link came back"
+
+    # re-add: readd's part.  Once the md layer takes a member that answers
+    # again back from the bitmap, check here that it resyncs the chunks
+    # written while host $cut was away and that `uraid check` finds 0.
+
+    kill -TERM "$pid"
+    wait "$pid" || fail "$name: serve exited with $? after SIGTERM"
+}
+
+for i in 1 2 3 4; do
+    host_add "$i"
+    mkdir -p "$tmp/h$i"
+    truncate -s 64M "$tmp/h$i/r1.img" "$tmp/h$i/r10.img"
+done
+host_serve_uraid 1 "$tmp/h1" r1.img r10.img
+for i in 2 3 4; do host_serve_nbdkit "$i" "$tmp/h$i"; done
+
+run_cut r1 2 1 --level=1 "$(host_uri 1 r1.img)?$opts" "$(host_uri 2 r1.img)?$opts"
+r10=()
+for i in 1 2 3 4; do r10+=("$(host_uri "$i" r10.img)?$opts"); done
+run_cut r10 3 2 "--level=10 --layout=n2 --raid-devices=4" "${r10[@]}"
+echo "ok: RAID1 and RAID10 over remote members served on with a host cut off; it reconnected"
