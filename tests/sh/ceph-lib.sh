@@ -13,6 +13,7 @@
 # Client ops are bounded (rados osd op timeout, rados mon op timeout,
 # client mount timeout in the [client] section) so a dead OSD fails
 # requests instead of hanging them: CEPH_OP_TIMEOUT seconds, default 10.
+# CEPH_CLIENT_CONF is more [client] lines ("rbd cache = false").
 requires ceph ceph-mon ceph-osd ceph-authtool monmaptool rbd rados
 
 ceph_dir=$tmp/ceph
@@ -93,6 +94,7 @@ rados osd op timeout = ${CEPH_OP_TIMEOUT:-10}
 rados mon op timeout = ${CEPH_OP_TIMEOUT:-10}
 client mount timeout = ${CEPH_OP_TIMEOUT:-10}
 log file = $ceph_dir/log/client.\$pid.log
+${CEPH_CLIENT_CONF:-}
 EOF
     monmaptool --create --addv a "[v2:127.0.0.1:$port]" --fsid "$fsid" \
         "$ceph_dir/monmap" >"$ceph_dir/log/monmaptool.out" 2>&1 ||

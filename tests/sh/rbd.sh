@@ -45,9 +45,16 @@ run_fio "$(uri "$tmp/p.sock")" rand --size=8M --offset_increment=8M --rw=randwri
     --iodepth=32 --numjobs=4
 head -c 40M /dev/urandom >"$tmp/data"
 nbdcopy "$tmp/data" "$(uri "$tmp/p.sock")"
+# nbdcopy writes the zero run of this one as NBD WRITE_ZEROES (rbd_aio_write_zeroes).
+cp "$tmp/data" "$tmp/holed"
+dd if=/dev/zero of="$tmp/holed" bs=1M seek=8 count=8 conv=notrunc status=none
+nbdcopy "$tmp/holed" "$(uri "$tmp/p.sock")"
 stop_server "$server_pid"
 rbdc export rbd/plain "$tmp/plain.out" >/dev/null 2>&1 || fail "rbd export rbd/plain"
-cmp -n 40M "$tmp/data" "$tmp/plain.out" || fail "rbd export does not read what uraid wrote"
+cmp -n 40M "$tmp/holed" "$tmp/plain.out" || fail "rbd export does not read what uraid wrote"
+start_server "$tmp/p.sock" rbd:rbd/plain
+nbdcopy "$tmp/data" "$(uri "$tmp/p.sock")"
+stop_server "$server_pid"
 
 # A snapshot keeps those bytes after the image changes.
 rbdc snap create rbd/plain@s1 >/dev/null 2>&1 || fail "rbd snap create"
