@@ -143,4 +143,5 @@ ceph_rbd_create() { # IMAGE SIZE
 ceph_osd_kill() { # N
     local v="ceph_pid_osd_$1"
     kill -KILL "${!v}"
+    wait "${!v}" 2>/dev/null || true # reaped here: no "Killed" from bash later
 }

@@ -9,6 +9,8 @@
 #     read; the exported image opens in cryptsetup (luksDump,
 #     --test-passphrase); and a LUKS2 image cryptsetup made, imported with
 #     `rbd import`, is unlocked by uraid with the same bytes;
+#   RAID0 over two images under fio verify, mdadm reading the superblock
+#     of one exported with `rbd export`;
 #   RAID1 of a local file and an RBD image under fio verify, the OSD
 #     killed mid-run: no client error, the rbd member is faulty within the
 #     op timeout (CEPH_OP_TIMEOUT, set in ceph.conf's [client]), the array
@@ -108,6 +110,19 @@ nbdcopy "$tmp/cs.data" "$(uri "$tmp/c.sock")"
 nbdcopy "$(uri "$tmp/c.sock")" "$tmp/cs.plain"
 cmp "$tmp/cs.data" "$tmp/cs.plain" || fail "cryptsetup's LUKS2 on RBD does not read back"
 stop_server "$server_pid"
+
+# --- RAID0 over two images ---------------------------------------------------
+ceph_rbd_create s0 32M
+ceph_rbd_create s1 32M
+"$URAID" create --level=0 --chunk=64K rbd:rbd/s0 rbd:rbd/s1 >/dev/null || fail "create RAID0"
+start_server "$tmp/z.sock" rbd:rbd/s0 rbd:rbd/s1
+run_fio "$(uri "$tmp/z.sock")" stripe --size=16M --offset_increment=16M --rw=randwrite \
+    --bs=64k --iodepth=16 --numjobs=2
+stop_server "$server_pid"
+rbdc export rbd/s1 "$tmp/s1.img" >/dev/null 2>&1 || fail "rbd export rbd/s1"
+mdadm --examine "$tmp/s1.img" 2>&1 | grep -q "Raid Level : raid0" ||
+    fail "mdadm does not see a RAID0 member in rbd/s1: $(mdadm --examine "$tmp/s1.img" 2>&1)"
+rm -f "$tmp/s1.img"
 
 # --- RAID1: a local file and an RBD image, the OSD killed mid-run -----------
 truncate -s 64M "$tmp/local.img"
