@@ -24,7 +24,8 @@ fio --enghelp=nbd >/dev/null 2>&1 || { echo "SKIP: fio lacks ioengine=nbd"; exit
 export CEPH_OP_TIMEOUT=8
 ceph_start
 echo "ceph: one monitor and one OSD up in ${ceph_startup_s} s"
-if "$URAID" probe rbd:rbd/absent 2>&1 | grep -q "built without librbd"; then
+out=$("$URAID" probe rbd:rbd/absent 2>&1 || true)
+if grep -q "built without librbd" <<<"$out"; then
     echo "SKIP: this uraid was built without librbd (librbd-dev)"; exit 77
 fi
 rbdc() { timeout 120 rbd -c "$CEPH_CONF" "$@"; }
