@@ -158,29 +158,48 @@ struct rbd_vol {
 	bool ro;
 };
 
-/* Wait for one submitted request: its result, 0 or -errno (reads: the
- * byte count, which must be all of len). */
-static ssize_t rbd_complete(int submitted, rbd_completion_t c)
-{
-	ssize_t r = submitted;
+enum rbd_op { RBD_OP_READ, RBD_OP_WRITE, RBD_OP_DISCARD, RBD_OP_ZERO, RBD_OP_FLUSH };
 
-	if (submitted == 0) {
+/* One request, submitted and waited for: its result, 0 or -errno (reads:
+ * the byte count).  zflags: rbd_aio_write_zeroes' flags. */
+static ssize_t rbd_request(struct rbd_vol *b, enum rbd_op op, const void *buf, uint64_t len,
+                           uint64_t off, int zflags)
+{
+	rbd_completion_t c;
+	ssize_t r = rbd_aio_create_completion(NULL, NULL, &c);
+
+	if (r < 0)
+		return r;
+	switch (op) {
+	case RBD_OP_READ:
+		r = rbd_aio_read(b->image, off, len, (char *)buf, c);
+		break;
+	case RBD_OP_WRITE:
+		r = rbd_aio_write(b->image, off, len, buf, c);
+		break;
+	case RBD_OP_DISCARD:
+		r = rbd_aio_discard(b->image, off, len, c);
+		break;
+	case RBD_OP_ZERO:
+		r = rbd_aio_write_zeroes(b->image, off, len, c, zflags, 0);
+		break;
+	case RBD_OP_FLUSH:
+		r = rbd_aio_flush(b->image, c);
+		break;
+	}
+	if (r == 0) {
 		rbd_aio_wait_for_complete(c);
 		r = rbd_aio_get_return_value(c);
 	}
-	rbd_aio_release(c);
+	rbd_aio_release(c); /* a request that was not submitted never completes */
 	return r;
 }
 
 static int rbd_member_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
 {
 	struct rbd_vol *b = container_of(v, struct rbd_vol, vol);
-	rbd_completion_t c;
-	int r = rbd_aio_create_completion(NULL, NULL, &c);
+	ssize_t n = rbd_request(b, RBD_OP_READ, buf, len, off, 0);
 
-	if (r < 0)
-		return r;
-	ssize_t n = rbd_complete(rbd_aio_read(b->image, off, len, buf, c), c);
 	if (n < 0)
 		return (int)n;
 	return (uint64_t)n == len ? 0 : -EIO; /* the image shrank under us */
@@ -189,67 +208,43 @@ static int rbd_member_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
 static int rbd_member_flush(struct vol *v)
 {
 	struct rbd_vol *b = container_of(v, struct rbd_vol, vol);
-	rbd_completion_t c;
-	int r = rbd_aio_create_completion(NULL, NULL, &c);
 
-	if (r < 0)
-		return r;
-	return (int)rbd_complete(rbd_aio_flush(b->image, c), c);
+	return (int)rbd_request(b, RBD_OP_FLUSH, NULL, 0, 0, 0);
+}
+
+/* A write, discard or zeroing, then the flush that VOL_FUA asks for. */
+static int rbd_change(struct vol *v, enum rbd_op op, const void *buf, uint64_t len, uint64_t off,
+                      unsigned flags, int zflags)
+{
+	struct rbd_vol *b = container_of(v, struct rbd_vol, vol);
+	ssize_t n;
+
+	if (b->ro)
+		return -EROFS;
+	n = rbd_request(b, op, buf, len, off, zflags);
+	if (n < 0)
+		return (int)n;
+	return (flags & VOL_FUA) ? rbd_member_flush(v) : 0;
 }
 
 static int rbd_member_write(struct vol *v, const void *buf, uint64_t len, uint64_t off,
                             unsigned flags)
 {
-	struct rbd_vol *b = container_of(v, struct rbd_vol, vol);
-	rbd_completion_t c;
-	int r;
-
-	if (b->ro)
-		return -EROFS;
-	r = rbd_aio_create_completion(NULL, NULL, &c);
-	if (r < 0)
-		return r;
-	ssize_t n = rbd_complete(rbd_aio_write(b->image, off, len, buf, c), c);
-	if (n < 0)
-		return (int)n;
-	return (flags & VOL_FUA) ? rbd_member_flush(v) : 0;
+	return rbd_change(v, RBD_OP_WRITE, buf, len, off, flags, 0);
 }
 
 static int rbd_member_trim(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
 {
-	struct rbd_vol *b = container_of(v, struct rbd_vol, vol);
-	rbd_completion_t c;
-	int r;
-
-	if (b->ro)
-		return -EROFS;
-	r = rbd_aio_create_completion(NULL, NULL, &c);
-	if (r < 0)
-		return r;
-	ssize_t n = rbd_complete(rbd_aio_discard(b->image, off, len, c), c);
-	if (n < 0)
-		return (int)n;
-	return (flags & VOL_FUA) ? rbd_member_flush(v) : 0;
+	return rbd_change(v, RBD_OP_DISCARD, NULL, len, off, flags, 0);
 }
 
 /* librbd zeroes by object operations (truncate, remove, zero), so it is
  * always fast; without VOL_MAY_TRIM the extent stays allocated. */
 static int rbd_member_zero(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
 {
-	struct rbd_vol *b = container_of(v, struct rbd_vol, vol);
 	int zflags = (flags & VOL_MAY_TRIM) ? 0 : RBD_WRITE_ZEROES_FLAG_THICK_PROVISION;
-	rbd_completion_t c;
-	int r;
 
-	if (b->ro)
-		return -EROFS;
-	r = rbd_aio_create_completion(NULL, NULL, &c);
-	if (r < 0)
-		return r;
-	ssize_t n = rbd_complete(rbd_aio_write_zeroes(b->image, off, len, c, zflags, 0), c);
-	if (n < 0)
-		return (int)n;
-	return (flags & VOL_FUA) ? rbd_member_flush(v) : 0;
+	return rbd_change(v, RBD_OP_ZERO, NULL, len, off, flags, zflags);
 }
 
 static void rbd_member_close(struct vol *v)
