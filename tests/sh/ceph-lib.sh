@@ -13,7 +13,8 @@
 # Client ops are bounded (rados osd op timeout, rados mon op timeout,
 # client mount timeout in the [client] section) so a dead OSD fails
 # requests instead of hanging them: CEPH_OP_TIMEOUT seconds, default 10.
-# CEPH_CLIENT_CONF is more [client] lines ("rbd cache = false").
+# CEPH_CLIENT_CONF is more [client] lines ("rbd cache = false").  A client
+# answers `ceph --admin-daemon $ceph_dir/run/client.PID.asok config get OPT`.
 requires ceph ceph-mon ceph-osd ceph-authtool monmaptool rbd rados
 
 ceph_dir=$tmp/ceph
@@ -94,6 +95,7 @@ rados osd op timeout = ${CEPH_OP_TIMEOUT:-10}
 rados mon op timeout = ${CEPH_OP_TIMEOUT:-10}
 client mount timeout = ${CEPH_OP_TIMEOUT:-10}
 log file = $ceph_dir/log/client.\$pid.log
+admin socket = $ceph_dir/run/client.\$pid.asok
 ${CEPH_CLIENT_CONF:-}
 EOF
     monmaptool --create --addv a "[v2:127.0.0.1:$port]" --fsid "$fsid" \

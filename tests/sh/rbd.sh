@@ -4,7 +4,9 @@
 #   plain: fio's crc32c verify through `uraid serve rbd:rbd/plain`, and
 #     bytes written through uraid read back by `rbd export`; a snapshot
 #     serves read-only the bytes it was taken with, and a writable open of
-#     it is refused;
+#     it is refused; the member's op timeouts (60 s where Ceph would wait
+#     forever, unless the conf or the spec sets them), read from the
+#     client's admin socket;
 #   LUKS2 on RBD: `uraid luks-format` onto the image, served, written and
 #     read; the exported image opens in cryptsetup (luksDump,
 #     --test-passphrase); and a LUKS2 image cryptsetup made, imported with
@@ -58,6 +60,23 @@ cmp -n 40M "$tmp/holed" "$tmp/plain.out" || fail "rbd export does not read what 
 start_server "$tmp/p.sock" rbd:rbd/plain
 nbdcopy "$tmp/data" "$(uri "$tmp/p.sock")"
 stop_server "$server_pid"
+
+# Ceph's "wait forever" (0) becomes 60 s unless the conf or the spec says,
+# read from the serving client's admin socket.
+client_opt() { # PID OPT
+    local a=$ceph_dir/run/client.$1.asok
+    for _ in $(seq 100); do [ -S "$a" ] && break; sleep 0.1; done
+    timeout 30 ceph --admin-daemon "$a" config get "$2" | sed -n 's/.*": "\(.*\)".*/\1/p'
+}
+grep -v "op timeout\|mount timeout" "$CEPH_CONF" >"$tmp/plain.conf"
+for c in "conf=$tmp/plain.conf:60:60" "conf=$tmp/plain.conf,rados_osd_op_timeout=5:5:60" \
+    "conf=$CEPH_CONF:$CEPH_OP_TIMEOUT:$CEPH_OP_TIMEOUT"; do
+    IFS=: read -r opts osd mon <<<"$c"
+    start_server "$tmp/p.sock" "rbd:rbd/plain,$opts"
+    got="$(client_opt "$server_pid" rados_osd_op_timeout) $(client_opt "$server_pid" rados_mon_op_timeout)"
+    [ "$got" = "$osd $mon" ] || fail "rbd:rbd/plain,$opts: op timeouts $got, not $osd $mon"
+    stop_server "$server_pid"
+done
 
 # A snapshot keeps those bytes after the image changes.
 rbdc snap create rbd/plain@s1 >/dev/null 2>&1 || fail "rbd snap create"
