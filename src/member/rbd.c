@@ -16,8 +16,8 @@
  *
  * Ceph's client waits forever on an OSD or monitor that does not answer
  * (rados_osd_op_timeout and rados_mon_op_timeout default to 0): an array
- * would hang on a dead OSD instead of failing the member.  Where neither
- * the conf nor the spec set them, the member sets both to
+ * would hang on a dead OSD instead of failing the member.  Where the spec
+ * does not set them and the conf leaves them at 0, the member sets both to
  * RBD_MEMBER_OP_TIMEOUT_S, longer than Ceph's own failover (an OSD is
  * marked down after osd_heartbeat_grace, 20 s) so a replicated pool heals
  * before uraid gives up on it. */
@@ -268,12 +268,30 @@ static const struct vol_ops rbd_member_ops = {
     .close = rbd_member_close,
 };
 
-/* Set a Ceph option unless the conf or the spec set it already
- * (Ceph's value for "never" is 0). */
-static void rbd_default_timeout(rados_t cluster, const char *opt)
+/* Does the spec name Ceph option opt ("rados_osd_op_timeout"; Ceph also
+ * takes spaces or dashes for the underscores)? */
+static bool rbd_spec_sets(const struct rbd_spec *s, const char *opt)
+{
+	for (size_t i = 0; i < s->nopt; i++) {
+		const char *k = s->opt[i].key, *o = opt;
+
+		while (*k && (*k == *o || ((*k == ' ' || *k == '-') && *o == '_')))
+			k++, o++;
+		if (!*k && !*o)
+			return true;
+	}
+	return false;
+}
+
+/* RBD_MEMBER_OP_TIMEOUT_S for a timeout at Ceph's "never" (0), unless the
+ * spec names it (a spec's 0 is kept: the user asked to wait forever).  A
+ * conf's explicit 0 cannot be told from the default, and is replaced. */
+static void rbd_default_timeout(const struct rbd_spec *s, rados_t cluster, const char *opt)
 {
 	char cur[32];
 
+	if (rbd_spec_sets(s, opt))
+		return;
 	if (rados_conf_get(cluster, opt, cur, sizeof(cur)) == 0 && strcmp(cur, "0") == 0)
 		rados_conf_set(cluster, opt, RBD_MEMBER_OP_TIMEOUT_S);
 }
@@ -310,8 +328,8 @@ static int rbd_connect(const struct rbd_spec *s, const char *what, rados_t *out)
 			goto out;
 		}
 	}
-	rbd_default_timeout(cluster, "rados_osd_op_timeout");
-	rbd_default_timeout(cluster, "rados_mon_op_timeout");
+	rbd_default_timeout(s, cluster, "rados_osd_op_timeout");
+	rbd_default_timeout(s, cluster, "rados_mon_op_timeout");
 	r = rados_connect(cluster);
 	if (r < 0) {
 		r = err_set(r, "%s: connecting to the Ceph cluster: %s%s", what, strerror(-r),

@@ -70,6 +70,7 @@ client_opt() { # PID OPT
 }
 grep -v "op timeout\|mount timeout" "$CEPH_CONF" >"$tmp/plain.conf"
 for c in "conf=$tmp/plain.conf:60:60" "conf=$tmp/plain.conf,rados_osd_op_timeout=5:5:60" \
+    "conf=$tmp/plain.conf,rados mon op timeout=0:60:0" \
     "conf=$CEPH_CONF:$CEPH_OP_TIMEOUT:$CEPH_OP_TIMEOUT"; do
     IFS=: read -r opts osd mon <<<"$c"
     start_server "$tmp/p.sock" "rbd:rbd/plain,$opts"
