@@ -16,11 +16,12 @@ want_tests=0
 
 pkgs=(gcc pkg-config meson ninja-build libssl-dev libargon2-dev
       libjson-c-dev libnbd-dev libgnutls28-dev python3 fio nbdkit libnbd-bin nbdfuse qemu-utils
-      fuse3 e2fsprogs scdoc)
+      fuse3 e2fsprogs scdoc librbd-dev)
 if [ $want_tests = 1 ]; then
     pkgs+=(clang llvm libclang-rt-14-dev mdadm cryptsetup-bin nbd-client
            busybox-static qemu-system-x86 cpio kmod dmsetup linux-image-amd64
-           librsvg2-bin python3-libnbd openssl man-db systemd fdisk gdisk lvm2 tmux)
+           librsvg2-bin python3-libnbd openssl man-db systemd fdisk gdisk lvm2 tmux
+           ceph-mon ceph-osd ceph-common)
 fi
 
 missing=()

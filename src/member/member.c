@@ -10,7 +10,8 @@
 static const struct member_type member_types[] = {
     {"nbd", MEMBER_URI, nbd_member_open},        {"mem", MEMBER_PREFIX, mem_member_open},
     {"null", MEMBER_PREFIX, null_member_open},   {"sim", MEMBER_PREFIX, sim_member_open},
-    {"fault", MEMBER_PREFIX, fault_member_open}, {"file", MEMBER_PATH, file_member_open},
+    {"fault", MEMBER_PREFIX, fault_member_open}, {"rbd", MEMBER_PREFIX, rbd_member_open},
+    {"file", MEMBER_PATH, file_member_open},
 };
 
 static bool member_type_matches(const struct member_type *t, const char *spec)

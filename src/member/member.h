@@ -17,6 +17,16 @@
  *                              reconnect tries, from 0.1 s doubling
  *                              (default 5; 0: never reconnect)
  *                          (nbd://h/e?timeout=5&reconnect=2)
+ *   rbd:POOL[/NAMESPACE]/IMAGE[@SNAP][,OPT=VAL...]
+ *                          a Ceph RBD image (librbd; a snapshot only with
+ *                          MEMBER_READONLY).  conf=PATH is the ceph.conf
+ *                          (default: $CEPH_CONF, then Ceph's search path),
+ *                          id=NAME the client (client.NAME, default admin);
+ *                          any other OPT is a Ceph option given to
+ *                          rados_conf_set (keyring=PATH,
+ *                          rados_osd_op_timeout=10, mon_host=...).  Values
+ *                          hold no ','.  The vol's name leaves the options
+ *                          out (a key= stays out of messages).
  *
  * Each type lives in its own file and is listed once in member.c's table.
  * Wrapper types open their inner spec with member_open() again. */
@@ -106,5 +116,25 @@ struct nbd_member_status {
 };
 /* Fill *st; -EINVAL if v is not an nbd member. */
 int nbd_member_status(struct vol *v, struct nbd_member_status *st);
+
+/* rbd: the parts of a spec (what follows "rbd:"), pointing into buf;
+ * NULL where the spec has none.  Built with or without librbd. */
+#define RBD_SPEC_NAME_MAX 256 /* pool, namespace, image, snapshot, id */
+#define RBD_SPEC_MAX_OPTS 32
+struct rbd_spec_opt {
+	const char *key, *val;
+};
+struct rbd_spec {
+	char *buf;
+	const char *pool, *ns, *image, *snap, *conf, *id;
+	struct rbd_spec_opt *opt; /* the Ceph options, in the spec's order */
+	size_t nopt;
+};
+/* 0 or -EINVAL (err_set() names what is wrong) or -ENOMEM; on success
+ * free with rbd_spec_free(). */
+int rbd_spec_parse(const char *rest, struct rbd_spec *s);
+void rbd_spec_free(struct rbd_spec *s);
+/* -ENOTSUP ("built without librbd") where uraid was built without it. */
+int rbd_member_open(const char *rest, unsigned flags, struct vol **out);
 
 #endif
