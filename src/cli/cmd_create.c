@@ -59,6 +59,7 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 	    {"bitmap", required_argument, NULL, 'b'},
 	    {"bitmap-chunk", required_argument, NULL, 'B'},
 	    {"metadata", required_argument, NULL, 'e'},
+	    {"write-journal", required_argument, NULL, 'J'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -140,6 +141,9 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 				return 2;
 			}
 			break;
+		case 'J':
+			o->md.journal = optarg;
+			break;
 		case 'h':
 			printf(
 			    "usage: uraid create --level=0|1|10|5|6|linear [--raid-devices=N] "
@@ -149,7 +153,7 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 			    "[--assume-clean]\n"
 			    "                    [--bitmap=internal|none] [--bitmap-chunk=SIZE] "
 			    "[--metadata=1.0|1.1|1.2]\n"
-			    "                    [--force] MEMBER...\n"
+			    "                    [--write-journal=DEV] [--force] MEMBER...\n"
 			    "Write md v1.x superblocks (as mdadm --create; 1.2 unless --metadata\n"
 			    "says 1.1, at the start, or 1.0, at the end) making a new array.\n"
 			    "MEMBER may be 'missing' for a degraded RAID1/10/5/6.  --chunk is in "
@@ -162,7 +166,12 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 			    "a resync of the chunks being written only); as with mdadm it is the\n"
 			    "default for RAID1/10/5/6 arrays above 100 GiB.  --bitmap-chunk is in "
 			    "KiB\n"
-			    "(default: mdadm's, at least 64M).\n");
+			    "(default: mdadm's, at least 64M).\n"
+			    "--write-journal=DEV makes DEV the raid4/5/6's write journal (md's\n"
+			    "raid5-cache, role 0xfffd): every stripe update is logged on it "
+			    "before\n"
+			    "the members are written, closing the write hole; no bitmap with "
+			    "it.\n");
 			return 1;
 		default:
 			return 2;
@@ -211,6 +220,16 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 	}
 	if (o->md.bitmap_chunk && o->md.bitmap == -1)
 		o->md.bitmap = 1;
+	if (o->md.journal && !md_level_parity(o->md.level)) {
+		fprintf(stderr, "uraid: create: --write-journal needs raid4, 5 or 6\n");
+		return 2;
+	}
+	if (o->md.journal && o->md.bitmap == 1) {
+		fprintf(stderr, "uraid: create: md keeps no bitmap beside a write journal\n");
+		return 2;
+	}
+	if (o->md.journal)
+		o->md.bitmap = 0;
 	return 0;
 }
 
@@ -240,6 +259,11 @@ int cmd_create(int argc, char **argv)
 	}
 	for (i = 0; i < n; i++) {
 		missing += strcmp(specs[i], "missing") == 0;
+		if (o.md.journal && strcmp(specs[i], o.md.journal) == 0) {
+			fprintf(stderr, "uraid: create: %s is a member and the journal\n",
+			        specs[i]);
+			return 2;
+		}
 		for (unsigned j = 0; j < i; j++)
 			if (strcmp(specs[i], "missing") && strcmp(specs[i], specs[j]) == 0) {
 				fprintf(stderr, "uraid: create: %s is given twice\n", specs[i]);
@@ -295,6 +319,8 @@ int cmd_create(int argc, char **argv)
 	       made.set_name, made.uuid, n, missing ? ", degraded" : "");
 	if (made.bitmap_chunk)
 		printf(", internal bitmap of %u KiB chunks", made.bitmap_chunk / 1024);
+	if (o.md.journal)
+		printf(", write journal on %s", o.md.journal);
 	printf("\n");
 	return 0;
 }

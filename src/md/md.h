@@ -66,9 +66,8 @@
  * rebuild, grow, examine) refuses it with the same message rather than
  * corrupt it. */
 #define MD_FEATURE_REFUSED                                                                         \
-	(MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_JOURNAL | MD_FEATURE_PPL |                         \
-	 MD_FEATURE_MULTIPLE_PPLS | MD_FEATURE_CLUSTERED | MD_FEATURE_NEW_OFFSET |                 \
-	 MD_FEATURE_REPLACEMENT)
+	(MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_PPL | MD_FEATURE_MULTIPLE_PPLS |                   \
+	 MD_FEATURE_CLUSTERED | MD_FEATURE_NEW_OFFSET | MD_FEATURE_REPLACEMENT)
 
 /* Levels as md numbers them. */
 #define MD_LEVEL_LINEAR (-1)
@@ -435,6 +434,7 @@ enum md_member_state {
 	MD_MEMBER_SPARE,
 	MD_MEMBER_FAULTY,  /* failed, still attached (remove takes it out) */
 	MD_MEMBER_REMOVED, /* a role without a device */
+	MD_MEMBER_JOURNAL, /* the raid5-cache write journal */
 };
 
 struct md_member_info {

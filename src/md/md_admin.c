@@ -126,6 +126,11 @@ int md_array_info(struct vol *v, struct md_array_info *in)
 			            MD_MEMBER_FAULTY);
 		}
 	}
+	if (a->journal.vol) {
+		in->working_devs++;
+		md_info_add(in, a->journal.vol, -1, (int)a->journal.sb->dev_number,
+		            MD_MEMBER_JOURNAL);
+	}
 	for (unsigned i = 0; i < a->nretired; i++) {
 		struct md_member *mm = &a->retired[i];
 		if (!mm->vol)

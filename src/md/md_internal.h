@@ -18,6 +18,7 @@
 
 #include "md.h"
 #include "md_bitmap.h"
+#include "md_journal.h"
 #include "md_throttle.h"
 
 #include "disc/raid/raid.h"
@@ -127,6 +128,13 @@ struct md_array {
 	struct md_throttle sync;
 	struct md_gate gate;
 	struct md_bm bm;
+	/* The raid5-cache journal (md_journal.h): its member (role 0xfffd;
+	 * vol NULL when the array has none or it is missing), the log while
+	 * one runs (a writable start), and the members' data areas it
+	 * replays onto, by role. */
+	struct md_member journal;
+	struct md_journal *jn;
+	struct vol **jn_members;
 };
 
 /* md_state.c: write the array state into every live member's (and

@@ -250,6 +250,28 @@ int raid_set_log(struct vol *array, const struct raid_log_ops *ops)
 	return 0;
 }
 
+int raid_log_locate(struct vol *array, uint64_t aoff, unsigned *role, uint64_t *moff, int *p,
+                    int *q)
+{
+	struct raid_array *a = raid_array_of(array);
+	struct raid_loc loc[RAID_MAX_COPIES];
+	struct raid_stripe *st;
+	unsigned nc;
+
+	if (!a || !a->lvl->md.parity || !a->lvl->stripe || aoff >= array->size)
+		return -EINVAL;
+	if (!(st = malloc(sizeof(*st))))
+		return -ENOMEM;
+	a->lvl->map(a->priv, &a->g, aoff, 1, loc, &nc);
+	a->lvl->stripe(a->priv, &a->g, aoff, st);
+	*role = loc[0].role;
+	*moff = loc[0].off;
+	*p = st->p;
+	*q = st->q;
+	free(st);
+	return 0;
+}
+
 void raid_wb_counts(struct vol *array, uint64_t *whole, uint64_t *partial)
 {
 	struct raid_array *a = raid_array_of(array);

@@ -170,12 +170,22 @@ struct raid_log_ops {
 	 * a member flush makes them durable). */
 	void (*done)(void *ctx, const struct raid_log_stripe *s, unsigned n, int r);
 	void *ctx;
+	/* Bytes every update's [moff, moff+len) is widened to (a power of
+	 * two dividing the chunk; the journal's 4 KiB pages); 0: none. */
+	uint32_t align;
 };
 
 /* Set (ops non-NULL) or clear the array's stripe log, before the array
  * takes writes; ops is copied.  Write-behind is turned off first.  0, or
  * -EINVAL when array is not a RAID vol of a parity level. */
 int raid_set_log(struct vol *array, const struct raid_log_ops *ops);
+
+/* For a stripe log's replay: where array byte aoff lies (its role and the
+ * offset in that member's data area) and its stripe's parity roles (q -1
+ * on RAID5).  0, or -EINVAL for a vol that is not a parity RAID vol or an
+ * aoff beyond it. */
+int raid_log_locate(struct vol *array, uint64_t aoff, unsigned *role, uint64_t *moff, int *p,
+                    int *q);
 
 /* What raid_check() found. */
 struct raid_check_report {
