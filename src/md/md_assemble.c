@@ -547,7 +547,8 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 		return r;
 	}
 	md_bm_load(a, fresh);
-	bool clean = md_super_clean(fresh);
+	/* With a journal, the replay made the stripes agree: no resync (md's). */
+	bool clean = md_super_clean(fresh) || replayed;
 	free(fresh);
 	if (redundant && !clean) {
 		a->unclean = true;
