@@ -384,6 +384,9 @@ int md_array_add(struct vol *v, struct vol *nv, bool force)
 	for (unsigned i = 0; i < a->n; i++)
 		if (a->m[i].sb && md_sb090_is(a->m[i].sb))
 			return md_sb090_refuse(a->m[i].sb, a->vol.name, "adding a member");
+	for (unsigned i = 0; i < a->n; i++)
+		if (a->m[i].sb && md_journal_refuse(a->m[i].sb, a->vol.name, "adding a member") < 0)
+			return -ENOTSUP;
 	if (nv->block_min > a->vol.block_min)
 		return err_set(-EINVAL, "%s: %s has blocks of %u bytes, the array %u", a->vol.name,
 		               nv->name, nv->block_min, a->vol.block_min);

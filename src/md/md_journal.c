@@ -12,6 +12,7 @@
  * replayed once more, harmlessly).  A full log makes writers checkpoint,
  * or wait for units in flight. */
 #include "md_journal.h"
+#include "md.h"
 
 #include "core/crc32c.h"
 #include "core/log.h"
@@ -140,6 +141,16 @@ static void meta_seal(void *block, uint32_t seed)
 	struct r5l_meta_block *mb = block;
 	mb->checksum = 0;
 	mb->checksum = htole32(crc32c(seed, block, R5L_PAGE));
+}
+
+int md_journal_refuse(const struct md_super *s, const char *name, const char *what)
+{
+	if (!(s->feature_map & MD_FEATURE_JOURNAL))
+		return 0;
+	return err_set(-ENOTSUP,
+	               "%s: an array with a write journal: %s is not supported by uraid yet "
+	               "(serve, examine and check are; use mdadm for this)",
+	               name, what);
 }
 
 /* ---- the running journal ---- */

@@ -97,6 +97,12 @@ int md_journal_meta_check(const void *block, uint32_t seed, uint64_t pos, uint64
 int md_journal_meta_decode(const void *block, uint64_t pos, uint64_t log_sectors, unsigned parity,
                            struct md_journal_payload *out, unsigned *n, unsigned *pages);
 
+/* The management paths that do not keep a journal true yet (add,
+ * rebuild, grow): -ENOTSUP with err_set() detail for an array with one
+ * (what: "adding a member"), else 0. */
+struct md_super;
+int md_journal_refuse(const struct md_super *s, const char *name, const char *what);
+
 /* ---- a running journal ---- */
 struct md_journal;
 
