@@ -15,6 +15,7 @@
 #include "md.h"
 
 #include "core/crc32c.h"
+#include "core/exec.h"
 #include "core/log.h"
 #include "core/random.h"
 
@@ -279,11 +280,20 @@ struct jr_stripe {
 	uint64_t *pos, *loc;
 };
 
+/* A page replay writes onto a member: the last one for a (role, sect)
+ * wins, as when the kernel writes them one after the other. */
+struct jr_write {
+	uint64_t sect, logpos, order;
+	unsigned role;
+};
+
 struct jr_map {
 	struct jr_stripe *t;
 	size_t cap, count;
 	unsigned n;
 	uint64_t *store; /* cap * n * 2 */
+	struct jr_write *w;
+	size_t nw, wcap;
 };
 
 static void jr_reset(struct jr_map *m, struct jr_stripe *s)
@@ -320,6 +330,9 @@ static int jr_grow(struct jr_map *m)
 		memcpy(g.t[h].pos, m->t[i].pos, m->n * 2 * sizeof(uint64_t));
 	}
 	g.count = m->count;
+	g.w = m->w;
+	g.nw = m->nw;
+	g.wcap = m->wcap;
 	free(m->t);
 	free(m->store);
 	*m = g;
@@ -348,13 +361,13 @@ static struct jr_stripe *jr_get(struct jr_map *m, uint64_t sect, bool make)
 	return &m->t[h];
 }
 
-/* Write a data-and-parity stripe's logged pages onto its members (the
- * kernel's r5l_recovery_replay_one_stripe: nothing without data). */
-static int jr_replay_one(struct md_journal *j, struct jr_map *m, struct jr_stripe *s, void *page,
+/* A data-and-parity stripe's logged pages go onto its members (the
+ * kernel's r5l_recovery_replay_one_stripe: nothing without data); they
+ * are recorded here and written, sorted, by jr_write_all. */
+static int jr_replay_one(struct md_journal *j, struct jr_map *m, struct jr_stripe *s,
                          struct md_journal_stats *st)
 {
 	bool data = false;
-	int r;
 
 	for (unsigned i = 0; i < j->n; i++)
 		data |= s->pos[i] != UINT64_MAX && s->loc[i] != UINT64_MAX;
@@ -362,18 +375,95 @@ static int jr_replay_one(struct md_journal *j, struct jr_map *m, struct jr_strip
 		for (unsigned i = 0; i < j->n; i++) {
 			if (s->pos[i] == UINT64_MAX || !j->members[i])
 				continue;
-			r = jn_io(j, false, page, 1, s->pos[i], 0);
-			if (r == 0)
-				r = vol_write(j->members[i], page, R5L_PAGE, s->sect * 512, 0);
-			if (r < 0)
-				return err_set(r,
-				               "journal replay: stripe at member sector %llu: %s",
-				               (unsigned long long)s->sect, strerror(-r));
+			if (m->nw == m->wcap) {
+				size_t cap = m->wcap ? m->wcap * 2 : 4096;
+				struct jr_write *w = realloc(m->w, cap * sizeof(*w));
+				if (!w)
+					return -ENOMEM;
+				m->w = w;
+				m->wcap = cap;
+			}
+			m->w[m->nw] = (struct jr_write){s->sect, s->pos[i], m->nw, i};
+			m->nw++;
 		}
 		st->data_parity++;
 	}
 	jr_reset(m, s);
 	return 0;
+}
+
+static int jr_write_cmp(const void *a, const void *b)
+{
+	const struct jr_write *x = a, *y = b;
+	if (x->role != y->role)
+		return x->role < y->role ? -1 : 1;
+	if (x->sect != y->sect)
+		return x->sect < y->sect ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+struct jr_batch {
+	struct md_journal *j;
+	struct jr_map *m;
+	size_t *first; /* [n + 1]: each role's writes in m->w */
+};
+
+#define JR_RUN_PAGES 256 /* 1 MiB written at once */
+
+/* Role i's pages, in member order, runs of adjacent pages in one write. */
+static int jr_write_role(void *arg, unsigned i)
+{
+	struct jr_batch *b = arg;
+	struct md_journal *j = b->j;
+	struct jr_write *w = b->m->w;
+	char *buf = vol_buf_alloc((size_t)JR_RUN_PAGES * R5L_PAGE);
+	int r = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	for (size_t k = b->first[i]; k < b->first[i + 1] && r == 0;) {
+		size_t run = 0;
+		uint64_t start = w[k].sect;
+		while (k < b->first[i + 1] && run < JR_RUN_PAGES &&
+		       w[k].sect == start + run * R5L_PAGE_SECTORS) {
+			/* the last logged version of the page */
+			while (k + 1 < b->first[i + 1] && w[k + 1].sect == w[k].sect)
+				k++;
+			r = jn_io(j, false, buf + run * R5L_PAGE, 1, w[k].logpos, 0);
+			if (r < 0)
+				break;
+			run++;
+			k++;
+		}
+		if (r == 0)
+			r = vol_write(j->members[i], buf, run * R5L_PAGE, start * 512, 0);
+		if (r < 0)
+			r = err_set(r, "journal replay: member %u at sector %llu: %s", i,
+			            (unsigned long long)start, strerror(-r));
+	}
+	free(buf);
+	return r;
+}
+
+/* Every recorded page onto its member, members in parallel. */
+static int jr_write_all(struct md_journal *j, struct jr_map *m)
+{
+	size_t *first = calloc(j->n + 1, sizeof(*first));
+	struct jr_batch b = {j, m, first};
+	int r;
+
+	if (!first)
+		return -ENOMEM;
+	if (m->nw)
+		qsort(m->w, m->nw, sizeof(*m->w), jr_write_cmp);
+	for (unsigned i = 0, k = 0; i <= j->n; i++) {
+		while (k < m->nw && m->w[k].role < i)
+			k++;
+		first[i] = k;
+	}
+	r = exec_parallel(j->n, jr_write_role, &b);
+	free(first);
+	return r;
 }
 
 /* The member sector, role and parity roles of array sector asect's page;
@@ -408,7 +498,7 @@ static int jr_locate_parity(struct md_journal *j, uint64_t sect, int *p, int *q)
 /* Load one checked and decoded meta block's payloads into the map (the
  * kernel's r5c_recovery_analyze_meta_block). */
 static int jr_apply(struct md_journal *j, struct jr_map *m, const void *block,
-                    const struct md_journal_payload *pl, unsigned np, void *page,
+                    const struct md_journal_payload *pl, unsigned np,
                     struct md_journal_stats *st)
 {
 	for (unsigned k = 0; k < np; k++) {
@@ -438,7 +528,7 @@ static int jr_apply(struct md_journal *j, struct jr_map *m, const void *block,
 			/* Data after the stripe's parity: what came before is
 			 * on the members already; write it and start over. */
 			if (!s->caching && s->pos[pr] != UINT64_MAX &&
-			    (r = jr_replay_one(j, m, s, page, st)) < 0)
+			    (r = jr_replay_one(j, m, s, st)) < 0)
 				return r;
 			s->pos[role] = p->page_pos;
 			s->loc[role] = p->location;
@@ -481,17 +571,18 @@ static int jr_verify(struct md_journal *j, const struct md_journal_payload *pl, 
 static int jr_finish(struct md_journal *j, struct jr_map *m, void *page,
                      struct md_journal_stats *st)
 {
+	int r;
+
+	for (size_t i = 0; i < m->cap; i++)
+		if (m->t[i].used && !m->t[i].caching && (r = jr_replay_one(j, m, &m->t[i], st)) < 0)
+			return r;
+	r = jr_write_all(j, m);
+	if (r < 0)
+		return r;
 	for (size_t i = 0; i < m->cap; i++) {
 		struct jr_stripe *s = &m->t[i];
-		int r;
-		if (!s->used)
+		if (!s->used || !s->caching)
 			continue;
-		if (!s->caching) {
-			r = jr_replay_one(j, m, s, page, st);
-			if (r < 0)
-				return r;
-			continue;
-		}
 		for (unsigned d = 0; d < j->n; d++) {
 			if (s->pos[d] == UINT64_MAX || s->loc[d] == UINT64_MAX)
 				continue;
@@ -547,7 +638,7 @@ int md_journal_recover(struct md_journal *j, struct md_journal_stats *st)
 			}
 			if (r < 0)
 				goto out;
-			r = jr_apply(j, &m, blk, pl, np, page, st);
+			r = jr_apply(j, &m, blk, pl, np, st);
 			if (r == -EINVAL) {
 				/* a location outside the array: the block is not ours */
 				break;
@@ -585,6 +676,7 @@ int md_journal_recover(struct md_journal *j, struct md_journal_stats *st)
 out:
 	free(m.t);
 	free(m.store);
+	free(m.w);
 	free(pl);
 	free(blk);
 	free(page);
