@@ -314,7 +314,10 @@ static int md_set_check_missing(struct md_array *a, const struct md_super *fresh
 		            name, *present, a->n, list);
 		return r;
 	}
-	if (md_dirty_degraded(fresh, *missing + *recovering)) {
+	/* A write journal replays what the crash tore before the array is
+	 * served: a dirty degraded start is safe with it. */
+	bool journal = (fresh->feature_map & MD_FEATURE_JOURNAL) && a->journal.vol;
+	if (!journal && md_dirty_degraded(fresh, *missing + *recovering)) {
 		char what[300];
 		snprintf(what, sizeof(what), "dirty degraded %s (%s, not shut down cleanly)",
 		         md_level_name(fresh->level),
