@@ -694,10 +694,10 @@ int md_journal_checkpoint(struct md_journal *j)
 	uint64_t cp = j->next_cp;
 	bool moved = cp != j->last_cp;
 	pthread_mutex_unlock(&j->mu);
-	r = 0;
-	if (moved) {
-		r = vol_flush(j->array);
-		if (r == 0 && j->ops.set_tail)
+	/* Flushed always: a caller (close) counts on the members' flush. */
+	r = vol_flush(j->array);
+	if (r == 0 && moved) {
+		if (j->ops.set_tail)
 			r = j->ops.set_tail(j->ops.ctx, cp);
 		if (r == 0) {
 			pthread_mutex_lock(&j->mu);
