@@ -161,6 +161,12 @@ struct jn_unit {
 	uint64_t start;  /* its first meta block */
 	bool done;
 	struct jn_unit *next;
+	/* Its append: blocks and pages, written by whichever writer leads the
+	 * batch it is in (state: 0 not yet, 1 durable, -errno). */
+	const char *buf;
+	uint64_t total;
+	int state;
+	struct jn_unit *bnext;
 };
 
 struct md_journal {
@@ -178,6 +184,12 @@ struct md_journal {
 	uint64_t last_cp;   /* the tail as recorded */
 	uint64_t next_cp;   /* the start of the last unit with all before it done */
 	struct jn_unit *first, *last;
+	/* Appends numbered but not yet written: one writer (writing) writes
+	 * and flushes them all at once (a group commit); broken: an append
+	 * failed, and every later one fails (the log has a hole). */
+	struct jn_unit *batch_first, *batch_last;
+	bool writing;
+	int broken;
 	pthread_mutex_t ckpt; /* one checkpoint at a time */
 	bool tail_valid;      /* the block at the tail is a valid meta block */
 	uint64_t tail_seq;
@@ -498,8 +510,7 @@ static int jr_locate_parity(struct md_journal *j, uint64_t sect, int *p, int *q)
 /* Load one checked and decoded meta block's payloads into the map (the
  * kernel's r5c_recovery_analyze_meta_block). */
 static int jr_apply(struct md_journal *j, struct jr_map *m, const void *block,
-                    const struct md_journal_payload *pl, unsigned np,
-                    struct md_journal_stats *st)
+                    const struct md_journal_payload *pl, unsigned np, struct md_journal_stats *st)
 {
 	for (unsigned k = 0; k < np; k++) {
 		const struct md_journal_payload *p = &pl[k];
@@ -811,7 +822,7 @@ static int jn_log(void *ctx, const struct raid_log_stripe *s, unsigned n, unsign
 		return -ENOMEM;
 	}
 	pthread_mutex_lock(&j->mu);
-	while (j->size <= jn_used(j) + (total + 1) * R5L_PAGE_SECTORS) {
+	while (!j->broken && j->size <= jn_used(j) + (total + 1) * R5L_PAGE_SECTORS) {
 		/* Full: move the tail (flushing the members) or wait for the
 		 * units in flight to reach them. */
 		if (j->next_cp != j->last_cp) {
@@ -823,8 +834,14 @@ static int jn_log(void *ctx, const struct raid_log_stripe *s, unsigned n, unsign
 		} else
 			pthread_cond_wait(&j->cond, &j->mu);
 	}
+	if (j->broken) {
+		r = j->broken;
+		goto fail;
+	}
 	unit->key = s;
 	unit->start = j->head;
+	unit->buf = buf;
+	unit->total = total;
 	/* Number the blocks in log order. */
 	for (char *p = buf; p < buf + total * R5L_PAGE;) {
 		struct r5l_meta_block *m = (struct r5l_meta_block *)p;
@@ -841,19 +858,56 @@ static int jn_log(void *ctx, const struct raid_log_stripe *s, unsigned n, unsign
 		meta_seal(m, j->seed);
 		p += (uint64_t)(1 + pages) * R5L_PAGE;
 	}
-	r = jn_io(j, true, buf, total, j->head, 0);
-	if (r == 0)
-		r = vol_flush(j->log);
-	if (r < 0) {
-		j->seq -= nmeta; /* nothing of it counts: the next append rewrites the place */
-		goto fail;
-	}
 	j->head = ring_add(j->size, j->head, total * R5L_PAGE_SECTORS);
+	/* In the units (done() marks it once the member writes are through)
+	 * and in the batch. */
 	if (j->last)
 		j->last->next = unit;
 	else
 		j->first = unit;
 	j->last = unit;
+	if (j->batch_last)
+		j->batch_last->bnext = unit;
+	else
+		j->batch_first = unit;
+	j->batch_last = unit;
+	if (!j->writing) {
+		/* Lead: write what is numbered, in log order, flush once;
+		 * again while others numbered theirs meanwhile. */
+		j->writing = true;
+		while (j->batch_first) {
+			struct jn_unit *b = j->batch_first;
+			j->batch_first = j->batch_last = NULL;
+			pthread_mutex_unlock(&j->mu);
+			int e = 0;
+			for (struct jn_unit *u = b; u && e == 0; u = u->bnext)
+				e = jn_io(j, true, (void *)u->buf, u->total, u->start, 0);
+			if (e == 0)
+				e = vol_flush(j->log);
+			pthread_mutex_lock(&j->mu);
+			for (struct jn_unit *u = b; u; u = u->bnext)
+				u->state = e ? e : 1;
+			if (e)
+				j->broken = e;
+			pthread_cond_broadcast(&j->cond);
+		}
+		j->writing = false;
+	}
+	while (unit->state == 0)
+		pthread_cond_wait(&j->cond, &j->mu);
+	if (unit->state < 0) {
+		/* out of the units: no done() comes for it */
+		r = unit->state;
+		struct jn_unit **pp = &j->first, *prev = NULL;
+		while (*pp != unit) {
+			prev = *pp;
+			pp = &(*pp)->next;
+		}
+		*pp = unit->next;
+		if (j->last == unit)
+			j->last = prev;
+		goto fail;
+	}
 	bool half = jn_used(j) * 2 > j->size;
 	pthread_mutex_unlock(&j->mu);
 	free(buf);
