@@ -69,6 +69,8 @@ static int create_policy(const char *policy, struct create_opts *o)
 		return 0;
 	}
 	if (strcmp(policy, "journal") == 0) {
+		if (o->md.journal)
+			return 0;
 		fprintf(stderr,
 		        "uraid: create: --consistency-policy=journal needs --write-journal\n");
 		return 2;
@@ -109,6 +111,7 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 	    {"bitmap-chunk", required_argument, NULL, 'B'},
 	    {"metadata", required_argument, NULL, 'e'},
 	    {"consistency-policy", required_argument, NULL, 'k'},
+	    {"write-journal", required_argument, NULL, 'J'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -194,6 +197,9 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 		case 'k':
 			policy = optarg;
 			break;
+		case 'J':
+			o->md.journal = optarg;
+			break;
 		case 'h':
 			printf(
 			    "usage: uraid create --level=0|1|10|5|6|linear [--raid-devices=N] "
@@ -203,8 +209,8 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 			    "[--assume-clean]\n"
 			    "                    [--bitmap=internal|none] [--bitmap-chunk=SIZE] "
 			    "[--metadata=1.0|1.1|1.2]\n"
-			    "                    [--consistency-policy=resync|bitmap|ppl] "
-			    "[--force] MEMBER...\n"
+			    "                    [--consistency-policy=resync|bitmap|ppl|journal]\n"
+			    "                    [--write-journal=DEV] [--force] MEMBER...\n"
 			    "Write md v1.x superblocks (as mdadm --create; 1.2 unless --metadata\n"
 			    "says 1.1, at the start, or 1.0, at the end) making a new array.\n"
 			    "MEMBER may be 'missing' for a degraded RAID1/10/5/6.  --chunk is in "
@@ -222,7 +228,12 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 			    "crash\n"
 			    "costs no resync and cannot tear a stripe (md's write hole); 'resync' "
 			    "is\n"
-			    "--bitmap=none, 'bitmap' --bitmap=internal.\n");
+			    "--bitmap=none, 'bitmap' --bitmap=internal.\n"
+			    "--write-journal=DEV makes DEV the raid4/5/6's write journal (md's\n"
+			    "raid5-cache, role 0xfffd): every stripe update is logged on it "
+			    "before\n"
+			    "the members are written, closing the write hole; no bitmap with "
+			    "it.\n");
 			return 1;
 		default:
 			return 2;
@@ -271,6 +282,21 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 	}
 	if (o->md.bitmap_chunk && o->md.bitmap == -1)
 		o->md.bitmap = 1;
+	if (o->md.journal && !md_level_parity(o->md.level)) {
+		fprintf(stderr, "uraid: create: --write-journal needs raid4, 5 or 6\n");
+		return 2;
+	}
+	if (o->md.journal && o->md.bitmap == 1) {
+		fprintf(stderr, "uraid: create: md keeps no bitmap beside a write journal\n");
+		return 2;
+	}
+	if (o->md.journal && policy && strcmp(policy, "journal") != 0) {
+		fprintf(stderr, "uraid: create: --consistency-policy=%s contradicts --write-journal\n",
+		        policy);
+		return 2;
+	}
+	if (o->md.journal)
+		o->md.bitmap = 0;
 	return create_policy(policy, o);
 }
 
@@ -300,6 +326,11 @@ int cmd_create(int argc, char **argv)
 	}
 	for (i = 0; i < n; i++) {
 		missing += strcmp(specs[i], "missing") == 0;
+		if (o.md.journal && strcmp(specs[i], o.md.journal) == 0) {
+			fprintf(stderr, "uraid: create: %s is a member and the journal\n",
+			        specs[i]);
+			return 2;
+		}
 		for (unsigned j = 0; j < i; j++)
 			if (strcmp(specs[i], "missing") && strcmp(specs[i], specs[j]) == 0) {
 				fprintf(stderr, "uraid: create: %s is given twice\n", specs[i]);
@@ -355,6 +386,8 @@ int cmd_create(int argc, char **argv)
 	       made.set_name, made.uuid, n, missing ? ", degraded" : "");
 	if (made.bitmap_chunk)
 		printf(", internal bitmap of %u KiB chunks", made.bitmap_chunk / 1024);
+	if (o.md.journal)
+		printf(", write journal on %s", o.md.journal);
 	printf("\n");
 	return 0;
 }

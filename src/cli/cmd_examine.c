@@ -84,6 +84,8 @@ static void examine_print(const char *name, const struct md_super *s)
 	printf("   Super Offset : %llu sectors\n", (unsigned long long)s->super_offset);
 	if (s->feature_map & MD_FEATURE_RECOVERY_OFFSET)
 		printf("Recovery Offset : %llu sectors\n", (unsigned long long)s->recovery_offset);
+	else if (md_super_role(s) == MD_ROLE_JOURNAL)
+		printf("   Journal Tail : %llu sectors\n", (unsigned long long)s->recovery_offset);
 	printf("          State : %s\n", md_super_clean(s) ? "clean" : "active");
 	if (md_level_redundant(s->level))
 		printf(" Consistency Policy : %s\n",
@@ -106,6 +108,8 @@ static void examine_print(const char *name, const struct md_super *s)
 			    "            PPL : %u sectors at offset %d sectors from superblock\n",
 			    psize, poff);
 	}
+	if (s->feature_map & MD_FEATURE_JOURNAL)
+		printf("Consistency Policy : journal\n\n");
 	printf("    Update Time : %s\n", examine_time(s->utime, tb, sizeof(tb)));
 	if (want == s->sb_csum)
 		printf("       Checksum : %x - correct\n", s->sb_csum);

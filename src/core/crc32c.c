@@ -57,7 +57,7 @@ uint32_t crc32c(uint32_t crc, const void *buf, size_t len)
 {
 #if defined(__x86_64__)
 	if (crc32c_has_hw())
-		return ~crc32c_hw(~crc, buf, len);
+		return crc32c_hw(crc, buf, len);
 #endif
 	return crc32c_table(crc, buf, len);
 }
@@ -67,7 +67,6 @@ uint32_t crc32c_table(uint32_t crc, const void *buf, size_t len)
 	const unsigned char *p = buf;
 
 	pthread_once(&crc32c_once, crc32c_init);
-	crc = ~crc;
 	while (len >= 8) {
 		uint32_t lo, hi;
 		memcpy(&lo, p, 4);
@@ -86,5 +85,5 @@ uint32_t crc32c_table(uint32_t crc, const void *buf, size_t len)
 	}
 	while (len--)
 		crc = (crc >> 8) ^ crc32c_tab[0][(crc ^ *p++) & 0xff];
-	return ~crc;
+	return crc;
 }

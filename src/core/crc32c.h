@@ -1,11 +1,9 @@
 /* crc32c.h — CRC-32C (Castagnoli), the checksum md's PPL and raid5-cache
- * journal use (the kernel's crc32c_le), in one place.
- *
- * crc32c(0, buf, len) is the standard CRC-32C of buf (pre- and
- * post-inverted); chaining crc32c(crc32c(0, a, n), b, m) gives that of a
- * followed by b.  The kernel's ~crc32c_le(~0, buf, len) equals
- * crc32c(0, buf, len); its raw crc32c_le(seed, ...) equals
- * ~crc32c(~seed, ...). */
+ * journal use, in one place, in the kernel's crc32c_le() convention: crc
+ * goes in and comes out as it is, with no inversion before or after, so
+ * that the formats' code reads as the kernel's does.  The standard
+ * CRC-32C of buf is ~crc32c(~0u, buf, len); chaining crc32c(crc32c(s, a,
+ * n), b, m) gives that of a followed by b. */
 #ifndef URAID_CRC32C_H
 #define URAID_CRC32C_H
 

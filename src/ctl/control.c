@@ -127,6 +127,8 @@ static const char *ctl_state_name(enum md_member_state s)
 		return "faulty";
 	case MD_MEMBER_REMOVED:
 		return "removed";
+	case MD_MEMBER_JOURNAL:
+		return "journal"; /* mdadm --detail's word */
 	}
 	return "?";
 }

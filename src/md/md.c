@@ -398,7 +398,8 @@ int md_super_check(const struct md_super *s, uint64_t member_bytes, const char *
 			               s->chunk);
 	}
 	if (lv->redundant) {
-		if (s->size > s->data_size)
+		/* A write journal's data area is its log, of its own size. */
+		if (s->size > s->data_size && md_super_role(s) != MD_ROLE_JOURNAL)
 			return err_set(-EUCLEAN, "%s: md used size %llu exceeds the data size %llu",
 			               name, (unsigned long long)s->size,
 			               (unsigned long long)s->data_size);

@@ -61,13 +61,13 @@
 #define MD_FEATURE_RAID0_LAYOUT 0x1000u
 #define MD_FEATURE_ALL 0x1fffu
 /* Features uraid cannot serve or update correctly (a reshape under way, a
- * journal, a cluster, a replacement being built): md_super_check()
+ * cluster, a replacement being built): md_super_check()
  * refuses a superblock with any of them, so every path (assembly, add,
  * rebuild, grow, examine) refuses it with the same message rather than
  * corrupt it. */
 #define MD_FEATURE_REFUSED                                                                         \
-	(MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_JOURNAL | MD_FEATURE_CLUSTERED |                   \
-	 MD_FEATURE_NEW_OFFSET | MD_FEATURE_REPLACEMENT)
+	(MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_CLUSTERED | MD_FEATURE_NEW_OFFSET |                 \
+	 MD_FEATURE_REPLACEMENT)
 /* md's partial parity log, one area per member (md_ppl.h): either bit (the
  * kernel writes MULTIPLE_PPLS once it logs header after header). */
 #define MD_FEATURE_ANY_PPL (MD_FEATURE_PPL | MD_FEATURE_MULTIPLE_PPLS)
@@ -446,6 +446,7 @@ enum md_member_state {
 	MD_MEMBER_SPARE,
 	MD_MEMBER_FAULTY,  /* failed, still attached (remove takes it out) */
 	MD_MEMBER_REMOVED, /* a role without a device */
+	MD_MEMBER_JOURNAL, /* the raid5-cache write journal */
 };
 
 struct md_member_info {

@@ -126,6 +126,11 @@ int md_array_info(struct vol *v, struct md_array_info *in)
 			            MD_MEMBER_FAULTY);
 		}
 	}
+	if (a->journal.vol) {
+		in->working_devs++;
+		md_info_add(in, a->journal.vol, -1, (int)a->journal.sb->dev_number,
+		            MD_MEMBER_JOURNAL);
+	}
 	for (unsigned i = 0; i < a->nretired; i++) {
 		struct md_member *mm = &a->retired[i];
 		if (!mm->vol)
@@ -379,6 +384,9 @@ int md_array_add(struct vol *v, struct vol *nv, bool force)
 	for (unsigned i = 0; i < a->n; i++)
 		if (a->m[i].sb && md_sb090_is(a->m[i].sb))
 			return md_sb090_refuse(a->m[i].sb, a->vol.name, "adding a member");
+	for (unsigned i = 0; i < a->n; i++)
+		if (a->m[i].sb && md_journal_refuse(a->m[i].sb, a->vol.name, "adding a member") < 0)
+			return -ENOTSUP;
 	if (nv->block_min > a->vol.block_min)
 		return err_set(-EINVAL, "%s: %s has blocks of %u bytes, the array %u", a->vol.name,
 		               nv->name, nv->block_min, a->vol.block_min);

@@ -200,6 +200,20 @@ static void md_set_roles(struct md_array *a, struct md_cand **g, unsigned k,
 		const char *why = NULL;
 		bool rec = sb->feature_map & MD_FEATURE_RECOVERY_OFFSET;
 
+		if (role == MD_ROLE_JOURNAL && (fresh->feature_map & MD_FEATURE_JOURNAL) &&
+		    sb->events + 1 >= fresh->events &&
+		    (!a->journal.vol || sb->events > a->journal.sb->events)) {
+			if (a->journal.vol) {
+				log_warn("%s: %s left out: an older journal", name,
+				         a->journal.vol->name);
+				vol_close(a->journal.vol);
+				free(a->journal.sb);
+			}
+			a->journal = (struct md_member){.vol = g[i]->v, .sb = sb};
+			g[i]->v = NULL;
+			g[i]->sb = NULL;
+			continue;
+		}
 		if (a->rec.enabled && role == MD_ROLE_SPARE && sb->data_size >= fresh->size) {
 			/* A spare's events do not matter (md's rule). */
 			a->spare[a->nspare++] = (struct md_member){.vol = g[i]->v, .sb = sb};
@@ -301,7 +315,10 @@ static int md_set_check_missing(struct md_array *a, const struct md_super *fresh
 		            name, *present, a->n, list);
 		return r;
 	}
-	if (md_dirty_degraded(fresh, *missing + *recovering)) {
+	/* A write journal replays what the crash tore before the array is
+	 * served: a dirty degraded start is safe with it. */
+	bool journal = (fresh->feature_map & MD_FEATURE_JOURNAL) && a->journal.vol;
+	if (!journal && md_dirty_degraded(fresh, *missing + *recovering)) {
 		char what[300];
 		snprintf(what, sizeof(what), "dirty degraded %s (%s, not shut down cleanly)",
 		         md_level_name(fresh->level),
@@ -401,6 +418,90 @@ static int md_array_open_raid(struct md_array *a, const struct md_super *fresh, 
 	return 0;
 }
 
+/* md_journal's word that the tail moved: into the journal member's
+ * superblock (journal_tail, the recovery_offset field), written with the
+ * array's state. */
+static int md_journal_set_tail(void *ctx, uint64_t tail)
+{
+	struct md_array *a = ctx;
+	int r;
+
+	pthread_mutex_lock(&a->lock);
+	a->journal.sb->recovery_offset = tail;
+	r = md_array_sync(a, atomic_load(&a->active));
+	pthread_mutex_unlock(&a->lock);
+	return r;
+}
+
+/* An array with a write journal (MD_FEATURE_JOURNAL): md refuses writes
+ * without its journal member (mdadm wants --force, the kernel then starts
+ * it read-only), so a writable start without it is refused; a writable
+ * start replays the journal from its tail (instead of a resync, as md
+ * does: *replayed) and logs every stripe update through it from then on.
+ * A read-only one writes nothing and leaves the journal as it is. */
+static int md_journal_start(struct md_array *a, const struct md_super *fresh,
+                            const struct md_assemble_opts *o, const char *name, bool *replayed)
+{
+	struct md_journal_ops ops = {.set_tail = md_journal_set_tail, .ctx = a};
+	struct md_journal_stats st;
+	struct raid_log_ops lo;
+	struct vol *slice;
+	int r;
+
+	*replayed = false;
+	if (!(fresh->feature_map & MD_FEATURE_JOURNAL))
+		return 0;
+	if (!md_level_parity(fresh->level))
+		return err_set(-EINVAL, "%s: a write journal on %s (only raid4/5/6 have one)", name,
+		               md_level_name(fresh->level));
+	if (!a->journal.vol) {
+		if (!o->readonly)
+			return err_set(-ENODEV,
+			               "%s: the write journal member is missing: md does not write "
+			               "to the array without it (--readonly serves it as the "
+			               "members hold it)",
+			               name);
+		log_warn("%s: the write journal member is missing; read-only", name);
+		return 0;
+	}
+	r = slice_open(a->journal.vol, a->journal.sb->data_offset * 512,
+	               a->journal.sb->data_size * 512, false, a->journal.vol->name, &slice);
+	if (r < 0)
+		return err_set(r, "%s: %s: cannot cut out the journal's data area", name,
+		               a->journal.vol->name);
+	if (!(a->jn_members = calloc(a->n, sizeof(*a->jn_members)))) {
+		vol_close(slice);
+		return -ENOMEM;
+	}
+	for (unsigned role = 0; role < a->n; role++)
+		a->jn_members[role] = a->m[role].recovering ? NULL : a->m[role].data;
+	r = md_journal_open(slice, a->raid, a->jn_members, a->n, md_level_parity(fresh->level),
+	                    (uint64_t)fresh->chunk * 512, fresh->set_uuid,
+	                    a->journal.sb->recovery_offset, &ops, &a->jn);
+	if (r < 0)
+		return r;
+	if (o->readonly) {
+		log_info("%s: journal on %s not replayed (read-only)", name, a->journal.vol->name);
+		return 0;
+	}
+	r = md_journal_recover(a->jn, &st);
+	if (r < 0)
+		return err_set(r, "%s: %s: journal replay failed: %s", name, a->journal.vol->name,
+		               err_detail(r));
+	if (st.data_parity || st.data_only)
+		log_info("%s: journal replayed: %llu stripes with parity, %llu data-only, from "
+		         "%llu meta blocks (%llu KiB of log)",
+		         name, (unsigned long long)st.data_parity, (unsigned long long)st.data_only,
+		         (unsigned long long)st.meta_blocks,
+		         (unsigned long long)st.log_bytes / 1024);
+	md_journal_log_ops(a->jn, &lo);
+	r = raid_set_log(a->raid, &lo);
+	if (r < 0)
+		return r;
+	*replayed = true;
+	return 0;
+}
+
 /* Assemble the k candidates in g[] (one array UUID), step by step: the
  * freshest superblock, the array's state, the members' roles, the
  * refusals for what is missing, the RAID and md vols, then the bitmap,
@@ -442,8 +543,16 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 	         missing || recovering ? ", degraded" : "", o->readonly ? ", read-only" : "",
 	         recovering ? ", recovering" : "");
 	free(slices);
+	bool replayed;
+	r = md_journal_start(a, fresh, o, name, &replayed);
+	if (r < 0) {
+		free(fresh);
+		vol_close(&a->vol); /* writes nothing: never marked active */
+		return r;
+	}
 	md_bm_load(a, fresh);
-	bool clean = md_super_clean(fresh);
+	/* With a journal, the replay made the stripes agree: no resync (md's). */
+	bool clean = md_super_clean(fresh) || replayed;
 	if (fresh->feature_map & MD_FEATURE_ANY_PPL) {
 		/* md replays the PPL instead of resyncing (md_ppl.h). */
 		a->unclean = !clean;
@@ -510,6 +619,8 @@ fail:
 			vol_close(a->spare[i].vol);
 			free(a->spare[i].sb);
 		}
+		vol_close(a->journal.vol);
+		free(a->journal.sb);
 		free(a->spare);
 		free(a->m);
 		if (a->max_dev || a->n) {

@@ -179,27 +179,32 @@ int md_create(char **specs, unsigned n, const struct md_create_opts *o, struct m
 	bool data_first;
 	int r;
 
+	unsigned nall = n + (o->journal != NULL); /* the journal is member n */
+
 	memset(out, 0, sizeof(*out));
 	if (strncmp(v->name, "1.", 2) != 0)
 		return err_set(-ENOTSUP, "uraid creates md 1.x superblocks, not v%s", v->name);
-	m = calloc(n, sizeof(*m));
+	if (o->journal && (!md_level_parity(o->level) || o->bitmap == 1))
+		return err_set(-EINVAL, "a write journal needs raid4/5/6 and no bitmap");
+	m = calloc(nall, sizeof(*m));
 	sb = calloc(1, sizeof(*sb));
 	if (!m || !sb) {
 		r = -ENOMEM;
 		goto out;
 	}
-	for (i = 0; i < n; i++) {
-		if (strcmp(specs[i], "missing") == 0)
+	for (i = 0; i < nall; i++) {
+		const char *spec = i < n ? specs[i] : o->journal;
+		if (strcmp(spec, "missing") == 0)
 			continue;
 		err_clear();
-		r = member_open(specs[i], 0, &m[i]);
+		r = member_open(spec, 0, &m[i]);
 		if (r < 0)
 			goto out;
-		if (m[i]->size / 512 < min_sectors)
+		if (i < n && m[i]->size / 512 < min_sectors)
 			min_sectors = m[i]->size / 512;
 		if (!o->force) {
 			err_clear();
-			r = probe_member_refuse(m[i], specs[i]);
+			r = probe_member_refuse(m[i], spec);
 			if (r < 0)
 				goto out;
 		}
@@ -209,20 +214,21 @@ int md_create(char **specs, unsigned n, const struct md_create_opts *o, struct m
 	data_offset = data_first ? 0
 	              : o->ppl ? md_data_offset_room(min_sectors, o->chunk_kib, MD_PPL_AREA_SECTORS)
 	                       : md_default_data_offset(min_sectors, o->chunk_kib);
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < nall; i++) {
 		uint64_t s = m[i] ? m[i]->size / 512 : 0, avail;
 		if (!m[i])
 			continue;
 		avail = md_create_avail(data_first, s, data_offset, o->ppl);
-		if (avail <= (o->chunk_kib ? o->chunk_kib * 2 : 128)) {
+		/* the journal: room for a log of 16 blocks at least */
+		if (avail <= (i == n ? 128 : o->chunk_kib ? o->chunk_kib * 2 : 128)) {
 			r = err_set(
 			    -ENOSPC,
 			    "%s is too small (%llu sectors; v%s metadata takes %llu of them)",
-			    specs[i], (unsigned long long)s, v->name,
+			    i < n ? specs[i] : o->journal, (unsigned long long)s, v->name,
 			    (unsigned long long)(s > avail ? s - avail : s));
 			goto out;
 		}
-		if (avail < min_avail)
+		if (i < n && avail < min_avail)
 			min_avail = avail;
 	}
 
@@ -249,12 +255,16 @@ int md_create(char **specs, unsigned n, const struct md_create_opts *o, struct m
 	sb->version = v; /* super_offset, data_size: per member, below */
 	sb->events = 0;
 	sb->resync_offset = MD_MAX_SECTOR;
-	sb->max_dev = (((256 + 2 * n) + 511) / 512 * 512 - 256) / 2;
+	sb->max_dev = (((256 + 2 * nall) + 511) / 512 * 512 - 256) / 2;
 	for (i = 0; i < MD_SB_MAX_DEV; i++)
 		sb->roles[i] = MD_ROLE_SPARE;
 	for (i = 0; i < n; i++)
 		if (m[i])
 			sb->roles[i] = (uint16_t)i;
+	if (o->journal) {
+		sb->roles[n] = MD_ROLE_JOURNAL;
+		sb->feature_map |= MD_FEATURE_JOURNAL;
+	}
 	if (o->level == 0) {
 		/* Members of different sizes make a multi-zone raid0, which
 		 * kernels since 5.4 only assemble with an explicit layout. */
@@ -282,7 +292,7 @@ int md_create(char **specs, unsigned n, const struct md_create_opts *o, struct m
 	if (o->ppl)
 		sb->feature_map |= MD_FEATURE_PPL;
 	if (bitmap == -1)
-		bitmap = md_level_redundant(o->level) &&
+		bitmap = !o->journal && md_level_redundant(o->level) &&
 		         md_create_array_bytes(o, n, sb->size) > (100ull << 30);
 	if (bitmap == 1) {
 		struct md_bitmap_geom g;
@@ -322,7 +332,7 @@ int md_create(char **specs, unsigned n, const struct md_create_opts *o, struct m
 	/* Data first: wipe any old superblock (with --force) and the space up
 	 * to the data (old bitmaps, bad-block logs), zero the mirrors so they
 	 * agree; the new superblocks come last. */
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < nall; i++) {
 		uint64_t meta, meta_end, bm_at, bm_end;
 		if (!m[i])
 			continue;
@@ -343,11 +353,12 @@ int md_create(char **specs, unsigned n, const struct md_create_opts *o, struct m
 		if (r == 0)
 			r = vol_flush(m[i]);
 		if (r < 0) {
-			r = err_set(r, "%s: zeroing failed: %s", specs[i], strerror(-r));
+			r = err_set(r, "%s: zeroing failed: %s", i < n ? specs[i] : o->journal,
+			            strerror(-r));
 			goto out;
 		}
 	}
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < nall; i++) {
 		if (!m[i])
 			continue;
 		sb->dev_number = i;
@@ -367,7 +378,7 @@ int md_create(char **specs, unsigned n, const struct md_create_opts *o, struct m
 	r = 0;
 out:
 	if (m)
-		for (i = 0; i < n; i++)
+		for (i = 0; i < nall; i++)
 			vol_close(m[i]);
 	free(m);
 	free(sb);

@@ -25,6 +25,9 @@ struct md_create_opts {
 	/* The superblock version (md_sb_version_find: 1.0, 1.1 or 1.2);
 	 * NULL: the default, 1.2.  Another version is refused (-ENOTSUP). */
 	const struct md_sb_version *version;
+	/* --write-journal: the raid4/5/6's journal member (role 0xfffd,
+	 * MD_FEATURE_JOURNAL on every member, no bitmap), or NULL. */
+	const char *journal;
 };
 
 /* What was made, for the caller to tell. */

@@ -15,6 +15,7 @@
  * every member and every NEW as it was. */
 #include "md_grow.h"
 #include "md_manage.h"
+#include "md_journal.h"
 #include "md_sb090.h"
 
 #include "core/log.h"
@@ -91,6 +92,8 @@ static int grow_load(char **specs, unsigned n, struct vol **vols, struct md_supe
 	memcpy(s->roles, f->roles, sizeof(s->roles));
 	if (md_sb090_is(f))
 		return md_sb090_refuse(f, s->name, "growing the array");
+	if (md_journal_refuse(f, s->name, "growing the array") < 0)
+		return -ENOTSUP;
 	if (f->level != 1) {
 		const char *lv = md_level_name(f->level);
 		return err_set(-ENOTSUP,

@@ -18,6 +18,7 @@
 
 #include "md.h"
 #include "md_bitmap.h"
+#include "md_journal.h"
 #include "md_throttle.h"
 
 #include "disc/raid/raid.h"
@@ -128,6 +129,13 @@ struct md_array {
 	struct md_gate gate;
 	struct md_bm bm;
 	struct md_ppl *ppl; /* the partial parity log a writable PPL array keeps (md_ppl.h) */
+	/* The raid5-cache journal (md_journal.h): its member (role 0xfffd;
+	 * vol NULL when the array has none or it is missing), the log while
+	 * one runs (a writable start), and the members' data areas it
+	 * replays onto, by role. */
+	struct md_member journal;
+	struct md_journal *jn;
+	struct vol **jn_members;
 };
 
 /* md_state.c: write the array state into every live member's (and

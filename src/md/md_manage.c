@@ -7,6 +7,7 @@
 #include "core/log.h"
 #include "core/random.h"
 #include "core/units.h"
+#include "md_journal.h"
 #include "md_sb090.h"
 #include "probe.h"
 
@@ -36,6 +37,9 @@ int md_manage_promote_spare(struct md_super *sb, uint16_t *roles, unsigned role,
                             uint64_t size_sectors, const char *array, const char *spec)
 {
 	int r = md_sb090_refuse(sb, array, "rebuilding onto a spare");
+
+	if (r == 0)
+		r = md_journal_refuse(sb, array, "rebuilding onto a spare");
 
 	if (r < 0)
 		return r;

@@ -50,7 +50,7 @@ _Static_assert(sizeof(struct ppl_header_disk) + sizeof(struct ppl_entry_disk) > 
 
 uint32_t md_ppl_signature(const uint8_t set_uuid[16])
 {
-	return crc32c(0, set_uuid, 16);
+	return ~crc32c(~0u, set_uuid, 16);
 }
 
 void md_ppl_header_encode(struct md_ppl_header *h, void *buf)
@@ -69,7 +69,7 @@ void md_ppl_header_encode(struct md_ppl_header *h, void *buf)
 		d->entries[i].parity_disk = htole32(h->e[i].parity_disk);
 		d->entries[i].checksum = htole32(h->e[i].checksum);
 	}
-	h->checksum = crc32c(0, buf, MD_PPL_HEADER_SIZE);
+	h->checksum = ~crc32c(~0u, buf, MD_PPL_HEADER_SIZE);
 	d->checksum = htole32(h->checksum);
 }
 
@@ -81,11 +81,11 @@ int md_ppl_header_decode(const void *buf, struct md_ppl_header *h)
 	memcpy(&d, buf, sizeof(d));
 	memset(h, 0, sizeof(*h));
 	h->checksum = le32toh(d.checksum);
-	uint32_t crc = crc32c(0, buf, offsetof(struct ppl_header_disk, checksum));
+	uint32_t crc = crc32c(~0u, buf, offsetof(struct ppl_header_disk, checksum));
 	crc = crc32c(crc, &zero, 4);
 	crc = crc32c(crc, (const char *)buf + offsetof(struct ppl_header_disk, entries),
 	             MD_PPL_HEADER_SIZE - offsetof(struct ppl_header_disk, entries));
-	if (crc != h->checksum)
+	if (~crc != h->checksum)
 		return -EBADMSG;
 	h->signature = le32toh(d.signature);
 	h->generation = le64toh(d.generation);
@@ -225,7 +225,7 @@ int md_ppl_add(struct md_ppl_header *h, char *pp, uint64_t *pp_used, uint64_t pp
 			for (unsigned d = 0; d < s[i].ndata; d++)
 				if (d < g->d0 || d >= g->d0 + g->nd)
 					xor_into(out, s[i].data[d] + (g->moff - s[i].moff), ppl);
-			e->checksum = crc32c(0, out, ppl);
+			e->checksum = ~crc32c(~0u, out, ppl);
 			*pp_used += ppl;
 		}
 	}
@@ -283,7 +283,7 @@ int md_ppl_recover_entry(const struct md_ppl_array *a, const struct md_ppl_entry
 				continue;
 			update = true;
 			if (rs * 512 >= a->raid->size ||
-			    raid_map(a->raid, rs * 512, &role, &moff, &p, &q) < 0) {
+			    raid_log_locate(a->raid, rs * 512, &role, &moff, &p, &q) < 0) {
 				st->mismatched++;
 				goto out;
 			}
@@ -313,7 +313,7 @@ int md_ppl_recover_entry(const struct md_ppl_array *a, const struct md_ppl_entry
 		unsigned role;
 		int p, q;
 		if ((first + i) * 512 >= a->raid->size ||
-		    raid_map(a->raid, (first + i) * 512, &role, &moff, &p, &q) < 0 ||
+		    raid_log_locate(a->raid, (first + i) * 512, &role, &moff, &p, &q) < 0 ||
 		    p != (int)e->parity_disk || !a->data[p]) {
 			st->mismatched++;
 			goto out;
@@ -353,7 +353,7 @@ int md_ppl_replay_area(const struct md_ppl_array *a, struct vol *m, uint64_t are
 		const struct md_ppl_entry *e = &h->e[i];
 		uint64_t sz = e->pp_size / 512 * 512;
 		if (pos > area_len || sz > area_len - pos ||
-		    crc32c(0, area + pos, sz) != e->checksum) {
+		    ~crc32c(~0u, area + pos, sz) != e->checksum) {
 			st->mismatched++; /* the kernel skips it and goes on */
 		} else {
 			r = md_ppl_recover_entry(a, e, sz ? area + pos : NULL, st);

@@ -15,6 +15,7 @@
 #include "md_rebuild.h"
 #include "md_manage.h"
 #include "md_recover.h"
+#include "md_journal.h"
 #include "md_sb090.h"
 
 #include "core/clock.h"
@@ -115,6 +116,8 @@ static int rb_load(char **specs, unsigned n, struct vol **vols, struct md_super 
 	memcpy(s->roles, f->roles, sizeof(s->roles));
 	if (md_sb090_is(f))
 		return md_sb090_refuse(f, s->name, "adding or rebuilding a member");
+	if (md_journal_refuse(f, s->name, "adding or rebuilding a member") < 0)
+		return -ENOTSUP;
 	if (!md_level_redundant(f->level))
 		return err_set(-EINVAL, "%s is %s: %s", s->name, md_level_name(f->level),
 		               f->level == 0 || f->level == MD_LEVEL_LINEAR

@@ -43,6 +43,20 @@ int md_array_sync(struct md_array *a, bool active)
 		} else
 			written++;
 	}
+	/* The journal member keeps the array's state and its journal_tail
+	 * (in recovery_offset), which md_journal.c moves. */
+	if (a->journal.vol && !a->journal.failed) {
+		struct md_super *sb = a->journal.sb;
+		md_manage_set_state(sb, a->events, a->max_dev, a->roles);
+		sb->resync_offset = (active || a->unclean) ? 0 : MD_MAX_SECTOR;
+		int e = md_super_write(a->journal.vol, sb);
+		if (e < 0) {
+			log_warn("%s: journal: %s", a->vol.name, err_detail(e));
+			last = e;
+			written = 0; /* the tail must reach the journal's superblock */
+			return last;
+		}
+	}
 	/* Spares follow the array's state as md keeps them (a spare left
 	 * behind would not count as one of the array's). */
 	for (unsigned i = 0; i < a->nspare; i++) {

@@ -287,6 +287,8 @@ static void md_free(struct md_array *a)
 	free(a->m);
 	free(a->spare);
 	free(a->retired);
+	free(a->journal.sb);
+	free(a->jn_members);
 	md_bitmap_free(a->bm.map);
 	pthread_cond_destroy(&a->rec.cond);
 	pthread_mutex_destroy(&a->lock);
@@ -302,8 +304,9 @@ static void md_close(struct vol *v)
 
 	md_rec_stop(a);
 	if (!a->readonly && atomic_load(&a->active)) {
-		/* Data durable first, then the clean mark. */
-		int r = vol_flush(a->raid);
+		/* Data durable first, then the clean mark; the journal's tail
+		 * past everything (the members flushed). */
+		int r = a->jn ? md_journal_checkpoint(a->jn) : vol_flush(a->raid);
 		pthread_mutex_lock(&a->lock);
 		/* Every write done and durable: the bitmap ends clear, with
 		 * events_cleared at the events the clean mark takes. */
@@ -315,8 +318,11 @@ static void md_close(struct vol *v)
 		if (r < 0)
 			log_warn("%s: could not mark the array clean: %s", v->name, err_detail(r));
 	}
+	md_journal_close(a->jn);
+	a->jn = NULL;
 	vol_close(a->raid); /* closes the slices; the members are ours */
 	md_ppl_close(a);
+	vol_close(a->journal.vol);
 	for (unsigned r = 0; r < a->n; r++) {
 		if (!a->m[r].slice_given)
 			vol_close(a->m[r].slice);

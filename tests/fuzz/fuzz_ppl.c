@@ -90,13 +90,13 @@ static void fix_checksums(unsigned char *a, uint64_t len)
 			memcpy(&pp, e + 8, 4);
 			pp = le32toh(pp) / 512 * 512;
 			if (pos <= len && pp <= len - pos) {
-				uint32_t c = htole32(crc32c(0, a + pos, pp));
+				uint32_t c = htole32(~crc32c(~0u, a + pos, pp));
 				memcpy(e + 20, &c, 4);
 			}
 			pos += pp;
 		}
 		memcpy(h + 512 + 20, &zero, 4);
-		uint32_t c = htole32(crc32c(0, h, MD_PPL_HEADER_SIZE));
+		uint32_t c = htole32(~crc32c(~0u, h, MD_PPL_HEADER_SIZE));
 		memcpy(h + 512 + 20, &c, 4);
 		if (pos <= off)
 			break;

@@ -20,10 +20,10 @@
 static void test_crc32c(void)
 {
 	/* The standard check value, and chaining. */
-	CHECK_EQ(crc32c(0, "123456789", 9), 0xe3069283u);
-	CHECK_EQ(crc32c(crc32c(0, "1234", 4), "56789", 5), 0xe3069283u);
-	CHECK_EQ(crc32c(0, "", 0), 0);
-	CHECK_EQ(crc32c_table(0, "123456789", 9), 0xe3069283u);
+	CHECK_EQ(~crc32c(~0u, "123456789", 9), 0xe3069283u);
+	CHECK_EQ(~crc32c(crc32c(~0u, "1234", 4), "56789", 5), 0xe3069283u);
+	CHECK_EQ(~crc32c(~0u, "", 0), 0);
+	CHECK_EQ(~crc32c_table(~0u, "123456789", 9), 0xe3069283u);
 	/* the instruction and the table agree, at every length and offset */
 	unsigned char b[300];
 	unsigned long long seed = 3;
@@ -85,7 +85,7 @@ static void test_header_codec(void)
 	area[10] ^= 1;
 	CHECK_EQ(md_ppl_find(area, sizeof(area), 5, &g, &at), -ENOENT);
 	uint8_t uuid[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
-	CHECK_EQ(md_ppl_signature(uuid), crc32c(0, uuid, 16));
+	CHECK_EQ(md_ppl_signature(uuid), ~crc32c(~0u, uuid, 16));
 }
 
 /* What the log hands the test: the entries and PP of every call since
@@ -136,7 +136,7 @@ static struct md_ppl_stats replay(struct capture *c, struct vol *a, struct vol *
 			continue;
 		for (unsigned i = 0; i < c->h[r].nentries; i++) {
 			const struct md_ppl_entry *e = &c->h[r].e[i];
-			CHECK_EQ(crc32c(0, c->pp[r] + pos, e->pp_size), e->checksum);
+			CHECK_EQ(~crc32c(~0u, c->pp[r] + pos, e->pp_size), e->checksum);
 			CHECK_EQ(md_ppl_recover_entry(&pa, e, c->pp[r] + pos, &st), 0);
 			pos += e->pp_size;
 		}
@@ -319,11 +319,11 @@ static void test_replay_area(void)
 	h.e[1] = h.e[0];
 	h.e[0].pp_size = 4096;
 	h.e[0].data_size = 4096;
-	h.e[0].checksum = crc32c(0, c.pp[2], 4096);
+	h.e[0].checksum = ~crc32c(~0u, c.pp[2], 4096);
 	h.e[1].data_sector += 8;
 	h.e[1].pp_size = 8192;
 	h.e[1].data_size = 8192;
-	h.e[1].checksum = crc32c(0, c.pp[2] + 4096, 8192);
+	h.e[1].checksum = ~crc32c(~0u, c.pp[2] + 4096, 8192);
 	h.signature = 9;
 	memset(blk, 0, sizeof(blk));
 	md_ppl_header_encode(&h, blk);

@@ -253,18 +253,25 @@ int raid_set_log(struct vol *array, const struct raid_log_ops *ops)
 	return 0;
 }
 
-int raid_map(struct vol *array, uint64_t off, unsigned *role, uint64_t *moff, int *p, int *q)
+int raid_log_locate(struct vol *array, uint64_t aoff, unsigned *role, uint64_t *moff, int *p,
+                    int *q)
 {
 	struct raid_array *a = raid_array_of(array);
-	struct raid_stripe st;
+	struct raid_loc loc[RAID_MAX_COPIES];
+	struct raid_stripe *st;
+	unsigned nc;
 
-	if (!a || !a->lvl->md.parity || !a->lvl->stripe || off >= array->size)
+	if (!a || !a->lvl->md.parity || !a->lvl->stripe || aoff >= array->size)
 		return -EINVAL;
-	a->lvl->stripe(a->priv, &a->g, off, &st);
-	*role = st.data[st.target];
-	*moff = st.moff;
-	*p = st.p;
-	*q = st.q;
+	if (!(st = malloc(sizeof(*st))))
+		return -ENOMEM;
+	a->lvl->map(a->priv, &a->g, aoff, 1, loc, &nc);
+	a->lvl->stripe(a->priv, &a->g, aoff, st);
+	*role = loc[0].role;
+	*moff = loc[0].off;
+	*p = st->p;
+	*q = st->q;
+	free(st);
 	return 0;
 }
 

@@ -174,6 +174,9 @@ struct raid_log_ops {
 	 * a member flush makes them durable). */
 	void (*done)(void *ctx, const struct raid_log_stripe *s, unsigned n, int r);
 	void *ctx;
+	/* Bytes every update's [moff, moff+len) is widened to (a power of
+	 * two dividing the chunk; the journal's 4 KiB pages); 0: none. */
+	uint32_t align;
 };
 
 /* Set (ops non-NULL) or clear the array's stripe log, before the array
@@ -181,12 +184,12 @@ struct raid_log_ops {
  * -EINVAL when array is not a RAID vol of a parity level. */
 int raid_set_log(struct vol *array, const struct raid_log_ops *ops);
 
-/* Where array byte off of a striped parity level lies: the role holding
- * it (*role), at *moff of that role's data area, and its stripe's parity
- * roles (*p; *q -1 on RAID5).  What a stripe log's replay (md's PPL)
- * maps its entries with.  0, or -EINVAL for a vol that is not a RAID vol
- * of a parity level or an off beyond it. */
-int raid_map(struct vol *array, uint64_t off, unsigned *role, uint64_t *moff, int *p, int *q);
+/* For a stripe log's replay: where array byte aoff lies (its role and the
+ * offset in that member's data area) and its stripe's parity roles (q -1
+ * on RAID5).  0, or -EINVAL for a vol that is not a parity RAID vol or an
+ * aoff beyond it. */
+int raid_log_locate(struct vol *array, uint64_t aoff, unsigned *role, uint64_t *moff, int *p,
+                    int *q);
 
 /* What raid_check() found. */
 struct raid_check_report {

@@ -448,6 +448,10 @@ static int raid_parity_write_row(struct raid_array *a, const char *buf, uint64_t
 	bool stream = len >= chunk || off == row_off || off + len == row_off + chunk * ndata;
 	uint64_t lo = first == last && !stream ? (off - row_off) % chunk : 0;
 	uint64_t hi = first == last && !stream ? lo + len : chunk;
+	if (a->log.align) { /* the log writes whole pages of every chunk */
+		lo -= lo % a->log.align;
+		hi = (hi + a->log.align - 1) / a->log.align * a->log.align;
+	}
 	uint64_t span = hi - lo;
 	unsigned *role = calloc(ndata, sizeof(*role)), *place = calloc(ndata, sizeof(*place));
 	struct parity_io *io = calloc(ndata + 2, sizeof(*io));
