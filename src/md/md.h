@@ -481,6 +481,13 @@ struct md_array_info {
 	bool check_ended_repair;
 	int check_status; /* 0 completed, -EINTR interrupted, -errno failed */
 	uint64_t check_mismatched, check_ranges, check_repaired, check_read_errors;
+	/* Re-adds from the write-intent bitmap (md's --re-add) since the
+	 * array started: how many, the bitmap chunks and member bytes they
+	 * resynced in all and in the last one; readding: one runs (rec_done
+	 * and rec_total then count its bytes). */
+	bool readding;
+	unsigned readds, readd_refusals; /* refusals: members the rule turned away */
+	uint64_t readd_chunks, readd_bytes, readd_last_chunks, readd_last_bytes;
 	unsigned active_devs, working_devs, failed_devs, spare_devs;
 	unsigned nmembers;
 	struct md_member_info *m; /* roles in order, then spares, then faulty */
@@ -510,6 +517,17 @@ int md_array_remove(struct vol *v, const char *member);
  * array serves.  Takes nv on success.  -EROFS for a read-only array,
  * -EINVAL for one without redundancy or online recovery. */
 int md_array_add(struct vol *v, struct vol *nv, bool force);
+
+/* Take back the failed member named member (its vol name) from the
+ * write-intent bitmap (mdadm --re-add): its superblock is read now and it
+ * must pass md's rule (the same device UUID and role, events not newer
+ * than the array's and not older than the bitmap's events_cleared, a
+ * bitmap at all); then the recovery thread resyncs only the chunks the
+ * bitmap marks dirty onto it, in the background.  A member that failed
+ * by I/O errors is also re-added on its own once it answers again (the
+ * recovery thread retries, backing off up to 10 s); one failed by request
+ * only through this.  0, or -errno with err_set() giving the reason. */
+int md_array_readd(struct vol *v, const char *member);
 
 /* md's sync_action for checks, on a running array. */
 enum md_check_action {

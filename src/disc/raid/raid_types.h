@@ -282,7 +282,7 @@ void raid_scrub_end(struct raid_array *a);
 
 /* raid_rebuild.h's raid_rebuild() and raid_rebuild_piece() on an array. */
 int raid_rebuild_run(struct raid_array *a, struct vol *const *targets, uint64_t from, uint64_t to,
-                     int (*progress)(void *ctx, uint64_t done), void *ctx);
+                     bool resync, int (*progress)(void *ctx, uint64_t done), void *ctx);
 uint64_t raid_rebuild_piece_of(struct raid_array *a);
 /* After a registered write: on a parity level, rebuild the rows it
  * touched below the recovery point onto the targets (a failure there ends
