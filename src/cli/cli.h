@@ -64,6 +64,8 @@ int cmd_remove(int argc, char **argv);
  * socket (a `uraid serve --control` one), and the hot `uraid add`. */
 bool cli_is_control_socket(const char *path);
 int cmd_add_hot(const char *control, const char *spec, bool force, const char *array);
+/* `uraid add --re-add CONTROL MEMBER`: md_array_readd() on the serve. */
+int cmd_readd_hot(const char *control, const char *spec);
 /* `uraid check CONTROL`: action "check", "repair" or "stop". */
 int cmd_check_hot(const char *control, const char *action, const char *array, bool wait);
 int cmd_luks_format(int argc, char **argv);

@@ -65,7 +65,7 @@ static int control_result(const char *cmd, json_object *reply, bool quiet)
 	return 1;
 }
 
-/* One request of op on member: fail, remove, add. */
+/* One request of op on member: fail, remove, add, readd. */
 static int control_member_cmd(const char *cmd, const char *sock, const char *member, bool force,
                               const char *array)
 {
@@ -89,6 +89,11 @@ static int control_member_cmd(const char *cmd, const char *sock, const char *mem
 int cmd_add_hot(const char *sock, const char *spec, bool force, const char *array)
 {
 	return control_member_cmd("add", sock, spec, force, array);
+}
+
+int cmd_readd_hot(const char *sock, const char *spec)
+{
+	return control_member_cmd("readd", sock, spec, false, NULL);
 }
 
 /* The array named name in a detail reply, or NULL. */
@@ -231,6 +236,14 @@ static void detail_print_array(json_object *a)
 		printf(" Rebuild Status : %.1f%% complete (%.1f MiB/s)\n",
 		       json_object_get_double(jget(rec, "percent")),
 		       (double)jint(rec, "speed") / 1048576.0);
+	json_object *ra = jget(a, "readd");
+	if (ra)
+		printf(
+		    "        Re-adds : %lld, %lld bitmap chunks and %lld KiB resynced (last: %lld "
+		    "chunks, %lld KiB)\n",
+		    (long long)jint(ra, "count"), (long long)jint(ra, "chunks"),
+		    (long long)(jint(ra, "bytes") >> 10), (long long)jint(ra, "last_chunks"),
+		    (long long)(jint(ra, "last_bytes") >> 10));
 	json_object *chk = jget(a, "check"), *last = jget(a, "last_check");
 	if (chk && json_object_get_boolean(jget(chk, "running")))
 		printf("   Check Status : %s %.1f%% complete (%.1f MiB/s)\n", jstr(chk, "action"),

@@ -203,6 +203,19 @@ static json_object *ctl_array_json(const struct md_array_info *in, const char *p
 		json_object_object_add(rec, "speed", json_object_new_int64((int64_t)in->rec_speed));
 		json_object_object_add(o, "recovery", rec);
 	}
+	if (in->recovering && in->readding)
+		json_object_object_add(json_object_object_get(o, "recovery"), "readd",
+		                       json_object_new_boolean(true));
+	if (in->readds) {
+		/* Re-adds from the write-intent bitmap since the start. */
+		json_object *ra = json_object_new_object();
+		json_object_object_add(ra, "count", json_object_new_int((int)in->readds));
+		json_object_object_add(ra, "chunks", ctl_int(in->readd_chunks));
+		json_object_object_add(ra, "bytes", ctl_int(in->readd_bytes));
+		json_object_object_add(ra, "last_chunks", ctl_int(in->readd_last_chunks));
+		json_object_object_add(ra, "last_bytes", ctl_int(in->readd_last_bytes));
+		json_object_object_add(o, "readd", ra);
+	}
 	if (in->checking || in->check_pending) {
 		json_object *chk = json_object_new_object();
 		double pct =
@@ -336,7 +349,7 @@ static json_object *ctl_ok(const char *fmt, ...)
 	return o;
 }
 
-/* fail or remove the member spec names. */
+/* fail, remove or re-add the member spec names. */
 static json_object *ctl_member_op(const struct ctl_target *t, const char *op, const char *spec)
 {
 	struct ctl_arrays *ca = calloc(1, sizeof(*ca));
@@ -356,13 +369,19 @@ static json_object *ctl_member_op(const struct ctl_target *t, const char *op, co
 	err_clear();
 	if (strcmp(op, "fail") == 0)
 		r = md_array_fail(ca->v[ai], name);
+	else if (strcmp(op, "readd") == 0)
+		r = md_array_readd(ca->v[ai], name);
 	else
 		r = md_array_remove(ca->v[ai], name);
 	if (r < 0)
 		reply = ctl_error("%s", err_detail(r));
 	else
 		reply = ctl_ok("%s: %s %s", ca->info[ai].name, name,
-		               strcmp(op, "fail") == 0 ? "is faulty" : "removed");
+		               strcmp(op, "fail") == 0 ? "is faulty"
+		               : strcmp(op, "readd") == 0
+		                   ? "re-added: the chunks its write-intent bitmap marks dirty are "
+		                     "resynced onto it while serving"
+		                   : "removed");
 out:
 	ctl_arrays_free(ca);
 	free(ca);
@@ -531,7 +550,8 @@ char *ctl_handle(const struct ctl_target *t, const char *req, size_t len)
 		reply = ctl_error("malformed request: no \"op\" string");
 	} else if (strcmp(op, "detail") == 0) {
 		reply = ctl_detail(t);
-	} else if (strcmp(op, "fail") == 0 || strcmp(op, "remove") == 0 || strcmp(op, "add") == 0) {
+	} else if (strcmp(op, "fail") == 0 || strcmp(op, "remove") == 0 || strcmp(op, "add") == 0 ||
+	           strcmp(op, "readd") == 0) {
 		json_object *f;
 		bool force =
 		    json_object_object_get_ex(in, "force", &f) && json_object_get_boolean(f);
@@ -549,7 +569,7 @@ char *ctl_handle(const struct ctl_target *t, const char *req, size_t len)
 		    ctl_error("monitor streams events: it is served on a connection of its own");
 	} else {
 		reply = ctl_error(
-		    "unknown op \"%.64s\" (detail, fail, remove, add, check, monitor)", op);
+		    "unknown op \"%.64s\" (detail, fail, remove, add, readd, check, monitor)", op);
 	}
 answer:
 	json_object_put(in);
