@@ -110,6 +110,9 @@ static int md_array_init(struct md_array *a, const struct md_super *fresh, unsig
 	if (!a->spare)
 		return -ENOMEM;
 	a->spare_cap = k;
+	a->stale = calloc(k, sizeof(*a->stale));
+	if (!a->stale)
+		return -ENOMEM;
 	return 0;
 }
 
@@ -233,6 +236,16 @@ static void md_set_roles(struct md_array *a, struct md_cand **g, unsigned k,
 		if (why && o->force_stale && o->readonly && md_super_role(sb) < a->n &&
 		    sb->events < fresh->events && !rec) {
 			stale[nstale++] = (struct md_member){.vol = g[i]->v, .sb = sb};
+		} else if (why && sb->events < fresh->events && !rec && md_super_role(sb) < a->n &&
+		           a->rec.enabled && (fresh->feature_map & MD_FEATURE_BITMAP_OFFSET)) {
+			/* md takes such a member back from the bitmap if it
+			 * qualifies (md_readd.c decides, once the array runs). */
+			log_warn(
+			    "%s: %s (events %llu, newest %llu) left out for now: it %s; it is "
+			    "re-added from the write-intent bitmap if that covers what it missed",
+			    name, mname, (unsigned long long)sb->events,
+			    (unsigned long long)fresh->events, why);
+			a->stale[a->nstale++] = (struct md_member){.vol = g[i]->v, .sb = sb};
 		} else if (why) {
 			log_warn("%s: %s (events %llu, newest %llu) left out: it %s", name, mname,
 			         (unsigned long long)sb->events, (unsigned long long)fresh->events,
@@ -493,6 +506,11 @@ fail:
 			vol_close(a->spare[i].vol);
 			free(a->spare[i].sb);
 		}
+		for (unsigned i = 0; i < a->nstale; i++) {
+			vol_close(a->stale[i].vol);
+			free(a->stale[i].sb);
+		}
+		free(a->stale);
 		free(a->spare);
 		free(a->m);
 		if (a->max_dev || a->n) {

@@ -138,6 +138,10 @@ struct md_array {
 	unsigned spare_cap;        /* entries allocated in spare */
 	struct md_member *retired; /* replaced by a spare: closed at close */
 	unsigned nretired;
+	/* Found stale at a writable start with a bitmap (md_assemble.c): kept
+	 * for a re-add into their role once it is vacant (md_readd.c). */
+	struct md_member *stale;
+	unsigned nstale;
 	struct md_rec rec;
 	struct md_scrub scrub;
 	/* Speed limits of recoveries and checks, and the recovery thread's

@@ -341,12 +341,31 @@ static bool md_readd_waits(const struct md_array *a, unsigned role)
 	       !mm->readd_refused && a->bm.map && a->rec.enabled && !a->readonly;
 }
 
+/* Members found stale at the start take their role back, as failed
+ * members waiting for a re-add, once nobody holds it. */
+static void md_readd_take_stale(struct md_array *a)
+{
+	for (unsigned i = 0; i < a->nstale;) {
+		unsigned role = md_super_role(a->stale[i].sb);
+		if (role >= a->n || a->m[role].vol || a->m[role].recovering) {
+			i++;
+			continue;
+		}
+		a->m[role] = a->stale[i];
+		a->m[role].failed = true;
+		memmove(a->stale + i, a->stale + i + 1, (a->nstale - i - 1) * sizeof(*a->stale));
+		a->nstale--;
+	}
+}
+
 bool md_readd_poll(struct md_array *a, uint64_t *next_ns)
 {
 	uint64_t now = clock_now_ns();
 	bool changed = false;
 
 	*next_ns = UINT64_MAX;
+	if (a->bm.map && a->rec.enabled)
+		md_readd_take_stale(a);
 	for (unsigned role = 0; role < a->n && !atomic_load(&a->rec.stop); role++) {
 		struct md_member *mm = &a->m[role];
 		bool refused;
