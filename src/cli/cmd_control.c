@@ -67,11 +67,13 @@ static int control_result(const char *cmd, json_object *reply, bool quiet)
 
 /* One request of op on member: fail, remove, add, readd. */
 static int control_member_cmd(const char *cmd, const char *sock, const char *member, bool force,
-                              const char *array)
+                              const char *array, uint8_t devflags)
 {
 	json_object *req = json_object_new_object(), *reply = NULL;
 	int rc;
 
+	if (devflags)
+		json_object_object_add(req, "devflags", json_object_new_int(devflags));
 	json_object_object_add(req, "op", json_object_new_string(cmd));
 	json_object_object_add(req, "member", json_object_new_string(member));
 	if (force)
@@ -86,14 +88,14 @@ static int control_member_cmd(const char *cmd, const char *sock, const char *mem
 	return rc;
 }
 
-int cmd_add_hot(const char *sock, const char *spec, bool force, const char *array)
+int cmd_add_hot(const char *sock, const char *spec, bool force, const char *array, uint8_t devflags)
 {
-	return control_member_cmd("add", sock, spec, force, array);
+	return control_member_cmd("add", sock, spec, force, array, devflags);
 }
 
 int cmd_readd_hot(const char *sock, const char *spec)
 {
-	return control_member_cmd("readd", sock, spec, false, NULL);
+	return control_member_cmd("readd", sock, spec, false, NULL, 0);
 }
 
 /* The array named name in a detail reply, or NULL. */
@@ -408,7 +410,7 @@ static int member_cmd(int argc, char **argv, const char *what)
 		fprintf(stderr, "usage: uraid %s CONTROL MEMBER\n", argv[0]);
 		return 2;
 	}
-	return control_member_cmd(argv[0], argv[1], argv[2], false, NULL);
+	return control_member_cmd(argv[0], argv[1], argv[2], false, NULL, 0);
 }
 
 int cmd_fail(int argc, char **argv)

@@ -23,6 +23,11 @@ struct create_opts {
 	unsigned raid_disks;
 	bool chunk_set;
 	const char *layout_name;
+	/* The members in order, each with the device flags (--write-mostly,
+	 * --failfast) given before it, as mdadm applies them. */
+	char **specs;
+	uint8_t *devflags;
+	unsigned n;
 };
 
 /* A chunk size argument as mdadm takes it: a bare number is KiB, else a
@@ -59,15 +64,36 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 	    {"bitmap", required_argument, NULL, 'b'},
 	    {"bitmap-chunk", required_argument, NULL, 'B'},
 	    {"metadata", required_argument, NULL, 'e'},
+	    {"write-mostly", no_argument, NULL, 'W'},
+	    {"failfast", no_argument, NULL, 'F'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
+	uint8_t flags = 0;
 	int c;
 
 	optind = 1;
 	o->md.bitmap = -1;
-	while ((c = getopt_long(argc, argv, "l:n:c:N:p:fb:e:h", opts, NULL)) != -1) {
+	o->specs = calloc((size_t)argc + 1, sizeof(*o->specs));
+	o->devflags = calloc((size_t)argc + 1, 1);
+	if (!o->specs || !o->devflags) {
+		fprintf(stderr, "uraid: create: out of memory\n");
+		return 2;
+	}
+	/* "-": members come back in order (code 1), so that a flag applies
+	 * to the members after it. */
+	while ((c = getopt_long(argc, argv, "-l:n:c:N:p:fb:e:h", opts, NULL)) != -1) {
 		switch (c) {
+		case 1:
+			o->devflags[o->n] = flags;
+			o->specs[o->n++] = optarg;
+			break;
+		case 'W':
+			flags |= MD_DEVFLAG_WRITE_MOSTLY;
+			break;
+		case 'F':
+			flags |= MD_DEVFLAG_FAILFAST;
+			break;
 		case 'l':
 			if (md_level_parse(optarg, &o->md.level) < 0) {
 				fprintf(stderr,
@@ -149,7 +175,8 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 			    "[--assume-clean]\n"
 			    "                    [--bitmap=internal|none] [--bitmap-chunk=SIZE] "
 			    "[--metadata=1.0|1.1|1.2]\n"
-			    "                    [--force] MEMBER...\n"
+			    "                    [--force] [--write-mostly] [--failfast] "
+			    "MEMBER...\n"
 			    "Write md v1.x superblocks (as mdadm --create; 1.2 unless --metadata\n"
 			    "says 1.1, at the start, or 1.0, at the end) making a new array.\n"
 			    "MEMBER may be 'missing' for a degraded RAID1/10/5/6.  --chunk is in "
@@ -162,11 +189,21 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 			    "a resync of the chunks being written only); as with mdadm it is the\n"
 			    "default for RAID1/10/5/6 arrays above 100 GiB.  --bitmap-chunk is in "
 			    "KiB\n"
-			    "(default: mdadm's, at least 64M).\n");
+			    "(default: mdadm's, at least 64M).\n"
+			    "--write-mostly and --failfast flag the members listed after them "
+			    "(md's\n"
+			    "device flags, which the kernel honours too): reads keep off a\n"
+			    "write-mostly mirror while another copy is in sync; failfast is "
+			    "recorded\n"
+			    "for the kernel (uraid fails a member on its first error anyway).\n");
 			return 1;
 		default:
 			return 2;
 		}
+	}
+	for (; optind < argc; optind++) { /* after "--" */
+		o->devflags[o->n] = flags;
+		o->specs[o->n++] = argv[optind];
 	}
 	if (!o->level_set) {
 		fprintf(stderr, "uraid: create: --level is required\n");
@@ -214,19 +251,38 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 	return 0;
 }
 
+static int create_run(struct create_opts *op, char **specs, unsigned n);
+
 int cmd_create(int argc, char **argv)
 {
 	struct create_opts o = {0};
-	struct md_created made;
 	char **specs;
-	unsigned n, missing = 0, i;
-	int rc, r;
+	unsigned n;
+	int rc;
 
 	rc = create_parse(argc, argv, &o);
-	if (rc)
+	specs = o.specs;
+	n = o.n;
+	o.md.devflags = o.devflags;
+	if (rc) {
+		free(o.specs);
+		free(o.devflags);
 		return rc == 1 ? 0 : rc;
-	specs = argv + optind;
-	n = (unsigned)(argc - optind);
+	}
+	rc = create_run(&o, specs, n);
+	free(o.specs);
+	free(o.devflags);
+	return rc;
+}
+
+/* The checks of the member list, then md_create(). */
+static int create_run(struct create_opts *op, char **specs, unsigned n)
+{
+	struct create_opts o = *op;
+	struct md_created made;
+	unsigned missing = 0, i;
+	int r;
+
 	if (n == 0) {
 		fprintf(stderr, "uraid: create: no members given\n");
 		return 2;

@@ -93,6 +93,10 @@ static void examine_print(const char *name, const struct md_super *s)
 		printf("Internal Bitmap : %d sectors from superblock\n",
 		       (int32_t)md_le32((uint32_t)off));
 	}
+	if (s->devflags)
+		printf("          Flags :%s%s\n",
+		       s->devflags & MD_DEVFLAG_WRITE_MOSTLY ? " write-mostly" : "",
+		       s->devflags & MD_DEVFLAG_FAILFAST ? " failfast" : "");
 	printf("    Update Time : %s\n", examine_time(s->utime, tb, sizeof(tb)));
 	if (want == s->sb_csum)
 		printf("       Checksum : %x - correct\n", s->sb_csum);

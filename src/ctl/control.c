@@ -389,7 +389,7 @@ out:
 }
 
 static json_object *ctl_add(const struct ctl_target *t, const char *spec, const char *array,
-                            bool force)
+                            bool force, uint8_t devflags)
 {
 	struct ctl_arrays *ca = calloc(1, sizeof(*ca));
 	struct vol *nv = NULL;
@@ -442,7 +442,7 @@ static json_object *ctl_add(const struct ctl_target *t, const char *spec, const 
 		goto out;
 	}
 	err_clear();
-	r = md_array_add(ca->v[ai], nv, force);
+	r = md_array_add(ca->v[ai], nv, force, devflags);
 	if (r < 0) {
 		vol_close(nv);
 		reply = ctl_error("%s", err_detail(r));
@@ -558,7 +558,12 @@ char *ctl_handle(const struct ctl_target *t, const char *req, size_t len)
 		if (!member || !*member)
 			reply = ctl_error("%s needs a \"member\" string", op);
 		else if (strcmp(op, "add") == 0)
-			reply = ctl_add(t, member, ctl_str(in, "array"), force);
+			reply =
+			    ctl_add(t, member, ctl_str(in, "array"), force,
+			            json_object_object_get_ex(in, "devflags", &f)
+			                ? (uint8_t)(json_object_get_int(f) &
+			                            (MD_DEVFLAG_WRITE_MOSTLY | MD_DEVFLAG_FAILFAST))
+			                : 0);
 		else
 			reply = ctl_member_op(t, op, member);
 	} else if (strcmp(op, "check") == 0) {

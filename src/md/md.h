@@ -70,6 +70,10 @@
 	 MD_FEATURE_MULTIPLE_PPLS | MD_FEATURE_CLUSTERED | MD_FEATURE_NEW_OFFSET |                 \
 	 MD_FEATURE_REPLACEMENT)
 
+/* devflags (md_p.h's WriteMostly1, FailFast1). */
+#define MD_DEVFLAG_WRITE_MOSTLY 0x1u
+#define MD_DEVFLAG_FAILFAST 0x2u
+
 /* Levels as md numbers them. */
 #define MD_LEVEL_LINEAR (-1)
 
@@ -182,6 +186,7 @@ struct md_super {
 	uint64_t data_offset, data_size, super_offset, recovery_offset;
 	uint32_t dev_number;
 	uint8_t device_uuid[16];
+	uint8_t devflags; /* MD_DEVFLAG_*: md's per-device flags (1.x only) */
 	uint64_t events;
 	uint64_t resync_offset;
 	uint32_t sb_csum; /* as stored */
@@ -515,8 +520,9 @@ int md_array_remove(struct vol *v, const char *member);
  * superblock of the array's version as a spare, recorded in every superblock, and, as md's
  * hot spares do, it takes a role that is gone and is rebuilt while the
  * array serves.  Takes nv on success.  -EROFS for a read-only array,
- * -EINVAL for one without redundancy or online recovery. */
-int md_array_add(struct vol *v, struct vol *nv, bool force);
+ * -EINVAL for one without redundancy or online recovery.  devflags: the
+ * new member's MD_DEVFLAG_* (write-mostly, failfast). */
+int md_array_add(struct vol *v, struct vol *nv, bool force, uint8_t devflags);
 
 /* Take back the failed member named member (its vol name) from the
  * write-intent bitmap (mdadm --re-add): its superblock is read now and it

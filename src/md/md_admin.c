@@ -374,7 +374,7 @@ int md_array_remove(struct vol *v, const char *member)
 	return 0;
 }
 
-int md_array_add(struct vol *v, struct vol *nv, bool force)
+int md_array_add(struct vol *v, struct vol *nv, bool force, uint8_t devflags)
 {
 	struct md_array *a = md_of(v);
 	struct md_super *nsb = NULL;
@@ -467,6 +467,7 @@ int md_array_add(struct vol *v, struct vol *nv, bool force)
 	r = md_manage_new_super(nv, nv->name, tmpl, tmpl_vol, slot, end_sb, nsb);
 	if (r < 0)
 		goto out;
+	nsb->devflags = devflags;
 	uint32_t old_max = a->max_dev;
 	if (slot >= a->max_dev) {
 		for (uint32_t k = a->max_dev; k < slot; k++)

@@ -398,8 +398,11 @@ static int md_array_open_raid(struct md_array *a, const struct md_super *fresh, 
 	r = raid_open(&geom, slices, &ev, name, &a->raid);
 	if (r < 0)
 		return r;
-	for (unsigned role = 0; role < a->n; role++)
+	for (unsigned role = 0; role < a->n; role++) {
 		a->m[role].data = slices[role];
+		if (a->m[role].sb && (a->m[role].sb->devflags & MD_DEVFLAG_WRITE_MOSTLY))
+			raid_set_write_mostly(a->raid, role, true);
+	}
 	/* The RAID vol owns the slices now; the members stay ours (the
 	 * superblocks are written through them) and the md vol's close (md_vol.c) closes them. */
 	r = md_vol_init(a, name, readonly);

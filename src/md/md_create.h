@@ -22,6 +22,9 @@ struct md_create_opts {
 	/* The superblock version (md_sb_version_find: 1.0, 1.1 or 1.2);
 	 * NULL: the default, 1.2.  Another version is refused (-ENOTSUP). */
 	const struct md_sb_version *version;
+	/* [n] each member's devflags (MD_DEVFLAG_WRITE_MOSTLY, _FAILFAST),
+	 * or NULL for none. */
+	const uint8_t *devflags;
 };
 
 /* What was made, for the caller to tell. */

@@ -232,6 +232,7 @@ static int md_readd_run(struct md_array *a, unsigned role)
 			mm->data = target;
 			fresh_slice = false;
 		}
+		raid_set_write_mostly(a->raid, role, mm->sb->devflags & MD_DEVFLAG_WRITE_MOSTLY);
 		struct vol **targets = calloc(a->n, sizeof(*targets));
 		struct md_readd_ctx x = {.a = a, .role = role};
 		if (!targets)

@@ -171,6 +171,7 @@ static int md_rec_begin(struct md_array *a, unsigned role)
 	if (r == 0) {
 		mm->slice_given = true;
 		mm->data = mm->slice;
+		raid_set_write_mostly(a->raid, role, mm->sb->devflags & MD_DEVFLAG_WRITE_MOSTLY);
 	}
 	return r;
 }

@@ -57,6 +57,16 @@ int raid_member_stats(struct vol *array, unsigned role, struct raid_io_stats *ou
 	return raid_array_member_stats(a, role, out);
 }
 
+int raid_set_write_mostly(struct vol *array, unsigned role, bool on)
+{
+	struct raid_array *a = array->ops == &raid_ops ? to_raid(array) : NULL;
+
+	if (!a || role >= a->n)
+		return -EINVAL;
+	atomic_store(&a->m[role].write_mostly, on);
+	return 0;
+}
+
 int raid_fail_member(struct vol *array, unsigned role)
 {
 	struct raid_array *a = to_raid(array);
@@ -454,9 +464,12 @@ static int raid_view(struct vol *v, uint64_t len, uint64_t off, vol_view_fn fn, 
 	while (len > 0 && r == 0) {
 		uint64_t n = a->lvl->map(a->priv, &a->g, off, len, loc, &nc);
 		int pick = -1;
-		for (unsigned c = 0; c < nc && pick < 0; c++)
-			if (!atomic_load(&a->m[loc[(turn + c) % nc].role].failed))
-				pick = (int)((turn + c) % nc);
+		for (unsigned c = 0; c < nc && pick < 0; c++) {
+			unsigned k = (turn + c) % nc;
+			if (!atomic_load(&a->m[loc[k].role].failed) &&
+			    !raid_read_avoid(a, loc, nc, k, 0))
+				pick = (int)k;
+		}
 		if (pick < 0)
 			return -EIO;
 		struct raid_view rv = {fn, arg, off, loc[pick].off};
