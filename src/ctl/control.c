@@ -405,7 +405,9 @@ static json_object *ctl_add(const struct ctl_target *t, const char *spec, const 
 		goto out;
 	}
 	if (ctl_find_member(ca, spec, &name) >= 0) {
-		reply = ctl_error("%s is already a member of an array served here", spec);
+		reply = ctl_error("%s is already a member of an array served here (a failed one "
+		                  "comes back with `uraid add --re-add`)",
+		                  spec);
 		goto out;
 	}
 	if (array) {

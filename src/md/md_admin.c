@@ -319,6 +319,13 @@ int md_array_remove(struct vol *v, const char *member)
 
 	if (r < 0)
 		return r;
+	if (at == MD_AT_ROLE && a->m[i].readd_probing) {
+		pthread_mutex_unlock(&a->lock);
+		return err_set(-EBUSY,
+		               "%s: %s is being checked for a re-add (its superblock read) right "
+		               "now; try again",
+		               a->vol.name, member);
+	}
 	if (at == MD_AT_ROLE && !a->m[i].failed) {
 		bool rec = a->m[i].recovering;
 		pthread_mutex_unlock(&a->lock);

@@ -42,6 +42,7 @@ struct md_member {
 	 * the rule (not retried until asked), when to try next and the
 	 * backoff it is at. */
 	bool user_failed, readd_refused;
+	bool readd_probing; /* its superblock is being read (unlocked): not removed */
 	uint64_t readd_at_ns;
 	unsigned readd_wait_ms;
 };

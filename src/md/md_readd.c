@@ -307,6 +307,7 @@ static int md_readd_probe(struct md_array *a, unsigned role, bool *refused)
 		return -ENOMEM;
 	memcpy(set_uuid, mm->sb->set_uuid, 16);
 	memcpy(dev_uuid, mm->sb->device_uuid, 16);
+	mm->readd_probing = true; /* md_array_remove waits: vol stays open */
 	pthread_mutex_unlock(&a->lock);
 	err_clear();
 	r = md_super_read_raw(vol, now);
@@ -321,6 +322,7 @@ static int md_readd_probe(struct md_array *a, unsigned role, bool *refused)
 		*refused = r < 0;
 	}
 	pthread_mutex_lock(&a->lock);
+	mm->readd_probing = false;
 	if (r == 0 && (mm->vol != vol || !mm->failed || mm->recovering))
 		r = -EAGAIN; /* changed meanwhile */
 	if (r == 0) {

@@ -12,7 +12,10 @@
 
 #include "core/log.h"
 #include "md/md.h"
+#include "md/md_events.h"
 #include "member/member.h"
+
+#include <pthread.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -141,6 +144,20 @@ static uint64_t check_array(struct vol *v)
 	return in.check_mismatched;
 }
 
+/* The md events seen (md_events.h), as one string of names. */
+static char events[4096];
+static pthread_mutex_t events_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void on_event(void *ctx, const struct md_event *ev)
+{
+	(void)ctx;
+	pthread_mutex_lock(&events_lock);
+	size_t n = strlen(events);
+	if (n + strlen(ev->event) + 2 < sizeof(events))
+		snprintf(events + n, sizeof(events) - n, "%s ", ev->event);
+	pthread_mutex_unlock(&events_lock);
+}
+
 struct write_at {
 	uint64_t off, len;
 };
@@ -191,6 +208,9 @@ static void test_level(const char *level, const char *layout, int n, unsigned de
 	CHECK(in.degraded);
 	CHECK_EQ(in.failed_devs, 1);
 	uint64_t before = role_written(v, dead);
+	pthread_mutex_lock(&events_lock);
+	events[0] = 0;
+	pthread_mutex_unlock(&events_lock);
 	CHECK_EQ(fault_member_kill(fv, false), 0);
 	CHECK(wait_settled(v, &in));
 	CHECK(!in.degraded);
@@ -206,6 +226,14 @@ static void test_level(const char *level, const char *layout, int n, unsigned de
 	        "   written while away: %u writes in %llu bitmap chunks; resynced %llu "
 	        "bytes onto the member\n",
 	        nw, (unsigned long long)want_chunks, (unsigned long long)resynced);
+	/* As mdadm --monitor reports the kernel's re-add. */
+	pthread_mutex_lock(&events_lock);
+	bool evs = !strncmp(events, "RebuildStarted ", 15) &&
+	           strstr(events, "RebuildFinished SpareActive") != NULL;
+	if (!evs)
+		fprintf(stderr, "   events: %s\n", events);
+	CHECK(evs);
+	pthread_mutex_unlock(&events_lock);
 	CHECK_EQ(check_array(v), 0);
 	vol_close(v);
 	for (int i = 0; mirrors && i < n; i += 2)
@@ -339,6 +367,7 @@ int main(void)
 		return 1;
 	}
 	log_verbosity = LOG_WARN;
+	CHECK_EQ(md_events_subscribe(on_event, NULL), 0);
 	/* RAID1: bitmap chunks are member bytes; 4 dirty chunks. */
 	const struct write_at w1[] = {
 	    {1u << 20, 4096},                    /* chunk 16 */
