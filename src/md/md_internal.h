@@ -178,6 +178,10 @@ int md_rec_wake(struct md_array *a);
 /* At close: the thread saves where it got to and ends; members being
  * recovered that a write failed on are marked faulty. */
 void md_rec_stop(struct md_array *a);
+/* A sync (recovery, re-add, check) has done bytes of each member since it
+ * began (begin: at its start): hold it as its speed limits say
+ * (md_throttle.h).  The recovery thread's, without a->lock. */
+void md_sync_throttle(struct md_array *a, uint64_t done, bool begin, atomic_bool *stop);
 
 /* md_readd.c: from the recovery thread, with a->lock held (dropped while
  * working): try every member that failed by I/O and whose retry time has

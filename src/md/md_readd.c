@@ -171,6 +171,7 @@ static int md_readd_progress(void *ctx, uint64_t done)
 
 	atomic_store(&a->rec.pos, x->base + (done - x->from));
 	md_ev_progress(a, &a->rec.ev_next, x->base + (done - x->from), a->readd.total);
+	md_sync_throttle(a, x->base + (done - x->from), false, &a->rec.stop);
 	return atomic_load(&a->rec.stop) || raid_recover_error(a->raid, x->role) != 0;
 }
 
@@ -222,6 +223,7 @@ static int md_readd_run(struct md_array *a, unsigned role)
 	atomic_store(&a->rec.pos, 0);
 	md_ev_progress_begin(a, &a->rec.ev_next, 0, total);
 	pthread_mutex_unlock(&a->lock);
+	md_sync_throttle(a, 0, true, &a->rec.stop); /* its speed limits, as a recovery's */
 
 	err_clear();
 	r = raid_recover_begin(a->raid, role, target, UINT64_MAX);

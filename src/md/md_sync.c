@@ -194,7 +194,7 @@ static unsigned md_client_ops(struct md_array *a)
  * say (md_throttle.h), asking again after each nap, so that clients
  * leaving let it go at once.  Called by the recovery thread only, without
  * a->lock; returns early once stop is set. */
-static void md_sync_throttle(struct md_array *a, uint64_t done, bool begin, atomic_bool *stop)
+void md_sync_throttle(struct md_array *a, uint64_t done, bool begin, atomic_bool *stop)
 {
 	uint64_t now = clock_now_ns();
 	uint64_t due = md_throttle_due(&a->sync, now, done, md_client_ops(a), begin);
