@@ -185,16 +185,11 @@ static int md_readd_run(struct md_array *a, unsigned role)
 	struct md_ranges rs = {0};
 	struct vol *target = mm->data;
 	uint64_t unit = a->level == 1 ? 4096 : (uint64_t)mm->sb->chunk * 512, chunks = 0, total = 0;
-	bool fresh_slice = false;
+	bool fresh_slice = false, joined = false, told = false;
 	int r;
 
 	if (unit < 4096)
 		unit = 4096;
-	r = md_readd_ranges(a, role, unit, &rs, &chunks);
-	if (r < 0)
-		goto out;
-	for (size_t i = 0; i < rs.n; i++)
-		total += rs.r[i][1] - rs.r[i][0];
 	if (!target) {
 		r = slice_open(mm->vol, mm->sb->data_offset * 512, mm->sb->data_size * 512, false,
 		               mm->vol->name, &target);
@@ -211,23 +206,18 @@ static int md_readd_run(struct md_array *a, unsigned role)
 	mm->bm_ok = false; /* its bitmap missed updates: written whole */
 	if (md_array_sync(a, atomic_load(&a->active)) < 0)
 		log_warn("%s: could not record the re-add in any superblock", a->vol.name);
-	log_info("%s: re-adding %s to role %u: resyncing the %llu dirty write-intent bitmap "
-	         "chunks (%llu bytes of it)",
-	         a->vol.name, mm->vol->name, role, (unsigned long long)chunks,
-	         (unsigned long long)total);
 	a->readd.running = true;
-	a->readd.total = total;
+	a->readd.total = 0;
 	a->rec.running = true;
 	a->rec.from = 0;
 	a->rec.t0_ns = clock_now_ns();
 	atomic_store(&a->rec.pos, 0);
-	md_ev_progress_begin(a, &a->rec.ev_next, 0, total);
 	pthread_mutex_unlock(&a->lock);
-	md_sync_throttle(a, 0, true, &a->rec.stop); /* its speed limits, as a recovery's */
 
 	err_clear();
 	r = raid_recover_begin(a->raid, role, target, UINT64_MAX);
 	if (r == 0) {
+		joined = true;
 		if (fresh_slice) {
 			mm->slice = target;
 			mm->slice_given = true;
@@ -235,6 +225,26 @@ static int md_readd_run(struct md_array *a, unsigned role)
 			fresh_slice = false;
 		}
 		raid_set_write_mostly(a->raid, role, mm->sb->devflags & MD_DEVFLAG_WRITE_MOSTLY);
+		/* Every write reaches the member from now on, and every one
+		 * before set its bits first (none is cleared while degraded):
+		 * the bits as they are now name all it missed. */
+		pthread_mutex_lock(&a->lock);
+		r = md_readd_ranges(a, role, unit, &rs, &chunks);
+		for (size_t i = 0; i < rs.n; i++)
+			total += rs.r[i][1] - rs.r[i][0];
+		a->readd.total = total;
+		if (r == 0) {
+			log_info("%s: re-adding %s to role %u: resyncing the %llu dirty "
+			         "write-intent bitmap chunks (%llu bytes of it)",
+			         a->vol.name, mm->vol->name, role, (unsigned long long)chunks,
+			         (unsigned long long)total);
+			md_ev_progress_begin(a, &a->rec.ev_next, 0, total);
+			told = true;
+		}
+		pthread_mutex_unlock(&a->lock);
+		md_sync_throttle(a, 0, true, &a->rec.stop); /* its speed limits */
+	}
+	if (r == 0) {
 		struct vol **targets = calloc(a->n, sizeof(*targets));
 		struct md_readd_ctx x = {.a = a, .role = role};
 		if (!targets)
@@ -254,9 +264,9 @@ static int md_readd_run(struct md_array *a, unsigned role)
 			r = vol_flush(target);
 		if (r == 0)
 			r = raid_recover_finish(a->raid, role);
-		else if (r != -EINTR || !atomic_load(&a->rec.stop))
-			raid_recover_abort(a->raid, role);
 	}
+	if (r < 0 && joined && (r != -EINTR || !atomic_load(&a->rec.stop)))
+		raid_recover_abort(a->raid, role); /* it joined the RAID vol: out again */
 	char detail[256];
 	snprintf(detail, sizeof(detail), "%s", r < 0 ? err_detail(r) : "");
 	pthread_mutex_lock(&a->lock);
@@ -264,7 +274,8 @@ static int md_readd_run(struct md_array *a, unsigned role)
 	a->readd.running = false;
 	if (r == -EINTR && atomic_load(&a->rec.stop))
 		goto out; /* closing: a full rebuild at the next start */
-	md_ev_finished(a, 0);
+	if (told)
+		md_ev_finished(a, 0);
 	if (r < 0) {
 		log_warn("%s: re-adding %s failed: %s", a->vol.name, mm->vol->name, detail);
 		if (!mm->failed)
@@ -384,8 +395,8 @@ bool md_readd_poll(struct md_array *a, uint64_t *next_ns)
 		int r = md_readd_probe(a, role, &refused);
 		now = clock_now_ns();
 		if (r == 0) {
-			md_readd_run(a, role);
-			mm->readd_wait_ms = 0;
+			if (md_readd_run(a, role) == 0)
+				mm->readd_wait_ms = 0; /* else the backoff goes on */
 			changed = true;
 		} else if (refused) {
 			log_warn("%s", err_detail(r));
