@@ -361,6 +361,29 @@ static json_object *ctl_member_op(const struct ctl_target *t, const char *op, co
 		return ctl_error("out of memory");
 	ctl_arrays_load(t, ca);
 	int ai = ctl_find_member(ca, spec, &name);
+	if (ai < 0 && strcmp(op, "readd") == 0 && ca->n) {
+		/* A member the array no longer holds: opened, and its own
+		 * superblock says which array and role it had. */
+		struct vol *nv = NULL;
+		err_clear();
+		r = member_open(spec, t->member_flags, &nv);
+		for (unsigned i = 0; r == 0 && i < ca->n; i++) {
+			err_clear();
+			r = md_array_readd_vol(ca->v[i], nv);
+			if (r == 0) {
+				reply =
+				    ctl_ok("%s: %s is re-added: the chunks its write-intent bitmap "
+				           "marks dirty are resynced onto it while serving",
+				           ca->info[i].name, spec);
+				goto out;
+			}
+			if (ca->n > 1 && i + 1 < ca->n)
+				r = 0; /* maybe the next array's */
+		}
+		vol_close(nv);
+		reply = ctl_error("%s", err_detail(r));
+		goto out;
+	}
 	if (ai < 0) {
 		reply = ca->n ? ctl_error("%s is not a member of any md array served here", spec)
 		              : ctl_error("no md array is served here");

@@ -535,6 +535,13 @@ int md_array_add(struct vol *v, struct vol *nv, bool force, uint8_t devflags);
  * only through this.  0, or -errno with err_set() giving the reason. */
 int md_array_readd(struct vol *v, const char *member);
 
+/* The same for a member the array no longer holds (removed, or left out
+ * at the start): nv (spec: its name) is opened by the caller; its
+ * superblock must be of this array and give it a role nobody holds now,
+ * and pass the same rule (its device UUID cannot be compared: the array
+ * forgot it).  Takes nv on success.  0 or -errno with err_set(). */
+int md_array_readd_vol(struct vol *v, struct vol *nv);
+
 /* md's sync_action for checks, on a running array. */
 enum md_check_action {
 	MD_CHECK_STOP,   /* interrupt the check running (or asked for) */

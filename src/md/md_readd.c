@@ -417,6 +417,62 @@ bool md_readd_poll(struct md_array *a, uint64_t *next_ns)
 	return changed;
 }
 
+int md_array_readd_vol(struct vol *v, struct vol *nv)
+{
+	struct md_array *a = md_of(v);
+	struct md_super *sb = malloc(sizeof(*sb));
+	int r;
+
+	if (!sb)
+		return -ENOMEM;
+	if (!a || a->readonly || !a->rec.enabled) {
+		free(sb);
+		return err_set(a ? -EROFS : -EINVAL, "%s: no member can be re-added here", v->name);
+	}
+	err_clear();
+	r = md_super_read(nv, sb);
+	if (r < 0) {
+		free(sb);
+		return err_set(r, "%s: %s: %s", a->vol.name, nv->name, err_detail(r));
+	}
+	pthread_mutex_lock(&a->lock);
+	const struct md_super *any = NULL;
+	for (unsigned i = 0; i < a->n && !any; i++)
+		any = a->m[i].sb;
+	unsigned role = md_super_role(sb);
+	if (!any)
+		r = err_set(-ENODEV, "%s: no member to compare %s with", a->vol.name, nv->name);
+	else if (role >= a->n)
+		r = err_set(-EINVAL,
+		            "%s: %s is not an active member (its superblock gives it no role)",
+		            a->vol.name, nv->name);
+	else if (a->m[role].vol)
+		r = err_set(-EBUSY, "%s: role %u of %s is held by %s", a->vol.name, role, nv->name,
+		            a->m[role].vol->name);
+	else
+		r = md_readd_check(sb, NULL, any->set_uuid, role, a->events,
+		                   a->bm.map ? md_bitmap_header(a->bm.map) : NULL, a->vol.name,
+		                   nv->name);
+	if (r == 0 && md_super_version(sb) != md_super_version(any))
+		r = err_set(-EINVAL, "%s: %s has superblock version %s, the array %s", a->vol.name,
+		            nv->name, md_super_version(sb)->name, md_super_version(any)->name);
+	struct md_member *ns = NULL;
+	if (r == 0 && !(ns = realloc(a->stale, (a->nstale + 1) * sizeof(*ns))))
+		r = -ENOMEM;
+	if (r == 0) {
+		a->stale = ns;
+		a->stale[a->nstale++] = (struct md_member){.vol = nv, .sb = sb};
+		sb = NULL;
+		int e = md_rec_wake(a);
+		if (e != 0)
+			log_warn("%s: cannot start the recovery thread: %s", a->vol.name,
+			         strerror(e));
+	}
+	pthread_mutex_unlock(&a->lock);
+	free(sb);
+	return r;
+}
+
 int md_array_readd(struct vol *v, const char *member)
 {
 	struct md_array *a = md_of(v);

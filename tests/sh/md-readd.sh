@@ -5,8 +5,9 @@
 # places, and the re-add resyncs exactly those chunks (`uraid detail`
 # counts them), not the array; then the copies agree (`uraid check`),
 # the data reads back, and mdadm finds both members in sync with no dirty
-# bitmap bit.  Refused with the reason: a member in sync, and a
-# file that is not a member.
+# bitmap bit.  A member failed and removed is re-added the same way (one
+# chunk written meanwhile, one resynced).  Refused with the reason: a
+# member in sync, and a blank file.
 . "$(dirname "$0")/md-lib.sh"
 requires nbdcopy nbdinfo mdadm cmp python3
 # libnbd's Python module, for writes at offsets (Debian's python3-libnbd)
@@ -26,8 +27,9 @@ start_server "$tmp/r.sock" --control "$ctl" "${files[@]}" 2> "$tmp/r.log"
 
 out=$("$URAID" add --re-add "$ctl" "$tmp/r.1" 2>&1) && fail "re-add of a member in sync: $out"
 grep -q "in sync" <<<"$out" || fail "re-add of a member in sync: unclear: $out"
-out=$("$URAID" add --re-add "$ctl" "$tmp/nothere" 2>&1) && fail "re-add of a non-member: $out"
-grep -q "not a member" <<<"$out" || fail "re-add of a non-member: unclear: $out"
+truncate -s $SIZE "$tmp/blank"
+out=$("$URAID" add --re-add "$ctl" "$tmp/blank" 2>&1) && fail "re-add of a blank file: $out"
+grep -q "superblock" <<<"$out" || fail "re-add of a blank file: unclear: $out"
 
 "$URAID" fail "$ctl" "$tmp/r.1" > /dev/null || fail "fail"
 [ "$(jfield "j['degraded']")" = True ] || fail "not degraded after fail"
@@ -63,6 +65,35 @@ bytes=$(jfield "j['readd']['last_bytes']")
 "$URAID" detail "$ctl" | grep -q "Re-adds : 1, 4 bitmap chunks and 256 KiB" ||
     fail "detail: $("$URAID" detail "$ctl" | grep Re-add)"
 echo "re-add: 72 KiB written while away in 4 bitmap chunks; $bytes bytes resynced"
+
+# A member failed and removed (closed) comes back the same way: its own
+# superblock names its role.  After a restart (a clean stop clears the
+# bitmap) 4 KiB written meanwhile: one chunk.
+stop_server "$server_pid"
+start_server "$tmp/r.sock" --control "$ctl" "${files[@]}" 2>> "$tmp/r.log"
+"$URAID" fail "$ctl" "$tmp/r.1" > /dev/null || fail "fail again"
+"$URAID" remove "$ctl" "$tmp/r.1" > /dev/null || fail "remove"
+python3 - "$tmp/r.data" <<'PY'
+import os, sys
+with open(sys.argv[1], 'r+b') as f:
+    f.seek(9 << 20); f.write(os.urandom(4096))
+PY
+/usr/bin/python3 - "$uri" "$tmp/r.data" <<'PY' || fail "client write"
+import nbd, sys
+h = nbd.NBD()
+h.connect_uri(sys.argv[1])
+h.pwrite(open(sys.argv[2], 'rb').read()[9 << 20:(9 << 20) + 4096], 9 << 20)
+h.flush()
+h.shutdown()
+PY
+out=$("$URAID" add --re-add "$ctl" "$tmp/r.1" 2>&1) || fail "re-add of a removed member: $out"
+for _ in $(seq 300); do
+    [ "$(jfield "j['degraded']")" = False ] && break
+    sleep 0.1
+done
+[ "$(jfield "j['degraded']")" = False ] || fail "removed member not re-added: $(tail -5 "$tmp/r.log")"
+[ "$(jfield "j['readd']['last_chunks']")" = 1 ] ||
+    fail "removed member: $(jfield "j['readd']['last_chunks']") chunks resynced, 1 was written"
 stop_server "$server_pid"
 
 verify r "$tmp/r.data" "${files[@]}"
