@@ -304,10 +304,11 @@ out:
 	return r;
 }
 
-/* Read role's member's superblock now and judge it.  With a->lock held
- * (dropped for the read).  0: it may be re-added; -EIO-like: it does not
+/* Read role's member's superblock now and judge it (asked: by request,
+ * else the thread's retry, which a member failed by request meanwhile
+ * stops).  With a->lock held (dropped for the read).  0: it may be re-added; -EIO-like: it does not
  * answer yet; else the rule's refusal (err_set). */
-static int md_readd_probe(struct md_array *a, unsigned role, bool *refused)
+static int md_readd_probe(struct md_array *a, unsigned role, bool asked, bool *refused)
 {
 	struct md_member *mm = &a->m[role];
 	struct md_super *now = malloc(sizeof(*now));
@@ -336,8 +337,9 @@ static int md_readd_probe(struct md_array *a, unsigned role, bool *refused)
 	}
 	pthread_mutex_lock(&a->lock);
 	mm->readd_probing = false;
-	if (r == 0 && (mm->vol != vol || !mm->failed || mm->recovering))
-		r = -EAGAIN; /* changed meanwhile */
+	if (r == 0 &&
+	    (mm->vol != vol || !mm->failed || mm->recovering || (!asked && mm->user_failed)))
+		r = -EAGAIN; /* changed meanwhile (failed by request: not on its own) */
 	if (r == 0) {
 		r = md_readd_check(now, dev_uuid, set_uuid, role, a->events,
 		                   a->bm.map ? md_bitmap_header(a->bm.map) : NULL, a->vol.name,
@@ -392,7 +394,7 @@ bool md_readd_poll(struct md_array *a, uint64_t *next_ns)
 			*next_ns = mm->readd_at_ns < *next_ns ? mm->readd_at_ns : *next_ns;
 			continue;
 		}
-		int r = md_readd_probe(a, role, &refused);
+		int r = md_readd_probe(a, role, false, &refused);
 		now = clock_now_ns();
 		if (r == 0) {
 			if (md_readd_run(a, role) == 0)
@@ -504,7 +506,7 @@ int md_array_readd(struct vol *v, const char *member)
 		            a->m[role].recovering ? "being rebuilt" : "in sync");
 		goto out;
 	}
-	r = md_readd_probe(a, role, &refused);
+	r = md_readd_probe(a, role, true, &refused);
 	if (r < 0) {
 		if (!refused)
 			r = err_set(r, "%s: %s: its superblock cannot be read: %s", a->vol.name,
