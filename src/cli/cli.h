@@ -63,7 +63,10 @@ int cmd_remove(int argc, char **argv);
 /* The control socket's clients (cmd_control.c): whether path is a Unix
  * socket (a `uraid serve --control` one), and the hot `uraid add`. */
 bool cli_is_control_socket(const char *path);
-int cmd_add_hot(const char *control, const char *spec, bool force, const char *array);
+int cmd_add_hot(const char *control, const char *spec, bool force, const char *array,
+                uint8_t devflags);
+/* `uraid add --re-add CONTROL MEMBER`: md_array_readd() on the serve. */
+int cmd_readd_hot(const char *control, const char *spec);
 /* `uraid check CONTROL`: action "check", "repair" or "stop". */
 int cmd_check_hot(const char *control, const char *action, const char *array, bool wait);
 int cmd_luks_format(int argc, char **argv);

@@ -65,13 +65,15 @@ static int control_result(const char *cmd, json_object *reply, bool quiet)
 	return 1;
 }
 
-/* One request of op on member: fail, remove, add. */
+/* One request of op on member: fail, remove, add, readd. */
 static int control_member_cmd(const char *cmd, const char *sock, const char *member, bool force,
-                              const char *array)
+                              const char *array, uint8_t devflags)
 {
 	json_object *req = json_object_new_object(), *reply = NULL;
 	int rc;
 
+	if (devflags)
+		json_object_object_add(req, "devflags", json_object_new_int(devflags));
 	json_object_object_add(req, "op", json_object_new_string(cmd));
 	json_object_object_add(req, "member", json_object_new_string(member));
 	if (force)
@@ -86,9 +88,14 @@ static int control_member_cmd(const char *cmd, const char *sock, const char *mem
 	return rc;
 }
 
-int cmd_add_hot(const char *sock, const char *spec, bool force, const char *array)
+int cmd_add_hot(const char *sock, const char *spec, bool force, const char *array, uint8_t devflags)
 {
-	return control_member_cmd("add", sock, spec, force, array);
+	return control_member_cmd("add", sock, spec, force, array, devflags);
+}
+
+int cmd_readd_hot(const char *sock, const char *spec)
+{
+	return control_member_cmd("readd", sock, spec, false, NULL, 0);
 }
 
 /* The array named name in a detail reply, or NULL. */
@@ -231,6 +238,14 @@ static void detail_print_array(json_object *a)
 		printf(" Rebuild Status : %.1f%% complete (%.1f MiB/s)\n",
 		       json_object_get_double(jget(rec, "percent")),
 		       (double)jint(rec, "speed") / 1048576.0);
+	json_object *ra = jget(a, "readd");
+	if (ra)
+		printf(
+		    "        Re-adds : %lld, %lld bitmap chunks and %lld KiB resynced (last: %lld "
+		    "chunks, %lld KiB)\n",
+		    (long long)jint(ra, "count"), (long long)jint(ra, "chunks"),
+		    (long long)(jint(ra, "bytes") >> 10), (long long)jint(ra, "last_chunks"),
+		    (long long)(jint(ra, "last_bytes") >> 10));
 	json_object *chk = jget(a, "check"), *last = jget(a, "last_check");
 	if (chk && json_object_get_boolean(jget(chk, "running")))
 		printf("   Check Status : %s %.1f%% complete (%.1f MiB/s)\n", jstr(chk, "action"),
@@ -395,7 +410,7 @@ static int member_cmd(int argc, char **argv, const char *what)
 		fprintf(stderr, "usage: uraid %s CONTROL MEMBER\n", argv[0]);
 		return 2;
 	}
-	return control_member_cmd(argv[0], argv[1], argv[2], false, NULL);
+	return control_member_cmd(argv[0], argv[1], argv[2], false, NULL, 0);
 }
 
 int cmd_fail(int argc, char **argv)

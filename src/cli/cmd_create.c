@@ -23,6 +23,11 @@ struct create_opts {
 	unsigned raid_disks;
 	bool chunk_set;
 	const char *layout_name;
+	/* The members in order, each with the device flags (--write-mostly,
+	 * --failfast) given before it, as mdadm applies them. */
+	char **specs;
+	uint8_t *devflags;
+	unsigned n;
 };
 
 /* A chunk size argument as mdadm takes it: a bare number is KiB, else a
@@ -112,16 +117,37 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 	    {"metadata", required_argument, NULL, 'e'},
 	    {"consistency-policy", required_argument, NULL, 'k'},
 	    {"write-journal", required_argument, NULL, 'J'},
+	    {"write-mostly", no_argument, NULL, 'W'},
+	    {"failfast", no_argument, NULL, 'F'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
 	const char *policy = NULL;
+	uint8_t flags = 0;
 	int c;
 
 	optind = 1;
 	o->md.bitmap = -1;
-	while ((c = getopt_long(argc, argv, "l:n:c:N:p:fb:e:h", opts, NULL)) != -1) {
+	o->specs = calloc((size_t)argc + 1, sizeof(*o->specs));
+	o->devflags = calloc((size_t)argc + 1, 1);
+	if (!o->specs || !o->devflags) {
+		fprintf(stderr, "uraid: create: out of memory\n");
+		return 2;
+	}
+	/* "-": members come back in order (code 1), so that a flag applies
+	 * to the members after it. */
+	while ((c = getopt_long(argc, argv, "-l:n:c:N:p:fb:e:h", opts, NULL)) != -1) {
 		switch (c) {
+		case 1:
+			o->devflags[o->n] = flags;
+			o->specs[o->n++] = optarg;
+			break;
+		case 'W':
+			flags |= MD_DEVFLAG_WRITE_MOSTLY;
+			break;
+		case 'F':
+			flags |= MD_DEVFLAG_FAILFAST;
+			break;
 		case 'l':
 			if (md_level_parse(optarg, &o->md.level) < 0) {
 				fprintf(stderr,
@@ -210,7 +236,8 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 			    "                    [--bitmap=internal|none] [--bitmap-chunk=SIZE] "
 			    "[--metadata=1.0|1.1|1.2]\n"
 			    "                    [--consistency-policy=resync|bitmap|ppl|journal]\n"
-			    "                    [--write-journal=DEV] [--force] MEMBER...\n"
+			    "                    [--write-journal=DEV] [--force] [--write-mostly] "
+			    "[--failfast] MEMBER...\n"
 			    "Write md v1.x superblocks (as mdadm --create; 1.2 unless --metadata\n"
 			    "says 1.1, at the start, or 1.0, at the end) making a new array.\n"
 			    "MEMBER may be 'missing' for a degraded RAID1/10/5/6.  --chunk is in "
@@ -233,11 +260,21 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 			    "raid5-cache, role 0xfffd): every stripe update is logged on it "
 			    "before\n"
 			    "the members are written, closing the write hole; no bitmap with "
-			    "it.\n");
+			    "it.\n"
+			    "--write-mostly and --failfast flag the members listed after them "
+			    "(md's\n"
+			    "device flags, which the kernel honours too): reads keep off a\n"
+			    "write-mostly mirror while another copy is in sync; failfast is "
+			    "recorded\n"
+			    "for the kernel (uraid fails a member on its first error anyway).\n");
 			return 1;
 		default:
 			return 2;
 		}
+	}
+	for (; optind < argc; optind++) { /* after "--" */
+		o->devflags[o->n] = flags;
+		o->specs[o->n++] = argv[optind];
 	}
 	if (!o->level_set) {
 		fprintf(stderr, "uraid: create: --level is required\n");
@@ -300,19 +337,38 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 	return create_policy(policy, o);
 }
 
+static int create_run(struct create_opts *op, char **specs, unsigned n);
+
 int cmd_create(int argc, char **argv)
 {
 	struct create_opts o = {0};
-	struct md_created made;
 	char **specs;
-	unsigned n, missing = 0, i;
-	int rc, r;
+	unsigned n;
+	int rc;
 
 	rc = create_parse(argc, argv, &o);
-	if (rc)
+	specs = o.specs;
+	n = o.n;
+	o.md.devflags = o.devflags;
+	if (rc) {
+		free(o.specs);
+		free(o.devflags);
 		return rc == 1 ? 0 : rc;
-	specs = argv + optind;
-	n = (unsigned)(argc - optind);
+	}
+	rc = create_run(&o, specs, n);
+	free(o.specs);
+	free(o.devflags);
+	return rc;
+}
+
+/* The checks of the member list, then md_create(). */
+static int create_run(struct create_opts *op, char **specs, unsigned n)
+{
+	struct create_opts o = *op;
+	struct md_created made;
+	unsigned missing = 0, i;
+	int r;
+
 	if (n == 0) {
 		fprintf(stderr, "uraid: create: no members given\n");
 		return 2;

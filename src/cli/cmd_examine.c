@@ -110,6 +110,10 @@ static void examine_print(const char *name, const struct md_super *s)
 	}
 	if (s->feature_map & MD_FEATURE_JOURNAL)
 		printf("Consistency Policy : journal\n\n");
+	if (s->devflags)
+		printf("          Flags :%s%s\n",
+		       s->devflags & MD_DEVFLAG_WRITE_MOSTLY ? " write-mostly" : "",
+		       s->devflags & MD_DEVFLAG_FAILFAST ? " failfast" : "");
 	printf("    Update Time : %s\n", examine_time(s->utime, tb, sizeof(tb)));
 	if (want == s->sb_csum)
 		printf("       Checksum : %x - correct\n", s->sb_csum);

@@ -145,31 +145,50 @@ static int rebuild_run(char **specs, unsigned n, bool force)
 
 static void add_usage(FILE *f)
 {
-	fprintf(f, "usage: uraid add [--spare] [--no-rebuild] [--force] NEW MEMBER...\n"
-	           "       uraid add [--force] [--array md/NAME] CONTROL NEW\n"
-	           "Add NEW to the md array the MEMBERs hold (mdadm --add).  If a role is\n"
-	           "missing, NEW takes it and is rebuilt from the others at once (see\n"
-	           "`uraid rebuild`); if the array is whole, NEW becomes a spare.\n"
-	           "  --spare       add NEW as a spare even if a role is missing\n"
-	           "  --no-rebuild  only write the superblocks; `uraid rebuild` does the rest\n"
-	           "  --force       overwrite a NEW that holds an md superblock or a LUKS header\n"
-	           "  -v            more messages\n"
-	           "The second form (CONTROL: a `uraid serve --control` socket) adds NEW to the\n"
-	           "array being served: a spare, that takes a missing role and is rebuilt while\n"
-	           "the array serves (--array: which array, when the stack has several).\n");
+	fprintf(
+	    f, "usage: uraid add [--spare] [--no-rebuild] [--force] [--write-mostly] [--failfast]\n"
+	       "                 NEW MEMBER...\n"
+	       "       uraid add [--force] [--write-mostly] [--failfast] [--array md/NAME] CONTROL "
+	       "NEW\n"
+	       "Add NEW to the md array the MEMBERs hold (mdadm --add).  If a role is\n"
+	       "missing, NEW takes it and is rebuilt from the others at once (see\n"
+	       "`uraid rebuild`); if the array is whole, NEW becomes a spare.\n"
+	       "  --spare       add NEW as a spare even if a role is missing\n"
+	       "  --no-rebuild  only write the superblocks; `uraid rebuild` does the rest\n"
+	       "  --force       overwrite a NEW that holds an md superblock or a LUKS header\n"
+	       "  --write-mostly  NEW is a write-mostly mirror: read only when no other copy is\n"
+	       "  --failfast    NEW is flagged failfast (md's device flags, for the kernel too)\n"
+	       "  -v            more messages\n"
+	       "The second form (CONTROL: a `uraid serve --control` socket) adds NEW to the\n"
+	       "array being served: a spare, that takes a missing role and is rebuilt while\n"
+	       "the array serves (--array: which array, when the stack has several).\n"
+	       "       uraid add --re-add CONTROL MEMBER\n"
+	       "takes back a failed MEMBER of the array being served from its write-intent\n"
+	       "bitmap (mdadm --re-add): only the chunks written since it failed are resynced.\n"
+	       "It must be the same disk (device UUID, role), with events not newer than the\n"
+	       "array's and not older than what the bitmap covers; else it is refused with\n"
+	       "the reason.  A member that failed by I/O errors is re-added on its own once it\n"
+	       "answers again.\n");
 }
 
 int cmd_add(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"spare", no_argument, NULL, 's'},       {"no-rebuild", no_argument, NULL, 'N'},
-	    {"force", no_argument, NULL, 'f'},       {"readonly", no_argument, NULL, 'R'},
-	    {"array", required_argument, NULL, 'A'}, {"verbose", no_argument, NULL, 'v'},
-	    {"help", no_argument, NULL, 'h'},        {0},
+	    {"spare", no_argument, NULL, 's'},
+	    {"no-rebuild", no_argument, NULL, 'N'},
+	    {"force", no_argument, NULL, 'f'},
+	    {"readonly", no_argument, NULL, 'R'},
+	    {"array", required_argument, NULL, 'A'},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"re-add", no_argument, NULL, 'r'},
+	    {"write-mostly", no_argument, NULL, 'W'},
+	    {"failfast", no_argument, NULL, 'F'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
 	};
 	const char *array = NULL;
 	struct md_add_opts ao = {.out = &rb_out};
-	bool spare = false, no_rebuild = false, force = false;
+	bool spare = false, no_rebuild = false, force = false, readd = false;
 	struct rb_opened set;
 	unsigned role = MD_ROLE_SPARE;
 	int c, r;
@@ -188,6 +207,15 @@ int cmd_add(int argc, char **argv)
 			break;
 		case 'f':
 			force = true;
+			break;
+		case 'r':
+			readd = true;
+			break;
+		case 'W':
+			ao.devflags |= MD_DEVFLAG_WRITE_MOSTLY;
+			break;
+		case 'F':
+			ao.devflags |= MD_DEVFLAG_FAILFAST;
 			break;
 		case 'R':
 			fprintf(stderr,
@@ -209,6 +237,18 @@ int cmd_add(int argc, char **argv)
 		add_usage(stderr);
 		return 2;
 	}
+	if (readd) {
+		/* Re-add: a running array's (the bitmap it keeps says what the
+		 * member missed). */
+		if (argc - optind != 2 || !cli_is_control_socket(argv[optind]) || spare ||
+		    no_rebuild || force || array || ao.devflags) {
+			fprintf(stderr,
+			        "uraid: add: --re-add takes back a failed member of a running "
+			        "array, alone: `uraid add --re-add CONTROL MEMBER`\n");
+			return 2;
+		}
+		return cmd_readd_hot(argv[optind], argv[optind + 1]);
+	}
 	if (cli_is_control_socket(argv[optind])) {
 		/* Hot add: the running serve does it. */
 		if (argc - optind != 2 || spare || no_rebuild) {
@@ -218,7 +258,7 @@ int cmd_add(int argc, char **argv)
 			        "--spare and --no-rebuild are for the offline form\n");
 			return 2;
 		}
-		return cmd_add_hot(argv[optind], argv[optind + 1], force, array);
+		return cmd_add_hot(argv[optind], argv[optind + 1], force, array, ao.devflags);
 	}
 	if (array) {
 		fprintf(stderr, "uraid: add: --array goes with a control socket (`uraid add "

@@ -205,6 +205,19 @@ static json_object *ctl_array_json(const struct md_array_info *in, const char *p
 		json_object_object_add(rec, "speed", json_object_new_int64((int64_t)in->rec_speed));
 		json_object_object_add(o, "recovery", rec);
 	}
+	if (in->recovering && in->readding)
+		json_object_object_add(json_object_object_get(o, "recovery"), "readd",
+		                       json_object_new_boolean(true));
+	if (in->readds) {
+		/* Re-adds from the write-intent bitmap since the start. */
+		json_object *ra = json_object_new_object();
+		json_object_object_add(ra, "count", json_object_new_int((int)in->readds));
+		json_object_object_add(ra, "chunks", ctl_int(in->readd_chunks));
+		json_object_object_add(ra, "bytes", ctl_int(in->readd_bytes));
+		json_object_object_add(ra, "last_chunks", ctl_int(in->readd_last_chunks));
+		json_object_object_add(ra, "last_bytes", ctl_int(in->readd_last_bytes));
+		json_object_object_add(o, "readd", ra);
+	}
 	if (in->checking || in->check_pending) {
 		json_object *chk = json_object_new_object();
 		double pct =
@@ -338,7 +351,7 @@ static json_object *ctl_ok(const char *fmt, ...)
 	return o;
 }
 
-/* fail or remove the member spec names. */
+/* fail, remove or re-add the member spec names. */
 static json_object *ctl_member_op(const struct ctl_target *t, const char *op, const char *spec)
 {
 	struct ctl_arrays *ca = calloc(1, sizeof(*ca));
@@ -350,6 +363,29 @@ static json_object *ctl_member_op(const struct ctl_target *t, const char *op, co
 		return ctl_error("out of memory");
 	ctl_arrays_load(t, ca);
 	int ai = ctl_find_member(ca, spec, &name);
+	if (ai < 0 && strcmp(op, "readd") == 0 && ca->n) {
+		/* A member the array no longer holds: opened, and its own
+		 * superblock says which array and role it had. */
+		struct vol *nv = NULL;
+		err_clear();
+		r = member_open(spec, t->member_flags, &nv);
+		for (unsigned i = 0; r == 0 && i < ca->n; i++) {
+			err_clear();
+			r = md_array_readd_vol(ca->v[i], nv);
+			if (r == 0) {
+				reply =
+				    ctl_ok("%s: %s is re-added: the chunks its write-intent bitmap "
+				           "marks dirty are resynced onto it while serving",
+				           ca->info[i].name, spec);
+				goto out;
+			}
+			if (ca->n > 1 && i + 1 < ca->n)
+				r = 0; /* maybe the next array's */
+		}
+		vol_close(nv);
+		reply = ctl_error("%s", err_detail(r));
+		goto out;
+	}
 	if (ai < 0) {
 		reply = ca->n ? ctl_error("%s is not a member of any md array served here", spec)
 		              : ctl_error("no md array is served here");
@@ -358,13 +394,19 @@ static json_object *ctl_member_op(const struct ctl_target *t, const char *op, co
 	err_clear();
 	if (strcmp(op, "fail") == 0)
 		r = md_array_fail(ca->v[ai], name);
+	else if (strcmp(op, "readd") == 0)
+		r = md_array_readd(ca->v[ai], name);
 	else
 		r = md_array_remove(ca->v[ai], name);
 	if (r < 0)
 		reply = ctl_error("%s", err_detail(r));
 	else
 		reply = ctl_ok("%s: %s %s", ca->info[ai].name, name,
-		               strcmp(op, "fail") == 0 ? "is faulty" : "removed");
+		               strcmp(op, "fail") == 0 ? "is faulty"
+		               : strcmp(op, "readd") == 0
+		                   ? "re-added: the chunks its write-intent bitmap marks dirty are "
+		                     "resynced onto it while serving"
+		                   : "removed");
 out:
 	ctl_arrays_free(ca);
 	free(ca);
@@ -372,7 +414,7 @@ out:
 }
 
 static json_object *ctl_add(const struct ctl_target *t, const char *spec, const char *array,
-                            bool force)
+                            bool force, uint8_t devflags)
 {
 	struct ctl_arrays *ca = calloc(1, sizeof(*ca));
 	struct vol *nv = NULL;
@@ -388,7 +430,9 @@ static json_object *ctl_add(const struct ctl_target *t, const char *spec, const 
 		goto out;
 	}
 	if (ctl_find_member(ca, spec, &name) >= 0) {
-		reply = ctl_error("%s is already a member of an array served here", spec);
+		reply = ctl_error("%s is already a member of an array served here (a failed one "
+		                  "comes back with `uraid add --re-add`)",
+		                  spec);
 		goto out;
 	}
 	if (array) {
@@ -425,7 +469,7 @@ static json_object *ctl_add(const struct ctl_target *t, const char *spec, const 
 		goto out;
 	}
 	err_clear();
-	r = md_array_add(ca->v[ai], nv, force);
+	r = md_array_add(ca->v[ai], nv, force, devflags);
 	if (r < 0) {
 		vol_close(nv);
 		reply = ctl_error("%s", err_detail(r));
@@ -533,14 +577,20 @@ char *ctl_handle(const struct ctl_target *t, const char *req, size_t len)
 		reply = ctl_error("malformed request: no \"op\" string");
 	} else if (strcmp(op, "detail") == 0) {
 		reply = ctl_detail(t);
-	} else if (strcmp(op, "fail") == 0 || strcmp(op, "remove") == 0 || strcmp(op, "add") == 0) {
+	} else if (strcmp(op, "fail") == 0 || strcmp(op, "remove") == 0 || strcmp(op, "add") == 0 ||
+	           strcmp(op, "readd") == 0) {
 		json_object *f;
 		bool force =
 		    json_object_object_get_ex(in, "force", &f) && json_object_get_boolean(f);
 		if (!member || !*member)
 			reply = ctl_error("%s needs a \"member\" string", op);
 		else if (strcmp(op, "add") == 0)
-			reply = ctl_add(t, member, ctl_str(in, "array"), force);
+			reply =
+			    ctl_add(t, member, ctl_str(in, "array"), force,
+			            json_object_object_get_ex(in, "devflags", &f)
+			                ? (uint8_t)(json_object_get_int(f) &
+			                            (MD_DEVFLAG_WRITE_MOSTLY | MD_DEVFLAG_FAILFAST))
+			                : 0);
 		else
 			reply = ctl_member_op(t, op, member);
 	} else if (strcmp(op, "check") == 0) {
@@ -551,7 +601,7 @@ char *ctl_handle(const struct ctl_target *t, const char *req, size_t len)
 		    ctl_error("monitor streams events: it is served on a connection of its own");
 	} else {
 		reply = ctl_error(
-		    "unknown op \"%.64s\" (detail, fail, remove, add, check, monitor)", op);
+		    "unknown op \"%.64s\" (detail, fail, remove, add, readd, check, monitor)", op);
 	}
 answer:
 	json_object_put(in);

@@ -255,6 +255,7 @@ static int sb1_decode(const void *buf, struct md_super *s)
 	s->recovery_offset = md_le64(sb->recovery_offset);
 	s->dev_number = md_le32(sb->dev_number);
 	memcpy(s->device_uuid, sb->device_uuid, 16);
+	s->devflags = sb->devflags;
 	s->events = md_le64(sb->events);
 	s->resync_offset = md_le64(sb->resync_offset);
 	s->sb_csum = md_le32(sb->sb_csum);
@@ -539,6 +540,7 @@ static void sb1_encode(struct md_super *s)
 	sb->recovery_offset = htole64(s->recovery_offset);
 	sb->dev_number = htole32(s->dev_number);
 	memcpy(sb->device_uuid, s->device_uuid, 16);
+	sb->devflags = s->devflags;
 	sb->utime = htole64(s->utime);
 	sb->events = htole64(s->events);
 	sb->resync_offset = htole64(s->resync_offset);

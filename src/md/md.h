@@ -72,6 +72,10 @@
  * kernel writes MULTIPLE_PPLS once it logs header after header). */
 #define MD_FEATURE_ANY_PPL (MD_FEATURE_PPL | MD_FEATURE_MULTIPLE_PPLS)
 
+/* devflags (md_p.h's WriteMostly1, FailFast1). */
+#define MD_DEVFLAG_WRITE_MOSTLY 0x1u
+#define MD_DEVFLAG_FAILFAST 0x2u
+
 /* Levels as md numbers them. */
 #define MD_LEVEL_LINEAR (-1)
 
@@ -184,6 +188,7 @@ struct md_super {
 	uint64_t data_offset, data_size, super_offset, recovery_offset;
 	uint32_t dev_number;
 	uint8_t device_uuid[16];
+	uint8_t devflags; /* MD_DEVFLAG_*: md's per-device flags (1.x only) */
 	uint64_t events;
 	uint64_t resync_offset;
 	uint32_t sb_csum; /* as stored */
@@ -493,6 +498,13 @@ struct md_array_info {
 	bool check_ended_repair;
 	int check_status; /* 0 completed, -EINTR interrupted, -errno failed */
 	uint64_t check_mismatched, check_ranges, check_repaired, check_read_errors;
+	/* Re-adds from the write-intent bitmap (md's --re-add) since the
+	 * array started: how many, the bitmap chunks and member bytes they
+	 * resynced in all and in the last one; readding: one runs (rec_done
+	 * and rec_total then count its bytes). */
+	bool readding;
+	unsigned readds, readd_refusals; /* refusals: members the rule turned away */
+	uint64_t readd_chunks, readd_bytes, readd_last_chunks, readd_last_bytes;
 	unsigned active_devs, working_devs, failed_devs, spare_devs;
 	unsigned nmembers;
 	struct md_member_info *m; /* roles in order, then spares, then faulty */
@@ -520,8 +532,27 @@ int md_array_remove(struct vol *v, const char *member);
  * superblock of the array's version as a spare, recorded in every superblock, and, as md's
  * hot spares do, it takes a role that is gone and is rebuilt while the
  * array serves.  Takes nv on success.  -EROFS for a read-only array,
- * -EINVAL for one without redundancy or online recovery. */
-int md_array_add(struct vol *v, struct vol *nv, bool force);
+ * -EINVAL for one without redundancy or online recovery.  devflags: the
+ * new member's MD_DEVFLAG_* (write-mostly, failfast). */
+int md_array_add(struct vol *v, struct vol *nv, bool force, uint8_t devflags);
+
+/* Take back the failed member named member (its vol name) from the
+ * write-intent bitmap (mdadm --re-add): its superblock is read now and it
+ * must pass md's rule (the same device UUID and role, events not newer
+ * than the array's and not older than the bitmap's events_cleared, a
+ * bitmap at all); then the recovery thread resyncs only the chunks the
+ * bitmap marks dirty onto it, in the background.  A member that failed
+ * by I/O errors is also re-added on its own once it answers again (the
+ * recovery thread retries, backing off up to 10 s); one failed by request
+ * only through this.  0, or -errno with err_set() giving the reason. */
+int md_array_readd(struct vol *v, const char *member);
+
+/* The same for a member the array no longer holds (removed, or left out
+ * at the start): nv (spec: its name) is opened by the caller; its
+ * superblock must be of this array and give it a role nobody holds now,
+ * and pass the same rule (its device UUID cannot be compared: the array
+ * forgot it).  Takes nv on success.  0 or -errno with err_set(). */
+int md_array_readd_vol(struct vol *v, struct vol *nv);
 
 /* md's sync_action for checks, on a running array. */
 enum md_check_action {

@@ -161,7 +161,19 @@ int md_array_info(struct vol *v, struct md_array_info *in)
 		if (a->scrub.status < 0 && a->scrub.status != -EINTR)
 			in->check_done = a->scrub.rep.checked;
 	}
-	if (in->recovering) {
+	in->readding = a->readd.running;
+	in->readds = a->readd.count;
+	in->readd_refusals = a->readd.refusals;
+	in->readd_chunks = a->readd.chunks;
+	in->readd_bytes = a->readd.bytes;
+	in->readd_last_chunks = a->readd.last_chunks;
+	in->readd_last_bytes = a->readd.last_bytes;
+	if (in->recovering && a->readd.running) {
+		in->rec_total = a->readd.total;
+		in->rec_done = atomic_load(&a->rec.pos);
+		double secs = (double)(clock_now_ns() - a->rec.t0_ns) / 1e9;
+		in->rec_speed = secs > 0 ? (double)in->rec_done / secs : 0;
+	} else if (in->recovering) {
 		in->rec_total = a->size * 512;
 		in->rec_done = a->rec.running ? atomic_load(&a->rec.pos) : 0;
 		if (a->rec.running) {
@@ -246,11 +258,18 @@ int md_array_fail(struct vol *v, const char *member)
 	}
 	struct vol *vol = a->m[i].vol;
 	bool recovering = a->m[i].recovering, running = a->rec.running && !a->rec.dead;
+	a->m[i].user_failed = true; /* not re-added on its own (md_readd.c) */
 	pthread_mutex_unlock(&a->lock);
 	if (!recovering) {
 		/* raid_member_fail decides, atomically, whether the array can
 		 * lose it; md_member_failed records it. */
 		r = raid_fail_member(a->raid, i);
+		if (r == -EBUSY) {
+			pthread_mutex_lock(&a->lock);
+			if (a->m[i].vol == vol && !a->m[i].failed)
+				a->m[i].user_failed = false;
+			pthread_mutex_unlock(&a->lock);
+		}
 		if (r == -EBUSY)
 			return err_set(
 			    -EBUSY,
@@ -305,6 +324,13 @@ int md_array_remove(struct vol *v, const char *member)
 
 	if (r < 0)
 		return r;
+	if (at == MD_AT_ROLE && a->m[i].readd_probing) {
+		pthread_mutex_unlock(&a->lock);
+		return err_set(-EBUSY,
+		               "%s: %s is being checked for a re-add (its superblock read) right "
+		               "now; try again",
+		               a->vol.name, member);
+	}
 	if (at == MD_AT_ROLE && !a->m[i].failed) {
 		bool rec = a->m[i].recovering;
 		pthread_mutex_unlock(&a->lock);
@@ -360,7 +386,7 @@ int md_array_remove(struct vol *v, const char *member)
 	return 0;
 }
 
-int md_array_add(struct vol *v, struct vol *nv, bool force)
+int md_array_add(struct vol *v, struct vol *nv, bool force, uint8_t devflags)
 {
 	struct md_array *a = md_of(v);
 	struct md_super *nsb = NULL;
@@ -456,6 +482,7 @@ int md_array_add(struct vol *v, struct vol *nv, bool force)
 	r = md_manage_new_super(nv, nv->name, tmpl, tmpl_vol, slot, end_sb, nsb);
 	if (r < 0)
 		goto out;
+	nsb->devflags = devflags;
 	uint32_t old_max = a->max_dev;
 	if (slot >= a->max_dev) {
 		for (uint32_t k = a->max_dev; k < slot; k++)

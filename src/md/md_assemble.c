@@ -111,6 +111,9 @@ static int md_array_init(struct md_array *a, const struct md_super *fresh, unsig
 	if (!a->spare)
 		return -ENOMEM;
 	a->spare_cap = k;
+	a->stale = calloc(k, sizeof(*a->stale));
+	if (!a->stale)
+		return -ENOMEM;
 	return 0;
 }
 
@@ -248,6 +251,16 @@ static void md_set_roles(struct md_array *a, struct md_cand **g, unsigned k,
 		if (why && o->force_stale && o->readonly && md_super_role(sb) < a->n &&
 		    sb->events < fresh->events && !rec) {
 			stale[nstale++] = (struct md_member){.vol = g[i]->v, .sb = sb};
+		} else if (why && sb->events < fresh->events && !rec && md_super_role(sb) < a->n &&
+		           a->rec.enabled && (fresh->feature_map & MD_FEATURE_BITMAP_OFFSET)) {
+			/* md takes such a member back from the bitmap if it
+			 * qualifies (md_readd.c decides, once the array runs). */
+			log_warn(
+			    "%s: %s (events %llu, newest %llu) left out for now: it %s; it is "
+			    "re-added from the write-intent bitmap if that covers what it missed",
+			    name, mname, (unsigned long long)sb->events,
+			    (unsigned long long)fresh->events, why);
+			a->stale[a->nstale++] = (struct md_member){.vol = g[i]->v, .sb = sb};
 		} else if (why) {
 			log_warn("%s: %s (events %llu, newest %llu) left out: it %s", name, mname,
 			         (unsigned long long)sb->events, (unsigned long long)fresh->events,
@@ -403,8 +416,11 @@ static int md_array_open_raid(struct md_array *a, const struct md_super *fresh, 
 	r = raid_open(&geom, slices, &ev, name, &a->raid);
 	if (r < 0)
 		return r;
-	for (unsigned role = 0; role < a->n; role++)
+	for (unsigned role = 0; role < a->n; role++) {
 		a->m[role].data = slices[role];
+		if (a->m[role].sb && (a->m[role].sb->devflags & MD_DEVFLAG_WRITE_MOSTLY))
+			raid_set_write_mostly(a->raid, role, true);
+	}
 	/* The RAID vol owns the slices now; the members stay ours (the
 	 * superblocks are written through them) and the md vol's close (md_vol.c) closes them. */
 	r = md_vol_init(a, name, readonly);
@@ -621,6 +637,11 @@ fail:
 		}
 		vol_close(a->journal.vol);
 		free(a->journal.sb);
+		for (unsigned i = 0; i < a->nstale; i++) {
+			vol_close(a->stale[i].vol);
+			free(a->stale[i].sb);
+		}
+		free(a->stale);
 		free(a->spare);
 		free(a->m);
 		if (a->max_dev || a->n) {

@@ -362,6 +362,7 @@ int md_create(char **specs, unsigned n, const struct md_create_opts *o, struct m
 		if (!m[i])
 			continue;
 		sb->dev_number = i;
+		sb->devflags = o->devflags && i < n ? o->devflags[i] : 0;
 		md_create_layout(sb, m[i]->size, bm_room, bm_block != NULL, o->ppl);
 		if (random_fill(sb->device_uuid, 16) < 0) {
 			r = -EIO;

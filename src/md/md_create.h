@@ -28,6 +28,9 @@ struct md_create_opts {
 	/* --write-journal: the raid4/5/6's journal member (role 0xfffd,
 	 * MD_FEATURE_JOURNAL on every member, no bitmap), or NULL. */
 	const char *journal;
+	/* [n] each member's devflags (MD_DEVFLAG_WRITE_MOSTLY, _FAILFAST),
+	 * or NULL for none. */
+	const uint8_t *devflags;
 };
 
 /* What was made, for the caller to tell. */

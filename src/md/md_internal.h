@@ -8,6 +8,8 @@
  *   md_sync.c        resync at start, the background recovery and check
  *                    thread (speed limits: md_throttle.h)
  *   md_admin.c       info, fail, remove, add, check of a running array
+ *   md_readd.c       re-adding a member from the bitmap (its rule, the
+ *                    retries of the recovery thread, md_array_readd)
  *   md_events.c      the events of md_events.h, emitted where the others
  *                    change the state (md_ev_*)
  * struct md_array holds one sub-struct per job; each is changed by its
@@ -37,6 +39,23 @@ struct md_member {
 	bool slice_given;  /* the RAID vol owns slice */
 	struct vol *data;  /* its data area as the RAID vol holds it, or NULL */
 	bool bm_ok;        /* its write-intent bitmap on disk is ours */
+	/* Re-add (md_readd.c): failed by request (not retried), refused by
+	 * the rule (not retried until asked), when to try next and the
+	 * backoff it is at. */
+	bool user_failed, readd_refused;
+	bool readd_probing; /* its superblock is being read (unlocked): not removed */
+	uint64_t readd_at_ns;
+	unsigned readd_wait_ms;
+};
+
+/* Re-adds from the bitmap (md_readd.c), for md_array_info. */
+struct md_readd {
+	bool running;
+	uint64_t total;                   /* bytes the one running resyncs */
+	unsigned count;                   /* done since the array started */
+	unsigned refusals;                /* members the rule turned away */
+	uint64_t chunks, bytes;           /* bitmap chunks and member bytes resynced, all */
+	uint64_t last_chunks, last_bytes; /* those of the last one */
 };
 
 /* Online recovery (writable arrays of a redundant level): md_sync.c. */
@@ -121,6 +140,10 @@ struct md_array {
 	unsigned spare_cap;        /* entries allocated in spare */
 	struct md_member *retired; /* replaced by a spare: closed at close */
 	unsigned nretired;
+	/* Found stale at a writable start with a bitmap (md_assemble.c): kept
+	 * for a re-add into their role once it is vacant (md_readd.c). */
+	struct md_member *stale;
+	unsigned nstale;
 	struct md_rec rec;
 	struct md_scrub scrub;
 	/* Speed limits of recoveries and checks, and the recovery thread's
@@ -136,6 +159,7 @@ struct md_array {
 	struct md_member journal;
 	struct md_journal *jn;
 	struct vol **jn_members;
+	struct md_readd readd;
 };
 
 /* md_state.c: write the array state into every live member's (and
@@ -163,6 +187,24 @@ int md_rec_wake(struct md_array *a);
 /* At close: the thread saves where it got to and ends; members being
  * recovered that a write failed on are marked faulty. */
 void md_rec_stop(struct md_array *a);
+/* A sync (recovery, re-add, check) has done bytes of each member since it
+ * began (begin: at its start): hold it as its speed limits say
+ * (md_throttle.h).  The recovery thread's, without a->lock. */
+void md_sync_throttle(struct md_array *a, uint64_t done, bool begin, atomic_bool *stop);
+
+/* md_readd.c: from the recovery thread, with a->lock held (dropped while
+ * working): try every member that failed by I/O and whose retry time has
+ * come; re-add those that answer and qualify.  *next_ns: when the next
+ * try is due (UINT64_MAX: none waits).  True when a member's state
+ * changed. */
+bool md_readd_poll(struct md_array *a, uint64_t *next_ns);
+/* md's re-add rule for a member whose superblock reads now as `now`, for
+ * role (device_uuid: the one the array knows for it, or NULL), against the
+ * array's set_uuid and events and its bitmap's header (NULL: none).  0,
+ * or -EINVAL / -ESTALE / -ENOTSUP with err_set() naming array and spec. */
+int md_readd_check(const struct md_super *now, const uint8_t device_uuid[16],
+                   const uint8_t set_uuid[16], unsigned role, uint64_t array_events,
+                   const struct md_bitmap_info *bm, const char *array, const char *spec);
 
 /* md_events.c: the events of md_events.h, each emitted once where its
  * transition is.  md_ev: event for a (and mm's name, when mm).  A rebuild

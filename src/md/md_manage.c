@@ -223,6 +223,7 @@ int md_manage_new_super(struct vol *nv, const char *spec, const struct md_super 
 	                      MD_FEATURE_BAD_BLOCKS | MD_FEATURE_RECOVERY_BITMAP);
 	nsb->recovery_offset = 0;
 	((struct md_sb1 *)nsb->raw)->devflags = 0;
+	nsb->devflags = 0; /* its own flags are the caller's to set */
 	((struct md_sb1 *)nsb->raw)->cnt_corrected_read = 0;
 	r = random_fill(nsb->device_uuid, 16);
 	if (r < 0)

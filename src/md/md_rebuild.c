@@ -356,6 +356,7 @@ int md_add(char **specs, unsigned n, struct vol **vols, struct md_super **sbs, u
 	r = md_manage_new_super(nv, new_spec, f, s.m[s.fresh].vol, slot, end_sb, nsb);
 	if (r < 0)
 		goto out;
+	nsb->devflags = o->devflags;
 	if (role != MD_ROLE_SPARE)
 		md_manage_mark_recovering(nsb, s.roles, role);
 	md_manage_set_state(nsb, s.events, s.max_dev, s.roles);

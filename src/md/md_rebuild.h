@@ -48,6 +48,7 @@ int md_rebuild(char **specs, unsigned n, struct vol **vols, struct md_super **sb
 struct md_add_opts {
 	bool spare; /* a spare even if a role is missing */
 	bool force; /* overwrite what the new member holds */
+	uint8_t devflags; /* the new member's MD_DEVFLAG_* (write-mostly, failfast) */
 	const struct md_rebuild_out *out;
 };
 

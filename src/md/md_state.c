@@ -111,6 +111,8 @@ void md_member_failed(void *ctx, unsigned role, int err)
 		 * leaves a role without an in-sync member. */
 		bool was_degraded = md_degraded(a), was_spare = mm->recovering;
 		mm->failed = true;
+		mm->readd_at_ns = 0; /* a re-add is tried from now on (md_readd.c) */
+		mm->readd_wait_ms = 0;
 		if (mm->sb && mm->sb->dev_number < MD_SB_MAX_DEV)
 			a->roles[mm->sb->dev_number] = MD_ROLE_FAULTY;
 		log_warn("%s: member %u (%s) marked faulty: %s", a->vol.name, role,

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Read array bytes [from, to) (from one copy) and write them back (to
@@ -170,6 +171,7 @@ static int md_rec_begin(struct md_array *a, unsigned role)
 	if (r == 0) {
 		mm->slice_given = true;
 		mm->data = mm->slice;
+		raid_set_write_mostly(a->raid, role, mm->sb->devflags & MD_DEVFLAG_WRITE_MOSTLY);
 	}
 	return r;
 }
@@ -192,7 +194,7 @@ static unsigned md_client_ops(struct md_array *a)
  * say (md_throttle.h), asking again after each nap, so that clients
  * leaving let it go at once.  Called by the recovery thread only, without
  * a->lock; returns early once stop is set. */
-static void md_sync_throttle(struct md_array *a, uint64_t done, bool begin, atomic_bool *stop)
+void md_sync_throttle(struct md_array *a, uint64_t done, bool begin, atomic_bool *stop)
 {
 	uint64_t now = clock_now_ns();
 	uint64_t due = md_throttle_due(&a->sync, now, done, md_client_ops(a), begin);
@@ -458,6 +460,9 @@ static void *md_rec_main(void *arg)
 	pthread_mutex_lock(&a->lock);
 	while (!atomic_load(&a->rec.stop)) {
 		bool todo = false;
+		uint64_t readd_ns;
+		if (md_readd_poll(a, &readd_ns))
+			continue;
 		for (unsigned role = 0; role < a->n; role++)
 			todo |= a->m[role].recovering;
 		if (!todo && !a->rec.dead && a->rec.enabled) {
@@ -483,7 +488,19 @@ static void *md_rec_main(void *arg)
 			continue;
 		}
 		if (!todo || a->rec.dead) {
-			pthread_cond_wait(&a->rec.cond, &a->lock);
+			if (readd_ns == UINT64_MAX) {
+				pthread_cond_wait(&a->rec.cond, &a->lock);
+			} else {
+				/* A member to try again for a re-add. */
+				struct timespec ts;
+				uint64_t now = clock_now_ns();
+				uint64_t wait = readd_ns > now ? readd_ns - now : 0;
+				clock_gettime(CLOCK_REALTIME, &ts);
+				wait += (uint64_t)ts.tv_nsec;
+				ts.tv_sec += (time_t)(wait / 1000000000u);
+				ts.tv_nsec = (long)(wait % 1000000000u);
+				pthread_cond_timedwait(&a->rec.cond, &a->lock, &ts);
+			}
 			continue;
 		}
 		md_rec_run(a);
@@ -497,7 +514,8 @@ static void *md_rec_main(void *arg)
  * rebuild to run or spares to stand by. */
 int md_rec_start(struct md_array *a)
 {
-	bool need = a->nspare > 0;
+	/* With a bitmap the thread also retries members that fail (re-add). */
+	bool need = a->nspare > 0 || a->bm.map;
 	int r;
 
 	a->rec.to = a->size * 512;

@@ -284,6 +284,9 @@ static void md_free(struct md_array *a)
 		free(a->spare[i].sb);
 	for (unsigned i = 0; i < a->nretired; i++)
 		free(a->retired[i].sb);
+	for (unsigned i = 0; i < a->nstale; i++)
+		free(a->stale[i].sb);
+	free(a->stale);
 	free(a->m);
 	free(a->spare);
 	free(a->retired);
@@ -332,6 +335,8 @@ static void md_close(struct vol *v)
 		vol_close(a->spare[i].vol);
 	for (unsigned i = 0; i < a->nretired; i++)
 		vol_close(a->retired[i].vol);
+	for (unsigned i = 0; i < a->nstale; i++)
+		vol_close(a->stale[i].vol);
 	md_ev(a, "DeviceDisappeared", NULL);
 	md_free(a);
 }

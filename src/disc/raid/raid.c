@@ -57,6 +57,16 @@ int raid_member_stats(struct vol *array, unsigned role, struct raid_io_stats *ou
 	return raid_array_member_stats(a, role, out);
 }
 
+int raid_set_write_mostly(struct vol *array, unsigned role, bool on)
+{
+	struct raid_array *a = array->ops == &raid_ops ? to_raid(array) : NULL;
+
+	if (!a || role >= a->n)
+		return -EINVAL;
+	atomic_store(&a->m[role].write_mostly, on);
+	return 0;
+}
+
 int raid_fail_member(struct vol *array, unsigned role)
 {
 	struct raid_array *a = to_raid(array);
@@ -303,7 +313,42 @@ int raid_rebuild(struct vol *array, struct vol *const *targets, uint64_t from, u
 
 	if (!a)
 		return err_set(-EINVAL, "%s is not a RAID array", array->name);
-	return raid_rebuild_run(a, targets, from, to, progress, ctx);
+	return raid_rebuild_run(a, targets, from, to, false, progress, ctx);
+}
+
+int raid_resync(struct vol *array, struct vol *const *targets, uint64_t from, uint64_t to,
+                raid_rebuild_progress_fn progress, void *ctx)
+{
+	struct raid_array *a = raid_array_of(array);
+
+	if (!a)
+		return err_set(-EINVAL, "%s is not a RAID array", array->name);
+	return raid_rebuild_run(a, targets, from, to, true, progress, ctx);
+}
+
+int raid_role_extents(struct vol *array, unsigned role, uint64_t off, uint64_t len,
+                      int (*fn)(void *ctx, uint64_t moff, uint64_t mlen), void *ctx)
+{
+	struct raid_array *a = raid_array_of(array);
+	struct raid_loc loc[RAID_MAX_COPIES];
+	unsigned nc;
+	int r = 0;
+
+	if (!a || role >= a->n)
+		return -EINVAL;
+	if (off >= a->vol.size)
+		return 0;
+	if (len > a->vol.size - off)
+		len = a->vol.size - off;
+	while (len > 0 && r == 0) {
+		uint64_t n = a->lvl->map(a->priv, &a->g, off, len, loc, &nc);
+		for (unsigned c = 0; c < nc && r == 0; c++)
+			if (loc[c].role == role)
+				r = fn(ctx, loc[c].off, n);
+		off += n;
+		len -= n;
+	}
+	return r;
 }
 
 uint64_t raid_rebuild_piece(struct vol *array)
@@ -447,9 +492,12 @@ static int raid_view(struct vol *v, uint64_t len, uint64_t off, vol_view_fn fn, 
 	while (len > 0 && r == 0) {
 		uint64_t n = a->lvl->map(a->priv, &a->g, off, len, loc, &nc);
 		int pick = -1;
-		for (unsigned c = 0; c < nc && pick < 0; c++)
-			if (!atomic_load(&a->m[loc[(turn + c) % nc].role].failed))
-				pick = (int)((turn + c) % nc);
+		for (unsigned c = 0; c < nc && pick < 0; c++) {
+			unsigned k = (turn + c) % nc;
+			if (!atomic_load(&a->m[loc[k].role].failed) &&
+			    !raid_read_avoid(a, loc, nc, k, 0))
+				pick = (int)k;
+		}
 		if (pick < 0)
 			return -EIO;
 		struct raid_view rv = {fn, arg, off, loc[pick].off};

@@ -86,6 +86,12 @@ int raid_open(const struct raid_geom *g, struct vol **members, const struct raid
  * (raid_recover_error), for whoever runs the rebuild to abort. */
 int raid_fail_member(struct vol *array, unsigned role);
 
+/* md's write-mostly (a far or slow mirror): reads keep off role while
+ * another live copy of the block can serve them (RAID1 and RAID10, as md
+ * does); writes go to it as to any copy.  0, or -EINVAL for a vol that is
+ * not a RAID vol or a role out of range. */
+int raid_set_write_mostly(struct vol *array, unsigned role, bool on);
+
 /* Take member (a vol given to raid_open or raid_recover_begin) out of the
  * array for good and close it: its role must have failed (and not be
  * recovering), or the array retired it when a spare took its role.  Waits

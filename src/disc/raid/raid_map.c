@@ -215,7 +215,8 @@ static int raid_pick_copy(struct raid_array *a, const struct raid_loc *loc, unsi
 
 	for (unsigned c = 0; c < nc; c++) {
 		struct raid_member *m = &a->m[loc[c].role];
-		if ((tried >> c) & 1 || atomic_load(&m->failed))
+		if ((tried >> c) & 1 || atomic_load(&m->failed) ||
+		    raid_read_avoid(a, loc, nc, c, tried))
 			continue;
 		int busy = atomic_load(&m->inflight);
 		uint64_t last = atomic_load(&m->last_end);

@@ -111,6 +111,20 @@ void raid_fail_settle(struct raid_array *a)
 	pthread_mutex_unlock(&a->fail_lock);
 }
 
+bool raid_read_avoid(struct raid_array *a, const struct raid_loc *loc, unsigned nc, unsigned c,
+                     uint32_t tried)
+{
+	if (!atomic_load_explicit(&a->m[loc[c].role].write_mostly, memory_order_relaxed))
+		return false;
+	for (unsigned o = 0; o < nc; o++) {
+		const struct raid_member *m = &a->m[loc[o].role];
+		if (o != c && !((tried >> o) & 1) && !atomic_load(&m->failed) &&
+		    !atomic_load_explicit(&m->write_mostly, memory_order_relaxed))
+			return true;
+	}
+	return false;
+}
+
 /* Are the live members slow enough for staging streams to pay?  At least one
  * must have been measured slow and none fast; members not read yet (the
  * other mirrors) do not count. */

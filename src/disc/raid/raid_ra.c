@@ -236,10 +236,10 @@ static int raid_ra_copy(struct raid_array *a, const struct raid_loc *loc, unsign
 	struct raid_ra *ra = a->ra;
 	unsigned want = raid_ra_sched_copy(&ra->sched, p, ra->front) % nc;
 
-	if (!atomic_load(&a->m[loc[want].role].failed))
+	if (!atomic_load(&a->m[loc[want].role].failed) && !raid_read_avoid(a, loc, nc, want, 0))
 		return (int)want;
 	for (unsigned c = 0; c < nc; c++)
-		if (!atomic_load(&a->m[loc[c].role].failed))
+		if (!atomic_load(&a->m[loc[c].role].failed) && !raid_read_avoid(a, loc, nc, c, 0))
 			return (int)c;
 	return -1;
 }

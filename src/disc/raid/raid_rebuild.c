@@ -497,7 +497,7 @@ void raid_rebuild_written(struct raid_array *a, const struct raid_rec_io *io)
 }
 
 int raid_rebuild_run(struct raid_array *a, struct vol *const *targets, uint64_t from, uint64_t to,
-                     raid_rebuild_progress_fn progress, void *ctx)
+                     bool resync, raid_rebuild_progress_fn progress, void *ctx)
 {
 	struct vol *array = &a->vol;
 	struct rb rb = {.a = a, .targets = targets};
@@ -536,7 +536,12 @@ int raid_rebuild_run(struct raid_array *a, struct vol *const *targets, uint64_t 
 		goto out;
 	rb.piece = raid_rebuild_piece_of(a);
 	rb_geometry(&rb);
-	from -= from % rb.piece;
+	/* A resync (a re-add) keeps the recovery point where
+	 * raid_recover_begin put it: its targets hold what they should
+	 * outside the ranges resynced, and every write reaches them.  A
+	 * rebuild moves the point along with it. */
+	uint64_t unit = rb.chunk ? rb.chunk : 4096, keep = resync ? raid_rec_point(a) : 0;
+	from -= from % (resync ? unit : rb.piece);
 	r = -ENOMEM;
 	if (!(buf[0] = vol_buf_alloc(rb.nt * rb.piece)) ||
 	    !(buf[1] = vol_buf_alloc(rb.nt * rb.piece)))
@@ -546,7 +551,7 @@ int raid_rebuild_run(struct raid_array *a, struct vol *const *targets, uint64_t 
 	uint64_t w = from, len = to - w < rb.piece ? to - w : rb.piece;
 	unsigned cur = 0;
 	if (online)
-		raid_rec_window(a, w, w + len, w);
+		raid_rec_window(a, w, w + len, resync ? keep : w);
 	r = rb_fill(&rb, buf[cur], w, len);
 	while (r == 0 && w < to) {
 		uint64_t next = w + len;
@@ -558,7 +563,7 @@ int raid_rebuild_run(struct raid_array *a, struct vol *const *targets, uint64_t 
 		                    .f0 = next,
 		                    .flen = to - next < rb.piece ? to - next : rb.piece};
 		if (online && s.flen)
-			raid_rec_window(a, w, next + s.flen, w);
+			raid_rec_window(a, w, next + s.flen, resync ? keep : w);
 		r = exec_parallel(s.flen ? 2 : 1, rb_step_one, &s);
 		if (r == 0)
 			r = s.err[0];
@@ -568,7 +573,7 @@ int raid_rebuild_run(struct raid_array *a, struct vol *const *targets, uint64_t 
 		len = s.flen;
 		cur = !cur;
 		if (online)
-			raid_rec_window(a, w, w + len, w);
+			raid_rec_window(a, w, w + len, resync ? keep : w);
 		if (progress && progress(ctx, w)) {
 			r = -EINTR;
 			break;
@@ -576,7 +581,7 @@ int raid_rebuild_run(struct raid_array *a, struct vol *const *targets, uint64_t 
 		r = s.err[1];
 	}
 	if (online)
-		raid_rec_window(a, 0, 0, w);
+		raid_rec_window(a, 0, 0, resync ? keep : w);
 out:
 	free(buf[0]);
 	free(buf[1]);

@@ -32,6 +32,22 @@ typedef int (*raid_rebuild_progress_fn)(void *ctx, uint64_t done);
 int raid_rebuild(struct vol *array, struct vol *const *targets, uint64_t from, uint64_t to,
                  raid_rebuild_progress_fn progress, void *ctx);
 
+/* A re-add's pass (md's bitmap-based recovery): as raid_rebuild() over
+ * member offsets [from, to) (from rounded down to a chunk, 4 KiB for
+ * RAID1), onto targets that hold what they should everywhere else and
+ * take every client write (raid_recover_begin with from UINT64_MAX): the
+ * recovery point stays where it is, so writes outside [from, to) keep
+ * reaching the targets while this runs.  Call once per dirty range. */
+int raid_resync(struct vol *array, struct vol *const *targets, uint64_t from, uint64_t to,
+                raid_rebuild_progress_fn progress, void *ctx);
+
+/* Where array bytes [off, off+len) lie on role: fn(ctx, moff, mlen) for
+ * each extent of a copy on it, in array order (a copy count of extents
+ * per array extent at most; none where the role holds no copy).  0, fn's
+ * non-zero return, or -EINVAL for a vol that is not a RAID vol. */
+int raid_role_extents(struct vol *array, unsigned role, uint64_t off, uint64_t len,
+                      int (*fn)(void *ctx, uint64_t moff, uint64_t mlen), void *ctx);
+
 /* ---- online recovery ---- */
 
 /* Role (missing or failed) of the running array gets target (its data

@@ -48,9 +48,10 @@ int raid_recovery_begin(struct raid_array *a, unsigned role, struct vol *target,
 	if (rc->n)
 		raid_rec_window(a, 0, UINT64_MAX, rc->point);
 	pthread_mutex_lock(&a->fail_lock);
-	if (a->m[role].vol) {
+	if (a->m[role].vol && a->m[role].vol != target) {
 		/* A failed member's vol may still be in use by a request
-		 * that failed on it: kept until the array closes. */
+		 * that failed on it: kept until the array closes.  (A re-add
+		 * gives the role its own member back: nothing to retire.) */
 		struct vol **nr = realloc(a->retired, (a->nretired + 1) * sizeof(*nr));
 		if (!nr) {
 			pthread_mutex_unlock(&a->fail_lock);

@@ -121,6 +121,9 @@ struct raid_stat_lane {
 struct raid_member {
 	struct vol *vol;    /* NULL when missing */
 	atomic_bool failed; /* missing, failed by I/O or by the user */
+	/* md's write-mostly: read only when no other live copy is
+	 * (raid_read_avoid); written as any other. */
+	atomic_bool write_mostly;
 	atomic_int inflight;
 	/* Busy time (raid_io_begin/end): transfers on it now, since when it
 	 * has been busy, and the busy time before that. */
@@ -203,6 +206,13 @@ struct raid_array {
 };
 
 /* ---- members' state and failure (raid_member.c) ---- */
+
+/* Whether a read should skip copy c of loc[0..nc): a write-mostly member
+ * while another live copy, not write-mostly and not in the tried mask
+ * (bit i: copy i was tried), could serve it instead.  The one rule every
+ * read path asks (raid_map.c's pick, views, read-ahead). */
+bool raid_read_avoid(struct raid_array *a, const struct raid_loc *loc, unsigned nc, unsigned c,
+                     uint32_t tried);
 
 /* Members slower than this (measured) are disks: worth staging streams
  * for. */
@@ -291,7 +301,7 @@ void raid_scrub_end(struct raid_array *a);
 
 /* raid_rebuild.h's raid_rebuild() and raid_rebuild_piece() on an array. */
 int raid_rebuild_run(struct raid_array *a, struct vol *const *targets, uint64_t from, uint64_t to,
-                     int (*progress)(void *ctx, uint64_t done), void *ctx);
+                     bool resync, int (*progress)(void *ctx, uint64_t done), void *ctx);
 uint64_t raid_rebuild_piece_of(struct raid_array *a);
 /* After a registered write: on a parity level, rebuild the rows it
  * touched below the recovery point onto the targets (a failure there ends
