@@ -179,20 +179,6 @@ unsigned md_ppl_segments(const struct raid_log_stripe *s, uint64_t chunk, struct
 	return nseg;
 }
 
-static void xor_into(char *dst, const char *src, uint64_t len)
-{
-	uint64_t i = 0;
-	for (; i + 8 <= len; i += 8) {
-		uint64_t x, y;
-		memcpy(&x, dst + i, 8);
-		memcpy(&y, src + i, 8);
-		x ^= y;
-		memcpy(dst + i, &x, 8);
-	}
-	for (; i < len; i++)
-		dst[i] ^= src[i];
-}
-
 int md_ppl_add(struct md_ppl_header *h, char *pp, uint64_t *pp_used, uint64_t pp_cap,
                const struct raid_log_stripe *s, unsigned n, unsigned role, uint64_t chunk)
 {
@@ -224,7 +210,7 @@ int md_ppl_add(struct md_ppl_header *h, char *pp, uint64_t *pp_used, uint64_t pp
 			memset(out, 0, ppl);
 			for (unsigned d = 0; d < s[i].ndata; d++)
 				if (d < g->d0 || d >= g->d0 + g->nd)
-					xor_into(out, s[i].data[d] + (g->moff - s[i].moff), ppl);
+					raid_xor(out, s[i].data[d] + (g->moff - s[i].moff), ppl);
 			e->checksum = ~crc32c(~0u, out, ppl);
 			*pp_used += ppl;
 		}
@@ -294,7 +280,7 @@ int md_ppl_recover_entry(const struct md_ppl_array *a, const struct md_ppl_entry
 			r = vol_read(a->data[role], buf, block, moff);
 			if (r < 0)
 				goto out;
-			xor_into(acc, buf, block);
+			raid_xor(acc, buf, block);
 		}
 		if (missing) {
 			st->skipped++;
@@ -307,7 +293,7 @@ int md_ppl_recover_entry(const struct md_ppl_array *a, const struct md_ppl_entry
 				st->mismatched++;
 				goto out;
 			}
-			xor_into(acc, pp + i * 512, block);
+			raid_xor(acc, pp + i * 512, block);
 		}
 		uint64_t moff;
 		unsigned role;

@@ -197,6 +197,10 @@ int raid_set_log(struct vol *array, const struct raid_log_ops *ops);
 int raid_log_locate(struct vol *array, uint64_t aoff, unsigned *role, uint64_t *moff, int *p,
                     int *q);
 
+/* dst ^= src over len bytes: RAID5's parity, and PPL's partial parity
+ * (src/md/md_ppl.c), by one rule. */
+void raid_xor(char *dst, const char *src, uint64_t len);
+
 /* What raid_check() found. */
 struct raid_check_report {
 	uint64_t checked;     /* array bytes compared */

@@ -71,7 +71,7 @@ static uint8_t gf_inv(uint8_t a)
 	return gf_exp[255 - gf_log[a]];
 }
 
-static void xor_into(char *dst, const char *src, uint64_t len)
+void raid_xor(char *dst, const char *src, uint64_t len)
 {
 	uint64_t j = 0;
 
@@ -90,7 +90,7 @@ static void xor_into(char *dst, const char *src, uint64_t len)
 static void mul_into(char *dst, const char *src, uint8_t c, uint64_t len)
 {
 	if (c == 1) {
-		xor_into(dst, src, len);
+		raid_xor(dst, src, len);
 		return;
 	}
 	for (uint64_t j = 0; j < len; j++)
@@ -179,14 +179,14 @@ static int raid_parity_rebuild_once(struct raid_array *a, char *buf, uint64_t le
 		memset(buf, 0, len);
 		for (unsigned i = 0; i < k; i++)
 			if (what[i] != -2)
-				xor_into(buf, bufs + i * len, len);
+				raid_xor(buf, bufs + i * len, len);
 	} else if (!lost) {
 		/* P gone: D_x = (Q + sum g^i D_i) / g^x. */
 		memset(buf, 0, len);
 		for (unsigned i = 0; i < k; i++) {
 			const char *src = bufs + i * len;
 			if (what[i] == -2)
-				xor_into(buf, src, len);
+				raid_xor(buf, src, len);
 			else
 				mul_into(buf, src, gf_pow2((unsigned)what[i]), len);
 		}
@@ -203,11 +203,11 @@ static int raid_parity_rebuild_once(struct raid_array *a, char *buf, uint64_t le
 		for (unsigned i = 0; i < k; i++) {
 			const char *src = bufs + i * len;
 			if (what[i] == -1) {
-				xor_into(pa, src, len);
+				raid_xor(pa, src, len);
 			} else if (what[i] == -2) {
-				xor_into(buf, src, len);
+				raid_xor(buf, src, len);
 			} else {
-				xor_into(pa, src, len);
+				raid_xor(pa, src, len);
 				mul_into(buf, src, gf_pow2((unsigned)what[i]), len);
 			}
 		}
@@ -506,7 +506,7 @@ static int raid_parity_write_row(struct raid_array *a, const char *buf, uint64_t
 	char *p = par, *q = par + span;
 	memset(par, 0, 2 * span);
 	for (unsigned d = 0; d < ndata; d++) {
-		xor_into(p, data + d * span, span);
+		raid_xor(p, data + d * span, span);
 		if (st->q >= 0)
 			mul_into(q, data + d * span, gf_pow2(place[d]), span);
 	}
@@ -665,7 +665,7 @@ static int raid_parity_write_rows(struct raid_array *a, const char *buf, uint64_
 			}
 			const char *src = row + d * chunk;
 			memcpy(mb + (uint64_t)st->data[st->target] * share + i * chunk, src, chunk);
-			xor_into(p, src, chunk);
+			raid_xor(p, src, chunk);
 			if (q)
 				mul_into(q, src, gf_pow2(st->target), chunk);
 		}
@@ -779,7 +779,7 @@ int raid_parity_check_row(struct raid_array *a, uint64_t row, bool repair, unsig
 	char *p = calc, *q = calc + chunk;
 	memset(calc, 0, 2 * chunk);
 	for (unsigned i = 0; i < ndata; i++) {
-		xor_into(p, bufs + st->data[i] * chunk, chunk);
+		raid_xor(p, bufs + st->data[i] * chunk, chunk);
 		if (st->q >= 0)
 			mul_into(q, bufs + st->data[i] * chunk, gf_pow2(i), chunk);
 	}
@@ -807,7 +807,7 @@ void raid_parity_compute(char *const *data, unsigned ndata, uint64_t len, char *
 	if (q)
 		memset(q, 0, len);
 	for (unsigned i = 0; i < ndata; i++) {
-		xor_into(p, data[i], len);
+		raid_xor(p, data[i], len);
 		if (q)
 			mul_into(q, data[i], gf_pow2(i), len);
 	}
