@@ -5,9 +5,10 @@
 # tests/fuzz/fuzz_luks.c: LUKS1/LUKS2 headers, dump, unlock, payload;
 # tests/fuzz/fuzz_part.c: GPT and MBR partition tables; tests/fuzz/fuzz_lvm.c:
 # LVM2 labels, metadata text, read-only LV assembly; tests/fuzz/fuzz_fwraid.c:
-# IMSM and DDF metadata, read-only volume assembly; tests/fuzz/fuzz_journal.c:
-# md's raid5-cache journal, its meta blocks and replay) with clang, replay their
-# seed and regression inputs (tests/fuzz/corpus-md/, corpus-md090/, corpus-journal/,
+# IMSM and DDF metadata, read-only volume assembly; tests/fuzz/fuzz_ppl.c: md's
+# PPL areas, their scan and replay; tests/fuzz/fuzz_journal.c: md's raid5-cache
+# journal, its meta blocks and replay) with clang, replay their seed and
+# regression inputs (tests/fuzz/corpus-md/, corpus-md090/, corpus-ppl/, corpus-journal/,
 # corpus-luks/, corpus-part/, corpus-lvm/, corpus-fwraid/) once, then fuzz each for a
 # bounded time (FUZZ_SECONDS, default 15 each).  Any crash, leak,
 # sanitizer report, hang or write to a member fails the test and leaves
@@ -75,6 +76,7 @@ spawn link fuzz_luks "$fz/fuzz_luks.c" -- $(obj "$src"/luks/*.c "$src"/disc/slic
 spawn link fuzz_lvm "$fz/fuzz_lvm.c" -- $(obj "$src"/lvm/*.c "${disc[@]}" "$src"/core/*.c) --
 spawn link fuzz_fwraid "$fz/fuzz_fwraid.c" -- $(obj "$src"/fwraid/*.c "${disc[@]}" "$src"/core/*.c) --
 spawn link fuzz_ppl "$fz/fuzz_ppl.c" -- $(obj "${md[@]}" "${disc[@]}" "$src"/core/*.c) -- \
+    $(pkg-config --libs libcrypto)
 spawn link fuzz_journal "$fz/fuzz_journal.c" -- $(obj "${md[@]}" "${disc[@]}" "$src"/core/*.c) -- \
     $(pkg-config --libs libcrypto)
 spawn link fuzz_part "$fz/fuzz_part.c" -- $(obj "$src"/disc/part.c "$src"/disc/slice.c "$src"/core/*.c) -- \
