@@ -3,10 +3,12 @@
  * Pure functions of numbers, so the decision is tested apart from any
  * measurement.  The ideal of a row is the lowest of its ceilings: the
  * disks (scaled for the layout), the cipher alone, the server and
- * transport over a null volume.  When the figure reaches most of the ideal
- * that ceiling is the bound.  When it falls short, the server was either
- * out of CPU ("cpu") or nothing measured explains the gap, and the loss is
- * uraid's own ("uraid itself"). */
+ * transport over a null volume, and for a write through md's journal the
+ * journal device alone (every write is on it, flushed, before the members
+ * see it: its flush cost binds small synchronous writes).  When the figure
+ * reaches most of the ideal that ceiling is the bound.  When it falls
+ * short, the server was either out of CPU ("cpu") or nothing measured
+ * explains the gap, and the loss is uraid's own ("uraid itself"). */
 #include "bench.h"
 
 #include "md/md.h"
@@ -22,6 +24,7 @@ void bench_verdict(double measured, const struct bench_ceilings *c, struct bench
 	    {c->disks, "disks"},
 	    {c->cipher, "cipher"},
 	    {c->transport, "transport"},
+	    {c->journal, "journal"},
 	};
 	const char *lowest = NULL;
 	double ideal = 0;
