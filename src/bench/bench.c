@@ -988,7 +988,9 @@ int bench_main(int argc, char **argv)
 			                                   bench_chunk, one, all);
 			row->ceil.cipher = l->luks ? c->cipher : 0;
 			row->ceil.transport = strcmp(target, "nbd") == 0 ? c->transport : 0;
-			row->ceil.journal = l->log == BENCH_LOG_JOURNAL ? c->journal : 0;
+			row->ceil.journal = l->log == BENCH_LOG_JOURNAL
+			                        ? bench_journal_ideal(l->level, l->n, c->journal)
+			                        : 0;
 			row->ceil.cpu_pct = row->usr_cpu + row->sys_cpu;
 			row->ceil.cpu_cap_pct = 100.0 * rep.cores;
 			bench_verdict(row->bw.med, &row->ceil, &row->v);

@@ -118,12 +118,17 @@ void bench_verdict(double measured, const struct bench_ceilings *c, struct bench
 /* What a layout's disks should deliver for a request stream, from one
  * member alone (one) and all members at once (all, the sum): RAID1 reads
  * use every copy, writes go to all copies, RAID0 uses every member, RAID10
- * half of them for writes.  A stream of small requests keeps at most qd
- * members busy.  level: BENCH_SINGLE, 0, 1, 10 or BENCH_RAID01. */
+ * half of them for writes, RAID5/6 the data members, and a write of less
+ * than a stripe there reads first (half).  A stream of small requests
+ * keeps at most qd members busy.  level: BENCH_SINGLE, 0, 1, 10 or BENCH_RAID01. */
 #define BENCH_SINGLE (-2)
 #define BENCH_RAID01 (-3)
 double bench_disk_ideal(int level, unsigned n, enum bench_op op, uint32_t bs, unsigned qd,
                         uint32_t chunk, double one, double all);
+/* What md's journal lets an n-member RAID5/6 write, from its device alone
+ * under the same job (alone): the parity is logged too, so at best the
+ * data members' share of it. */
+double bench_journal_ideal(int level, unsigned n, double alone);
 
 /* ---- layouts and members (layout.c) ---- */
 

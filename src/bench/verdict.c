@@ -63,7 +63,7 @@ double bench_disk_ideal(int level, unsigned n, enum bench_op op, uint32_t bs, un
 {
 	bool reads = op == BENCH_READ || op == BENCH_SEEKS;
 	double per = n ? all / n : one; /* one member's share when all run */
-	double busy;
+	double busy, rmw = 1;
 
 	if (per > one || per <= 0)
 		per = one;
@@ -84,6 +84,11 @@ double bench_disk_ideal(int level, unsigned n, enum bench_op op, uint32_t bs, un
 	case 5: /* one (two) chunk(s) of every stripe is parity: at best */
 	case 6: /* the data disks' worth, reading or writing whole stripes */
 		busy = busy_members(n - md_level_parity(level), bs, qd, chunk);
+		/* A write of less than a stripe reads before it writes (old
+		 * data and parity, or the rest of the stripe): two round
+		 * trips on the members it touches. */
+		if (!reads && bs < (uint64_t)chunk * (n - md_level_parity(level)))
+			rmw = 2;
 		break;
 	default:
 		busy = 1;
@@ -93,5 +98,14 @@ double bench_disk_ideal(int level, unsigned n, enum bench_op op, uint32_t bs, un
 		busy = 1;
 	/* One busy member runs at `one`; several at once share what the
 	 * machine gives all of them together (`all`). */
-	return busy <= 1 ? one : busy * per;
+	return (busy <= 1 ? one : busy * per) / rmw;
+}
+
+double bench_journal_ideal(int level, unsigned n, double alone)
+{
+	unsigned p = md_level_parity(level);
+
+	/* Data and parity both go through the log, and the log's flushes
+	 * are in what `alone` measured. */
+	return n > p ? alone * (n - p) / n : 0;
 }

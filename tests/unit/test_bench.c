@@ -117,6 +117,18 @@ static void test_journal_bound(void)
 	struct bench_verdict v;
 	struct bench_ceilings c = {.disks = 2 * MB, .journal = 40 * MB, .cpu_cap_pct = 200};
 
+	/* A 4 KiB write on RAID5 x4 reads before it writes: half of one
+	 * member; a whole stripe (3 x 64K) is the three data members'. */
+	CHECK(near(bench_disk_ideal(5, 4, BENCH_WRITE, 4096, 1, 64 << 10, 80 * MB, 320 * MB),
+	           40 * MB));
+	CHECK(near(bench_disk_ideal(5, 4, BENCH_WRITE, 192 << 10, 1, 64 << 10, 80 * MB, 320 * MB),
+	           240 * MB));
+	CHECK(near(bench_disk_ideal(5, 4, BENCH_READ, 4096, 1, 64 << 10, 80 * MB, 320 * MB),
+	           80 * MB));
+	/* The journal logs the parity too: 3/4 of its device on RAID5 x4. */
+	CHECK(near(bench_journal_ideal(5, 4, 400 * MB), 300 * MB));
+	CHECK(near(bench_journal_ideal(6, 4, 400 * MB), 200 * MB));
+
 	/* The members are slower: they bind, the journal is not the limit. */
 	bench_verdict(1.9 * MB, &c, &v);
 	CHECK(strcmp(v.bound, "disks") == 0);
