@@ -901,6 +901,10 @@ int bench_main(int argc, char **argv)
 		           (r = bench_server_start(l, &kinds, o.size, !o.cached, o.dir, &srv, &t)) ==
 		               0) {
 			target = "nbd";
+		} else if (use_nbd && l->log != BENCH_LOG_NONE) {
+			/* A journal or PPL has no in-process build: the server's
+			 * reason is the row's. */
+			snprintf(skip, sizeof(skip), "%s", err_detail(r));
 		} else {
 			/* In process: always for paired or nested arrays, and
 			 * when the server cannot build this one. */
