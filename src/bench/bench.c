@@ -31,8 +31,9 @@ struct wl_def {
 	uint32_t bs;
 	unsigned qd;
 	bool fsync;
-	int fs; /* 0 block level; through ext4: 1 write, 2 read, 3 touch,
-	         * 4 touch again, 5 rm */
+	bool sync_each; /* a flush after each write (fio's fsync=1) */
+	int fs;         /* 0 block level; through ext4: 1 write, 2 read, 3 touch,
+	                 * 4 touch again, 5 rm */
 };
 
 #define MAX_WL 48
@@ -65,6 +66,9 @@ static void wl_init(void)
 	wl_add("fw", "fw: 4 KiB writes, then fsync", BENCH_WRITE, false, 4096, 1, true);
 	wl_add("randwrite-qd1", "4 KiB random writes, QD1", BENCH_WRITE, true, 4096, 1, false);
 	wl_add("randwrite-qd32", "4 KiB random writes, QD32", BENCH_WRITE, true, 4096, 32, false);
+	wl_add("randwrite-sync", "4 KiB random writes, flush after each, QD1", BENCH_WRITE, true,
+	       4096, 1, false);
+	wl_table[n_wl - 1].sync_each = true;
 	wl_add("bonnie-write", "bonnie block write (8 KiB)", BENCH_WRITE, false, 8192, 1, false);
 	wl_add("bonnie-rewrite", "bonnie rewrite (8 KiB read+write)", BENCH_REWRITE, false, 8192, 1,
 	       false);
@@ -108,6 +112,7 @@ static const struct {
     {"bonnie", "bonnie-write,bonnie-rewrite,bonnie-read,bonnie-seeks"},
     {"iozone", "iozone-*"},
     {"fs", "fs-*"},
+    {"journal", "randwrite-sync,write,fs-touch,fs-retouch,fs-unlink"},
     {"all", "*"},
 };
 
@@ -186,7 +191,7 @@ static void usage(FILE *f)
 	           "  --members M        member kind (default sata80): a disk model, mem, file,\n"
 	           "                     null, or sim:OPTS\n"
 	           "  --workload W[,W..] workloads or groups (default: 'default'); groups:\n"
-	           "                     default dd fw rand bonnie iozone fs all\n"
+	           "                     default dd fw rand bonnie iozone fs journal all\n"
 	           "  --study ID         rerun a seed's study: 000 or 003\n"
 	           "  --size SIZE        bytes per member (default 128M)\n"
 	           "  --runtime T        cap per repetition (default 0.4s)\n"
@@ -202,7 +207,7 @@ static void usage(FILE *f)
 	           "  --quick            a few seconds: small volumes, one short repetition\n"
 	           "  --json F --csv F --svg F   write the results\n\nlayouts:\n");
 	for (unsigned i = 0; i < nl; i++)
-		fprintf(f, "  %-12s %s\n", l[i].name, l[i].title);
+		fprintf(f, "  %-14s %s\n", l[i].name, l[i].title);
 	fprintf(f, "members:\n");
 	for (unsigned i = 0; i < nm; i++)
 		fprintf(f, "  %-12s %s\n", m[i].name, m[i].title);
@@ -256,6 +261,7 @@ static struct bench_job make_job(const struct wl_def *w, uint64_t size, const st
 	                      .bs = w->bs,
 	                      .qd = w->qd,
 	                      .fsync = w->fsync,
+	                      .sync_each = w->sync_each,
 	                      .seed = o->seed};
 	j.region = size - size % w->bs;
 	/* Several passes, unless time runs out first; or the whole
@@ -370,9 +376,10 @@ static int measure_fs(struct bench_fs *fs, const struct wl_def *w, pid_t srv, ui
  * alone and all at once; the cipher over null; the server over null. */
 struct wl_ceilings {
 	double alone[16]; /* by kind index: one member of that kind alone */
-	double all[17]; /* by member count */
+	double all[17];   /* by member count */
 	double cipher;
 	double transport;
+	double journal; /* one BENCH_JOURNAL_MODEL member alone (writes only) */
 };
 
 static void ceil_note(const char *what, int r)
@@ -383,8 +390,8 @@ static void ceil_note(const char *what, int r)
 
 static void measure_ceilings(const struct wl_def *w, const struct bench_kinds *k,
                              const bool *counts, bool want_cipher, bool want_transport,
-                             struct bench_target *null_srv, const struct bench_opts *o,
-                             struct wl_ceilings *c)
+                             bool want_journal, struct bench_target *null_srv,
+                             const struct bench_opts *o, struct wl_ceilings *c)
 {
 	struct bench_row tmp;
 	struct vol *vols[16];
@@ -446,6 +453,20 @@ static void measure_ceilings(const struct wl_def *w, const struct bench_kinds *k
 		}
 		if (r < 0)
 			ceil_note("cipher over null", r);
+	}
+	if (want_journal && w->op == BENCH_WRITE) {
+		struct bench_model jm;
+		struct bench_kinds jk = {.m = {bench_model_find(BENCH_JOURNAL_MODEL, &jm)}, .n = 1};
+		r = bench_members_open(&jk, 1, o->size, !o->cached, o->dir, vols);
+		if (r == 0) {
+			struct bench_target t = {.vol = vols[0], .size = vols[0]->size};
+			struct bench_job j = make_job(w, vols[0]->size, o);
+			if ((r = measure(&t, NULL, 0, false, &j, o->reps, &tmp)) == 0)
+				c->journal = tmp.bw.med;
+			vol_close(vols[0]);
+		}
+		if (r < 0)
+			ceil_note("the journal device alone", r);
 	}
 	if (want_transport && null_srv->nbd) {
 		uint64_t region = null_srv->size < o->size ? null_srv->size : o->size;
@@ -838,12 +859,13 @@ int bench_main(int argc, char **argv)
 	build_cmdline(&o, &rep);
 
 	/* What the ceilings need: member counts, the cipher, the transport. */
-	bool counts[17] = {false}, want_cipher = false;
+	bool counts[17] = {false}, want_cipher = false, want_journal = false;
 	for (unsigned i = 0; i < n_lay; i++) {
 		unsigned n = lay[i]->n * (lay[i]->parallel ? 2 : 1);
 		if (n <= 16)
 			counts[n] = true;
 		want_cipher |= lay[i]->luks;
+		want_journal |= lay[i]->log == BENCH_LOG_JOURNAL;
 	}
 	progress_total = 0;
 	for (unsigned w = 0; w < n_wl; w++)
@@ -856,8 +878,8 @@ int bench_main(int argc, char **argv)
 		for (unsigned w = 0; w < n_wl && !interrupted; w++) {
 			if (!sel[w] || wl_table[w].fs)
 				continue;
-			measure_ceilings(&wl_table[w], &kinds, counts, want_cipher, use_nbd, &null_t, &o,
-			                 &ceil[w]);
+			measure_ceilings(&wl_table[w], &kinds, counts, want_cipher, use_nbd,
+			                 want_journal, &null_t, &o, &ceil[w]);
 			progress_done++;
 		}
 	bench_server_stop(&null_srv, &null_t);
@@ -879,6 +901,10 @@ int bench_main(int argc, char **argv)
 		           (r = bench_server_start(l, &kinds, o.size, !o.cached, o.dir, &srv, &t)) ==
 		               0) {
 			target = "nbd";
+		} else if (use_nbd && l->log != BENCH_LOG_NONE) {
+			/* A journal or PPL has no in-process build: the server's
+			 * reason is the row's. */
+			snprintf(skip, sizeof(skip), "%s", err_detail(r));
 		} else {
 			/* In process: always for paired or nested arrays, and
 			 * when the server cannot build this one. */
@@ -966,6 +992,9 @@ int bench_main(int argc, char **argv)
 			                                   bench_chunk, one, all);
 			row->ceil.cipher = l->luks ? c->cipher : 0;
 			row->ceil.transport = strcmp(target, "nbd") == 0 ? c->transport : 0;
+			row->ceil.journal = l->log == BENCH_LOG_JOURNAL
+			                        ? bench_journal_ideal(l->level, l->n, c->journal)
+			                        : 0;
 			row->ceil.cpu_pct = row->usr_cpu + row->sys_cpu;
 			row->ceil.cpu_cap_pct = 100.0 * rep.cores;
 			bench_verdict(row->bw.med, &row->ceil, &row->v);

@@ -44,6 +44,9 @@ struct bench_job {
 	uint64_t max_bytes; /* stop after this much (0: one pass of region) */
 	uint64_t max_ns;    /* or after this long, whichever comes first */
 	bool fsync;         /* flush at the end; timed apart (seed 003's fw) */
+	bool sync_each;     /* a flush after every write, inside that write's
+	                     * latency (fio's fsync=1): what a database's
+	                     * commit pays */
 	uint64_t seed;      /* random offsets and data; same seed, same run */
 };
 
@@ -92,6 +95,8 @@ struct bench_ceilings {
 	                     * scaled by bench_disk_ideal(); 0 = not measured */
 	double cipher;      /* the cipher alone on null members; 0 = no cipher */
 	double transport;   /* the server over a null volume; 0 = in-process */
+	double journal;     /* the journal device alone under the same job,
+	                     * its flushes included; 0 = no journal */
 	double cpu_pct;     /* the server's usr+sys during the run, % of a core */
 	double cpu_cap_pct; /* 100 x cores available */
 };
@@ -99,8 +104,8 @@ struct bench_ceilings {
 struct bench_verdict {
 	double ideal;      /* the lowest ceiling, bytes/s (0: none known) */
 	double efficiency; /* measured / ideal */
-	const char *bound; /* "disks", "cipher", "transport", "cpu",
-	                    * "uraid itself" or "unknown" */
+	const char *bound; /* "disks", "cipher", "transport", "journal",
+	                    * "cpu", "uraid itself" or "unknown" */
 };
 
 /* Below this efficiency the lowest ceiling does not explain the figure. */
@@ -113,14 +118,30 @@ void bench_verdict(double measured, const struct bench_ceilings *c, struct bench
 /* What a layout's disks should deliver for a request stream, from one
  * member alone (one) and all members at once (all, the sum): RAID1 reads
  * use every copy, writes go to all copies, RAID0 uses every member, RAID10
- * half of them for writes.  A stream of small requests keeps at most qd
- * members busy.  level: BENCH_SINGLE, 0, 1, 10 or BENCH_RAID01. */
+ * half of them for writes, RAID5/6 the data members, and a write of less
+ * than a stripe there reads first (half).  A stream of small requests
+ * keeps at most qd members busy.  level: BENCH_SINGLE, 0, 1, 10 or BENCH_RAID01. */
 #define BENCH_SINGLE (-2)
 #define BENCH_RAID01 (-3)
 double bench_disk_ideal(int level, unsigned n, enum bench_op op, uint32_t bs, unsigned qd,
                         uint32_t chunk, double one, double all);
+/* What md's journal lets an n-member RAID5/6 write, from its device alone
+ * under the same job (alone): the parity is logged too, so at best the
+ * data members' share of it. */
+double bench_journal_ideal(int level, unsigned n, double alone);
 
 /* ---- layouts and members (layout.c) ---- */
+
+/* How a RAID5 layout closes md's write hole. */
+enum bench_log {
+	BENCH_LOG_NONE,
+	BENCH_LOG_JOURNAL, /* md's raid5-cache journal on one more member */
+	BENCH_LOG_PPL,     /* md's partial parity log, on the members */
+};
+
+/* The disk model of a journal member, whatever --members says: the
+ * journal is the fast device in front of the slow ones (issue 15). */
+#define BENCH_JOURNAL_MODEL "ssd"
 
 struct bench_layout {
 	const char *name;  /* as --layout takes it: "raid1+luks" */
@@ -128,8 +149,9 @@ struct bench_layout {
 	int level;         /* BENCH_SINGLE, 0, 1, 10, BENCH_RAID01 */
 	unsigned n;        /* members */
 	bool luks;
-	bool parallel; /* two such arrays at once, figure per array
-	                * (seed 003's "p" rows) */
+	bool parallel;      /* two such arrays at once, figure per array
+	                     * (seed 003's "p" rows) */
+	enum bench_log log; /* journal or PPL: served only (md metadata) */
 };
 
 /* The RAID chunk of every striped layout (--chunk; 64 KiB, the chunk of
@@ -143,7 +165,7 @@ const struct bench_layout *bench_layouts(unsigned *n);
 /* A member kind: a disk model, RAM, a file on this machine's disk, or
  * null (the ceiling probe). */
 struct bench_model {
-	const char *name; /* "sata80", "u320-15k", "mem", "file", "null" */
+	const char *name; /* "sata80", "u320-15k", "ssd", "mem", "file", "null" */
 	const char *title;
 	const char *sim; /* sim: options, or NULL for none */
 	double seed_mbs; /* the post's own single-disk figure, MB/s */

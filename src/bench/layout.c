@@ -51,11 +51,14 @@ static const struct bench_layout layouts[] = {
     {"raid5x4p", "4 disk RAID5, two at once", 5, 4, false, true},
     {"raid5x8", "8 disk RAID5", 5, 8, false, false},
     {"raid6x4", "4 disk RAID6", 6, 4, false, false},
+    {"raid5+journal", "4 disk RAID5 + ssd journal", 5, 4, false, false, BENCH_LOG_JOURNAL},
+    {"raid5+ppl", "4 disk RAID5 + PPL", 5, 4, false, false, BENCH_LOG_PPL},
 };
 
 static const struct bench_model models[] = {
     {"sata80", "80 MB/s SATA disk (seed 000)", "sata80", 80},
     {"u320-15k", "15k rpm U320 SCSI disk (seed 003)", "u320-15k", 76},
+    {"ssd", "500 MB/s SATA SSD, 0.5 ms flush (sim:ssd)", "ssd", 500},
     {"mem", "RAM", NULL, 0},
     {"file", "file on this machine's disk", NULL, 0},
     {"null", "null (reads zeros, drops writes)", NULL, 0},
@@ -199,6 +202,11 @@ int bench_layout_open(const struct bench_layout *l, const struct bench_kinds *k,
 
 	if (!bench_layout_available(l, &why))
 		return err_set(-ENOSYS, "%s: %s", l->name, why);
+	/* The journal and the PPL live in md's metadata: only `uraid create`
+	 * and `uraid serve` set them up. */
+	if (l->log != BENCH_LOG_NONE)
+		return err_set(-ENOSYS, "%s: a journal or PPL needs md metadata: served only",
+		               l->name);
 	r = bench_members_open(k, l->n, member_size, direct, dir, members);
 	if (r < 0)
 		return r;
@@ -318,6 +326,7 @@ int bench_server_start(const struct bench_layout *l, const struct bench_kinds *k
                        struct bench_server *s, struct bench_target *t)
 {
 	char files[8][300], specs[8][400], keyfile[300], level[8], count[8], chunk[16];
+	char jfile[300], jspec[400];
 	char *argv[40];
 	unsigned argc = 0;
 	bool any_null = false, any_file = false;
@@ -356,6 +365,12 @@ int bench_server_start(const struct bench_layout *l, const struct bench_kinds *k
 		else
 			snprintf(specs[i], sizeof(specs[i]), "%s", files[i]);
 	}
+	/* The journal member is always the ssd model: the fast device in
+	 * front of the array. */
+	snprintf(jfile, sizeof(jfile), "%s/journal.img", s->dir);
+	snprintf(jspec, sizeof(jspec), "sim:%s:%s", BENCH_JOURNAL_MODEL, jfile);
+	if (l->log == BENCH_LOG_JOURNAL && (r = make_file(jfile, member_size)) < 0)
+		goto fail;
 	snprintf(keyfile, sizeof(keyfile), "%s/key", s->dir);
 	if (l->luks) {
 		FILE *kf = fopen(keyfile, "w");
@@ -384,6 +399,12 @@ int bench_server_start(const struct bench_layout *l, const struct bench_kinds *k
 		if (l->level != 1) {
 			add_arg(argv, &argc, dummy, 0, "--chunk");
 			add_arg(argv, &argc, dummy, 0, chunk);
+		}
+		if (l->log == BENCH_LOG_JOURNAL) {
+			add_arg(argv, &argc, dummy, 0, "--write-journal");
+			add_arg(argv, &argc, dummy, 0, jfile);
+		} else if (l->log == BENCH_LOG_PPL) {
+			add_arg(argv, &argc, dummy, 0, "--consistency-policy=ppl");
 		}
 		for (unsigned i = 0; i < l->n; i++)
 			add_arg(argv, &argc, dummy, 0, files[i]);
@@ -426,6 +447,8 @@ int bench_server_start(const struct bench_layout *l, const struct bench_kinds *k
 	}
 	for (unsigned i = 0; i < l->n; i++)
 		add_arg(argv, &argc, s->cmdline, sizeof(s->cmdline), specs[i]);
+	if (l->log == BENCH_LOG_JOURNAL)
+		add_arg(argv, &argc, s->cmdline, sizeof(s->cmdline), jspec);
 
 	s->pid = fork();
 	if (s->pid < 0) {
@@ -527,6 +550,8 @@ void bench_server_stop(struct bench_server *s, struct bench_target *t)
 			snprintf(path, sizeof(path), "%s/member%u.img", s->dir, i);
 			unlink(path);
 		}
+		snprintf(path, sizeof(path), "%s/journal.img", s->dir);
+		unlink(path);
 		snprintf(path, sizeof(path), "%s/key", s->dir);
 		unlink(path);
 		snprintf(path, sizeof(path), "%s/serve.log", s->dir);

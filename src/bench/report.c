@@ -112,16 +112,16 @@ void bench_print_table(FILE *f, const struct bench_report *r)
 		fprintf(f, "\n");
 	}
 
-	fprintf(f, "%-12s %-16s %9s %8s %8s %8s %5s %5s %9s %5s  %s\n", "layout", "workload",
+	fprintf(f, "%-13s %-16s %9s %8s %8s %8s %5s %5s %9s %5s  %s\n", "layout", "workload",
 	        "MB/s", "IOPS", "p50 us", "p99 us", "usr%", "sys%", "ideal", "eff", "bound");
 	for (unsigned i = 0; i < r->n; i++) {
 		const struct bench_row *row = &r->rows[i];
 		if (row->skipped[0]) {
-			fprintf(f, "%-12s %-16s skipped: %s\n", row->layout, row->workload,
+			fprintf(f, "%-13s %-16s skipped: %s\n", row->layout, row->workload,
 			        row->skipped);
 			continue;
 		}
-		fprintf(f, "%-12s %-16s %9.1f %8.0f", row->layout, row->workload, mbs(row->bw.med),
+		fprintf(f, "%-13s %-16s %9.1f %8.0f", row->layout, row->workload, mbs(row->bw.med),
 		        row->iops.med);
 		if (row->lat_p99_ns) /* file-system rows time no single request */
 			fprintf(f, " %8.0f %8.0f", (double)row->lat_p50_ns / 1e3,
@@ -134,11 +134,12 @@ void bench_print_table(FILE *f, const struct bench_report *r)
 			        row->v.bound);
 		fprintf(f, "\n");
 		if (row->bw_fsync.med > 0)
-			fprintf(f, "%-12s %-16s %9.1f  (with the fsync)\n", "", "",
+			fprintf(f, "%-13s %-16s %9.1f  (with the fsync)\n", "", "",
 			        mbs(row->bw_fsync.med));
 	}
 	fprintf(f, "\nceilings per row: disks (members alone/all at once, scaled for the layout), "
-	           "cipher (on null members), transport (uraid serve over null)\n");
+	           "cipher (on null members), transport (uraid serve over null), journal (the "
+	           "journal device alone, " BENCH_JOURNAL_MODEL ")\n");
 }
 
 /* ---- JSON ---- */
@@ -207,6 +208,7 @@ int bench_write_json(const char *path, const struct bench_report *r)
 			json_object_object_add(c, "disks", jd(row->ceil.disks));
 			json_object_object_add(c, "cipher", jd(row->ceil.cipher));
 			json_object_object_add(c, "transport", jd(row->ceil.transport));
+			json_object_object_add(c, "journal", jd(row->ceil.journal));
 			json_object_object_add(o, "ceilings", c);
 			json_object_object_add(o, "ideal", jd(row->v.ideal));
 			json_object_object_add(o, "efficiency", jd(row->v.efficiency));
@@ -232,18 +234,19 @@ int bench_write_csv(const char *path, const struct bench_report *r)
 		return err_set(-errno, "%s", strerror(errno));
 	fprintf(f, "layout,members,workload,target,rw,bs,iodepth,reps,bw_bytes,bw_bytes_min,"
 	           "bw_bytes_max,iops,bw_bytes_fsync,lat_p50_ns,lat_p99_ns,usr_cpu,sys_cpu,"
-	           "disk_one,disk_all,disks,cipher,transport,ideal,efficiency,bound,skipped\n");
+	           "disk_one,disk_all,disks,cipher,transport,journal,ideal,efficiency,bound,"
+	           "skipped\n");
 	for (unsigned i = 0; i < r->n; i++) {
 		const struct bench_row *w = &r->rows[i];
 		fprintf(f,
 		        "%s,%s,%s,%s,%s,%u,%u,%u,%.0f,%.0f,%.0f,%.1f,%.0f,%llu,%llu,%.1f,%.1f,"
-		        "%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.3f,%s,\"%s\"\n",
+		        "%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.3f,%s,\"%s\"\n",
 		        w->layout, w->model, w->workload, w->target, op_name(w), w->bs, w->qd,
 		        w->reps, w->bw.med, w->bw.min, w->bw.max, w->iops.med, w->bw_fsync.med,
 		        (unsigned long long)w->lat_p50_ns, (unsigned long long)w->lat_p99_ns,
 		        w->usr_cpu, w->sys_cpu, w->disk_one, w->disk_all, w->ceil.disks,
-		        w->ceil.cipher, w->ceil.transport, w->v.ideal, w->v.efficiency,
-		        w->v.bound ? w->v.bound : "", w->skipped);
+		        w->ceil.cipher, w->ceil.transport, w->ceil.journal, w->v.ideal,
+		        w->v.efficiency, w->v.bound ? w->v.bound : "", w->skipped);
 	}
 	int ret = ferror(f) ? -EIO : 0;
 	if (fclose(f) != 0 && !ret)
@@ -263,6 +266,8 @@ static const char *bound_colour(const char *bound)
 		return "#d98a1c";
 	if (strcmp(bound, "transport") == 0)
 		return "#7a55b8";
+	if (strcmp(bound, "journal") == 0)
+		return "#1c8fa6";
 	if (strcmp(bound, "cpu") == 0)
 		return "#c0392b";
 	if (strcmp(bound, "uraid itself") == 0)
@@ -324,9 +329,10 @@ int bench_write_svg(const char *path, const struct bench_report *r)
 	svg_text(f, r->cmdline);
 	fprintf(f, "</text>\n");
 	/* Legend. */
-	static const char *const bounds[] = {"disks", "cipher", "transport", "cpu", "uraid itself"};
-	for (unsigned b = 0; b < 5; b++) {
-		int x = 12 + (int)b * 130;
+	static const char *const bounds[] = {"disks",   "cipher", "transport",
+	                                     "journal", "cpu",    "uraid itself"};
+	for (unsigned b = 0; b < 6; b++) {
+		int x = 12 + (int)b * 110;
 		fprintf(f,
 		        "<rect x=\"%d\" y=\"52\" width=\"12\" height=\"12\" fill=\"%s\"/>"
 		        "<text x=\"%d\" y=\"63\">%s</text>\n",

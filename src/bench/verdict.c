@@ -3,10 +3,12 @@
  * Pure functions of numbers, so the decision is tested apart from any
  * measurement.  The ideal of a row is the lowest of its ceilings: the
  * disks (scaled for the layout), the cipher alone, the server and
- * transport over a null volume.  When the figure reaches most of the ideal
- * that ceiling is the bound.  When it falls short, the server was either
- * out of CPU ("cpu") or nothing measured explains the gap, and the loss is
- * uraid's own ("uraid itself"). */
+ * transport over a null volume, and for a write through md's journal the
+ * journal device alone (every write is on it, flushed, before the members
+ * see it: its flush cost binds small synchronous writes).  When the figure
+ * reaches most of the ideal that ceiling is the bound.  When it falls
+ * short, the server was either out of CPU ("cpu") or nothing measured
+ * explains the gap, and the loss is uraid's own ("uraid itself"). */
 #include "bench.h"
 
 #include "md/md.h"
@@ -22,6 +24,7 @@ void bench_verdict(double measured, const struct bench_ceilings *c, struct bench
 	    {c->disks, "disks"},
 	    {c->cipher, "cipher"},
 	    {c->transport, "transport"},
+	    {c->journal, "journal"},
 	};
 	const char *lowest = NULL;
 	double ideal = 0;
@@ -60,7 +63,7 @@ double bench_disk_ideal(int level, unsigned n, enum bench_op op, uint32_t bs, un
 {
 	bool reads = op == BENCH_READ || op == BENCH_SEEKS;
 	double per = n ? all / n : one; /* one member's share when all run */
-	double busy;
+	double busy, rmw = 1;
 
 	if (per > one || per <= 0)
 		per = one;
@@ -81,6 +84,11 @@ double bench_disk_ideal(int level, unsigned n, enum bench_op op, uint32_t bs, un
 	case 5: /* one (two) chunk(s) of every stripe is parity: at best */
 	case 6: /* the data disks' worth, reading or writing whole stripes */
 		busy = busy_members(n - md_level_parity(level), bs, qd, chunk);
+		/* A write of less than a stripe reads before it writes (old
+		 * data and parity, or the rest of the stripe): two round
+		 * trips on the members it touches. */
+		if (!reads && bs < (uint64_t)chunk * (n - md_level_parity(level)))
+			rmw = 2;
 		break;
 	default:
 		busy = 1;
@@ -90,5 +98,14 @@ double bench_disk_ideal(int level, unsigned n, enum bench_op op, uint32_t bs, un
 		busy = 1;
 	/* One busy member runs at `one`; several at once share what the
 	 * machine gives all of them together (`all`). */
-	return busy <= 1 ? one : busy * per;
+	return (busy <= 1 ? one : busy * per) / rmw;
+}
+
+double bench_journal_ideal(int level, unsigned n, double alone)
+{
+	unsigned p = md_level_parity(level);
+
+	/* Data and parity both go through the log, and the log's flushes
+	 * are in what `alone` measured. */
+	return n > p ? alone * (n - p) / n : 0;
 }

@@ -214,6 +214,8 @@ static void *vol_worker(void *arg)
 		if (j->op == BENCH_WRITE) {
 			job_buf_stamp(j, buf, i, off);
 			e = vol_write(r->vol, buf, j->bs, off, 0);
+			if (!e && j->sync_each)
+				e = vol_flush(r->vol);
 		} else {
 			e = vol_read(r->vol, buf, j->bs, off);
 			if (!e && job_writes_back(j, i)) {
@@ -261,6 +263,7 @@ struct nbd_slot {
 	unsigned char *buf;
 	uint64_t i, t0;
 	bool reading_for_rewrite; /* the read half of a read-then-write */
+	bool writing_for_sync;    /* the write half of a write-then-flush */
 	bool completed;
 	int error;
 };
@@ -304,6 +307,8 @@ static int run_nbd(struct nbd_handle *h, const struct bench_job *j, struct lat_l
 	struct nbd_slot *slots = calloc(qd, sizeof(*slots));
 	unsigned *free_q = calloc(qd, sizeof(*free_q));
 	unsigned n_free = 0, in_flight = 0;
+	/* A volume without a cache to flush (null:) has no flush. */
+	bool sync_each = j->sync_each && nbd_can_flush(h) > 0;
 	int r = 0;
 
 	*done = 0;
@@ -334,6 +339,7 @@ static int run_nbd(struct nbd_handle *h, const struct bench_job *j, struct lat_l
 			s->i = next++;
 			s->t0 = t;
 			s->reading_for_rewrite = j->op != BENCH_WRITE && job_writes_back(j, s->i);
+			s->writing_for_sync = j->op == BENCH_WRITE && sync_each;
 			r = nbd_issue(h, j, s, j->op == BENCH_WRITE);
 			if (r == 0)
 				in_flight++;
@@ -354,6 +360,18 @@ static int run_nbd(struct nbd_handle *h, const struct bench_job *j, struct lat_l
 			if (s->error && r == 0)
 				r = err_set(-s->error, "nbd request failed: %s",
 				            strerror(s->error));
+			if (r == 0 && s->writing_for_sync) {
+				/* The write is done when its flush is. */
+				s->writing_for_sync = false;
+				nbd_completion_callback cb = {.callback = slot_complete,
+				                              .user_data = s};
+				if (nbd_aio_flush(h, cb, 0) < 0) {
+					r = err_set(-EIO, "nbd flush: %s", nbd_get_error());
+				} else {
+					in_flight++;
+					continue;
+				}
+			}
 			if (r == 0 && s->reading_for_rewrite) {
 				s->reading_for_rewrite = false;
 				s->buf[0] ^= 1;

@@ -22,7 +22,7 @@ assert rows, "no rows"
 for r in rows:
     where = f"{r['layout']} {r['workload']}"
     ceil = {k: v for k, v in r["ceilings"].items()
-            if k in ("disks", "cipher", "transport") and v > 0}
+            if k in ("disks", "cipher", "transport", "journal") and v > 0}
     lowest = min(ceil, key=ceil.get)
     if lowest != want:
         sys.exit(f"{where}: lowest ceiling is {lowest} ({ceil}), expected {want}")

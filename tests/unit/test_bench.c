@@ -109,6 +109,39 @@ static void test_seed_000(void)
 	CHECK(strcmp(v.bound, "cipher") == 0);
 }
 
+/* Issue 15: synchronous 4 KiB writes on a RAID5 of sata80 disks with an
+ * ssd journal.  Whichever of the journal device and the members is lower
+ * binds; the journal ceiling is one entry of the same table. */
+static void test_journal_bound(void)
+{
+	struct bench_verdict v;
+	struct bench_ceilings c = {.disks = 2 * MB, .journal = 40 * MB, .cpu_cap_pct = 200};
+
+	/* A 4 KiB write on RAID5 x4 reads before it writes: half of one
+	 * member; a whole stripe (3 x 64K) is the three data members'. */
+	CHECK(near(bench_disk_ideal(5, 4, BENCH_WRITE, 4096, 1, 64 << 10, 80 * MB, 320 * MB),
+	           40 * MB));
+	CHECK(near(bench_disk_ideal(5, 4, BENCH_WRITE, 192 << 10, 1, 64 << 10, 80 * MB, 320 * MB),
+	           240 * MB));
+	CHECK(near(bench_disk_ideal(5, 4, BENCH_READ, 4096, 1, 64 << 10, 80 * MB, 320 * MB),
+	           80 * MB));
+	/* The journal logs the parity too: 3/4 of its device on RAID5 x4. */
+	CHECK(near(bench_journal_ideal(5, 4, 400 * MB), 300 * MB));
+	CHECK(near(bench_journal_ideal(6, 4, 400 * MB), 200 * MB));
+
+	/* The members are slower: they bind, the journal is not the limit. */
+	bench_verdict(1.9 * MB, &c, &v);
+	CHECK(strcmp(v.bound, "disks") == 0);
+	/* A journal slower than the members binds. */
+	c.journal = 1 * MB;
+	bench_verdict(0.95 * MB, &c, &v);
+	CHECK(strcmp(v.bound, "journal") == 0);
+	CHECK(near(v.ideal, 1 * MB));
+	/* Far below it with CPU to spare: uraid's own loss. */
+	bench_verdict(0.3 * MB, &c, &v);
+	CHECK(strcmp(v.bound, "uraid itself") == 0);
+}
+
 static void test_tables(void)
 {
 	struct bench_model custom;
@@ -122,6 +155,13 @@ static void test_tables(void)
 	CHECK(m && strcmp(m->sim, "50M,seek=1ms") == 0);
 	CHECK(bench_study_find("000") && bench_study_find("003"));
 	CHECK(bench_study_find("001") == NULL);
+	/* The journal layouts: RAID5 of 4 members, the journal on ssd. */
+	l = bench_layout_find("raid5+journal");
+	CHECK(l && l->level == 5 && l->n == 4 && l->log == BENCH_LOG_JOURNAL);
+	l = bench_layout_find("raid5+ppl");
+	CHECK(l && l->level == 5 && l->n == 4 && l->log == BENCH_LOG_PPL);
+	m = bench_model_find(BENCH_JOURNAL_MODEL, &custom);
+	CHECK(m && m->sim && strcmp(m->sim, "ssd") == 0);
 }
 
 int main(void)
@@ -129,6 +169,7 @@ int main(void)
 	test_verdict_bounds();
 	test_disk_ideal();
 	test_seed_000();
+	test_journal_bound();
 	test_tables();
 	return check_done();
 }
