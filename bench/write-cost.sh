@@ -8,6 +8,7 @@
 # server's CPU us (user share), switches, and MiB/s for reference only.
 #
 #   bench/write-cost.sh [GIB_WRITTEN] [QD]        (defaults 4 and 1)
+#   ROWS='single|luks2' bench/write-cost.sh ...     (only those rows)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 gib=${1:-4} qd=${2:-1}
@@ -25,6 +26,7 @@ mk() { # NAME N SIZE create-args...
 }
 row() { # LABEL MEMBERS...
     local label=$1; shift
+    [[ $label =~ ^(${ROWS:-.*})$ ]] || return 0
     /usr/bin/time -o "$dir/rusage" -f '%U %S %w %c' \
         "$uraid" serve --foreground --socket "$dir/s.sock" "$@" 2>>"$dir/serve.log" & pid=$!
     for _ in $(seq 100); do [ -S "$dir/s.sock" ] && break; sleep 0.1; done

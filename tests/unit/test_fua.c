@@ -5,7 +5,7 @@
  * recorders over mem: vols that log each write's flags and each flush;
  * they have no write_zeroes op, so zeros reach them through
  * vol_write_zeroes_by_writing as well.  Layers: the fallback itself,
- * crypt, RAID5 and RAID6 (zeros are written, parity and all) and linear. */
+ * crypt (whole and in pieces), RAID5 and RAID6 (zeros are written, parity and all) and linear. */
 #include "check.h"
 #include "mem_vol.h"
 
@@ -190,6 +190,8 @@ static void test_crypt(void)
 	check_fua("crypt zeroes", c, &m, 1, OP_ZERO, 16 * MIB, 0);
 	check_fua("crypt zeroes, one piece", c, &m, 1, OP_ZERO, 64 << 10, 4096);
 	check_fua("crypt write", c, &m, 1, OP_WRITE, 9 * MIB, 512);
+	/* Aligned, over a fast child: each piece writes its own part. */
+	check_fua("crypt write, in pieces", c, &m, 1, OP_WRITE, 2 * MIB, MIB);
 	vol_close(c);
 }
 
