@@ -20,8 +20,8 @@
  * Writes never touch the caller's buffer: they encrypt into a per-thread
  * bounce buffer and write that to the child.  A large write with no other
  * write in flight is cut into pieces run on all cores through
- * exec_parallel(), and over a fast child each piece writes its own part
- * as soon as it is encrypted (see crypt_write); over a slow one the
+ * exec_parallel(), and over a fast plain store each piece writes its part
+ * as soon as it is encrypted (see crypt_write); over anything else the
  * request is one child write (so a RAID5 below still sees whole
  * stripes).  A small write, or one among others, runs inline on the
  * caller's thread.
@@ -671,17 +671,18 @@ out:
 }
 
 /* Writes.  A large lone write is cut into pieces on every core
- * (crypt_piece_len).  Over a fast child (measured: a child write under
- * CRYPT_SLOW_NS_PER_MIB a MiB; memory, page cache, NVMe) each piece also
- * writes its own ciphertext to the child, right after encrypting it: the
- * pieces' encryption and child writes overlap, and the ciphertext goes
- * out while still in the core's cache.  Done as one whole encryption and
- * then one child write, the write waited for the whole encryption, and on
- * RAM members LUKS2 wrote at 0.70 of plain at qd1 (docs/write-path.md).
- * Over a slow child (disks) the request stays one child write, as a RAID5
- * below wants whole stripes; pieces are multiples of the child's
- * preferred size (a parity array's stripe) and split only a write that
- * starts on one. */
+ * (crypt_piece_len).  Over a plain store (a child with a view: mem:, a
+ * file, RAID0/1/10 of those) whose writes are measured fast (under
+ * CRYPT_SLOW_NS_PER_MIB a MiB) each piece also writes its own ciphertext
+ * to the child right after encrypting it: the pieces' encryption and
+ * child writes overlap, and the ciphertext goes out while still in the
+ * core's cache.  Done as one whole encryption and then one child write,
+ * the write waited for the whole encryption: on RAM members LUKS2 wrote
+ * at 0.70 of plain at qd1 (docs/write-path.md).  Anything else (disks,
+ * models, parity arrays, which have no view) gets one child write per
+ * request, as a RAID5 wants whole stripes and a write-behind stream one
+ * writer; so does a write that does not start on the child's preferred
+ * block (pieces are multiples of it). */
 static int crypt_child_write(struct crypt_vol *c, const unsigned char *buf, uint64_t len,
 			     uint64_t off, unsigned flags)
 {
@@ -709,7 +710,7 @@ static int crypt_write(struct vol *v, const void *buf, uint64_t len, uint64_t of
 	busy = atomic_fetch_add_explicit(&c->writes, 1, memory_order_relaxed);
 	struct crypt_job j = { .c = c, .out = bounce, .in = buf, .len = len, .off = off,
 			       .enc = 1, .flags = flags };
-	j.write = off % unit == 0 &&
+	j.write = c->child_store && off % unit == 0 &&
 		  atomic_load_explicit(&c->write_ns_per_mib, memory_order_relaxed) <=
 			  CRYPT_SLOW_NS_PER_MIB;
 	j.piece = crypt_piece_len(len, j.write ? unit : c->sector_size, busy > 0);

@@ -65,6 +65,13 @@ static int rec_write(struct vol *v, const void *buf, uint64_t len, uint64_t off,
 	return e;
 }
 
+/* A view, as mem: has, so layers that treat plain stores apart (crypt's
+ * piece writes) take that path over the recorder too. */
+static int rec_view(struct vol *v, uint64_t len, uint64_t off, vol_view_fn fn, void *arg)
+{
+	return vol_view(to_rec(v)->inner, len, off, fn, arg);
+}
+
 static int rec_flush(struct vol *v)
 {
 	rec_log(to_rec(v), true, false);
@@ -87,6 +94,7 @@ static const struct vol_ops rec_ops = {
     .write = rec_write,
     .flush = rec_flush,
     .close = rec_close,
+    .view = rec_view,
 };
 
 static struct vol *rec_open(uint64_t size)
@@ -96,7 +104,9 @@ static struct vol *rec_open(uint64_t size)
 	CHECK(r != NULL);
 	r->inner = mem_vol(size);
 	pthread_mutex_init(&r->lock, NULL);
-	CHECK_EQ(vol_init(&r->vol, &rec_ops, "rec", size, 512, VOL_CAP_FUA | VOL_CAP_FLUSH), 0);
+	CHECK_EQ(vol_init(&r->vol, &rec_ops, "rec", size, 512,
+	                  VOL_CAP_FUA | VOL_CAP_FLUSH | (r->inner->caps & VOL_CAP_VIEW)),
+	         0);
 	return &r->vol;
 }
 
