@@ -18,10 +18,13 @@
  * every key schedule.
  *
  * Writes never touch the caller's buffer: they encrypt into a per-thread
- * bounce buffer and write that to the child in one request (so a RAID5
- * below still sees whole stripes).  A large write with no other write in
- * flight is cut into pieces run on all cores through exec_parallel(); a
- * small one, or one among others, runs inline on the caller's thread.
+ * bounce buffer and write that to the child.  A large write with no other
+ * write in flight is cut into pieces run on all cores through
+ * exec_parallel(), and over a fast plain store each piece writes its part
+ * as soon as it is encrypted (see crypt_write); over anything else the
+ * request is one child write (so a RAID5 below still sees whole
+ * stripes).  A small write, or one among others, runs inline on the
+ * caller's thread.
  *
  * Reads go by 128 KiB chunks (see crypt_read).  Where the child shows its
  * bytes (a view, vol.h: a file's page cache, mem:), a chunk is decrypted
@@ -115,7 +118,8 @@ struct crypt_vol {
 	struct crypt_pool pool[2]; /* [0] decrypt, [1] encrypt */
 	atomic_uint reads;         /* reads in flight */
 	atomic_uint writes;        /* writes being encrypted */
-	_Atomic uint64_t read_ns_per_mib; /* child reads, running average */
+	_Atomic uint64_t read_ns_per_mib;  /* child reads, running average */
+	_Atomic uint64_t write_ns_per_mib; /* child writes, running average */
 	bool child_store; /* the child is a plain store with a view (VOL_CAP_VIEW) */
 };
 
@@ -365,7 +369,12 @@ struct crypt_job {
 	const unsigned char *in;
 	uint64_t len, off, piece;
 	int enc;
+	bool write;     /* each piece also writes its ciphertext to the child */
+	unsigned flags; /* of those writes */
 };
+
+static int crypt_child_write(struct crypt_vol *c, const unsigned char *buf, uint64_t len,
+			     uint64_t off, unsigned flags);
 
 static int crypt_job_piece(void *arg, unsigned i)
 {
@@ -380,6 +389,8 @@ static int crypt_job_piece(void *arg, unsigned i)
 		return -ENOMEM;
 	r = crypt_transform(j->c, x, j->out + start, j->in + start, n, j->off + start);
 	crypt_ctx_put(j->c, j->enc, x);
+	if (r == 0 && j->write)
+		r = crypt_child_write(j->c, j->out + start, n, j->off + start, j->flags);
 	return r;
 }
 
@@ -396,19 +407,17 @@ static unsigned crypt_cpus(void)
 	return cpus;
 }
 
-/* Encrypt (enc 1) or decrypt (enc 0) a request: inline when small or
- * when others are in flight (busy: they keep the cores busy, and pieces
- * would only add wake-ups), else in pieces on every core. */
-static int crypt_run(struct crypt_vol *c, unsigned char *out, const unsigned char *in,
-		     uint64_t len, uint64_t off, int enc, bool busy)
+/* The size of the pieces a request of len bytes is cut into: len itself
+ * (one piece, run inline) when small or when others are in flight (busy:
+ * they keep the cores busy, and pieces would only add wake-ups), else one
+ * piece per core or more, a multiple of unit bytes. */
+static uint64_t crypt_piece_len(uint64_t len, uint32_t unit, bool busy)
 {
 	unsigned cpus = crypt_cpus();
-	struct crypt_job j = { .c = c, .out = out, .in = in, .len = len, .off = off,
-			       .piece = len, .enc = enc };
-	uint64_t pieces;
+	uint64_t pieces, piece;
 
 	if (len <= CRYPT_INLINE_MAX || cpus < 2 || busy)
-		return crypt_job_piece(&j, 0);
+		return len;
 	pieces = len / CRYPT_PIECE_TARGET;
 	if (pieces < cpus)
 		pieces = cpus;
@@ -416,8 +425,28 @@ static int crypt_run(struct crypt_vol *c, unsigned char *out, const unsigned cha
 		pieces = (uint64_t)cpus * CRYPT_MAX_PIECES_PER_CPU;
 	if (pieces > len / CRYPT_INLINE_MAX)
 		pieces = len / CRYPT_INLINE_MAX;
-	j.piece = (len / pieces + c->sector_size - 1) / c->sector_size * c->sector_size;
-	return exec_parallel((unsigned)((len + j.piece - 1) / j.piece), crypt_job_piece, &j);
+	piece = (len / pieces + unit - 1) / unit * unit;
+	return piece < len ? piece : len;
+}
+
+/* Run a job whose piece length is set: inline if one piece, else on the
+ * pool. */
+static int crypt_job_run(struct crypt_job *j)
+{
+	if (j->piece >= j->len)
+		return crypt_job_piece(j, 0);
+	return exec_parallel((unsigned)((j->len + j->piece - 1) / j->piece), crypt_job_piece, j);
+}
+
+/* Encrypt (enc 1) or decrypt (enc 0) a request, in pieces on every core
+ * when it is large and alone (crypt_piece_len). */
+static int crypt_run(struct crypt_vol *c, unsigned char *out, const unsigned char *in,
+		     uint64_t len, uint64_t off, int enc, bool busy)
+{
+	struct crypt_job j = { .c = c, .out = out, .in = in, .len = len, .off = off,
+			       .piece = crypt_piece_len(len, c->sector_size, busy), .enc = enc };
+
+	return crypt_job_run(&j);
 }
 
 /* The per-thread bounce buffer for writes.  It holds ciphertext only, so
@@ -514,15 +543,15 @@ static void bounce_put(void *p, bool own)
  * racing updates may lose one sample, which is harmless).  Only reads of
  * 64 KiB and more count: a small read's time is mostly the cost of the
  * call, which says nothing of the child's transfer rate. */
-static void crypt_speed_note(struct crypt_vol *c, uint64_t ns, uint64_t len)
+static void crypt_speed_note(_Atomic uint64_t *avg_ns_per_mib, uint64_t ns, uint64_t len)
 {
 	uint64_t avg;
 
 	if (len < (64u << 10))
 		return;
 	ns = ns * (1u << 20) / len;
-	avg = atomic_load_explicit(&c->read_ns_per_mib, memory_order_relaxed);
-	atomic_store_explicit(&c->read_ns_per_mib, avg ? (7 * avg + ns) / 8 : ns,
+	avg = atomic_load_explicit(avg_ns_per_mib, memory_order_relaxed);
+	atomic_store_explicit(avg_ns_per_mib, avg ? (7 * avg + ns) / 8 : ns,
 			      memory_order_relaxed);
 }
 
@@ -532,7 +561,7 @@ static int crypt_child_read(struct crypt_vol *c, unsigned char *buf, uint64_t le
 	int r = c->child->ops->read(c->child, buf, len, off);
 
 	if (r == 0)
-		crypt_speed_note(c, clock_now_ns() - t0, len);
+		crypt_speed_note(&c->read_ns_per_mib, clock_now_ns() - t0, len);
 	return r;
 }
 
@@ -565,7 +594,7 @@ static int crypt_read_chunk(struct crypt_vol *c, struct crypt_ctx *x, unsigned c
 		int r = vol_view(c->child, len, off, crypt_view_piece, &cv);
 
 		if (r == 0) {
-			crypt_speed_note(c, clock_now_ns() - t0, len);
+			crypt_speed_note(&c->read_ns_per_mib, clock_now_ns() - t0, len);
 			return 0;
 		}
 		if (r != -EIO)
@@ -641,22 +670,56 @@ out:
 	return r;
 }
 
+/* Writes.  A large lone write is cut into pieces on every core
+ * (crypt_piece_len).  Over a plain store (a child with a view: mem:, a
+ * file, RAID0/1/10 of those) whose writes are measured fast (under
+ * CRYPT_SLOW_NS_PER_MIB a MiB) each piece also writes its own ciphertext
+ * to the child right after encrypting it: the pieces' encryption and
+ * child writes overlap, and the ciphertext goes out while still in the
+ * core's cache.  Done as one whole encryption and then one child write,
+ * the write waited for the whole encryption: on RAM members LUKS2 wrote
+ * at 0.70 of plain at qd1 (docs/write-path.md).  Anything else (disks,
+ * models, parity arrays, which have no view) gets one child write per
+ * request, as a RAID5 wants whole stripes and a write-behind stream one
+ * writer; so does a write that does not start on the child's preferred
+ * block (pieces are multiples of it). */
+static int crypt_child_write(struct crypt_vol *c, const unsigned char *buf, uint64_t len,
+			     uint64_t off, unsigned flags)
+{
+	uint64_t t0 = clock_now_ns();
+	int r = c->child->ops->write(c->child, buf, len, off, flags);
+
+	if (r == 0)
+		crypt_speed_note(&c->write_ns_per_mib, clock_now_ns() - t0, len);
+	return r;
+}
+
 static int crypt_write(struct vol *v, const void *buf, uint64_t len, uint64_t off,
 		       unsigned flags)
 {
 	struct crypt_vol *c = to_crypt(v);
 	bool own;
 	unsigned char *bounce = bounce_get(len, &own);
+	uint32_t unit = c->child->block_pref > c->sector_size ? c->child->block_pref
+							      : c->sector_size;
 	unsigned busy;
 	int r;
 
 	if (!bounce)
 		return -ENOMEM;
 	busy = atomic_fetch_add_explicit(&c->writes, 1, memory_order_relaxed);
-	r = crypt_run(c, bounce, buf, len, off, 1, busy > 0);
+	struct crypt_job j = { .c = c, .out = bounce, .in = buf, .len = len, .off = off,
+			       .enc = 1, .flags = flags };
+	j.write = c->child_store && off % unit == 0 &&
+		  atomic_load_explicit(&c->write_ns_per_mib, memory_order_relaxed) <=
+			  CRYPT_SLOW_NS_PER_MIB;
+	j.piece = crypt_piece_len(len, j.write ? unit : c->sector_size, busy > 0);
+	if (j.piece >= len)
+		j.write = false; /* one piece: encrypt, then one child write */
+	r = crypt_job_run(&j);
 	atomic_fetch_sub_explicit(&c->writes, 1, memory_order_relaxed);
-	if (r == 0)
-		r = c->child->ops->write(c->child, bounce, len, off, flags);
+	if (r == 0 && !j.write)
+		r = crypt_child_write(c, bounce, len, off, flags);
 	bounce_put(bounce, own);
 	return r;
 }
