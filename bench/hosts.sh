@@ -18,6 +18,7 @@
 #
 # RATE is tc's (default 200mbit); delays need sch_netem, which this script
 # uses where hosts_can_netem says it is there (DELAY, e.g. 0.5ms).
+# shellcheck disable=SC2034 # lib.sh names its scratch dir by it
 lib_scratch_name=bench-hosts
 . "$(dirname "$0")/../tests/sh/lib.sh"
 . "$(dirname "$0")/../tests/sh/hosts-lib.sh"
@@ -89,7 +90,7 @@ resync_round() {
         --output-format=json 2>/dev/null | sed -n '/^{/,$p' |
         python3 -c 'import json,sys; print(json.load(sys.stdin)["jobs"][0]["write"]["io_bytes"])')
     host_link_up 2
-    local st="" ra=""
+    local ra=""
     for _ in $(seq 1200); do
         ra=$("$URAID" detail --json "$ctl" | python3 -c '
 import json, sys

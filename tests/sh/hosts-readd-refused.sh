@@ -18,7 +18,7 @@ requires nbdkit python3 qemu-io
 hosts_require
 
 opts="timeout=2&reconnect=0.3"
-bm="--bitmap=internal --bitmap-chunk=1M"
+bm=(--bitmap=internal --bitmap-chunk=1M)
 
 member_state() {
     "$URAID" detail --json "$1" | python3 -c '
@@ -96,18 +96,18 @@ for i in 1 2; do
 done
 
 # other: host 2 comes back with a member of another array (local files).
-"$URAID" create --level=1 $bm --name=other \
+"$URAID" create --level=1 "${bm[@]}" --name=other \
     "$(host_uri 1 other.img)?$opts" "$(host_uri 2 other.img)?$opts" >/dev/null 2>"$tmp/c.log" ||
     fail "create other: $(cat "$tmp/c.log")"
 truncate -s 32M "$tmp/x1.img" "$tmp/x2.img"
-"$URAID" create --level=1 $bm --name=stranger "$tmp/x1.img" "$tmp/x2.img" >/dev/null 2>"$tmp/c.log" ||
+"$URAID" create --level=1 "${bm[@]}" --name=stranger "$tmp/x1.img" "$tmp/x2.img" >/dev/null 2>"$tmp/c.log" ||
     fail "create stranger: $(cat "$tmp/c.log")"
 serve_array other
 write_at "$sock" 1
 come_back other "$tmp/x2.img" "belongs to another array"
 
 # old: host 2's own disk as it was before a clean stop.
-"$URAID" create --level=1 $bm --name=old \
+"$URAID" create --level=1 "${bm[@]}" --name=old \
     "$(host_uri 1 old.img)?$opts" "$(host_uri 2 old.img)?$opts" >/dev/null 2>"$tmp/c.log" ||
     fail "create old: $(cat "$tmp/c.log")"
 cp "$tmp/h2/old.img" "$tmp/old-copy.img"
