@@ -242,10 +242,10 @@ static void detail_print_array(json_object *a)
 	if (ra)
 		printf(
 		    "        Re-adds : %lld, %lld bitmap chunks and %lld KiB resynced (last: %lld "
-		    "chunks, %lld KiB)\n",
+		    "chunks, %lld KiB), %lld refused\n",
 		    (long long)jint(ra, "count"), (long long)jint(ra, "chunks"),
 		    (long long)(jint(ra, "bytes") >> 10), (long long)jint(ra, "last_chunks"),
-		    (long long)(jint(ra, "last_bytes") >> 10));
+		    (long long)(jint(ra, "last_bytes") >> 10), (long long)jint(ra, "refusals"));
 	json_object *chk = jget(a, "check"), *last = jget(a, "last_check");
 	if (chk && json_object_get_boolean(jget(chk, "running")))
 		printf("   Check Status : %s %.1f%% complete (%.1f MiB/s)\n", jstr(chk, "action"),

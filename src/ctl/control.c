@@ -208,14 +208,17 @@ static json_object *ctl_array_json(const struct md_array_info *in, const char *p
 	if (in->recovering && in->readding)
 		json_object_object_add(json_object_object_get(o, "recovery"), "readd",
 		                       json_object_new_boolean(true));
-	if (in->readds) {
-		/* Re-adds from the write-intent bitmap since the start. */
+	if (in->readds || in->readd_refusals) {
+		/* Re-adds from the write-intent bitmap since the start, and the
+		 * members the rule turned away (another disk, a stale one). */
 		json_object *ra = json_object_new_object();
 		json_object_object_add(ra, "count", json_object_new_int((int)in->readds));
 		json_object_object_add(ra, "chunks", ctl_int(in->readd_chunks));
 		json_object_object_add(ra, "bytes", ctl_int(in->readd_bytes));
 		json_object_object_add(ra, "last_chunks", ctl_int(in->readd_last_chunks));
 		json_object_object_add(ra, "last_bytes", ctl_int(in->readd_last_bytes));
+		json_object_object_add(ra, "refusals",
+		                       json_object_new_int((int)in->readd_refusals));
 		json_object_object_add(o, "readd", ra);
 	}
 	if (in->checking || in->check_pending) {
