@@ -35,6 +35,7 @@
 #include "check.h"
 
 #include "core/log.h"
+#include "disc/raid/raid_types.h"
 #include "md/md.h"
 #include "md/md_create.h"
 #include "member/member.h"
@@ -56,7 +57,8 @@
 #define CRASH_BLOCK 4096u
 #define CRASH_THREADS 3
 #define CRASH_MAX_WRITES 1024
-#define CRASH_SEEDS 12 /* per level; the whole test stays well under 30 s under ASan */
+#define CRASH_SEEDS 12       /* per level; the whole test stays well under 30 s under ASan */
+#define CRASH_SEEDS_BEHIND 4 /* per level and log, written behind */
 
 enum crash_policy { CRASH_NONE, CRASH_PPL, CRASH_JOURNAL_WT, CRASH_JOURNAL_WB };
 
@@ -100,6 +102,10 @@ static unsigned crash_policy_extra(enum crash_policy policy)
 }
 
 static char dir[64];
+static bool behind; /* write-behind forced on (URAID_WB_MODE=1) */
+static unsigned seeds = CRASH_SEEDS;
+static unsigned writers = CRASH_THREADS; /* writer threads of a round */
+static uint64_t behind_whole;            /* stripes the lanes wrote whole, all rounds */
 
 static const char *member_path(unsigned i)
 {
@@ -387,8 +393,9 @@ static void crash_round(int level, enum crash_policy policy, unsigned long long 
 	run->last = malloc(arr->size / CRASH_BLOCK * sizeof(*run->last));
 	for (uint64_t b = 0; b < arr->size / CRASH_BLOCK; b++)
 		run->last[b] = -1;
-	for (unsigned i = 0; i < CRASH_THREADS; i++) {
+	for (unsigned i = 0; i < CRASH_THREADS; i++)
 		run->inflight[i] = -1;
+	for (unsigned i = 0; i < writers; i++) {
 		targ[i] = (struct crash_thread){run, i};
 		pthread_create(&th[i], NULL, crash_writer, &targ[i]);
 	}
@@ -403,8 +410,11 @@ static void crash_round(int level, enum crash_policy policy, unsigned long long 
 	}
 	CHECK_EQ(fault_power_cut(group), 0);
 	atomic_store(&run->stop, true);
-	for (unsigned i = 0; i < CRASH_THREADS; i++)
+	for (unsigned i = 0; i < writers; i++)
 		pthread_join(th[i], NULL);
+	uint64_t whole, partial;
+	raid_wb_counts(md_array_raid(arr), &whole, &partial);
+	behind_whole += whole;
 	vol_close(arr); /* cannot mark it clean: the power is gone */
 	arr = NULL;
 
@@ -466,7 +476,7 @@ static void crash_level(int level, unsigned p)
 	bool closes_hole = crash_policies[p].policy != CRASH_NONE;
 	unsigned holes = 0, durable = 0, untouched = 0, resync_bad = 0;
 
-	for (unsigned long long seed = 1; seed <= CRASH_SEEDS; seed++) {
+	for (unsigned long long seed = 1; seed <= seeds; seed++) {
 		struct crash_result res;
 		crash_round(level, crash_policies[p].policy, seed, &res);
 		if (!res.ok)
@@ -482,9 +492,10 @@ static void crash_level(int level, unsigned p)
 			        f->untouched_bad);
 		}
 	}
-	printf("raid%d, %s: the write hole in %u of %d seeds degraded (durable writes lost in "
+	printf("raid%d, %s%s: the write hole in %u of %d seeds degraded (durable writes lost in "
 	       "%u, untouched blocks changed in %u); %u seeds bad after resync\n",
-	       level, crash_policies[p].name, holes, CRASH_SEEDS, durable, untouched, resync_bad);
+	       level, crash_policies[p].name, behind ? " (written behind)" : "", holes, seeds,
+	       durable, untouched, resync_bad);
 	CHECK_EQ(resync_bad, 0);
 	if (closes_hole)
 		CHECK_EQ(holes, 0);
@@ -507,6 +518,23 @@ int main(void)
 		if (crash_policies[p].raid6)
 			crash_level(6, p);
 	}
+	/* The logs again with every write that can be staged written behind
+	 * (the workload's streams are short: small pieces, so that they
+	 * seal whole stripes): the lanes log what they write. */
+	setenv("URAID_WB_MODE", "1", 1);
+	setenv("URAID_WB_PART", "65536", 1);
+	behind = true;
+	seeds = CRASH_SEEDS_BEHIND;
+	writers = 1; /* write-behind takes a write that has nothing beside it */
+	behind_whole = 0;
+	for (unsigned p = 0; p < sizeof(crash_policies) / sizeof(crash_policies[0]); p++) {
+		if (!crash_policies[p].supported || crash_policies[p].policy == CRASH_NONE)
+			continue;
+		crash_level(5, p);
+		if (crash_policies[p].raid6)
+			crash_level(6, p);
+	}
+	CHECK(behind_whole > 0); /* the lanes did write (and log) stripes */
 	for (unsigned i = 0; i < CRASH_MAX_MEMBERS; i++) {
 		unlink(member_path(i));
 		unlink(saved_path(i));

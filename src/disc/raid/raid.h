@@ -183,6 +183,11 @@ struct raid_log_ops {
 	/* Bytes every update's [moff, moff+len) is widened to (a power of
 	 * two dividing the chunk; the journal's 4 KiB pages); 0: none. */
 	uint32_t align;
+	/* log() may be called again before an earlier call's done(), and
+	 * done() may come from another thread (the journal); false: done()
+	 * comes from log()'s thread before its next log() (PPL holds its
+	 * areas' locks in between). */
+	bool overlap;
 };
 
 /* Set (ops non-NULL) or clear the array's stripe log, before the array

@@ -48,6 +48,9 @@
  * lane 0 calls the log's done() once every lane has passed the piece (the
  * same thread as log(): PPL holds its areas' locks in between).  Partial
  * stripes are logged by the direct path as ever, after that done().  A
+ * log that allows it (overlap: the journal) is not waited for: lane 0
+ * goes on to log the next piece while the lanes write this one, and the
+ * last lane to pass a piece calls done().  A
  * log that refuses the call (full, or too many entries for a PPL header)
  * leaves the whole stripes to lane 0's direct path too, logged there in
  * its own batches.
@@ -135,6 +138,10 @@ struct raid_wb {
 	unsigned seq;            /* back-to-back writes so far */
 	unsigned writers;        /* changes in flight */
 };
+
+/* The write-behind whose lane this thread is (NULL: none); see
+ * raid_wb_barrier(). */
+static _Thread_local const struct raid_wb *raid_wb_own;
 
 struct raid_wb_lane {
 	struct raid_array *a;
@@ -443,6 +450,15 @@ static void raid_wb_lane_logged(struct raid_array *a, struct raid_wb_slot *s, bo
 	pthread_cond_broadcast(&wb->done);
 	pthread_mutex_unlock(&wb->lock);
 	int w = r == 0 && part ? raid_wb_lane_part(a, s, 0) : 0;
+	if (r == 0 && a->log.overlap) {
+		/* done() from whichever lane passes s last */
+		if (partial)
+			raid_wb_lane_partial(a, s);
+		pthread_mutex_lock(&wb->lock);
+		if (w && !s->write_err)
+			s->write_err = w;
+		return;
+	}
 	pthread_mutex_lock(&wb->lock);
 	if (w && !s->write_err)
 		s->write_err = w;
@@ -490,6 +506,7 @@ static void *raid_wb_lane_run(void *arg)
 	unsigned role = l->role;
 
 	free(l);
+	raid_wb_own = wb;
 	pthread_mutex_lock(&wb->lock);
 	for (;;) {
 		if (wb->lane_at[role] == wb->head) {
@@ -522,10 +539,17 @@ static void *raid_wb_lane_run(void *arg)
 			}
 		}
 		wb->lane_at[role]++;
-		if (--s->left == 0)
+		if (--s->left == 0) {
+			if (s->logging && a->log.overlap && !s->log_err) {
+				int w = s->write_err;
+				pthread_mutex_unlock(&wb->lock);
+				raid_parity_log_done(a, &s->lg, w);
+				pthread_mutex_lock(&wb->lock);
+			}
 			raid_wb_complete(a, s);
-		else if (s->logging)
+		} else if (s->logging) {
 			pthread_cond_broadcast(&wb->done); /* lane 0 waits for the others */
+		}
 	}
 	pthread_mutex_unlock(&wb->lock);
 	return NULL;
@@ -719,7 +743,10 @@ int raid_wb_barrier(struct raid_array *a)
 	struct raid_wb *wb = a->wb;
 	int r;
 
-	if (!wb || atomic_load(&wb->pending) == 0)
+	/* A lane's own flush (a journal's checkpoint in the log call it
+	 * makes) waits for no piece: it would wait for itself, and what it
+	 * needs on the members (writes that returned) is there. */
+	if (!wb || atomic_load(&wb->pending) == 0 || raid_wb_own == wb)
 		return wb ? wb->err : 0;
 	pthread_mutex_lock(&wb->lock);
 	raid_wb_drain_locked(a);
