@@ -949,7 +949,7 @@ static void jn_done(void *ctx, const struct raid_log_stripe *s, unsigned n, int 
 
 void md_journal_log_ops(struct md_journal *j, struct raid_log_ops *ops)
 {
-	*ops = (struct raid_log_ops){.log = jn_log, .done = jn_done, .ctx = j, .align = R5L_PAGE};
+	*ops = (struct raid_log_ops){.log = jn_log, .done = jn_done, .ctx = j, .align = R5L_PAGE, .overlap = true};
 }
 
 void md_journal_close(struct md_journal *j)

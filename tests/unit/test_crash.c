@@ -26,10 +26,16 @@
  * The policies that close the hole (md's PPL, the raid5-cache journal in
  * write-through or write-back) have a row each in crash_policies[]; the
  * one place that sets their create options is crash_policy_create().  A
- * row marked supported runs, and must then show no hole degraded either. */
+ * row marked supported runs, and must then show no hole degraded either.
+ * A journal is one more crash member of the same power group, passed at
+ * every start (the degraded one leaves out a data member, never it).  The
+ * rule judged is (a) and (b) for every policy: write-through promises more
+ * (every write acknowledged before the cut, flushed or not), which this
+ * oracle does not check. */
 #include "check.h"
 
 #include "core/log.h"
+#include "disc/raid/raid_types.h"
 #include "md/md.h"
 #include "md/md_create.h"
 #include "member/member.h"
@@ -45,13 +51,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#define CRASH_MAX_MEMBERS 5
+#define CRASH_MAX_MEMBERS 6           /* a RAID6's 5 and a journal */
 #define CRASH_MEMBER_BYTES (3u << 20) /* 1 MiB of it md's headroom */
 #define CRASH_CHUNK_KIB 16
 #define CRASH_BLOCK 4096u
 #define CRASH_THREADS 3
 #define CRASH_MAX_WRITES 1024
-#define CRASH_SEEDS 12 /* per level; the whole test stays well under 30 s under ASan */
+#define CRASH_SEEDS 12       /* per level; the whole test stays well under 30 s under ASan */
+#define CRASH_SEEDS_BEHIND 4 /* per level and log, written behind */
 
 enum crash_policy { CRASH_NONE, CRASH_PPL, CRASH_JOURNAL_WT, CRASH_JOURNAL_WB };
 
@@ -63,26 +70,42 @@ static const struct {
 } crash_policies[] = {
     {CRASH_NONE, "none", true, true},
     {CRASH_PPL, "ppl", true, false},
-    {CRASH_JOURNAL_WT, "journal write-through", false, true},
+    {CRASH_JOURNAL_WT, "journal write-through", true, true},
     {CRASH_JOURNAL_WB, "journal write-back", false, true},
 };
 
-/* The create options a policy adds to the level's defaults. */
-static void crash_policy_create(enum crash_policy policy, struct md_create_opts *o)
+static const char *member_path(unsigned i);
+
+/* The create options a policy adds to the level's defaults; a journal is
+ * member file n, after the n data members, in their crash group. */
+static void crash_policy_create(enum crash_policy policy, unsigned n, struct md_create_opts *o)
 {
 	switch (policy) {
 	case CRASH_PPL:
 		o->ppl = true;
 		o->bitmap = 0; /* md keeps one or the other */
 		break;
-	case CRASH_NONE:
 	case CRASH_JOURNAL_WT:
+		o->journal = member_path(n);
+		o->bitmap = 0;
+		break;
+	case CRASH_NONE:
 	case CRASH_JOURNAL_WB:
 		break;
 	}
 }
 
+/* Member files a policy adds to the n data members (its journal). */
+static unsigned crash_policy_extra(enum crash_policy policy)
+{
+	return policy == CRASH_JOURNAL_WT || policy == CRASH_JOURNAL_WB;
+}
+
 static char dir[64];
+static bool behind; /* write-behind forced on (URAID_WB_MODE=1) */
+static unsigned seeds = CRASH_SEEDS;
+static unsigned writers = CRASH_THREADS; /* writer threads of a round */
+static uint64_t behind_whole;            /* stripes the lanes wrote whole, all rounds */
 
 static const char *member_path(unsigned i)
 {
@@ -260,8 +283,9 @@ static int crash_verify(const struct crash_run *run, struct vol *arr, struct cra
 	return 0;
 }
 
-/* md_assemble_one() of the member files, member `left_out` (or none: n)
- * not among them: its return, or member_open()'s error. */
+/* md_assemble_one() of the n member files (a journal among them), member
+ * `left_out` (or none: n) not among them: its return, or member_open()'s
+ * error. */
 static int crash_start(unsigned n, unsigned left_out, const struct md_assemble_opts *o,
                        struct vol **arr)
 {
@@ -311,7 +335,7 @@ struct crash_result {
 static void crash_round(int level, enum crash_policy policy, unsigned long long seed,
                         struct crash_result *res)
 {
-	unsigned n = level == 5 ? 4 : 5;
+	unsigned n = level == 5 ? 4 : 5, nall = n + crash_policy_extra(policy);
 	unsigned long long rng = seed * 104729 + (unsigned)level;
 	struct crash_run *run = calloc(1, sizeof(*run));
 	struct md_create_opts o;
@@ -326,7 +350,7 @@ static void crash_round(int level, enum crash_policy policy, unsigned long long 
 	*res = (struct crash_result){0};
 	pthread_mutex_init(&run->lock, NULL);
 	run->seed = seed;
-	for (unsigned i = 0; i < n; i++) {
+	for (unsigned i = 0; i < nall; i++) {
 		int fd = open(member_path(i), O_RDWR | O_CREAT | O_TRUNC, 0600);
 		CHECK(fd >= 0 && ftruncate(fd, CRASH_MEMBER_BYTES) == 0);
 		close(fd);
@@ -334,7 +358,7 @@ static void crash_round(int level, enum crash_policy policy, unsigned long long 
 	}
 	md_create_defaults(level, &o);
 	o.chunk_kib = CRASH_CHUNK_KIB;
-	crash_policy_create(policy, &o);
+	crash_policy_create(policy, n, &o);
 	err_clear();
 	r = md_create(specs, n, &o, &made);
 	if (r < 0) {
@@ -343,9 +367,9 @@ static void crash_round(int level, enum crash_policy policy, unsigned long long 
 		goto out;
 	}
 
-	/* The run: crash members, one power group. */
+	/* The run: crash members, one power group (the journal's too). */
 	snprintf(group, sizeof(group), "raid%d-%llu", level, seed);
-	for (unsigned i = 0; i < n; i++) {
+	for (unsigned i = 0; i < nall; i++) {
 		snprintf(spec, sizeof(spec), "fault:crash=%s,seed=%llu:%s", group, seed,
 		         member_path(i));
 		r = member_open(spec, 0, &m[i]);
@@ -358,7 +382,7 @@ static void crash_round(int level, enum crash_policy policy, unsigned long long 
 	}
 	struct md_assemble_opts ao = {0};
 	err_clear();
-	r = md_assemble_one(m, n, &ao, &arr);
+	r = md_assemble_one(m, nall, &ao, &arr);
 	if (r < 0) {
 		fprintf(stderr, "assemble: %s\n", err_detail(r));
 		CHECK(0);
@@ -369,8 +393,9 @@ static void crash_round(int level, enum crash_policy policy, unsigned long long 
 	run->last = malloc(arr->size / CRASH_BLOCK * sizeof(*run->last));
 	for (uint64_t b = 0; b < arr->size / CRASH_BLOCK; b++)
 		run->last[b] = -1;
-	for (unsigned i = 0; i < CRASH_THREADS; i++) {
+	for (unsigned i = 0; i < CRASH_THREADS; i++)
 		run->inflight[i] = -1;
+	for (unsigned i = 0; i < writers; i++) {
 		targ[i] = (struct crash_thread){run, i};
 		pthread_create(&th[i], NULL, crash_writer, &targ[i]);
 	}
@@ -385,13 +410,16 @@ static void crash_round(int level, enum crash_policy policy, unsigned long long 
 	}
 	CHECK_EQ(fault_power_cut(group), 0);
 	atomic_store(&run->stop, true);
-	for (unsigned i = 0; i < CRASH_THREADS; i++)
+	for (unsigned i = 0; i < writers; i++)
 		pthread_join(th[i], NULL);
+	uint64_t whole, partial;
+	raid_wb_counts(md_array_raid(arr), &whole, &partial);
+	behind_whole += whole;
 	vol_close(arr); /* cannot mark it clean: the power is gone */
 	arr = NULL;
 
 	/* Each start below begins from the members as the cut left them. */
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i < nall; i++)
 		if (crash_copy(member_path(i), saved_path(i)) < 0)
 			goto out;
 
@@ -401,7 +429,7 @@ static void crash_round(int level, enum crash_policy policy, unsigned long long 
 	left_out = (unsigned)(check_rand(&rng) % n);
 	struct md_assemble_opts deg = {.run_degraded = true};
 	if (policy == CRASH_NONE) {
-		r = crash_start(n, left_out, &deg, &arr);
+		r = crash_start(nall, left_out, &deg, &arr);
 		CHECK_EQ(r, -EUCLEAN);
 		if (r == -EUCLEAN && !strstr(err_detail(r), "write hole")) {
 			fprintf(stderr, "refusal does not name the write hole: %s\n",
@@ -412,22 +440,22 @@ static void crash_round(int level, enum crash_policy policy, unsigned long long 
 			vol_close(arr);
 		deg.readonly = deg.start_dirty_degraded = true;
 	}
-	if (crash_check(run, n, left_out, &deg, "degraded start", &res->degraded) < 0)
+	if (crash_check(run, nall, left_out, &deg, "degraded start", &res->degraded) < 0)
 		goto out;
 
 	/* Every member back, writable: resynced (or the log replayed) before
 	 * it starts. */
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i < nall; i++)
 		if (crash_copy(saved_path(i), member_path(i)) < 0)
 			goto out;
-	if (crash_check(run, n, n, &ao, "full start", &res->resynced) < 0)
+	if (crash_check(run, nall, nall, &ao, "full start", &res->resynced) < 0)
 		goto out;
 
 	/* Parity is what the resync made it: the same member left out, the
 	 * clean array reads the same. */
 	struct crash_verdict again;
 	struct md_assemble_opts after = {.readonly = true, .run_degraded = true};
-	if (crash_check(run, n, left_out, &after, "degraded start after the resync", &again) < 0)
+	if (crash_check(run, nall, left_out, &after, "degraded start after the resync", &again) < 0)
 		goto out;
 	res->resynced.durable_bad += again.durable_bad;
 	res->resynced.untouched_bad += again.untouched_bad;
@@ -448,7 +476,7 @@ static void crash_level(int level, unsigned p)
 	bool closes_hole = crash_policies[p].policy != CRASH_NONE;
 	unsigned holes = 0, durable = 0, untouched = 0, resync_bad = 0;
 
-	for (unsigned long long seed = 1; seed <= CRASH_SEEDS; seed++) {
+	for (unsigned long long seed = 1; seed <= seeds; seed++) {
 		struct crash_result res;
 		crash_round(level, crash_policies[p].policy, seed, &res);
 		if (!res.ok)
@@ -464,9 +492,10 @@ static void crash_level(int level, unsigned p)
 			        f->untouched_bad);
 		}
 	}
-	printf("raid%d, %s: the write hole in %u of %d seeds degraded (durable writes lost in "
+	printf("raid%d, %s%s: the write hole in %u of %d seeds degraded (durable writes lost in "
 	       "%u, untouched blocks changed in %u); %u seeds bad after resync\n",
-	       level, crash_policies[p].name, holes, CRASH_SEEDS, durable, untouched, resync_bad);
+	       level, crash_policies[p].name, behind ? " (written behind)" : "", holes, seeds,
+	       durable, untouched, resync_bad);
 	CHECK_EQ(resync_bad, 0);
 	if (closes_hole)
 		CHECK_EQ(holes, 0);
@@ -489,6 +518,23 @@ int main(void)
 		if (crash_policies[p].raid6)
 			crash_level(6, p);
 	}
+	/* The logs again with every write that can be staged written behind
+	 * (the workload's streams are short: small pieces, so that they
+	 * seal whole stripes): the lanes log what they write. */
+	setenv("URAID_WB_MODE", "1", 1);
+	setenv("URAID_WB_PART", "65536", 1);
+	behind = true;
+	seeds = CRASH_SEEDS_BEHIND;
+	writers = 1; /* write-behind takes a write that has nothing beside it */
+	behind_whole = 0;
+	for (unsigned p = 0; p < sizeof(crash_policies) / sizeof(crash_policies[0]); p++) {
+		if (!crash_policies[p].supported || crash_policies[p].policy == CRASH_NONE)
+			continue;
+		crash_level(5, p);
+		if (crash_policies[p].raid6)
+			crash_level(6, p);
+	}
+	CHECK(behind_whole > 0); /* the lanes did write (and log) stripes */
 	for (unsigned i = 0; i < CRASH_MAX_MEMBERS; i++) {
 		unlink(member_path(i));
 		unlink(saved_path(i));

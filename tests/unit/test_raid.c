@@ -961,58 +961,78 @@ static void probe_done(void *ctx, const struct raid_log_stripe *s, unsigned n, i
 
 static void test_stripe_log(void)
 {
-	for (int level = 5; level <= 6; level++) {
-		unsigned n = 5, m = level == 6 ? 2 : 1;
-		uint32_t chunk = 16384;
-		uint64_t size = 16 * chunk, asize = size * (n - m);
-		unsigned char *flat = calloc(1, asize), *seen = calloc(1, asize), *buf = malloc(asize);
-		struct vol *members[8], *a = NULL;
-		struct events ev = {0};
-		unsigned long long seed = 0x106 + (unsigned)level;
-		struct log_probe lp = {flat, seen, level, 0, 2, n, 0, 0, chunk};
-		struct raid_log_ops ops = {probe_log, probe_done, &lp};
+	for (int level = 5; level <= 6; level++)
+		for (int wb = 0; wb < 2; wb++) {
+			unsigned n = 5, m = level == 6 ? 2 : 1;
+			uint32_t chunk = 16384;
+			uint64_t size = 16 * chunk, asize = size * (n - m), row = chunk * (n - m);
+			unsigned char *flat = calloc(1, asize), *seen = calloc(1, asize);
+			unsigned char *buf = malloc(asize);
+			struct vol *members[8], *a = NULL;
+			struct events ev = {0};
+			unsigned long long seed = 0x106 + (unsigned)level;
+			struct log_probe lp = {flat, seen, level, 0, 2, n, 0, 0, chunk};
+			struct raid_log_ops ops = {probe_log, probe_done, &lp};
+			struct raid_check_report rep;
 
-		CHECK_EQ(open_array(level, 2, n, chunk, size, 0, &ev, members, &a), 0);
-		CHECK_EQ(raid_set_log(a, &ops), 0);
-		CHECK_EQ(raid_set_writebehind(a, 1), -ENOTSUP);
-		for (int i = 0; i < 60; i++) {
-			uint64_t len = 512 * (1 + check_rand(&seed) % (3 * (n - m) * chunk / 512));
-			uint64_t off = 512 * (check_rand(&seed) % ((asize - len) / 512 + 1));
-			if (i % 10 == 0) { /* whole stripes, through the rows path */
-				off = (check_rand(&seed) % 8) * chunk * (n - m);
-				len = 2 * chunk * (n - m);
-			}
-			fill(buf, len, &seed);
-			memcpy(flat + off, buf, len);
-			memset(seen, 0, asize);
-			CHECK_EQ(vol_write(a, buf, len, off, 0), 0);
-			/* exactly the written chunks' ranges were marked, and
-			 * they cover the write */
-			for (uint64_t j = off; j < off + len; j++)
-				if (!seen[j]) {
-					CHECK(!"a written byte no update marked written");
-					break;
+			CHECK_EQ(open_array(level, 2, n, chunk, size, 0, &ev, members, &a), 0);
+			CHECK_EQ(raid_set_log(a, &ops), 0);
+			/* written behind: every write staged, logged by the
+			 * lanes (whole stripes) or the direct path (the rest) */
+			CHECK_EQ(raid_set_writebehind(a, wb ? 1 : -1), 0);
+			for (int i = 0; i < 60; i++) {
+				uint64_t len = 512 * (1 + check_rand(&seed) % (3 * row / 512));
+				uint64_t off = 512 * (check_rand(&seed) % ((asize - len) / 512 + 1));
+				if (i % 10 == 0) { /* whole stripes, through the rows path */
+					off = (check_rand(&seed) % 8) * row;
+					len = 2 * row;
 				}
+				fill(buf, len, &seed);
+				memcpy(flat + off, buf, len);
+				memset(seen, 0, asize);
+				CHECK_EQ(vol_write(a, buf, len, off, 0), 0);
+				/* behind: logged by the time a flush is through */
+				CHECK_EQ(vol_flush(a), 0);
+				/* exactly the written chunks' ranges were marked, and
+				 * they cover the write */
+				for (uint64_t j = off; j < off + len; j++)
+					if (!seen[j]) {
+						CHECK(!"a written byte no update marked written");
+						break;
+					}
+			}
+			CHECK(lp.calls > 0);
+			CHECK_EQ(lp.calls, lp.done_calls);
+			CHECK_EQ(vol_read(a, buf, asize, 0), 0);
+			CHECK(memcmp(buf, flat, asize) == 0);
+			CHECK_EQ(raid_check(a, false, &rep, NULL), 0);
+			CHECK_EQ(rep.mismatched, 0);
+			if (wb) {
+				uint64_t whole, partial;
+				raid_wb_counts(a, &whole, &partial);
+				CHECK(whole > 0);
+				CHECK(partial > 0);
+			}
+			/* refused: the request fails (behind: the flush after
+			 * it), nothing reaches the members */
+			unsigned char *would = malloc(asize);
+			memcpy(would, flat, asize);
+			memset(would, 0xa5, 2 * row);
+			lp.flat = would;
+			lp.refuse = -EIO;
+			int r = vol_write(a, would, 2 * row, 0, 0);
+			if (wb)
+				CHECK_EQ(r == 0 ? vol_flush(a) : r, -EIO);
+			else
+				CHECK_EQ(r, -EIO);
+			CHECK_EQ(vol_read(a, buf, asize, 0), 0);
+			CHECK(memcmp(buf, flat, asize) == 0);
+			free(would);
+			vol_close(a);
+			free(buf);
+			free(seen);
+			free(flat);
 		}
-		CHECK(lp.calls > 0);
-		CHECK_EQ(lp.calls, lp.done_calls);
-		CHECK_EQ(vol_read(a, buf, asize, 0), 0);
-		CHECK(memcmp(buf, flat, asize) == 0);
-		/* refused: the request fails, nothing reaches the members */
-		unsigned char *would = malloc(asize);
-		memcpy(would, flat, asize);
-		memset(would, 0xa5, chunk);
-		lp.flat = would;
-		lp.refuse = -EIO;
-		CHECK_EQ(vol_write(a, would, chunk, 0, 0), -EIO);
-		CHECK_EQ(vol_read(a, buf, asize, 0), 0);
-		CHECK(memcmp(buf, flat, asize) == 0);
-		free(would);
-		vol_close(a);
-		free(buf);
-		free(seen);
-		free(flat);
-	}
 	/* only parity levels take a log */
 	struct vol *members[8], *a = NULL;
 	struct events ev = {0};

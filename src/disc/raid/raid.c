@@ -241,11 +241,7 @@ int raid_set_readahead(struct vol *array, int mode)
 int raid_set_writebehind(struct vol *array, int mode)
 {
 	struct raid_array *a = raid_array_of(array);
-	if (!a)
-		return -EINVAL;
-	if (a->log.log && mode >= 0)
-		return -ENOTSUP; /* the log must see every stripe update */
-	return raid_wb_set_mode(a, mode);
+	return a ? raid_wb_set_mode(a, mode) : -EINVAL;
 }
 
 int raid_set_log(struct vol *array, const struct raid_log_ops *ops)
@@ -254,12 +250,7 @@ int raid_set_log(struct vol *array, const struct raid_log_ops *ops)
 
 	if (!a || !a->lvl->md.parity)
 		return -EINVAL;
-	if (ops) {
-		raid_wb_set_mode(a, -1);
-		a->log = *ops;
-	} else {
-		a->log = (struct raid_log_ops){0};
-	}
+	raid_wb_set_log(a, ops);
 	return 0;
 }
 

@@ -151,8 +151,8 @@ int raid_set_writebehind(struct vol *array, int mode);
  * chunk's content after the update (written by this request or not), the
  * parity after it, and which data chunks the request writes.  Resync and
  * repair writes (md_sync, raid_check) and rebuilds are not logged, as md
- * logs only what clients write.  Write-behind is off while a log is set
- * (its lanes would write stripes on their own). */
+ * logs only what clients write.  Write-behind logs what its lanes write
+ * (a piece's whole stripes in one call, raid_wb.c), so it stays on. */
 struct raid_log_stripe {
 	uint64_t row;            /* stripe row: chunk row * chunk on every member */
 	uint64_t moff, len;      /* on every member's data area, inside the row's chunks */
@@ -183,11 +183,18 @@ struct raid_log_ops {
 	/* Bytes every update's [moff, moff+len) is widened to (a power of
 	 * two dividing the chunk; the journal's 4 KiB pages); 0: none. */
 	uint32_t align;
+	/* log() may be called again before an earlier call's done(), and
+	 * done() may come from another thread (the journal); false: done()
+	 * comes from log()'s thread before its next log() (PPL holds its
+	 * areas' locks in between). */
+	bool overlap;
 };
 
 /* Set (ops non-NULL) or clear the array's stripe log, before the array
- * takes writes; ops is copied.  Write-behind is turned off first.  0, or
- * -EINVAL when array is not a RAID vol of a parity level. */
+ * takes writes; ops is copied.  What write-behind holds is written out
+ * first; its pieces then hold at most 64 stripes (the direct path's
+ * batch), so that one call asks no more of the log than a direct write.
+ * 0, or -EINVAL when array is not a RAID vol of a parity level. */
 int raid_set_log(struct vol *array, const struct raid_log_ops *ops);
 
 /* For a stripe log's replay: where array byte aoff lies (its role and the

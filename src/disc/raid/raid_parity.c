@@ -226,8 +226,8 @@ out:
 	return r;
 }
 
-#define RAID_STRIPE_LOCKS 64 /* stripes hash onto this many locks */
-#define RAID_ROW_CACHE 4     /* stripes kept whole in memory */
+#define RAID_STRIPE_LOCKS RAID_PARITY_BATCH /* stripes hash onto this many locks */
+#define RAID_ROW_CACHE 4                    /* stripes kept whole in memory */
 
 struct raid_par {
 	pthread_mutex_t stripe_lock[RAID_STRIPE_LOCKS];
@@ -570,36 +570,30 @@ out:
 	return r;
 }
 
-/* The stripe log's view of k whole stripes staged member-major in mb
- * (raid_parity_write_rows), and its one call; what it allocates is freed
- * by parity_log_free. */
-struct parity_log {
-	struct raid_log_stripe *s;
-	unsigned *role, *place;
-	const char **data;
-	bool *written;
-};
-
-static void parity_log_free(struct parity_log *lg)
+static void raid_parity_log_free(struct raid_parity_log *lg)
 {
 	free(lg->written);
 	free(lg->data);
 	free(lg->place);
 	free(lg->role);
 	free(lg->s);
+	*lg = (struct raid_parity_log){0};
 }
 
-static int parity_log_rows(struct raid_array *a, char *mb, uint64_t k, uint64_t off, unsigned flags,
-                           struct raid_stripe *st, struct parity_log *lg)
+int raid_parity_log_rows(struct raid_array *a, char *const *part, uint64_t k, uint64_t off,
+                         unsigned flags, struct raid_parity_log *lg)
 {
-	uint64_t chunk = a->g.chunk, row_bytes = a->par->row_bytes, share = k * chunk;
+	uint64_t chunk = a->g.chunk, row_bytes = a->par->row_bytes;
 	unsigned ndata = a->n - a->lvl->md.parity;
+	struct raid_stripe *st = malloc(sizeof(*st));
+	int r = -ENOMEM;
 
-	if (!(lg->s = calloc(k, sizeof(*lg->s))) ||
+	*lg = (struct raid_parity_log){0};
+	if (!st || !(lg->s = calloc(k, sizeof(*lg->s))) ||
 	    !(lg->role = calloc(k * ndata, sizeof(unsigned))) ||
 	    !(lg->place = calloc(k * ndata, sizeof(unsigned))) ||
 	    !(lg->data = calloc(k * ndata, sizeof(char *))) || !(lg->written = malloc(ndata)))
-		return -ENOMEM;
+		goto out;
 	memset(lg->written, 1, ndata);
 	for (uint64_t i = 0; i < k; i++) {
 		struct raid_log_stripe *s = &lg->s[i];
@@ -609,7 +603,7 @@ static int parity_log_rows(struct raid_array *a, char *mb, uint64_t k, uint64_t 
 			a->lvl->stripe(a->priv, &a->g, off + i * row_bytes + d * chunk, st);
 			role[d] = st->data[st->target];
 			place[d] = st->target;
-			data[d] = mb + (uint64_t)role[d] * share + i * chunk;
+			data[d] = part[role[d]] + i * chunk;
 		}
 		*s = (struct raid_log_stripe){
 		    .row = off / row_bytes + i,
@@ -623,13 +617,26 @@ static int parity_log_rows(struct raid_array *a, char *mb, uint64_t k, uint64_t 
 		    .written = lg->written,
 		    .p = st->p,
 		    .q = st->q,
-		    .pbuf = mb + (uint64_t)st->p * share + i * chunk,
-		    .qbuf = st->q >= 0 ? mb + (uint64_t)st->q * share + i * chunk : NULL,
+		    .pbuf = part[st->p] + i * chunk,
+		    .qbuf = st->q >= 0 ? part[st->q] + i * chunk : NULL,
 		    .woff = off + i * row_bytes,
 		    .wlen = row_bytes,
 		};
 	}
-	return a->log.log(a->log.ctx, lg->s, (unsigned)k, flags);
+	lg->n = (unsigned)k;
+	r = a->log.log(a->log.ctx, lg->s, lg->n, flags);
+out:
+	free(st);
+	if (r)
+		raid_parity_log_free(lg);
+	return r;
+}
+
+void raid_parity_log_done(struct raid_array *a, struct raid_parity_log *lg, int r)
+{
+	if (lg->s)
+		a->log.done(a->log.ctx, lg->s, lg->n, r);
+	raid_parity_log_free(lg);
 }
 
 /* Write k whole stripes from off (a stripe boundary) at once, holding
@@ -643,13 +650,16 @@ static int raid_parity_write_rows(struct raid_array *a, const char *buf, uint64_
 	unsigned ndata = a->n - a->lvl->md.parity;
 	uint64_t row0 = off / row_bytes;
 	struct parity_io *io = calloc(a->n, sizeof(*io));
-	struct parity_log lg = {0};
+	struct raid_parity_log lg = {0};
+	char **part = calloc(a->n, sizeof(*part));
 	char *mb = NULL;
 	unsigned nio = 0;
 	int r = -ENOMEM;
 
-	if (!io || !(mb = vol_buf_alloc(a->n * share)))
+	if (!io || !part || !(mb = vol_buf_alloc(a->n * share)))
 		goto out;
+	for (unsigned m = 0; m < a->n; m++)
+		part[m] = mb + m * share;
 	for (uint64_t i = 0; i < k; i++) {
 		const char *row = buf + i * row_bytes;
 		char *p = NULL, *q = NULL;
@@ -674,20 +684,20 @@ static int raid_parity_write_rows(struct raid_array *a, const char *buf, uint64_
 		if (!atomic_load(&a->m[m].failed))
 			io[nio++] = (struct parity_io){m, row0 * chunk, share, mb + m * share, 0};
 	if (a->log.log) {
-		r = parity_log_rows(a, mb, k, off, flags, st, &lg);
+		r = raid_parity_log_rows(a, part, k, off, flags, &lg);
 		if (r)
 			goto out;
 	}
 	r = parity_io_run(a, io, nio, true, flags);
 	if (a->log.log)
-		a->log.done(a->log.ctx, lg.s, (unsigned)k, r);
+		raid_parity_log_done(a, &lg, r);
 	/* What the cache held of these stripes is old now; the last one may
 	 * be where the stream's next write begins. */
 	raid_row_forget(a, row0, k - 1);
 	raid_row_put(a, row0 + k - 1, 0, chunk, r == 0 ? buf + (k - 1) * row_bytes : NULL);
 out:
-	parity_log_free(&lg);
 	free(mb);
+	free(part);
 	free(io);
 	return r;
 }

@@ -328,6 +328,24 @@ int raid_piece_move(struct raid_array *a, const struct raid_piece_map *from, con
 	return 0;
 }
 
+int raid_piece_parts(struct raid_array *a, const struct raid_piece_map *m, char *piece,
+                     uint64_t off, char **part)
+{
+	struct raid_stripe *st = malloc(sizeof(*st));
+	int r = st ? 0 : -ENOMEM;
+
+	uint64_t moff = st ? raid_piece_row_moff(a, off / raid_piece_row(a), st) : 0;
+	for (unsigned role = 0; role < a->n && r == 0; role++) {
+		const struct raid_run *x = raid_runs_find(&m->stage, role, moff);
+		if (!x)
+			r = -EIO; /* not staged: a caller's bug */
+		else
+			part[role] = piece + x->pos + (moff - x->moff);
+	}
+	free(st);
+	return r;
+}
+
 #define RAID_PIECE_SLICE (64u << 10) /* parity computed this much at a time */
 
 int raid_piece_parity(struct raid_array *a, const struct raid_piece_map *m, char *piece,

@@ -313,6 +313,11 @@ int raid_check_run(struct raid_array *a, bool repair, struct raid_check_report *
 
 /* ---- parity levels (raid_parity.c) ---- */
 
+/* Whole stripes written (and logged) in one go at most: the direct path's
+ * batch, one stripe lock each, and a write-behind piece's under a stripe
+ * log, so that neither asks more of a log than the other. */
+#define RAID_PARITY_BATCH 64u
+
 /* Rebuild [off, off+len) (inside one chunk) of a parity level from the
  * rest of its stripe; -EIO when more is gone than the parity gives back. */
 int raid_parity_rebuild(struct raid_array *a, char *buf, uint64_t len, uint64_t off);
@@ -327,6 +332,25 @@ int raid_parity_check_row(struct raid_array *a, uint64_t row, bool repair, unsig
 /* P (and Q, when q is not NULL) of ndata blocks of len bytes, data[i] being
  * the block at syndrome place i (raid_rebuild.c, for a gone parity chunk). */
 void raid_parity_compute(char *const *data, unsigned ndata, uint64_t len, char *p, char *q);
+/* The stripe log's view of whole stripes (raid.h's struct raid_log_stripe,
+ * one per stripe), from raid_parity_log_rows() to raid_parity_log_done(). */
+struct raid_parity_log {
+	struct raid_log_stripe *s;
+	unsigned n;
+	unsigned *role, *place;
+	const char **data;
+	bool *written;
+};
+/* Log k whole stripes from off (a stripe boundary) as one a->log.log()
+ * call, before any of their member writes: part[role] is where role's
+ * chunk of the first stripe is in memory, data and parity alike, each
+ * next stripe's a chunk after it (member-major, as raid_piece.c stages
+ * them).  0 (then raid_parity_log_done() once the member writes are over)
+ * or the log's -errno (nothing to free). */
+int raid_parity_log_rows(struct raid_array *a, char *const *part, uint64_t k, uint64_t off,
+                         unsigned flags, struct raid_parity_log *lg);
+/* The log's done() with the member writes' result r, and free lg. */
+void raid_parity_log_done(struct raid_array *a, struct raid_parity_log *lg, int r);
 /* Forget what the row cache holds of stripes [row0, row0+k): they are
  * being rewritten whole behind its back (raid_wb.c). */
 void raid_parity_forget(struct raid_array *a, uint64_t row0, uint64_t k);
@@ -391,6 +415,11 @@ int raid_piece_segments(struct raid_array *a, struct raid_piece_map *m, uint64_t
  * of it must be in).  0, -ENOMEM or -EIO (the stripes are not staged). */
 int raid_piece_parity(struct raid_array *a, const struct raid_piece_map *m, char *piece,
                       unsigned role, uint64_t len, uint64_t off);
+/* Parity levels: where each role's chunk of the stripe at off (a stripe
+ * boundary the piece stages) lies in the piece's buffer, into part[a->n]
+ * (its chunks of the next stripes follow it).  0, -ENOMEM, or -EIO. */
+int raid_piece_parts(struct raid_array *a, const struct raid_piece_map *m, char *piece,
+                     uint64_t off, char **part);
 /* Copy [off, off+len) of the array from one piece to another (both
  * staging it).  0 or -EIO. */
 int raid_piece_move(struct raid_array *a, const struct raid_piece_map *from, const char *fbuf,
@@ -431,6 +460,9 @@ int raid_wb_write(struct raid_array *a, const char *buf, uint64_t len, uint64_t 
 void raid_wb_direct_done(struct raid_array *a);
 /* Wait until every staged piece is written; 0 or the sticky error. */
 int raid_wb_barrier(struct raid_array *a);
+/* raid.h's raid_set_log(): every piece written out first, then the log
+ * (ops, or none with NULL) set for what comes next. */
+void raid_wb_set_log(struct raid_array *a, const struct raid_log_ops *ops);
 /* raid_set_writebehind() on an array. */
 int raid_wb_set_mode(struct raid_array *a, int mode);
 /* The mode raid_set_writebehind() last set (-1 without write-behind). */

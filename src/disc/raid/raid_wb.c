@@ -40,6 +40,21 @@
  * the last whole stripe and the rest moves to the next piece; if the
  * stream stalls for RAID_WB_HOLD_NS (10 ms) it goes out as it is.
  *
+ * With a stripe log (raid.h's raid_set_log: md's PPL or journal) every
+ * stripe reaches the log before its member writes, here as on the direct
+ * path: lane 0 computes the parity of a sealed piece's whole stripes and
+ * logs them in one call (raid_parity_log_rows, the direct path's own)
+ * before any lane writes its part; the other lanes wait for that, and
+ * lane 0 calls the log's done() once every lane has passed the piece (the
+ * same thread as log(): PPL holds its areas' locks in between).  Partial
+ * stripes are logged by the direct path as ever, after that done().  A
+ * log that allows it (overlap: the journal) is not waited for: lane 0
+ * goes on to log the next piece while the lanes write this one, and the
+ * last lane to pass a piece calls done().  A
+ * log that refuses the call (full, or too many entries for a PPL header)
+ * leaves the whole stripes to lane 0's direct path too, logged there in
+ * its own batches.
+ *
  * Lanes write whole stripes without the stripe locks.  That is safe by
  * the barrier design, not by locking: (1) no direct write to the array
  * runs while a piece is pending -- a write that goes direct drains the
@@ -60,6 +75,7 @@
  * cannot lose that member) makes the error sticky. */
 #include "raid_types.h"
 
+#include "core/exec.h"
 #include "core/log.h"
 
 #include <errno.h>
@@ -87,6 +103,11 @@ struct raid_wb_slot {
 	 * go through the lanes; the rest of [map.off, fill) is partial
 	 * stripes, for lane 0 to write through the direct path. */
 	uint64_t whole_lo, whole_hi;
+	/* ... and with a stripe log, lane 0 logs them (see the top). */
+	bool logging, logged;
+	int log_err;   /* the log's answer: not 0, no lane writes them */
+	int write_err; /* a lane's write of them that failed, for done() */
+	struct raid_parity_log lg;
 	struct raid_piece_map map;
 	char *buf;
 	uint64_t cap;
@@ -97,6 +118,7 @@ struct raid_wb {
 	pthread_cond_t work; /* lanes wait for a sealed piece */
 	pthread_cond_t done; /* others wait for pieces written, copies done */
 	uint64_t piece;      /* array bytes a piece covers at most */
+	uint64_t piece_max;  /* ... without a stripe log */
 	uint64_t row;        /* parity levels: array bytes of a stripe; else 0 */
 	atomic_uint direct;  /* parity levels: writes that may be going direct */
 	unsigned nslots;
@@ -116,6 +138,10 @@ struct raid_wb {
 	unsigned seq;            /* back-to-back writes so far */
 	unsigned writers;        /* changes in flight */
 };
+
+/* The write-behind whose lane this thread is (NULL: none); see
+ * raid_wb_barrier(). */
+static _Thread_local const struct raid_wb *raid_wb_own;
 
 struct raid_wb_lane {
 	struct raid_array *a;
@@ -194,6 +220,9 @@ static void raid_wb_seal(struct raid_array *a, struct raid_wb_slot *s)
 	s->listed = r == 0;
 	if (r < 0)
 		raid_wb_fail(a, a->n, r); /* no memory to list the writes */
+	s->logging = wb->row && a->log.log && s->listed && s->whole_hi > s->whole_lo;
+	s->logged = false;
+	s->log_err = s->write_err = 0;
 	s->left = a->n;
 	s->state = WB_SEALED;
 	wb->head++;
@@ -313,14 +342,15 @@ static bool raid_wb_has_partial(const struct raid_wb *wb, const struct raid_wb_s
 	       (s->map.off < s->whole_lo || s->whole_hi < s->fill);
 }
 
-/* Compute role's P and Q chunks of piece s (parity levels), then write
- * its part.  Lock not held. */
-static void raid_wb_lane_part(struct raid_array *a, struct raid_wb_slot *s, unsigned role)
+/* Compute role's P and Q chunks of piece s (parity levels; with a log,
+ * lane 0 computed them all), then write its part: 0, or the write's
+ * error (handled).  Lock not held. */
+static int raid_wb_lane_part(struct raid_array *a, struct raid_wb_slot *s, unsigned role)
 {
 	struct raid_wb *wb = a->wb;
 	int r = 0;
 
-	if (wb->row && !atomic_load(&a->m[role].failed))
+	if (wb->row && !s->logging && !atomic_load(&a->m[role].failed))
 		r = raid_piece_parity(a, &s->map, s->buf, role, s->whole_hi - s->whole_lo,
 		                      s->whole_lo);
 	if (r) {
@@ -328,25 +358,23 @@ static void raid_wb_lane_part(struct raid_array *a, struct raid_wb_slot *s, unsi
 		pthread_mutex_lock(&wb->lock);
 		raid_wb_fail(a, a->n, r);
 		pthread_mutex_unlock(&wb->lock);
-		return;
+		return r;
 	}
 	r = raid_wb_write_part(a, s, role);
 	if (r)
 		raid_wb_part_failed(a, role, r);
+	return r;
 }
 
-/* Write the partial stripes of sealed piece s through the direct path
- * (lane 0, on parity levels).  Lock not held. */
-static void raid_wb_lane_partial(struct raid_array *a, struct raid_wb_slot *s)
+/* Write ranges [lo[k], hi[k]) of sealed piece s through the direct path
+ * (lane 0, on parity levels; each logged there when a log is set).  Lock
+ * not held. */
+static void raid_wb_lane_direct(struct raid_array *a, struct raid_wb_slot *s, const uint64_t *lo,
+                                const uint64_t *hi, unsigned n)
 {
-	uint64_t lo[2] = {s->map.off, s->whole_hi}, hi[2] = {s->whole_lo, s->fill};
 	int r = 0;
 
-	if (s->whole_hi == s->whole_lo) { /* no whole stripe: all of it */
-		hi[0] = s->fill;
-		lo[1] = hi[1] = 0;
-	}
-	for (unsigned k = 0; k < 2 && r == 0; k++) {
+	for (unsigned k = 0; k < n && r == 0; k++) {
 		uint64_t len = hi[k] - lo[k];
 		char *tmp = len ? vol_buf_alloc(len) : NULL;
 		if (!len)
@@ -362,6 +390,92 @@ static void raid_wb_lane_partial(struct raid_array *a, struct raid_wb_slot *s)
 		raid_wb_fail(a, a->n, r);
 		pthread_mutex_unlock(&a->wb->lock);
 	}
+}
+
+/* Write the partial stripes of sealed piece s through the direct path. */
+static void raid_wb_lane_partial(struct raid_array *a, struct raid_wb_slot *s)
+{
+	uint64_t lo[2] = {s->map.off, s->whole_hi}, hi[2] = {s->whole_lo, s->fill};
+
+	if (s->whole_hi == s->whole_lo) { /* no whole stripe: all of it */
+		hi[0] = s->fill;
+		lo[1] = hi[1] = 0;
+	}
+	raid_wb_lane_direct(a, s, lo, hi, 2);
+}
+
+struct raid_wb_par {
+	struct raid_array *a;
+	struct raid_wb_slot *s;
+};
+
+static int raid_wb_parity_one(void *arg, unsigned role)
+{
+	struct raid_wb_par *x = arg;
+	const struct raid_wb_slot *s = x->s;
+	return raid_piece_parity(x->a, &s->map, s->buf, role, s->whole_hi - s->whole_lo,
+	                         s->whole_lo);
+}
+
+/* Every parity chunk of piece s's whole stripes (a gone member's too: the
+ * log keeps it), then the log's one call for them.  Lock not held. */
+static int raid_wb_log(struct raid_array *a, struct raid_wb_slot *s)
+{
+	struct raid_wb_par x = {a, s};
+	char **part = calloc(a->n, sizeof(*part));
+	int r = part ? exec_parallel(a->n, raid_wb_parity_one, &x) : -ENOMEM;
+
+	if (r == 0)
+		r = raid_piece_parts(a, &s->map, s->buf, s->whole_lo, part);
+	if (r == 0)
+		r = raid_parity_log_rows(a, part, (s->whole_hi - s->whole_lo) / a->wb->row,
+		                         s->whole_lo, 0, &s->lg);
+	free(part);
+	return r;
+}
+
+/* Lane 0's turn at sealed piece s with a log: log its whole stripes, let
+ * the lanes write them (its own part too), wait until every other lane
+ * has passed s, tell the log, then the partial stripes.  Lock held. */
+static void raid_wb_lane_logged(struct raid_array *a, struct raid_wb_slot *s, bool part,
+                                bool partial)
+{
+	struct raid_wb *wb = a->wb;
+
+	pthread_mutex_unlock(&wb->lock);
+	int r = raid_wb_log(a, s);
+	pthread_mutex_lock(&wb->lock);
+	s->log_err = r;
+	s->logged = true;
+	pthread_cond_broadcast(&wb->done);
+	pthread_mutex_unlock(&wb->lock);
+	int w = r == 0 && part ? raid_wb_lane_part(a, s, 0) : 0;
+	if (r == 0 && a->log.overlap) {
+		/* done() from whichever lane passes s last */
+		if (partial)
+			raid_wb_lane_partial(a, s);
+		pthread_mutex_lock(&wb->lock);
+		if (w && !s->write_err)
+			s->write_err = w;
+		return;
+	}
+	pthread_mutex_lock(&wb->lock);
+	if (w && !s->write_err)
+		s->write_err = w;
+	while (s->left > 1)
+		pthread_cond_wait(&wb->done, &wb->lock);
+	w = s->write_err;
+	pthread_mutex_unlock(&wb->lock);
+	if (r == 0) {
+		raid_parity_log_done(a, &s->lg, w);
+	} else {
+		/* Refused by the log: nothing of them was written. */
+		uint64_t lo = s->whole_lo, hi = s->whole_hi;
+		raid_wb_lane_direct(a, s, &lo, &hi, 1);
+	}
+	if (partial)
+		raid_wb_lane_partial(a, s);
+	pthread_mutex_lock(&wb->lock);
 }
 
 /* Wait for a sealed piece.  On a parity level a trailing partial stripe
@@ -392,6 +506,7 @@ static void *raid_wb_lane_run(void *arg)
 	unsigned role = l->role;
 
 	free(l);
+	raid_wb_own = wb;
 	pthread_mutex_lock(&wb->lock);
 	for (;;) {
 		if (wb->lane_at[role] == wb->head) {
@@ -407,17 +522,34 @@ static void *raid_wb_lane_run(void *arg)
 		struct raid_wb_slot *s = raid_wb_at(wb, i);
 		bool part = raid_wb_has_part(s, role);
 		bool partial = role == 0 && raid_wb_has_partial(wb, s);
-		if (part || partial) {
-			pthread_mutex_unlock(&wb->lock);
-			if (part)
-				raid_wb_lane_part(a, s, role);
-			if (partial)
-				raid_wb_lane_partial(a, s);
-			pthread_mutex_lock(&wb->lock);
+		if (role == 0 && s->logging) {
+			raid_wb_lane_logged(a, s, part, partial);
+		} else {
+			while (part && s->logging && !s->logged)
+				pthread_cond_wait(&wb->done, &wb->lock);
+			part = part && !(s->logging && s->log_err);
+			if (part || partial) {
+				pthread_mutex_unlock(&wb->lock);
+				int r = part ? raid_wb_lane_part(a, s, role) : 0;
+				if (partial)
+					raid_wb_lane_partial(a, s);
+				pthread_mutex_lock(&wb->lock);
+				if (r && !s->write_err)
+					s->write_err = r;
+			}
 		}
 		wb->lane_at[role]++;
-		if (--s->left == 0)
+		if (--s->left == 0) {
+			if (s->logging && a->log.overlap && !s->log_err) {
+				int w = s->write_err;
+				pthread_mutex_unlock(&wb->lock);
+				raid_parity_log_done(a, &s->lg, w);
+				pthread_mutex_lock(&wb->lock);
+			}
 			raid_wb_complete(a, s);
+		} else if (s->logging) {
+			pthread_cond_broadcast(&wb->done); /* lane 0 waits for the others */
+		}
 	}
 	pthread_mutex_unlock(&wb->lock);
 	return NULL;
@@ -611,7 +743,10 @@ int raid_wb_barrier(struct raid_array *a)
 	struct raid_wb *wb = a->wb;
 	int r;
 
-	if (!wb || atomic_load(&wb->pending) == 0)
+	/* A lane's own flush (a journal's checkpoint in the log call it
+	 * makes) waits for no piece: it would wait for itself, and what it
+	 * needs on the members (writes that returned) is there. */
+	if (!wb || atomic_load(&wb->pending) == 0 || raid_wb_own == wb)
 		return wb ? wb->err : 0;
 	pthread_mutex_lock(&wb->lock);
 	raid_wb_drain_locked(a);
@@ -657,6 +792,9 @@ int raid_wb_init(struct raid_array *a)
 		return -ENOMEM;
 	if (env && strtoull(env, NULL, 0) >= 512)
 		part = strtoull(env, NULL, 0);
+	env = getenv("URAID_WB_MODE"); /* tests: 1 forces it on, as raid_set_writebehind */
+	if (env)
+		atomic_store(&wb->mode, raid_stage_mode(atoi(env)));
 	if (a->lvl->md.parity) {
 		/* A stripe is a chunk of every data disk; every member's
 		 * part is staged, parity included. */
@@ -670,6 +808,7 @@ int raid_wb_init(struct raid_array *a)
 	while (part > unit / width && (uint64_t)wb->nslots * held * part > RAID_WB_MAX)
 		part /= 2;
 	wb->piece = (width * part + unit - 1) / unit * unit;
+	wb->piece_max = wb->piece;
 	uint64_t staged = a->lvl->md.parity ? wb->piece / width * held : wb->piece * a->copies;
 	if ((uint64_t)wb->nslots * staged > 2 * (uint64_t)RAID_WB_MAX) {
 		free(wb); /* stripes too wide to stage: write-behind off */
@@ -731,6 +870,23 @@ void raid_wb_counts_of(struct raid_array *a, uint64_t *whole, uint64_t *partial)
 	*whole = a->wb->whole;
 	*partial = a->wb->partial;
 	pthread_mutex_unlock(&a->wb->lock);
+}
+
+void raid_wb_set_log(struct raid_array *a, const struct raid_log_ops *ops)
+{
+	struct raid_wb *wb = a->wb;
+
+	if (!wb) {
+		a->log = ops ? *ops : (struct raid_log_ops){0};
+		return;
+	}
+	pthread_mutex_lock(&wb->lock);
+	raid_wb_drain_locked(a);
+	a->log = ops ? *ops : (struct raid_log_ops){0};
+	wb->piece = wb->piece_max;
+	if (ops && wb->row && wb->piece > RAID_PARITY_BATCH * wb->row)
+		wb->piece = RAID_PARITY_BATCH * wb->row;
+	pthread_mutex_unlock(&wb->lock);
 }
 
 int raid_wb_set_mode(struct raid_array *a, int mode)
