@@ -59,7 +59,7 @@ int raid_member_stats(struct vol *array, unsigned role, struct raid_io_stats *ou
 
 int raid_set_write_mostly(struct vol *array, unsigned role, bool on)
 {
-	struct raid_array *a = array->ops == &raid_ops ? to_raid(array) : NULL;
+	struct raid_array *a = raid_array_of(array);
 
 	if (!a || role >= a->n)
 		return -EINVAL;
