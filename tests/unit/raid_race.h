@@ -83,6 +83,21 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
+/* Aim w at arr and fill the whole array with seeded bytes, which w->ref
+ * keeps as what it should hold (freed by the caller). */
+static inline void writers_fill(struct writers *w, struct vol *arr, unsigned long long *seed)
+{
+	w->arr = arr;
+	w->span = arr->size;
+	w->ref = malloc(arr->size);
+	CHECK(w->ref);
+	if (!w->ref)
+		return;
+	for (uint64_t i = 0; i < arr->size; i++)
+		w->ref[i] = (char)check_rand(seed);
+	CHECK(vol_write(arr, w->ref, arr->size, 0, 0) == 0);
+}
+
 static inline void writers_start(struct writers *w, unsigned long long seed)
 {
 	unsigned long before = atomic_load(&w->writes);

@@ -64,14 +64,9 @@ static void run(const struct race_cfg *c, unsigned gone, bool target_fails)
 	arr = open_degraded(c, m, size, gone);
 	if (!arr)
 		return;
-	w.arr = arr;
-	w.span = arr->size;
-	w.ref = malloc(arr->size);
+	writers_fill(&w, arr, &seed);
 	char *back = malloc(arr->size);
-	CHECK(w.ref && back);
-	for (uint64_t i = 0; i < arr->size; i++)
-		w.ref[i] = (char)check_rand(&seed);
-	CHECK(vol_write(arr, w.ref, arr->size, 0, 0) == 0);
+	CHECK(back);
 
 	/* The new member: blank, its writes slowed; it joins as holding the
 	 * first piece already (written here as a resumed recovery would
@@ -201,14 +196,9 @@ static void run_readd(const struct race_cfg *c, unsigned gone)
 	CHECK(raid_open(&g, s, NULL, "t", &arr) == 0);
 	if (!arr)
 		return;
-	w.arr = arr;
-	w.span = arr->size;
-	w.ref = malloc(arr->size);
+	writers_fill(&w, arr, &seed);
 	char *back = malloc(arr->size);
-	CHECK(w.ref && back);
-	for (uint64_t i = 0; i < arr->size; i++)
-		w.ref[i] = (char)check_rand(&seed);
-	CHECK(vol_write(arr, w.ref, arr->size, 0, 0) == 0);
+	CHECK(back);
 	CHECK_EQ(raid_fail_member(arr, gone), 0);
 	for (unsigned k = 0; k < 2; k++) {
 		uint64_t off = away[k][0], len = away[k][1];

@@ -67,14 +67,10 @@ static void run(const struct race_cfg *c)
 	CHECK(raid_open(&g, s, NULL, "t", &arr) == 0);
 	if (!arr)
 		return;
-	w.arr = arr;
-	w.span = arr->size / 2;
-	w.ref = malloc(arr->size);
+	writers_fill(&w, arr, &seed);
+	w.span = arr->size / 2; /* the writers keep to the first half */
 	char *back = malloc(arr->size), junk[4096];
-	CHECK(w.ref && back);
-	for (uint64_t i = 0; i < arr->size; i++)
-		w.ref[i] = (char)check_rand(&seed);
-	CHECK(vol_write(arr, w.ref, arr->size, 0, 0) == 0);
+	CHECK(back);
 
 	/* The planted fault: member 0's last 4 KiB, in the last row. */
 	memset(junk, 0x5a, sizeof(junk));
