@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int check_failures;
 
@@ -33,6 +34,21 @@ static inline int check_done(void)
 	if (check_failures)
 		fprintf(stderr, "%d check(s) failed\n", check_failures);
 	return check_failures ? 1 : 0;
+}
+
+/* Make a fresh directory $TMPDIR/uraid-NAME-XXXXXX (under /tmp when
+ * TMPDIR is unset or too long to leave room) into dir: 0, or -1 after
+ * saying why. */
+static inline int check_tmpdir(char *dir, size_t len, const char *name)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	snprintf(dir, len, "%s/uraid-%s-XXXXXX", tmp && strlen(tmp) < 30 ? tmp : "/tmp", name);
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return -1;
+	}
+	return 0;
 }
 
 /* A small deterministic PRNG (xorshift64*) so failures reproduce. */

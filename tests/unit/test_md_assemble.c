@@ -597,13 +597,8 @@ static void test_nested(void)
 
 int main(void)
 {
-	char *tmp = getenv("TMPDIR");
-
-	snprintf(dir, sizeof(dir), "%s/uraid-md-XXXXXX", tmp && strlen(tmp) < 30 ? tmp : "/tmp");
-	if (!mkdtemp(dir)) {
-		perror("mkdtemp");
+	if (check_tmpdir(dir, sizeof(dir), "md") < 0)
 		return 1;
-	}
 	log_verbosity = LOG_WARN;
 	test_levels();
 	test_readonly_and_refusals();

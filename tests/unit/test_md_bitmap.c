@@ -731,13 +731,8 @@ static void test_stale(void)
 
 int main(void)
 {
-	char *tmp = getenv("TMPDIR");
-
-	snprintf(dir, sizeof(dir), "%s/uraid-mdb-XXXXXX", tmp && strlen(tmp) < 30 ? tmp : "/tmp");
-	if (!mkdtemp(dir)) {
-		perror("mkdtemp");
+	if (check_tmpdir(dir, sizeof(dir), "mdb") < 0)
 		return 1;
-	}
 	log_verbosity = LOG_ERROR;
 	test_parse();
 	test_mapping();

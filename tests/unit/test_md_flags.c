@@ -111,13 +111,8 @@ static void test_level(int level, const char *layout, unsigned n, unsigned wm, i
 
 int main(void)
 {
-	char *tmp = getenv("TMPDIR");
-
-	snprintf(dir, sizeof(dir), "%s/uraid-flags-XXXXXX", tmp && strlen(tmp) < 30 ? tmp : "/tmp");
-	if (!mkdtemp(dir)) {
-		perror("mkdtemp");
+	if (check_tmpdir(dir, sizeof(dir), "flags") < 0)
 		return 1;
-	}
 	log_verbosity = LOG_ERROR;
 	test_level(1, NULL, 2, 0x2, 0);
 	test_level(1, NULL, 2, 0x2, 1);

@@ -359,13 +359,8 @@ static void test_at_start(void)
 
 int main(void)
 {
-	char *tmp = getenv("TMPDIR");
-
-	snprintf(dir, sizeof(dir), "%s/uraid-readd-XXXXXX", tmp && strlen(tmp) < 30 ? tmp : "/tmp");
-	if (!mkdtemp(dir)) {
-		perror("mkdtemp");
+	if (check_tmpdir(dir, sizeof(dir), "readd") < 0)
 		return 1;
-	}
 	log_verbosity = LOG_WARN;
 	CHECK_EQ(md_events_subscribe(on_event, NULL), 0);
 	/* RAID1: bitmap chunks are member bytes; 4 dirty chunks. */
