@@ -1,9 +1,11 @@
 /* cmd_grow.c — `uraid grow`: parse, open the members (stack.c), call
  * md_grow() (md/md_grow.c: changing the number of copies of an md RAID1
- * offline, as `mdadm --grow --raid-devices=N [--add NEW]` does, and the
- * rebuild of the new roles), print.
+ * offline, as `mdadm --grow --raid-devices=N [--add NEW]` does, the level
+ * changes that move no data, md/md_takeover.c, and the rebuild of the new
+ * roles), print.
  *
  *   uraid grow --raid-devices N [--add NEW]... [--no-rebuild] [--force] MEMBER...
+ *   uraid grow --level L [--layout NAME] [--add NEW]... [--force] MEMBER...
  */
 #include "cli.h"
 #include "stack/stack.h"
@@ -18,18 +20,38 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* --level and --layout (the takeovers' options, md_takeover.h) into go. */
+static int grow_parse_takeover(int c, const char *arg, struct md_grow_opts *go)
+{
+	if (c == 'p') {
+		go->layout = arg;
+		return 0;
+	}
+	if (md_level_parse(arg, &go->level) < 0) {
+		fprintf(stderr, "uraid: grow: --level %s: not an md level\n", arg);
+		return -EINVAL;
+	}
+	go->change_level = true;
+	return 0;
+}
+
 static void grow_usage(FILE *f)
 {
 	fprintf(
 	    f,
 	    "usage: uraid grow --raid-devices N [--add NEW]... [--no-rebuild] [--force] "
 	    "MEMBER...\n"
+	    "       uraid grow --level L [--layout NAME] [--add NEW]... [--force] MEMBER...\n"
 	    "Change the number of copies of the md RAID1 the MEMBERs hold (mdadm --grow\n"
 	    "--raid-devices), offline; give every member.  Growing leaves the new roles\n"
 	    "missing until a member takes them: each NEW does, and is rebuilt from the\n"
 	    "others at once (see `uraid rebuild`).  Shrinking needs the dropped roles\n"
 	    "empty (their members failed and removed).\n"
 	    "  -n, --raid-devices N  the new number of devices\n"
+	    "  -l, --level L         take the array over to level L without moving data\n"
+	    "                        (md's takeovers: 1<->5 of two devices, 5->6 and 6->5 with\n"
+	    "                        Q on the last device, 0<->5 parity-last, 10->0, 1->0)\n"
+	    "  -p, --layout NAME     with --level: the new layout (5->6: preserve, the -6 one)\n"
 	    "  -a, --add NEW         a new member, taking a missing role (repeatable)\n"
 	    "  --no-rebuild          only write the superblocks; `uraid rebuild` does the rest\n"
 	    "  --force               overwrite a NEW that holds an md superblock or LUKS header\n"
@@ -40,6 +62,8 @@ int cmd_grow(int argc, char **argv)
 {
 	static const struct option opts[] = {
 	    {"raid-devices", required_argument, NULL, 'n'},
+	    {"level", required_argument, NULL, 'l'},
+	    {"layout", required_argument, NULL, 'p'},
 	    {"add", required_argument, NULL, 'a'},
 	    {"no-rebuild", no_argument, NULL, 'N'},
 	    {"force", no_argument, NULL, 'f'},
@@ -61,8 +85,15 @@ int cmd_grow(int argc, char **argv)
 	if (!news)
 		return cli_fail("grow", -ENOMEM);
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "n:a:fvh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:l:p:a:fvh", opts, NULL)) != -1) {
 		switch (c) {
+		case 'l':
+		case 'p':
+			if (grow_parse_takeover(c, optarg, &go) < 0) {
+				rc = 2;
+				goto out;
+			}
+			break;
 		case 'n': {
 			char *end;
 			unsigned long v = strtoul(optarg, &end, 10);
@@ -103,7 +134,15 @@ int cmd_grow(int argc, char **argv)
 			goto out;
 		}
 	}
-	if (optind >= argc || !n) {
+	if (go.layout && !go.change_level) {
+		fprintf(stderr,
+		        "uraid: grow: --layout %s without --level: a new layout at the "
+		        "same level restripes the data, a reshape; nothing was changed\n",
+		        go.layout);
+		rc = 2;
+		goto out;
+	}
+	if (optind >= argc || (!n && !go.change_level)) {
 		grow_usage(stderr);
 		rc = 2;
 		goto out;

@@ -15,6 +15,7 @@
  * every member and every NEW as it was. */
 #include "md_grow.h"
 #include "md_manage.h"
+#include "md_takeover.h"
 #include "md_journal.h"
 #include "md_sb090.h"
 
@@ -33,6 +34,8 @@ struct grow_dev {
 	uint64_t end_sb; /* NEW only: its end superblock to wipe (--force) */
 	unsigned role;   /* its role (a NEW's: the one it takes, or MD_ROLE_SPARE) */
 	bool promoted;   /* a spare given that takes a missing role */
+	bool dropped;    /* leaves the array (a level change): not written */
+	bool to_spare;   /* held a role the level change ends: now a spare */
 };
 
 struct grow_set {
@@ -67,7 +70,7 @@ static void grow_set_free(struct grow_set *s)
  * a member given, and nothing is in a state we would not update
  * correctly.  s owns them from here on. */
 static int grow_load(char **specs, unsigned n, struct vol **vols, struct md_super **sbs,
-                     unsigned fresh, struct grow_set *s)
+                     unsigned fresh, bool any_level, struct grow_set *s)
 {
 	struct md_super *f;
 	unsigned insync = 0;
@@ -94,7 +97,7 @@ static int grow_load(char **specs, unsigned n, struct vol **vols, struct md_supe
 		return md_sb090_refuse(f, s->name, "growing the array");
 	if (md_journal_refuse(f, s->name, "growing the array") < 0)
 		return -ENOTSUP;
-	if (f->level != 1) {
+	if (f->level != 1 && !any_level) {
 		const char *lv = md_level_name(f->level);
 		return err_set(-ENOTSUP,
 		               "%s is %s: changing its number of devices needs a reshape "
@@ -165,9 +168,9 @@ static int grow_check_given(const struct grow_set *s)
 
 /* Open and check the new members (the caller made sure that none is a
  * member, nor given twice); nothing is written. */
-static int grow_probe_new(struct grow_set *s, char **specs, unsigned n, bool force)
+static int grow_probe_new(struct grow_set *s, char **specs, unsigned n, bool force,
+                          const struct md_super *f)
 {
-	const struct md_super *f = s->m[s->fresh].sb;
 	int r;
 
 	s->nw = calloc(n, sizeof(*s->nw));
@@ -243,15 +246,39 @@ static int grow_assign(struct grow_set *s, unsigned old, unsigned n)
 	return r;
 }
 
-/* Checked: write the new members' superblocks, then the members'. */
-static int grow_write(struct grow_set *s, unsigned n)
+/* The geometry of tmpl (level, layout, chunk, devices, size, the raid0
+ * layout flag) onto sb. */
+static void grow_set_geometry(struct md_super *sb, const struct md_super *tmpl)
+{
+	sb->level = tmpl->level;
+	sb->layout = tmpl->layout;
+	sb->chunk = tmpl->chunk;
+	sb->raid_disks = tmpl->raid_disks;
+	sb->size = tmpl->size;
+	sb->resync_offset = tmpl->resync_offset;
+	sb->feature_map = (sb->feature_map & ~MD_FEATURE_RAID0_LAYOUT) |
+	                  (tmpl->feature_map & MD_FEATURE_RAID0_LAYOUT);
+}
+
+/* The slot recording role in s's table, or -1. */
+static int slot_of(const struct grow_set *s, unsigned role)
+{
+	for (uint32_t k = 0; k < s->max_dev; k++)
+		if (s->roles[k] == role)
+			return (int)k;
+	return -1;
+}
+
+/* Checked: write the new members' superblocks, then the members' (all
+ * but those leaving the array), in tmpl's geometry. */
+static int grow_write(struct grow_set *s, const struct md_super *geom)
 {
 	struct grow_dev *fd = &s->m[s->fresh];
 	struct md_super tmpl = *fd->sb;
 	int r = 0;
 
 	s->events++;
-	tmpl.raid_disks = n;
+	grow_set_geometry(&tmpl, geom);
 	for (unsigned i = 0; i < s->nnew && r == 0; i++) {
 		struct grow_dev *d = &s->nw[i];
 		r = md_manage_new_super(d->vol, d->spec, &tmpl, fd->vol, d->sb->dev_number,
@@ -266,7 +293,13 @@ static int grow_write(struct grow_set *s, unsigned n)
 	}
 	for (unsigned i = 0; i < s->n && r == 0; i++) {
 		struct grow_dev *d = &s->m[i];
-		d->sb->raid_disks = n;
+		if (d->dropped)
+			continue;
+		grow_set_geometry(d->sb, geom);
+		if (d->to_spare) {
+			d->sb->feature_map &= ~MD_FEATURE_RECOVERY_OFFSET;
+			d->sb->recovery_offset = 0;
+		}
 		md_manage_set_state(d->sb, s->events, s->max_dev, s->roles);
 		err_clear();
 		r = md_super_write(d->vol, d->sb);
@@ -291,12 +324,15 @@ static int grow_rebuild(struct grow_set *s, const struct md_grow_opts *o)
 		free(sbs);
 		return -ENOMEM;
 	}
-	for (unsigned i = 0; i < s->n; i++, k++) {
+	for (unsigned i = 0; i < s->n; i++) {
+		if (s->m[i].dropped) /* no longer a member; grow_set_free closes it */
+			continue;
 		specs[k] = (char *)s->m[i].spec;
 		vols[k] = s->m[i].vol;
 		sbs[k] = s->m[i].sb;
 		s->m[i].vol = NULL;
 		s->m[i].sb = NULL;
+		k++;
 	}
 	for (unsigned i = 0; i < s->nnew; i++, k++) {
 		specs[k] = (char *)s->nw[i].spec;
@@ -305,6 +341,7 @@ static int grow_rebuild(struct grow_set *s, const struct md_grow_opts *o)
 		s->nw[i].vol = NULL;
 		s->nw[i].sb = NULL;
 	}
+	n = k;
 	for (unsigned i = 0; i < n && r == 0; i++) {
 		err_clear();
 		r = md_super_read(vols[i], sbs[i]);
@@ -329,6 +366,165 @@ static int grow_rebuild(struct grow_set *s, const struct md_grow_opts *o)
 	return r;
 }
 
+/* What the new members and spares given do, said; the count of those that
+ * take a role, to be rebuilt. */
+static unsigned grow_say_new(const struct grow_set *s, const struct md_rebuild_out *out)
+{
+	unsigned taking = 0;
+
+	for (unsigned i = 0; i < s->n; i++) {
+		if (!s->m[i].promoted)
+			continue;
+		md_say(out, "%s, a spare, takes role %u of %s, to be rebuilt", s->m[i].spec,
+		       s->m[i].role, s->name);
+		taking++;
+	}
+	for (unsigned i = 0; i < s->nnew; i++) {
+		const struct grow_dev *d = &s->nw[i];
+		if (d->role == MD_ROLE_SPARE) {
+			md_say(out, "%s is a spare of %s (slot %u)", d->spec, s->name,
+			       d->sb->dev_number);
+		} else {
+			md_say(out, "%s takes role %u of %s (slot %u), to be rebuilt", d->spec,
+			       d->role, s->name, d->sb->dev_number);
+			taking++;
+		}
+	}
+	return taking;
+}
+
+/* A level change (md_takeover.h): the plan from the table, checked with
+ * the new members and spares given before the first write, then written
+ * as the kernel writes its takeover, and the role it adds rebuilt. */
+static int grow_takeover(char **specs, unsigned nm, struct vol **vols, struct md_super **sbs,
+                         unsigned fresh, const struct md_grow_opts *o)
+{
+	const struct md_rebuild_out *out = o->rebuild ? o->rebuild->out : NULL;
+	struct grow_set s = {0};
+	struct md_takeover_plan *p = calloc(1, sizeof(*p));
+	bool *in_sync = calloc(MD_SB_MAX_DEV, sizeof(*in_sync));
+	struct md_super *geom = malloc(sizeof(*geom));
+	struct md_takeover_in in = {0};
+	char lay[32], chunk[32], from[64];
+	int r;
+
+	if (!p || !in_sync || !geom) {
+		for (unsigned i = 0; i < nm; i++) {
+			vol_close(vols[i]);
+			free(sbs[i]);
+		}
+		r = -ENOMEM;
+		goto out;
+	}
+	r = grow_load(specs, nm, vols, sbs, fresh, true, &s);
+	if (r == 0)
+		r = grow_check_given(&s);
+	if (r < 0)
+		goto out;
+	const struct md_super *f = s.m[s.fresh].sb;
+	in.sb = f;
+	in.in_sync = in_sync;
+	in.min_data_size = UINT64_MAX;
+	for (unsigned i = 0; i < s.n; i++) {
+		const struct md_super *sb = s.m[i].sb;
+		if (s.m[i].role != MD_ROLE_SPARE && !(sb->feature_map & MD_FEATURE_RECOVERY_OFFSET))
+			in_sync[sb->dev_number] = true; /* dev_number < max_dev: a role */
+		if (s.m[i].role >= f->raid_disks)
+			continue;
+		if (sb->data_size < in.min_data_size)
+			in.min_data_size = sb->data_size;
+		if (sb->data_size > in.max_data_size)
+			in.max_data_size = sb->data_size;
+	}
+	in.level = o->level;
+	in.layout = o->layout;
+	in.array = s.name;
+	if (o->raid_disks && o->raid_disks != f->raid_disks) {
+		r = err_set(-ENOTSUP,
+		            "%s: --level with --raid-devices: a level change that moves no data "
+		            "keeps the data devices; changing their number is a reshape",
+		            s.name);
+		goto out;
+	}
+	r = md_takeover_plan(&in, p);
+	if (r < 0)
+		goto out;
+
+	/* The new geometry, on every member that stays and on the new ones. */
+	*geom = *f;
+	geom->level = p->level;
+	geom->layout = p->layout;
+	geom->chunk = p->chunk;
+	geom->raid_disks = p->raid_disks;
+	geom->size = p->size;
+	geom->feature_map &= ~MD_FEATURE_RAID0_LAYOUT;
+	if (p->clean)
+		geom->resync_offset = MD_MAX_SECTOR;
+	memcpy(s.roles, p->roles, sizeof(s.roles));
+	for (unsigned i = 0; i < s.n; i++) {
+		struct grow_dev *d = &s.m[i];
+		unsigned slot = d->sb->dev_number;
+		if (slot >= s.max_dev)
+			continue;
+		d->dropped = p->dropped[slot];
+		d->to_spare =
+		    !d->dropped && d->role != MD_ROLE_SPARE && s.roles[slot] == MD_ROLE_SPARE;
+		d->role = s.roles[slot];
+	}
+	r = grow_probe_new(&s, o->news, o->nnew, o->force, geom);
+	if (r == 0)
+		r = grow_assign(&s, f->raid_disks,
+		                p->raid_disks); /* slots as mdadm --add picks them first */
+	if (r < 0)
+		goto out;
+	if (p->new_role >= 0 && slot_of(&s, (unsigned)p->new_role) < 0 && !o->force) {
+		r = err_set(-ENODEV,
+		            "%s: %s -> %s adds role %d (%s), and no new member takes it: give "
+		            "one with --add NEW (mdadm: \"Need 1 spare to avoid degraded array\"), "
+		            "or --force to leave it missing",
+		            s.name, md_level_name(f->level), md_level_name(p->level), p->new_role,
+		            p->level == 6 ? "Q" : "parity");
+		goto out;
+	}
+	for (unsigned i = 0; i < s.nnew; i++)
+		if (s.nw[i].role == MD_ROLE_SPARE && p->level == 0) {
+			r = err_set(-EINVAL, "%s: %s: raid0 keeps no spare", s.name, s.nw[i].spec);
+			goto out;
+		}
+
+	/* Checked: from here on we write. */
+	snprintf(from, sizeof(from), "%s", md_level_name(f->level));
+	r = grow_write(&s, geom);
+	if (r < 0)
+		goto out;
+	md_layout_name(p->level, p->layout, lay, sizeof(lay));
+	snprintf(chunk, sizeof(chunk), ", chunk %uK", p->chunk / 2);
+	md_say(out, "%s: %s -> %s%s%s%s, %u devices (events %llu)", s.name, from,
+	       md_level_name(p->level), lay[0] ? " " : "", lay, p->chunk ? chunk : "",
+	       p->raid_disks, (unsigned long long)s.events);
+	for (unsigned i = 0; i < s.n; i++) {
+		if (s.m[i].dropped)
+			md_say(out,
+			       "%s leaves %s: its superblock is left as it was (mdadm "
+			       "--zero-superblock before using it elsewhere)",
+			       s.m[i].spec, s.name);
+		else if (s.m[i].to_spare)
+			md_say(out, "%s is a spare of %s now", s.m[i].spec, s.name);
+	}
+	unsigned taking = grow_say_new(&s, out);
+	int missing = md_manage_free_role(s.roles, s.max_dev, p->raid_disks);
+	if (missing >= 0)
+		md_say(out, "%s: role %d is missing (degraded): `uraid add NEW MEMBER...` fills it",
+		       s.name, missing);
+	r = taking && !o->no_rebuild ? grow_rebuild(&s, o) : 0;
+out:
+	grow_set_free(&s);
+	free(p);
+	free(in_sync);
+	free(geom);
+	return r;
+}
+
 int md_grow(char **specs, unsigned nm, struct vol **vols, struct md_super **sbs, unsigned fresh,
             const struct md_grow_opts *o)
 {
@@ -337,13 +533,15 @@ int md_grow(char **specs, unsigned nm, struct vol **vols, struct md_super **sbs,
 	unsigned n = o->raid_disks, old = 0, taking = 0;
 	int r;
 
-	r = grow_load(specs, nm, vols, sbs, fresh, &s);
+	if (o->change_level)
+		return grow_takeover(specs, nm, vols, sbs, fresh, o);
+	r = grow_load(specs, nm, vols, sbs, fresh, false, &s);
 	if (r < 0)
 		goto fail;
 	old = s.m[s.fresh].sb->raid_disks;
 	r = md_manage_check_raid_disks(s.roles, s.max_dev, old, n, s.name);
 	if (r == 0)
-		r = grow_probe_new(&s, o->news, o->nnew, o->force);
+		r = grow_probe_new(&s, o->news, o->nnew, o->force, s.m[s.fresh].sb);
 	if (r == 0)
 		r = grow_check_given(&s);
 	if (r == 0)
@@ -357,29 +555,14 @@ int md_grow(char **specs, unsigned nm, struct vol **vols, struct md_super **sbs,
 	}
 
 	/* Checked: from here on we write. */
-	r = grow_write(&s, n);
+	struct md_super geom = *s.m[s.fresh].sb;
+	geom.raid_disks = n;
+	r = grow_write(&s, &geom);
 	if (r < 0)
 		goto fail;
 	md_say(out, "%s: %u -> %u devices (events %llu)", s.name, old, n,
 	       (unsigned long long)s.events);
-	for (unsigned i = 0; i < s.n; i++) {
-		if (!s.m[i].promoted)
-			continue;
-		md_say(out, "%s, a spare, takes role %u of %s, to be rebuilt", s.m[i].spec,
-		       s.m[i].role, s.name);
-		taking++;
-	}
-	for (unsigned i = 0; i < s.nnew; i++) {
-		struct grow_dev *d = &s.nw[i];
-		if (d->role == MD_ROLE_SPARE) {
-			md_say(out, "%s is a spare of %s (slot %u)", d->spec, s.name,
-			       d->sb->dev_number);
-		} else {
-			md_say(out, "%s takes role %u of %s (slot %u), to be rebuilt", d->spec,
-			       d->role, s.name, d->sb->dev_number);
-			taking++;
-		}
-	}
+	taking = grow_say_new(&s, out);
 	int missing = md_manage_free_role(s.roles, s.max_dev, n);
 	if (missing >= 0)
 		md_say(out, "%s: role %d is missing (degraded): `uraid add NEW MEMBER...` fills it",

@@ -1,26 +1,35 @@
 /* md_grow.h — changing the number of copies of an md RAID1 offline
- * (`uraid grow`, mdadm --grow --raid-devices=N [--add NEW]): no reshape,
- * new roles missing until a member takes them, then rebuilt by
- * md_rebuild() (md_grow.c). */
+ * (`uraid grow`, mdadm --grow --raid-devices=N [--add NEW]) and the level
+ * changes that move no data (--level, md_takeover.h): no reshape, new
+ * roles missing until a member takes them, then rebuilt by md_rebuild()
+ * (md_grow.c). */
 #ifndef URAID_MD_GROW_H
 #define URAID_MD_GROW_H
 
 #include "md_rebuild.h"
 
 struct md_grow_opts {
-	unsigned raid_disks; /* the new number of devices */
-	char **news;         /* new members, taking missing roles (the caller made */
-	unsigned nnew;       /* sure that none is a member, nor given twice) */
-	bool no_rebuild;     /* only write the superblocks */
-	bool force;          /* overwrite what a NEW holds */
+	unsigned raid_disks; /* the new number of devices (0 with a level: the rule's) */
+	/* A level change that moves no data (md_takeover.h): take the array
+	 * over to level, at layout (mdadm's name, or NULL: the rule's). */
+	bool change_level;
+	int level;
+	const char *layout;
+	char **news;     /* new members, taking missing roles (the caller made */
+	unsigned nnew;   /* sure that none is a member, nor given twice) */
+	bool no_rebuild; /* only write the superblocks */
+	bool force;      /* overwrite what a NEW holds; a level change leaves a new role
+	                  * missing without a NEW (mdadm --force) */
 	const struct md_rebuild_opts *rebuild; /* how the rebuild shows and stops */
 	bool *rebuilding; /* set once the rebuild begins (its errors are its own) */
 };
 
 /* Grow or shrink the RAID1 of the nm members (vols, superblocks sbs, fresh
  * the freshest, specs their names; all consumed, as md_rebuild takes
- * them).  0 (said through o->rebuild->out), -EINTR when the rebuild was
- * stopped (said), or -errno with err_set() detail. */
+ * them); or, with change_level, take the array over to another level
+ * (md_takeover.h's table): a role the new level adds (parity, Q) is taken
+ * by a NEW or a spare given and rebuilt.  0 (said through o->rebuild->out), -EINTR when the rebuild
+ * was stopped (said), or -errno with err_set() detail. */
 int md_grow(char **specs, unsigned nm, struct vol **vols, struct md_super **sbs, unsigned fresh,
             const struct md_grow_opts *o);
 

@@ -1,0 +1,59 @@
+/* md_takeover.h — md's level changes that move no data (the kernel's
+ * "takeovers": raid0.c raid0_takeover*, raid1.c raid1_takeover, raid5.c
+ * raid45_takeover_raid0, raid5_takeover_raid1, raid5_takeover_raid6,
+ * raid6_takeover, raid10.c; mdadm --grow --level=N), as one table of
+ * transitions (md_takeover.c).  Pure: from the freshest superblock and
+ * which slots hold members in sync, the plan (the new geometry and role
+ * table) or the refusal naming the rule; md_grow.c writes it. */
+#ifndef URAID_MD_TAKEOVER_H
+#define URAID_MD_TAKEOVER_H
+
+#include "md.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct md_takeover_in {
+	const struct md_super *sb; /* the freshest superblock: geometry, role table */
+	/* Per slot (dev_number < sb->max_dev): a member given that holds its
+	 * role in sync (not being rebuilt). */
+	const bool *in_sync;
+	uint64_t min_data_size; /* the smallest data_size (sectors) of the members given */
+	uint64_t max_data_size; /* and the largest */
+	int level;              /* the level asked for */
+	const char *layout;     /* --layout as given, or NULL */
+	const char *array;      /* md/NAME, for messages */
+};
+
+struct md_takeover_plan {
+	const char *rule; /* the table row's name: "raid1 -> raid5" */
+	int level;
+	uint32_t layout;
+	uint32_t chunk; /* sectors */
+	unsigned raid_disks;
+	uint64_t size; /* sectors of each member used */
+	/* The new role table (indexed by slot, sb->max_dev entries): a slot
+	 * whose member leaves the array (raid5 -> raid0's parity, one copy of
+	 * each raid10 pair) gets MD_ROLE_SPARE as the kernel writes it, and
+	 * its member is not written; a slot whose member stays as a spare
+	 * (raid6 -> raid5's Q) gets MD_ROLE_SPARE and is written. */
+	uint16_t roles[MD_SB_MAX_DEV];
+	bool dropped[MD_SB_MAX_DEV]; /* slots whose member leaves the array */
+	/* The role left missing for a new member to take (its parity, Q),
+	 * or -1. */
+	int new_role;
+	bool clean; /* the array is to be recorded clean (from or to raid0) */
+};
+
+/* The plan for taking the array of in over to in->level, or -ENOTSUP /
+ * -EINVAL with err_set() detail naming the array and the rule that
+ * refuses (a level pair md has no takeover for, a layout, a device count,
+ * members not in sync, a bitmap RAID0 cannot keep, a restripe that needs
+ * the reshape).  Nothing is written by anyone before this answers. */
+int md_takeover_plan(const struct md_takeover_in *in, struct md_takeover_plan *p);
+
+/* The table's rows, for the man page and tests: i from 0 until NULL.
+ * *from and *to get the levels; the string is the row's rule. */
+const char *md_takeover_row(unsigned i, int *from, int *to);
+
+#endif
