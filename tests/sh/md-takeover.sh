@@ -1,0 +1,142 @@
+#!/bin/bash
+# md-takeover.sh — `uraid grow --level` changes an md array's level without
+# moving data, as the kernel's takeovers do (src/md/md_takeover.c), on
+# arrays holding random data:
+#   1 -> 5 -> 1   a two-device raid1 and back (left-symmetric, chunk 64K);
+#   5 -> 6 -> 5   Q on a new device (--add, rebuilt; left-symmetric-6), and
+#                 dropped again: that device is a spare of the raid5;
+#   0 -> 5 -> 0   parity-last with parity on a new device, and dropped: the
+#                 parity device is left as it was;
+#   10 -> 0       near-2: one device of each pair stays, the others are
+#                 left as they were.
+# After each: mdadm --examine reads the level, layout, chunk and array
+# state; the data reads back; `uraid check` finds parity (copies) agree.
+# Refusals name the rule and change no file.
+. "$(dirname "$0")/md-lib.sh"
+requires nbdcopy nbdinfo mdadm cmp md5sum
+
+SIZE=12M
+
+# examine_is FILE FIELD VALUE: mdadm --examine shows "FIELD : VALUE"
+examine_is() {
+    local got
+    got=$(mdadm --examine "$1" 2>&1 | sed -n "s/^ *$2 : //p")
+    [ "$got" = "$3" ] || fail "$1: mdadm $2 '$got', want '$3'"
+}
+
+# geometry LEVEL LAYOUT CHUNK STATE FILES...: what mdadm sees on each file
+geometry() {
+    local level=$1 layout=$2 chunk=$3 state=$4 f
+    shift 4
+    for f in "$@"; do
+        mdadm --examine "$f" 2>&1 | grep -q "Checksum : .* - correct" || fail "$f: mdadm checksum"
+        examine_is "$f" "Raid Level" "$level"
+        [ -z "$layout" ] || examine_is "$f" Layout "$layout"
+        [ -z "$chunk" ] || examine_is "$f" "Chunk Size" "$chunk"
+        examine_is "$f" "Array State" "$state ('A' == active, '.' == missing, 'R' == replacing)"
+    done
+}
+
+# reads NAME FILES...: the array reads back NAME's data
+reads() {
+    local name=$1
+    shift
+    "$URAID" serve --readonly --run "nbdcopy \"\$uri\" $tmp/out" "$@" 2>/dev/null ||
+        fail "$name: read back"
+    cmp -s "$tmp/out" "$tmp/$name.data" || fail "$name: the array reads back other data"
+    rm -f "$tmp/out"
+}
+
+# agrees FILES...: uraid check finds the array's redundancy consistent
+agrees() {
+    local out
+    out=$("$URAID" check "$@" 2>&1) || fail "check: $out"
+    grep -q "the copies agree" <<<"$out" || fail "check: $out"
+}
+
+# blank NAME LEVEL DISKS OPTS...: an array created, no data (for refusals)
+blank() {
+    local name=$1 level=$2 disks=$3 i
+    shift 3
+    files=()
+    for i in $(seq 0 $((disks - 1))); do truncate -s $SIZE "$tmp/$name.$i"; files+=("$tmp/$name.$i"); done
+    "$URAID" create --level="$level" "$@" "${files[@]}" >/dev/null 2>&1 || fail "$name: create"
+}
+
+grow() {
+    out=$("$URAID" grow "$@" 2>&1) || fail "uraid grow $*: $out"
+}
+
+# 1 -> 5 -> 1
+make_array m 1 2
+r1=("${files[@]}")
+grow --level=5 "${r1[@]}"
+grep -q "raid1 -> raid5 left-symmetric, chunk 64K, 2 devices" <<<"$out" || fail "1 -> 5 said: $out"
+geometry raid5 left-symmetric 64K AA "${r1[@]}"
+reads m "${r1[@]}"
+agrees "${r1[@]}"
+grow --level=1 "${r1[@]}"
+geometry raid1 "" "" AA "${r1[@]}"
+reads m "${r1[@]}"
+agrees "${r1[@]}"
+echo "ok: raid1 -> raid5 -> raid1, two devices, nothing moved"
+
+# 5 -> 6 -> 5
+make_array p 5 3
+r5=("${files[@]}")
+truncate -s $SIZE "$tmp/p.q"
+refuse "no new member takes it" grow --level=6 "${r5[@]}"
+refuse "reshape" grow --level=6 --layout=left-symmetric --add "$tmp/p.q" "${r5[@]}"
+grow --level=6 --add "$tmp/p.q" "${r5[@]}"
+grep -q "the array is whole" <<<"$out" || fail "5 -> 6: Q not rebuilt: $out"
+geometry raid6 left-symmetric-6 512K AAAA "${r5[@]}" "$tmp/p.q"
+reads p "${r5[@]}" "$tmp/p.q"
+agrees "${r5[@]}" "$tmp/p.q"
+grow --level=5 "${r5[@]}" "$tmp/p.q"
+grep -q "p.q is a spare" <<<"$out" || fail "6 -> 5 said: $out"
+geometry raid5 left-symmetric 512K AAA "${r5[@]}" "$tmp/p.q"
+examine_is "$tmp/p.q" "Device Role" spare
+reads p "${r5[@]}"
+agrees "${r5[@]}"
+echo "ok: raid5 -> raid6 (Q rebuilt on a new device) -> raid5 (that device a spare)"
+
+# 0 -> 5 -> 0
+make_array z 0 2
+r0=("${files[@]}")
+truncate -s $SIZE "$tmp/z.p"
+refuse "parity-last" grow --level=5 --layout=left-symmetric --add "$tmp/z.p" "${r0[@]}"
+refuse "does not serve raid4" grow --level=4 --add "$tmp/z.p" "${r0[@]}"
+grow --level=5 --add "$tmp/z.p" "${r0[@]}"
+geometry raid5 parity-last 512K AAA "${r0[@]}" "$tmp/z.p"
+reads z "${r0[@]}" "$tmp/z.p"
+agrees "${r0[@]}" "$tmp/z.p"
+sum=$(md5sum < "$tmp/z.p")
+grow --level=0 "${r0[@]}" "$tmp/z.p"
+geometry raid0 "" 512K AA "${r0[@]}"
+[ "$(md5sum < "$tmp/z.p")" = "$sum" ] || fail "5 -> 0 wrote to the parity device that left"
+reads z "${r0[@]}"
+echo "ok: raid0 -> raid5 parity-last (parity rebuilt on a new device) -> raid0 (it leaves untouched)"
+
+# 10 -> 0
+make_array t 10 4
+sums=$(md5sum "${files[1]}" "${files[3]}")
+grow --level=0 "${files[@]}"
+geometry raid0 "" 512K AA "${files[0]}" "${files[2]}"
+[ "$(md5sum "${files[1]}" "${files[3]}")" = "$sums" ] || fail "10 -> 0 wrote to a copy that left"
+reads t "${files[0]}" "${files[2]}"
+echo "ok: raid10 n2 -> raid0: roles 0 and 2 stay, 1 and 3 leave untouched"
+
+# Refusals: the rule named, nothing changed.
+blank s 5 3 --layout=left-symmetric
+refuse "only parity-last" grow --level=0 "${files[@]}"
+refuse "two-device raid5" grow --level=1 "${files[@]}"
+blank q 6 4
+refuse "rotates Q" grow --level=5 "${files[@]}"
+blank f 10 4 --layout=f2
+refuse "only near-2" grow --level=0 "${files[@]}"
+refuse "no takeover between these levels" grow --level=5 "${files[@]}"
+blank w 1 3
+refuse "two-device raid1" grow --level=5 "${files[@]}"
+refuse "no takeover between these levels" grow --level=6 "${files[@]}"
+refuse "without --level" grow --layout=left-symmetric "${files[@]}"
+echo "ok: transitions md does not make without moving data are refused, nothing written"
