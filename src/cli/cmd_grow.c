@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "md/md.h"
 #include "md/md_grow.h"
+#include "md/md_takeover.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -35,6 +36,21 @@ static int grow_parse_takeover(int c, const char *arg, struct md_grow_opts *go)
 	return 0;
 }
 
+/* The takeover table's rows, as md_takeover.c states them. */
+static void grow_usage_takeovers(FILE *f)
+{
+	const char *rule;
+	int from, to;
+	bool made;
+
+	for (int pass = 0; pass < 2; pass++) {
+		fprintf(f, pass ? "Refused:\n" : "Level changes (--level) and their rules:\n");
+		for (unsigned i = 0; (rule = md_takeover_row(i, &from, &to, &made)); i++)
+			if (made == !pass)
+				fprintf(f, "  %s\n", rule);
+	}
+}
+
 static void grow_usage(FILE *f)
 {
 	fprintf(
@@ -49,13 +65,13 @@ static void grow_usage(FILE *f)
 	    "empty (their members failed and removed).\n"
 	    "  -n, --raid-devices N  the new number of devices\n"
 	    "  -l, --level L         take the array over to level L without moving data\n"
-	    "                        (md's takeovers: 1<->5 of two devices, 5->6 and 6->5 with\n"
-	    "                        Q on the last device, 0<->5 parity-last, 10->0, 1->0)\n"
+	    "                        (md's takeovers, listed below)\n"
 	    "  -p, --layout NAME     with --level: the new layout (5->6: preserve, the -6 one)\n"
 	    "  -a, --add NEW         a new member, taking a missing role (repeatable)\n"
 	    "  --no-rebuild          only write the superblocks; `uraid rebuild` does the rest\n"
 	    "  --force               overwrite a NEW that holds an md superblock or LUKS header\n"
 	    "  -v                    more messages\n");
+	grow_usage_takeovers(f);
 }
 
 int cmd_grow(int argc, char **argv)

@@ -397,12 +397,13 @@ static const struct takeover_row takeover_rows[] = {
 };
 #define TAKEOVER_NROWS (sizeof(takeover_rows) / sizeof(takeover_rows[0]))
 
-const char *md_takeover_row(unsigned i, int *from, int *to)
+const char *md_takeover_row(unsigned i, int *from, int *to, bool *made)
 {
 	if (i >= TAKEOVER_NROWS)
 		return NULL;
 	*from = takeover_rows[i].from;
 	*to = takeover_rows[i].to;
+	*made = takeover_rows[i].plan != NULL;
 	return takeover_rows[i].rule;
 }
 

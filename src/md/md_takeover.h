@@ -52,8 +52,9 @@ struct md_takeover_plan {
  * the reshape).  Nothing is written by anyone before this answers. */
 int md_takeover_plan(const struct md_takeover_in *in, struct md_takeover_plan *p);
 
-/* The table's rows, for the man page and tests: i from 0 until NULL.
- * *from and *to get the levels; the string is the row's rule. */
-const char *md_takeover_row(unsigned i, int *from, int *to);
+/* The table's rows, for `uraid grow --help` and tests: i from 0 until
+ * NULL.  *from and *to get the levels, *made whether uraid makes it (else
+ * the rule says why not); the string is the row's rule. */
+const char *md_takeover_row(unsigned i, int *from, int *to, bool *made);
 
 #endif

@@ -264,8 +264,9 @@ static void test_refusals(void)
 	refused(5, NULL, "no takeover between these levels");
 	/* every row names both of its levels */
 	int from, to;
+	bool made;
 	const char *rule;
-	for (unsigned i = 0; (rule = md_takeover_row(i, &from, &to)); i++) {
+	for (unsigned i = 0; (rule = md_takeover_row(i, &from, &to, &made)); i++) {
 		char want[32];
 		snprintf(want, sizeof(want), "%s -> %s", md_level_name(from), md_level_name(to));
 		CHECK(strstr(rule, want) != NULL);
