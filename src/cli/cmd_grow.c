@@ -11,6 +11,7 @@
 #include "stack/stack.h"
 
 #include "core/log.h"
+#include "core/units.h"
 #include "md/md.h"
 #include "md/md_grow.h"
 #include "md/md_takeover.h"
@@ -37,6 +38,42 @@ static int grow_parse_takeover(int c, const char *arg, struct md_grow_opts *go)
 }
 
 /* The takeover table's rows, as md_takeover.c states them. */
+/* --size as mdadm takes it (a bare number is KiB, else a size with its
+ * unit; "max": all the members hold) into go->size, sectors; and
+ * --array-size, which md does not store (see below). */
+static int grow_parse_size(int c, const char *arg, struct md_grow_opts *go)
+{
+	uint64_t bytes;
+	char *end;
+	unsigned long long v;
+
+	if (c == 'Z') {
+		/* md's superblock has no array-size field: mdadm --grow
+		 * --array-size writes the running array's sysfs array_size,
+		 * gone at the next start.  Offline there is nothing to set. */
+		fprintf(stderr,
+		        "uraid: grow: --array-size: md keeps no array size on disk (mdadm sets it "
+		        "on a running array, until it stops), and uraid grows offline: use "
+		        "--size to change what each member holds; nothing was changed\n");
+		return -ENOTSUP;
+	}
+	if (strcmp(arg, "max") == 0) {
+		go->size = MD_GROW_SIZE_MAX;
+		return 0;
+	}
+	v = strtoull(arg, &end, 10);
+	if (*arg >= '0' && *arg <= '9' && !*end)
+		bytes = (uint64_t)v * 1024;
+	else if (parse_size(arg, &bytes) < 0)
+		bytes = 0;
+	if (bytes < 1024 || bytes % 1024 || bytes / 512 >= MD_GROW_SIZE_MAX) {
+		fprintf(stderr, "uraid: grow: --size %s: not a size in KiB (or max)\n", arg);
+		return -EINVAL;
+	}
+	go->size = bytes / 512;
+	return 0;
+}
+
 static void grow_usage_takeovers(FILE *f)
 {
 	const char *rule;
@@ -58,6 +95,7 @@ static void grow_usage(FILE *f)
 	    "usage: uraid grow --raid-devices N [--add NEW]... [--no-rebuild] [--force] "
 	    "MEMBER...\n"
 	    "       uraid grow --level L [--layout NAME] [--add NEW]... [--force] MEMBER...\n"
+	    "       uraid grow --size KIB|max MEMBER...\n"
 	    "Change the number of copies of the md RAID1 the MEMBERs hold (mdadm --grow\n"
 	    "--raid-devices), offline; give every member.  Growing leaves the new roles\n"
 	    "missing until a member takes them: each NEW does, and is rebuilt from the\n"
@@ -67,6 +105,8 @@ static void grow_usage(FILE *f)
 	    "  -l, --level L         take the array over to level L without moving data\n"
 	    "                        (md's takeovers, listed below)\n"
 	    "  -p, --layout NAME     with --level: the new layout (5->6: preserve, the -6 one)\n"
+	    "  -z, --size KIB|max    the KiB each member uses (max: all they hold; RAID1/5/6/10)\n"
+	    "  -Z, --array-size S    refused: md keeps no array size on disk (see the man page)\n"
 	    "  -a, --add NEW         a new member, taking a missing role (repeatable)\n"
 	    "  --no-rebuild          only write the superblocks; `uraid rebuild` does the rest\n"
 	    "  --force               overwrite a NEW that holds an md superblock or LUKS header\n"
@@ -80,6 +120,8 @@ int cmd_grow(int argc, char **argv)
 	    {"raid-devices", required_argument, NULL, 'n'},
 	    {"level", required_argument, NULL, 'l'},
 	    {"layout", required_argument, NULL, 'p'},
+	    {"size", required_argument, NULL, 'z'},
+	    {"array-size", required_argument, NULL, 'Z'},
 	    {"add", required_argument, NULL, 'a'},
 	    {"no-rebuild", no_argument, NULL, 'N'},
 	    {"force", no_argument, NULL, 'f'},
@@ -101,8 +143,15 @@ int cmd_grow(int argc, char **argv)
 	if (!news)
 		return cli_fail("grow", -ENOMEM);
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "n:l:p:a:fvh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:l:p:z:Z:a:fvh", opts, NULL)) != -1) {
 		switch (c) {
+		case 'z':
+		case 'Z':
+			if (grow_parse_size(c, optarg, &go) < 0) {
+				rc = 2;
+				goto out;
+			}
+			break;
 		case 'l':
 		case 'p':
 			if (grow_parse_takeover(c, optarg, &go) < 0) {
@@ -158,7 +207,13 @@ int cmd_grow(int argc, char **argv)
 		rc = 2;
 		goto out;
 	}
-	if (optind >= argc || (!n && !go.change_level)) {
+	if (go.size && (n || go.change_level || nnew)) {
+		fprintf(stderr, "uraid: grow: --size changes nothing else: give it alone (no "
+		                "--raid-devices, --level or --add); nothing was changed\n");
+		rc = 2;
+		goto out;
+	}
+	if (optind >= argc || (!n && !go.change_level && !go.size)) {
 		grow_usage(stderr);
 		rc = 2;
 		goto out;

@@ -20,6 +20,7 @@
 #include "md_sb090.h"
 
 #include "core/log.h"
+#include "core/units.h"
 #include "member/member.h"
 
 #include <errno.h>
@@ -525,6 +526,112 @@ out:
 	return r;
 }
 
+/* The sectors of data member d can hold: for 1.1 and 1.2 all it has past
+ * data_offset (the member may have grown since data_size was written);
+ * for 1.0 the data_size recorded, as the superblock at its end would have
+ * to move for more. */
+static uint64_t grow_room(const struct grow_dev *d)
+{
+	if (md_sb_version_data_first(md_super_version(d->sb)))
+		return d->sb->data_size;
+	return md_super_new_data_size(d->sb, d->vol->size);
+}
+
+/* --size (mdadm --grow --size): every check first, then each member's
+ * size (and a grown data_size) written with events + 1. */
+static int grow_size(char **specs, unsigned nm, struct vol **vols, struct md_super **sbs,
+                     unsigned fresh, const struct md_grow_opts *o)
+{
+	const struct md_rebuild_out *out = o->rebuild ? o->rebuild->out : NULL;
+	struct grow_set s = {0};
+	const char *small = NULL;
+	uint64_t room = UINT64_MAX, want, old;
+	char had[32], now[32];
+	int r;
+
+	r = grow_load(specs, nm, vols, sbs, fresh, true, &s);
+	if (r == 0)
+		r = grow_check_given(&s);
+	if (r < 0)
+		goto out;
+	struct md_super *f = s.m[s.fresh].sb;
+	const char *lv = md_level_name(f->level);
+	lv = lv ? lv : "an unknown level";
+	old = f->size;
+	if (!md_level_redundant(f->level)) {
+		r = err_set(-ENOTSUP,
+		            "%s is %s: each member's whole data area is used, there is no size to "
+		            "change (mdadm: \"RAID 0 array size cannot be changed\")",
+		            s.name, lv);
+		goto out;
+	}
+	if (f->level == 10 && MD_RAID10_FAR(f->layout) > 1 && !(f->layout & MD_RAID10_OFFSET)) {
+		r = err_set(-ENOTSUP,
+		            "%s: raid10 far copies start at a fraction of the member size: a new "
+		            "size moves every far copy (the kernel refuses it too)",
+		            s.name);
+		goto out;
+	}
+	if (f->feature_map & MD_FEATURE_BITMAP_OFFSET) {
+		r = err_set(-ENOTSUP,
+		            "%s: the write-intent bitmap covers the old size and has no room "
+		            "reserved for more; remove it first (mdadm --grow --bitmap=none), as "
+		            "mdadm asks, and add it again after",
+		            s.name);
+		goto out;
+	}
+	for (unsigned i = 0; i < s.n; i++) {
+		uint64_t m = grow_room(&s.m[i]);
+		if (s.m[i].role == MD_ROLE_SPARE || m >= room)
+			continue;
+		room = m;
+		small = s.m[i].spec;
+	}
+	want = o->size == MD_GROW_SIZE_MAX ? room : o->size;
+	if (f->chunk && f->level != 1)
+		want -= want % f->chunk; /* whole chunks, as the kernel's resize rounds */
+	if (!want || want > room) {
+		r = err_set(-ENOSPC, "%s: --size %llu KiB: %s holds %llu KiB of data at most%s",
+		            s.name, (unsigned long long)want / 2, small ? small : "no member",
+		            (unsigned long long)(room == UINT64_MAX ? 0 : room) / 2,
+		            want ? "" : " (in whole chunks)");
+		goto out;
+	}
+	if (want == old) {
+		md_say(out, "%s: each member uses %llu KiB already: nothing was changed", s.name,
+		       (unsigned long long)old / 2);
+		r = 0;
+		goto out;
+	}
+
+	/* Checked: from here on we write. */
+	s.events++;
+	for (unsigned i = 0; i < s.n && r == 0; i++) {
+		struct md_super *sb = s.m[i].sb;
+		if (want > sb->data_size)
+			sb->data_size = grow_room(&s.m[i]);
+		sb->size = want;
+		/* md's resize: the new region is out of sync (recovery_cp =
+		 * the old size), resynced at the next start. */
+		if (want > old && sb->resync_offset > old)
+			sb->resync_offset = old;
+		md_manage_set_state(sb, s.events, s.max_dev, s.roles);
+		err_clear();
+		r = md_super_write(s.m[i].vol, sb);
+	}
+	if (r < 0)
+		goto out;
+	md_say(out, "%s: each member uses %s (was %s), events %llu%s", s.name,
+	       format_size(want * 512, now, sizeof(now)), format_size(old * 512, had, sizeof(had)),
+	       (unsigned long long)s.events,
+	       want > old ? "; the new region is resynced at the next start (uraid serve, or "
+	                    "the kernel's assembly)"
+	                  : "");
+out:
+	grow_set_free(&s);
+	return r;
+}
+
 int md_grow(char **specs, unsigned nm, struct vol **vols, struct md_super **sbs, unsigned fresh,
             const struct md_grow_opts *o)
 {
@@ -535,6 +642,8 @@ int md_grow(char **specs, unsigned nm, struct vol **vols, struct md_super **sbs,
 
 	if (o->change_level)
 		return grow_takeover(specs, nm, vols, sbs, fresh, o);
+	if (o->size)
+		return grow_size(specs, nm, vols, sbs, fresh, o);
 	r = grow_load(specs, nm, vols, sbs, fresh, false, &s);
 	if (r < 0)
 		goto fail;

@@ -8,6 +8,8 @@
 
 #include "md_rebuild.h"
 
+#define MD_GROW_SIZE_MAX UINT64_MAX
+
 struct md_grow_opts {
 	unsigned raid_disks; /* the new number of devices (0 with a level: the rule's) */
 	/* A level change that moves no data (md_takeover.h): take the array
@@ -15,6 +17,9 @@ struct md_grow_opts {
 	bool change_level;
 	int level;
 	const char *layout;
+	/* --size: the sectors each member uses (MD_GROW_SIZE_MAX: all they
+	 * hold); 0: unchanged.  Alone: no other change with it. */
+	uint64_t size;
 	char **news;     /* new members, taking missing roles (the caller made */
 	unsigned nnew;   /* sure that none is a member, nor given twice) */
 	bool no_rebuild; /* only write the superblocks */
@@ -28,7 +33,10 @@ struct md_grow_opts {
  * the freshest, specs their names; all consumed, as md_rebuild takes
  * them); or, with change_level, take the array over to another level
  * (md_takeover.h's table): a role the new level adds (parity, Q) is taken
- * by a NEW or a spare given and rebuilt.  0 (said through o->rebuild->out), -EINTR when the rebuild
+ * by a NEW or a spare given and rebuilt; or, with size, change the sectors
+ * each member uses (mdadm --grow --size: RAID1/4/5/6/10 near or offset, no
+ * bitmap; a grown region is recorded for resync from the old size, as md
+ * records it).  0 (said through o->rebuild->out), -EINTR when the rebuild
  * was stopped (said), or -errno with err_set() detail. */
 int md_grow(char **specs, unsigned nm, struct vol **vols, struct md_super **sbs, unsigned fresh,
             const struct md_grow_opts *o);
