@@ -11,6 +11,11 @@
 #   (the kernel's takeovers), on the same images once ours are read; uraid
 #   reads each (sha256, and `uraid check`
 #   where there is redundancy).
+# And --size: a raid5 whose member files grew, grown with `uraid grow
+#   --size max` (the new region recorded for resync): the kernel resyncs
+#   it, reads the pattern and checks 0 mismatches; mdadm --grow --size=max
+#   in the guest on a raid5 made smaller than its devices: uraid reads it
+#   and its check agrees.  Both use every whole chunk the devices hold.
 # Then the superblocks, field by field as mdadm --examine prints them
 #   (level, devices, layout, chunk, feature map, array state, the roles
 #   of the devices that stay): ours as uraid wrote them, theirs as the
@@ -40,6 +45,22 @@ for spec in "${ours[@]}"; do
     $URAID grow $gopts ${files[o$t]} > "$D/o$t.log" 2>&1 ||
         { echo "FAIL: uraid grow $gopts on o$t"; cat "$D/o$t.log"; exit 1; }
 done
+add_images osz 3 12M
+$URAID create --level=5 --chunk=64 --name=osz ${files[osz]} >/dev/null
+$URAID serve --run "nbdcopy '$D/pat' \"\$uri\"" ${files[osz]} 2>/dev/null
+truncate -s 16M ${files[osz]}
+$URAID grow --size max ${files[osz]} > "$D/osz.log" 2>&1 ||
+    { echo "FAIL: uraid grow --size max"; cat "$D/osz.log"; exit 1; }
+devs[ksz]=${devs[osz]} files[ksz]=${files[osz]}
+# whole_chunks FILE: the used size is every whole 64K chunk the device holds
+whole_chunks() {
+    local kib avail
+    kib=$(mdadm --examine "$1" | sed -n 's/^ *Array Size : \([0-9]*\) .*/\1/p')
+    avail=$(mdadm --examine "$1" | sed -n 's/^ *Avail Dev Size : \([0-9]*\) .*/\1/p')
+    [ "$kib" = $((avail / 128 * 128)) ] # KiB over two data devices = sectors of one
+}
+whole_chunks ${files[osz]%% *} || { echo "FAIL: uraid grow --size max left space unused"; mdadm --examine ${files[osz]%% *}; exit 1; }
+
 # Theirs: the same arrays made by mdadm in the guest on the same images
 # (the VM has room for one set), once the kernel has read ours.
 for t in 15 51 56 65 05 50 100; do
@@ -93,6 +114,11 @@ for t in "${!newlevel[@]}"; do summary "${newlevel[$t]}" $(members o$t) > "$D/o$
         guest_read_ours "o$t" $i $check $keep
         i=$((i + 1))
     done
+    # osz: the kernel resyncs the region --size added, then reads and checks
+    echo "mdadm --assemble /dev/md$i ${devs[osz]} >/dev/null 2>&1 || echo 'ours osz assemble-failed'"
+    echo "mdadm --wait /dev/md$i >/dev/null 2>&1"
+    guest_read_ours osz $i 1 ${devs[osz]} | tail -n +2
+    i=$((i + 1))
     # theirs: --assume-clean on zeroed members (consistent), the pattern,
     # then mdadm's conversion
     C="mdadm --create --run --metadata=1.2 --assume-clean" # no bitmap: the members are far below mdadm's 100G
@@ -124,6 +150,8 @@ for t in "${!newlevel[@]}"; do summary "${newlevel[$t]}" $(members o$t) > "$D/o$
     conv k05 $i; i=$((i + 1))
     mk k50 $i -l5 -n3 --layout=parity-last; conv k50 $i --level=0; i=$((i + 1))
     mk k100 $i -l10 -n4 --layout=n2; conv k100 $i --level=0; i=$((i + 1))
+    mk ksz $i -l5 -n3 --chunk=64 --size=6M
+    conv ksz $i --size=max; i=$((i + 1))
     echo 'exit 0'
 } > "$D/job.sh"
 
@@ -131,6 +159,7 @@ LINUX_PEER_SMP=${LINUX_PEER_SMP:-1} run_peer "${imgs[@]}"
 fail=0
 for t in 15 51 56 65 05; do host_check_ours "o$t" 1 "raid ${t:0:1} -> ${t:1} conversion"; done
 for t in 50 100; do host_check_ours "o$t" 0 "raid ${t%0} -> 0 conversion"; done
+host_check_ours osz 1 "raid5 grown with --size max (resynced by the kernel)"
 
 read_sha() {
     $URAID serve --readonly "$@" --run 'nbdcopy "$uri" - | head -c '$((MB << 20))' | sha256sum' \
@@ -155,4 +184,15 @@ for t in 15 51 56 65 05 50 100; do
         echo "FAIL: o$t (uraid) and k$t (kernel) superblocks differ:"; cat "$D/diff"; fail=1
     fi
 done
+if grep -q "^theirs ksz raid5$" <<< "$out"; then
+    got=$(read_sha ${files[ksz]})
+    c=$($URAID check ${files[ksz]} 2>&1) || true
+    if [ "$got" = "$want" ] && grep -q agree <<< "$c" && whole_chunks ${files[ksz]%% *}; then
+        echo "ok: uraid reads and checks the raid5 the kernel grew with --size=max, every chunk used as ours"
+    else
+        echo "FAIL: the kernel's --size=max raid5: read $got (want $want), check: $c"; fail=1
+    fi
+else
+    echo "FAIL: the kernel did not grow ksz: $(grep "^theirs ksz" <<< "$out")"; fail=1
+fi
 exit $fail
