@@ -440,16 +440,16 @@ static int grow_takeover(char **specs, unsigned nm, struct vol **vols, struct md
 	in.level = o->level;
 	in.layout = o->layout;
 	in.array = s.name;
-	if (o->raid_disks && o->raid_disks != f->raid_disks) {
-		r = err_set(-ENOTSUP,
-		            "%s: --level with --raid-devices: a level change that moves no data "
-		            "keeps the data devices; changing their number is a reshape",
-		            s.name);
-		goto out;
-	}
 	r = md_takeover_plan(&in, p);
 	if (r < 0)
 		goto out;
+	if (o->raid_disks && o->raid_disks != p->raid_disks) {
+		r = err_set(-ENOTSUP,
+		            "%s: --level with --raid-devices %u: %s makes %u devices; another "
+		            "count moves data, a reshape",
+		            s.name, o->raid_disks, p->rule, p->raid_disks);
+		goto out;
+	}
 
 	/* The new geometry, on every member that stays and on the new ones. */
 	*geom = *f;
@@ -465,9 +465,11 @@ static int grow_takeover(char **specs, unsigned nm, struct vol **vols, struct md
 	for (unsigned i = 0; i < s.n; i++) {
 		struct grow_dev *d = &s.m[i];
 		unsigned slot = d->sb->dev_number;
+		/* raid0 keeps no spare: one given leaves, as mdadm removes it */
+		d->dropped = p->level == 0 && d->role == MD_ROLE_SPARE;
 		if (slot >= s.max_dev)
 			continue;
-		d->dropped = p->dropped[slot];
+		d->dropped |= p->dropped[slot];
 		d->to_spare =
 		    !d->dropped && d->role != MD_ROLE_SPARE && s.roles[slot] == MD_ROLE_SPARE;
 		d->role = s.roles[slot];

@@ -4,7 +4,8 @@
 # arrays holding random data:
 #   1 -> 5 -> 1   a two-device raid1 and back (left-symmetric, chunk 64K);
 #   5 -> 6 -> 5   Q on a new device (--add, rebuilt; left-symmetric-6), and
-#                 dropped again: that device is a spare of the raid5;
+#                 dropped again: that device is a spare of the raid5; a
+#                 spare given takes Q (mdadm's add-then-grow);
 #   0 -> 5 -> 0   parity-last with parity on a new device, and dropped: the
 #                 parity device is left as it was;
 #   10 -> 0       near-2: one device of each pair stays, the others are
@@ -15,7 +16,7 @@
 . "$(dirname "$0")/md-lib.sh"
 requires nbdcopy nbdinfo mdadm cmp md5sum
 
-SIZE=12M
+SIZE=8M
 
 # examine_is FILE FIELD VALUE: mdadm --examine shows "FIELD : VALUE"
 examine_is() {
@@ -100,6 +101,16 @@ reads p "${r5[@]}"
 agrees "${r5[@]}"
 echo "ok: raid5 -> raid6 (Q rebuilt on a new device) -> raid5 (that device a spare)"
 
+# mdadm's way: a spare first, then --level=6 --raid-devices=4; the spare takes Q
+make_array r 5 3
+truncate -s $SIZE "$tmp/r.s"
+"$URAID" add --spare "$tmp/r.s" "${files[@]}" >/dev/null 2>&1 || fail "add --spare"
+grow --level=6 --raid-devices=4 "${files[@]}" "$tmp/r.s"
+grep -q "r.s, a spare, takes role 3" <<<"$out" || fail "the spare did not take Q: $out"
+geometry raid6 left-symmetric-6 512K AAAA "${files[@]}" "$tmp/r.s"
+agrees "${files[@]}" "$tmp/r.s"
+echo "ok: a spare given takes Q (mdadm --add, then --grow --level=6 --raid-devices=4)"
+
 # 0 -> 5 -> 0
 make_array z 0 2
 r0=("${files[@]}")
@@ -130,6 +141,7 @@ echo "ok: raid10 n2 -> raid0: roles 0 and 2 stay, 1 and 3 leave untouched"
 blank s 5 3 --layout=left-symmetric
 refuse "only parity-last" grow --level=0 "${files[@]}"
 refuse "two-device raid5" grow --level=1 "${files[@]}"
+refuse "another count moves data" grow --level=6 --raid-devices=5 --add "$tmp/p.q" "${files[@]}"
 blank q 6 4
 refuse "rotates Q" grow --level=5 "${files[@]}"
 blank f 10 4 --layout=f2
