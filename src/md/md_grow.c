@@ -261,15 +261,6 @@ static void grow_set_geometry(struct md_super *sb, const struct md_super *tmpl)
 	                  (tmpl->feature_map & MD_FEATURE_RAID0_LAYOUT);
 }
 
-/* The slot recording role in s's table, or -1. */
-static int slot_of(const struct grow_set *s, unsigned role)
-{
-	for (uint32_t k = 0; k < s->max_dev; k++)
-		if (s->roles[k] == role)
-			return (int)k;
-	return -1;
-}
-
 /* Checked: write the new members' superblocks, then the members' (all
  * but those leaving the array), in tmpl's geometry. */
 static int grow_write(struct grow_set *s, const struct md_super *geom)
@@ -480,7 +471,8 @@ static int grow_takeover(char **specs, unsigned nm, struct vol **vols, struct md
 		                p->raid_disks); /* slots as mdadm --add picks them first */
 	if (r < 0)
 		goto out;
-	if (p->new_role >= 0 && slot_of(&s, (unsigned)p->new_role) < 0 && !o->force) {
+	if (p->new_role >= 0 && md_role_slot(s.roles, s.max_dev, (unsigned)p->new_role) < 0 &&
+	    !o->force) {
 		r = err_set(-ENODEV,
 		            "%s: %s -> %s adds role %d (%s), and no new member takes it: give "
 		            "one with --add NEW (mdadm: \"Need 1 spare to avoid degraded array\"), "

@@ -55,13 +55,18 @@ static unsigned roles_out_of_sync(const struct md_takeover_in *in, unsigned n)
 	return c;
 }
 
-/* The slot recording role r (in sync or not), or -1. */
-static int slot_of_role(const struct md_super *sb, unsigned r)
+int md_role_slot(const uint16_t *roles, uint32_t max_dev, unsigned role)
 {
-	for (uint32_t k = 0; k < sb->max_dev && k < MD_SB_MAX_DEV; k++)
-		if (sb->roles[k] == r)
+	for (uint32_t k = 0; k < max_dev && k < MD_SB_MAX_DEV; k++)
+		if (roles[k] == role)
 			return (int)k;
 	return -1;
+}
+
+/* The slot recording role r in sb (in sync or not), or -1. */
+static int slot_of_role(const struct md_super *sb, unsigned r)
+{
+	return md_role_slot(sb->roles, sb->max_dev, r);
 }
 
 static int no_layout(const struct md_takeover_in *in, const char *rule)

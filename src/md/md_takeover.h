@@ -52,6 +52,10 @@ struct md_takeover_plan {
  * the reshape).  Nothing is written by anyone before this answers. */
 int md_takeover_plan(const struct md_takeover_in *in, struct md_takeover_plan *p);
 
+/* The slot of the role table (roles, max_dev entries) recording role, or
+ * -1. */
+int md_role_slot(const uint16_t *roles, uint32_t max_dev, unsigned role);
+
 /* The table's rows, for `uraid grow --help` and tests: i from 0 until
  * NULL.  *from and *to get the levels, *made whether uraid makes it (else
  * the rule says why not); the string is the row's rule. */
