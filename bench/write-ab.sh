@@ -10,7 +10,7 @@
 # all its threads, through /usr/bin/time: the load-independent figure).
 #
 #   A=OLD/uraid B=NEW/uraid bench/write-ab.sh [ROUNDS] [MIB_PER_RUN]
-#   ROWS='mem|null' ...   (only those rows)
+#   ROWS='mem|null' ...   (only those rows)   RAW=FILE ... (keep every run)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-5} mib=${2:-1024}
@@ -92,53 +92,61 @@ for r in $(seq "$rounds"); do
     serve_row A nbdkit "randwrite:4k:32" -- $single
 done
 
+[ -n "${RAW:-}" ] && cp "$dir/rows" "$RAW"   # RAW=FILE keeps every run's line
 python3 - "$dir/rows" <<'PY'
 import statistics, sys
+# runs[key] is in round order: index i of every list is round i, so a
+# ratio is taken inside one round (rows minutes apart, not the whole run).
 runs = {}
 for line in open(sys.argv[1]):
     b, label, rw, bs, qd, mb = line.split()
     runs.setdefault((b, label, rw, bs, qd), []).append(int(mb))
-med = {k: statistics.median(v) for k, v in runs.items()}
-def cell(b, label, rw, bs, qd, base):
-    m, d = med.get((b, label, rw, bs, qd)), med.get((b,) + base)
-    if not m or not d:
-        return "      -"
-    return f"{m / d:4.2f} ({m:.0f}/{d:.0f})"
-ratios = [
-    ("RAID1x2 write / one member", "raid1x2", "write", ("single", "write")),
-    ("RAID0x2 write / one member", "raid0x2", "write", ("single", "write")),
-    ("RAID0x4 write / one member", "raid0x4", "write", ("single", "write")),
-    ("LUKS2 write / plain", "luks2", "write", ("single", "write")),
-    ("LUKS2 read / plain", "luks2", "read", ("single", "read")),
-    ("LUKS2 on RAID1 write / RAID1", "luks2-raid1", "write", ("raid1x2", "write")),
-    ("mem: / null: write", "mem", "write", ("null", "write")),
-    ("mem: / null: read", "mem", "read", ("null", "read")),
+def med(k):
+    v = runs.get(k)
+    return statistics.median(v) if v else 0
+def ratio(k, base):
+    a, d = runs.get(k, []), runs.get(base, [])
+    r = [x / y for x, y in zip(a, d) if y]
+    return statistics.median(r) if r else 0
+def cell(b, k, base):
+    r = ratio((b,) + k, (b,) + base)
+    return f"{r:4.2f} ({med((b,) + k):.0f}/{med((b,) + base):.0f})" if r else "-"
+rows = [
+    ("RAID1x2 write / one member", "raid1x2", "write", "single", "write"),
+    ("RAID0x2 write / one member", "raid0x2", "write", "single", "write"),
+    ("RAID0x4 write / one member", "raid0x4", "write", "single", "write"),
+    ("LUKS2 write / plain", "luks2", "write", "single", "write"),
+    ("LUKS2 read / plain", "luks2", "read", "single", "read"),
+    ("LUKS2 on RAID1 write / RAID1", "luks2-raid1", "write", "raid1x2", "write"),
+    ("mem: / null: write", "mem", "write", "null", "write"),
+    ("mem: / null: read", "mem", "read", "null", "read"),
 ]
-print(f"{'row':32} {'qd':>3}  {'A':>18}  {'B':>18}")
-for name, label, rw, base in ratios:
+print("Ratios: median over rounds of the ratio inside a round (MiB/s medians)")
+print(f"{'row':34} {'qd':>3}  {'A':>18}  {'B':>18}")
+for name, label, rw, base, brw in rows:
     for qd in ("1", "16"):
-        a = cell("A", label, rw, "1M", qd, base + ("1M", qd))
-        b = cell("B", label, rw, "1M", qd, base + ("1M", qd))
-        print(f"{name:32} {qd:>3}  {a:>18}  {b:>18}")
+        k, bk = (label, rw, "1M", qd), (base, brw, "1M", qd)
+        print(f"{name:34} {qd:>3}  {cell('A', k, bk):>18}  {cell('B', k, bk):>18}")
 for name, label, base in [("4K randwrite RAID1x2 / one member", "raid1x2", "single"),
-                          ("4K randwrite LUKS2 / plain", "luks2", "single"),
-                          ("4K randwrite RAID1x2 / nbdkit", "raid1x2", "nbdkit"),
-                          ("4K randwrite LUKS2 / nbdkit", "luks2", "nbdkit")]:
-    a = cell("A", label, "randwrite", "4k", "32", (base, "randwrite", "4k", "32"))
-    b = cell("B", label, "randwrite", "4k", "32", (base, "randwrite", "4k", "32"))
-    if base == "nbdkit":
-        m = med.get(("A", "nbdkit", "randwrite", "4k", "32"))
-        a = f"{med.get(('A', label, 'randwrite', '4k', '32'), 0) / m:4.2f}" if m else "-"
-        b = f"{med.get(('B', label, 'randwrite', '4k', '32'), 0) / m:4.2f}" if m else "-"
-    print(f"{name:32} {'32':>3}  {a:>18}  {b:>18}")
+                          ("4K randwrite LUKS2 / plain", "luks2", "single")]:
+    k, bk = (label, "randwrite", "4k", "32"), (base, "randwrite", "4k", "32")
+    print(f"{name:34} {'32':>3}  {cell('A', k, bk):>18}  {cell('B', k, bk):>18}")
+for name, label in [("4K randwrite RAID1x2 / nbdkit", "raid1x2"),
+                    ("4K randwrite LUKS2 / nbdkit", "luks2")]:
+    k = (label, "randwrite", "4k", "32")
+    cells = [f"{ratio((b,) + k, ('A', 'nbdkit', 'randwrite', '4k', '32')):4.2f}" for b in "AB"]
+    print(f"{name:34} {'32':>3}  {cells[0]:>18}  {cells[1]:>18}")
 print()
-print(f"{'MiB/s medians':24} {'op':10} {'bs':>3} {'qd':>3} {'A':>6} {'B':>6}  B/A  A min-max  B min-max (n)")
+print("B/A: median over rounds of B's run over A's run of the same row, back to back")
+print(f"{'row':14} {'op':10} {'bs':>3} {'qd':>3} {'A MiB/s':>8} {'B MiB/s':>8} {'B/A':>5}  A min-max  B min-max (n)")
 for (b, label, rw, bs, qd), v in runs.items():
     if b != "A":
         continue
-    bv = runs.get(("B", label, rw, bs, qd), [])
-    ma, mb = med[(b, label, rw, bs, qd)], (statistics.median(bv) if bv else 0)
-    ratio = f"{mb / ma:4.2f}" if ma and mb else "   -"
+    k = (label, rw, bs, qd)
+    bv = runs.get(("B",) + k, [])
+    r = ratio(("B",) + k, ("A",) + k)
+    rs = f"{r:5.2f}" if r else "    -"
     bmm = f"{min(bv)}-{max(bv)}" if bv else "-"
-    print(f"{label:24} {rw:10} {bs:>3} {qd:>3} {ma:6.0f} {mb:6.0f}  {ratio}  {min(v)}-{max(v)}  {bmm} ({len(v)})")
+    print(f"{label:14} {rw:10} {bs:>3} {qd:>3} {med(('A',) + k):8.0f} {med(('B',) + k):8.0f} {rs}  "
+          f"{min(v)}-{max(v)}  {bmm} ({len(v)})")
 PY
