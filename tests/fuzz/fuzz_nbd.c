@@ -144,7 +144,7 @@ static struct nbd_server *servers[N_EXPORTS][2]; /* [export][1 or 4 threads] */
 static int null_fd = -1;
 
 static void make_export(int i, const char *name, uint32_t block_min, uint32_t block_max,
-			unsigned caps)
+                        unsigned caps)
 {
 	struct fuzz_vol *f = &vols[i], *ro = &ro_views[i];
 
@@ -181,10 +181,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	if (null_fd < 0)
 		abort();
 	make_export(0, "fuzz-bytes", 1, FUZZ_BLOCK_MAX,
-		    VOL_CAP_FLUSH | VOL_CAP_TRIM | VOL_CAP_ZEROES | VOL_CAP_FUA |
-			    VOL_CAP_FAST_ZERO | VOL_CAP_MULTI_CONN);
+	            VOL_CAP_FLUSH | VOL_CAP_TRIM | VOL_CAP_ZEROES | VOL_CAP_FUA |
+	                VOL_CAP_FAST_ZERO | VOL_CAP_MULTI_CONN);
 	make_export(1, "fuzz-512", 512, FUZZ_VOL_SIZE,
-		    VOL_CAP_TRIM | VOL_CAP_ZEROES | VOL_CAP_STREAM);
+	            VOL_CAP_TRIM | VOL_CAP_ZEROES | VOL_CAP_STREAM);
 	make_export(2, "fuzz-ro-4k", 4096, FUZZ_BLOCK_MAX, VOL_CAP_READONLY | VOL_CAP_FLUSH);
 	return 0;
 }
