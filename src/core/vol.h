@@ -36,6 +36,24 @@
  *    whose ops have none never carries VOL_CAP_VIEW (vol_init clears it),
  *    so layers that pass their child's caps on need not think of it.
  *  - extents() is optional (NULL: all data): see vol_extent_fn below.
+ *  - A write that fails may have changed any part of its range, as on a
+ *    disk: what reads back there is old data, new data, or a mix, until
+ *    the range is written again.
+ *  - A vol with VOL_CAP_STREAM may get a large write as several writes to
+ *    consecutive ranges, in order, one after the other, none with VOL_FUA
+ *    (the NBD server writes a payload's segments while the rest arrives:
+ *    src/nbd/transmit.c); when one fails the request fails and the ones
+ *    before stay written (the rule above).  A vol sets it only where that
+ *    costs no more than one whole write: a store in memory or the page
+ *    cache, and layers over such stores that neither want whole requests
+ *    (a parity stripe) nor pay per request (a disk, a model of one).
+ *    Layers that pass their child's caps on pass it on; one that adds a
+ *    cost per request clears it.
+ *  - VOL_CAP_RAM: the vol's bytes are in memory (mem:, a file on tmpfs):
+ *    a write is a copy, never a disk's wait, whatever a timing taken on a
+ *    loaded machine says.  Set by members; a layer that adds latency
+ *    (a disk model, fault injection) clears it, one that merely windows
+ *    its child (a slice) may pass it on.
  */
 #ifndef URAID_VOL_H
 #define URAID_VOL_H
@@ -58,6 +76,8 @@
 #define VOL_CAP_FLUSH 0x20u      /* the vol has a volatile cache to flush */
 #define VOL_CAP_FAST_ZERO 0x40u  /* write_zeroes with VOL_FAST_ZERO may work */
 #define VOL_CAP_VIEW 0x80u       /* view() works: a plain store (file, memory) */
+#define VOL_CAP_STREAM 0x100u    /* a large write may come in segments (above) */
+#define VOL_CAP_RAM 0x200u       /* the bytes live in memory (above) */
 
 struct vol;
 

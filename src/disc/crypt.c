@@ -924,9 +924,11 @@ int crypt_open(struct vol *child, const struct crypt_params *p, bool owns_child,
 		crypt_ctx_put(c, d, probe);
 	}
 
-	/* TRIM is not offered (see the top of the file); FUA, FLUSH and
-	 * MULTI_CONN are the child's; zeroes are cheaper on the wire. */
-	caps = (child->caps & (VOL_CAP_FUA | VOL_CAP_FLUSH | VOL_CAP_MULTI_CONN | VOL_CAP_READONLY)) |
+	/* TRIM is not offered (see the top of the file); FUA, FLUSH,
+	 * MULTI_CONN and STREAM (segments encrypt as a whole write would) are
+	 * the child's; zeroes are cheaper on the wire. */
+	caps = (child->caps & (VOL_CAP_FUA | VOL_CAP_FLUSH | VOL_CAP_MULTI_CONN | VOL_CAP_READONLY |
+	                       VOL_CAP_STREAM)) |
 	       VOL_CAP_ZEROES;
 	r = vol_init(&c->vol, &crypt_ops, name ? name : child->name,
 		     child->size / p->sector_size * p->sector_size, p->sector_size, caps);

@@ -703,9 +703,12 @@ int fault_member_wrap(struct vol *inner, const char *opts, struct vol **out)
 	if (r < 0)
 		goto out;
 	snprintf(name, sizeof(name), "fault:%s", inner->name);
-	/* A crash member has a volatile cache and honours FUA itself. */
+	/* A crash member has a volatile cache and honours FUA itself.  It
+	 * takes writes whole, as sent (its counts and cuts are per request),
+	 * and with latency= the inner member's RAM is no promise (vol.h). */
 	r = vol_init(&f->vol, &fault_ops, name, inner->size, inner->block_min,
-	             inner->caps | (c.group ? VOL_CAP_FLUSH | VOL_CAP_FUA : 0));
+	             (inner->caps & ~(VOL_CAP_STREAM | VOL_CAP_RAM)) |
+	                 (c.group ? VOL_CAP_FLUSH | VOL_CAP_FUA : 0));
 	if (r < 0)
 		goto out;
 	f->vol.block_pref = inner->block_pref;

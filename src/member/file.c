@@ -26,6 +26,7 @@
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <linux/fs.h>
+#include <linux/magic.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -36,6 +37,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -421,6 +423,13 @@ int file_member_open(const char *path, unsigned flags, struct vol **out)
 			f->map = map;
 			f->vol.caps |= VOL_CAP_VIEW;
 		}
+		/* Buffered writes go to the page cache: segments cost what one
+		 * write would (vol.h); on tmpfs that is the file's home. */
+		f->vol.caps |= VOL_CAP_STREAM;
+		struct statfs sfs;
+		if (fstatfs(fd, &sfs) == 0 &&
+		    (sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC))
+			f->vol.caps |= VOL_CAP_RAM;
 	}
 	*out = &f->vol;
 	return 0;

@@ -200,8 +200,8 @@ int mem_member_open(const char *rest, unsigned flags, struct vol **out)
 		return err_set(-ENOMEM, "mem:%s: cannot map memory", rest);
 	}
 	snprintf(name, sizeof(name), "mem:%s", rest);
-	unsigned caps = VOL_CAP_TRIM | VOL_CAP_ZEROES | VOL_CAP_FAST_ZERO |
-			VOL_CAP_MULTI_CONN | VOL_CAP_VIEW;
+	unsigned caps = VOL_CAP_TRIM | VOL_CAP_ZEROES | VOL_CAP_FAST_ZERO | VOL_CAP_MULTI_CONN |
+	                VOL_CAP_VIEW | VOL_CAP_STREAM | VOL_CAP_RAM;
 	if (flags & MEMBER_READONLY)
 		caps |= VOL_CAP_READONLY;
 	r = vol_init(&m->vol, &mem_ops, name, size, 1, caps);

@@ -329,7 +329,7 @@ int sim_member_wrap(struct vol *inner, const struct sim_params *p,
 		return -ENOMEM;
 	snprintf(name, sizeof(name), "sim:%s", inner->name);
 	r = vol_init(&s->vol, &sim_ops, name, inner->size, inner->block_min,
-		     inner->caps | VOL_CAP_FLUSH);
+	             (inner->caps & ~(VOL_CAP_STREAM | VOL_CAP_RAM)) | VOL_CAP_FLUSH);
 	if (r < 0) {
 		free(s);
 		return r;

@@ -27,8 +27,20 @@
  * a vol that waits on disks needs many requests in flight.  The running
  * average chooses: one slow request served inline delays the batch behind
  * it by its own duration and lifts the average, so the requests after it
- * are handed over until the vol is fast again. */
+ * are handed over until the vol is fast again.
+ *
+ * A large WRITE alone on its connection, to a vol that takes segments
+ * (VOL_CAP_STREAM, vol.h: memory and page-cache stores, RAID0/1/10 and
+ * LUKS over them), is written while it arrives (stream_write below): the
+ * reader receives it in STREAM_SEGMENT pieces and a pool thread writes
+ * each one as soon as it is in, so the member's copy overlaps the receive
+ * instead of following it (docs/write-path.md: received whole, a `mem:`
+ * write cost twice `null:`'s).  With other requests in flight their vol
+ * calls overlap this receive already, so it is received whole as before;
+ * so is a FUA write (one durable write rather than segments and a flush). */
 #include "internal.h"
+
+#include "core/exec.h"
 
 #include "core/clock.h"
 #include "core/log.h"
@@ -384,6 +396,8 @@ struct pending {
 	void *data;           /* READ/WRITE payload, or NULL */
 	void *tmp;            /* to free after the reply, or NULL */
 	size_t cls;           /* data is a pool buffer of that class, or 0 */
+	bool streamed;        /* written while received: stream_err is the result */
+	int stream_err;
 };
 
 /* After the reply: give the request's buffers back. */
@@ -429,6 +443,131 @@ static int payload_place(struct worker *w, struct pending *p)
 	return 0;
 }
 
+/* ---- Streamed writes (see the top of the file) ---- */
+
+/* The segment: large enough that a segment's vol write costs far more
+ * than the hand-off that announces it, small enough that the last one,
+ * written after the receive ends, is a small part of the request. */
+#define STREAM_SEGMENT (256u << 10)
+
+/* One streamed write: the receiver (piece 0) publishes how much of the
+ * payload is in, the writer (piece 1) writes each whole segment in order. */
+struct stream {
+	struct nbd_conn *c;
+	struct vol *v;
+	unsigned char *buf;
+	uint64_t off;
+	uint32_t len, seg;
+	pthread_mutex_t lock;
+	pthread_cond_t more;
+	uint32_t received; /* bytes in buf; under lock */
+	int recv_err;      /* the receive failed (the client left); under lock */
+	bool waiting;      /* the writer sleeps on more; under lock */
+	int write_err;     /* the first vol error; the writer's alone */
+};
+
+static bool stream_wanted(struct nbd_conn *c, const struct pending *p)
+{
+	const struct vol *v = c->exp->vol;
+
+	return p->req.type == NBD_CMD_WRITE && !p->error && p->data &&
+	       !(p->req.flags & NBD_CMD_FLAG_FUA) && (v->caps & VOL_CAP_STREAM) &&
+	       p->req.len > STREAM_SEGMENT && atomic_load(&c->busy) == 0;
+}
+
+static void stream_publish(struct stream *s, uint32_t received, int err)
+{
+	pthread_mutex_lock(&s->lock);
+	s->received = received;
+	s->recv_err = err;
+	if (s->waiting)
+		pthread_cond_signal(&s->more);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* The whole payload is received whatever the writer meets, so that the
+ * next request is read from where it starts. */
+static int stream_receive(struct stream *s)
+{
+	uint32_t got = 0;
+
+	while (got < s->len) {
+		uint32_t n = s->len - got < s->seg ? s->len - got : s->seg;
+		int r = nbd_conn_recv(s->c, s->buf + got, n);
+		if (r < 0) {
+			stream_publish(s, got, r);
+			return r;
+		}
+		got += n;
+		stream_publish(s, got, 0);
+	}
+	return 0;
+}
+
+/* Segments in order, each once it is whole; none after a vol error (the
+ * request fails: vol.h) or once the receive failed (no reply will say
+ * what was written: nothing beyond what arrived is). */
+static int stream_write_segments(struct stream *s)
+{
+	for (uint32_t pos = 0; pos < s->len;) {
+		uint32_t n = s->len - pos < s->seg ? s->len - pos : s->seg;
+
+		pthread_mutex_lock(&s->lock);
+		while (!s->recv_err && s->received < pos + n) {
+			s->waiting = true;
+			pthread_cond_wait(&s->more, &s->lock);
+			s->waiting = false;
+		}
+		bool stop = s->recv_err != 0;
+		pthread_mutex_unlock(&s->lock);
+		if (stop)
+			return 0;
+		int r = vol_write(s->v, s->buf + pos, n, s->off + pos, 0);
+		if (r < 0) {
+			s->write_err = r;
+			return 0;
+		}
+		pos += n;
+	}
+	return 0;
+}
+
+/* exec_parallel claims indices in order, so the receive (0) has started
+ * on some thread whenever the writer (1) waits for it; when no pool
+ * thread is free the caller runs both, one after the other. */
+static int stream_piece(void *arg, unsigned i)
+{
+	struct stream *s = arg;
+
+	return i == 0 ? stream_receive(s) : stream_write_segments(s);
+}
+
+/* Receive p's payload and write it in segments.  Returns the receive's
+ * error (the connection ends), else 0 with the vol's result in p. */
+static int stream_write(struct nbd_conn *c, struct pending *p)
+{
+	struct vol *v = c->exp->vol;
+	uint32_t bmin = v->block_min ? v->block_min : 1;
+	struct stream s = {
+	    .c = c,
+	    .v = v,
+	    .buf = p->data,
+	    .off = p->req.offset,
+	    .len = p->req.len,
+	    .seg = STREAM_SEGMENT > bmin ? STREAM_SEGMENT - STREAM_SEGMENT % bmin : bmin,
+	};
+	int r;
+
+	pthread_mutex_init(&s.lock, NULL);
+	pthread_cond_init(&s.more, NULL);
+	r = exec_parallel(2, stream_piece, &s);
+	pthread_cond_destroy(&s.more);
+	pthread_mutex_destroy(&s.lock);
+	p->streamed = true;
+	p->stream_err = s.write_err;
+	return r;
+}
+
 /* Read and validate one request; the caller holds the read role.  Returns
  * 1 with *p filled, or 0 when the connection is over (EOF, DISC, protocol
  * error, quit, a reply that could not be sent). */
@@ -443,6 +582,7 @@ static int read_request(struct worker *w, struct pending *p)
 	p->data = NULL;
 	p->tmp = NULL;
 	p->cls = 0;
+	p->streamed = false;
 	if (c->quit)
 		return 0;
 	if (flush_unless_buffered(t, sizeof(h)) < 0)
@@ -485,7 +625,9 @@ static int read_request(struct worker *w, struct pending *p)
 		return 1;
 	/* The payload follows whether or not the request is valid. */
 	r = flush_unless_buffered(t, req->len);
-	if (r == 0)
+	if (r == 0 && stream_wanted(c, p))
+		r = stream_write(c, p);
+	else if (r == 0)
 		r = p->data ? nbd_conn_recv(c, p->data, req->len)
 			    : nbd_conn_discard(c, req->len);
 	if (r < 0) {
@@ -514,6 +656,14 @@ static void serve(struct transmit *t, struct pending *p, struct reply *rp)
 		error = nbd_errno_to_wire(r);
 		log_debug("nbd: BLOCK_STATUS off=%llu len=%u: %s", (unsigned long long)req->offset,
 			  req->len, strerror(-r));
+	} else if (p->streamed) {
+		/* Written while it arrived; its time is the client's too, so it
+		 * does not enter the vol's average. */
+		error = nbd_errno_to_wire(p->stream_err);
+		if (p->stream_err < 0)
+			log_debug("nbd: WRITE off=%llu len=%u, in segments: %s",
+			          (unsigned long long)req->offset, req->len,
+			          strerror(-p->stream_err));
 	} else {
 		bool timed = req->type == NBD_CMD_READ || req->type == NBD_CMD_WRITE;
 		uint64_t t0 = timed ? clock_now_ns() : 0;

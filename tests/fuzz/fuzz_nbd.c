@@ -23,6 +23,10 @@
  * run through nbd_request_check() against each export's limits, with the
  * same invariant checked directly.
  *
+ * The 512-byte export takes writes in segments (VOL_CAP_STREAM) and
+ * requests up to its whole size, so a large write goes the streamed way
+ * (transmit.c), its input mostly ending mid-payload.
+ *
  * Build and run: tests/sh/nbd-fuzz.sh (clang -fsanitize=fuzzer,...). */
 #include "core/log.h"
 #include "core/vol.h"
@@ -139,14 +143,15 @@ static struct fuzz_vol ro_views[N_EXPORTS];      /* the same bytes, for "fuzz-ro
 static struct nbd_server *servers[N_EXPORTS][2]; /* [export][1 or 4 threads] */
 static int null_fd = -1;
 
-static void make_export(int i, const char *name, uint32_t block_min, unsigned caps)
+static void make_export(int i, const char *name, uint32_t block_min, uint32_t block_max,
+                        unsigned caps)
 {
 	struct fuzz_vol *f = &vols[i], *ro = &ro_views[i];
 
 	if (vol_init(&f->vol, &fuzz_vol_ops, name, FUZZ_VOL_SIZE, block_min, caps) < 0 ||
 	    vol_init(&ro->vol, &fuzz_vol_ops, "fuzz-ro", FUZZ_VOL_SIZE, block_min, caps) < 0)
 		abort();
-	f->vol.block_max = ro->vol.block_max = FUZZ_BLOCK_MAX;
+	f->vol.block_max = ro->vol.block_max = block_max;
 	f->buf = calloc(1, FUZZ_VOL_SIZE);
 	if (!f->buf)
 		abort();
@@ -175,11 +180,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
 	if (null_fd < 0)
 		abort();
-	make_export(0, "fuzz-bytes", 1,
-		    VOL_CAP_FLUSH | VOL_CAP_TRIM | VOL_CAP_ZEROES | VOL_CAP_FUA |
-			    VOL_CAP_FAST_ZERO | VOL_CAP_MULTI_CONN);
-	make_export(1, "fuzz-512", 512, VOL_CAP_TRIM | VOL_CAP_ZEROES);
-	make_export(2, "fuzz-ro-4k", 4096, VOL_CAP_READONLY | VOL_CAP_FLUSH);
+	make_export(0, "fuzz-bytes", 1, FUZZ_BLOCK_MAX,
+	            VOL_CAP_FLUSH | VOL_CAP_TRIM | VOL_CAP_ZEROES | VOL_CAP_FUA |
+	                VOL_CAP_FAST_ZERO | VOL_CAP_MULTI_CONN);
+	make_export(1, "fuzz-512", 512, FUZZ_VOL_SIZE,
+	            VOL_CAP_TRIM | VOL_CAP_ZEROES | VOL_CAP_STREAM);
+	make_export(2, "fuzz-ro-4k", 4096, FUZZ_BLOCK_MAX, VOL_CAP_READONLY | VOL_CAP_FLUSH);
 	return 0;
 }
 

@@ -8,13 +8,14 @@
 # regress-NAME together with the fix.
 #
 # The harness brings its own in-memory vol, so only the nbd module and
-# core/vol.c, core/log.c are linked in.  The shared steps: fuzz-lib.sh.
+# core/vol.c, core/log.c and core/exec.c (streamed writes) are linked in.
+# The shared steps: fuzz-lib.sh.
 . "$(dirname "$0")/fuzz-lib.sh"
 fuzz_init
 
 "$cc" "${fuzz_cflags[@]}" "$SRCDIR/tests/fuzz/fuzz_nbd.c" \
     "$src"/nbd/*.c \
-    "$src"/core/vol.c "$src"/core/log.c \
+    "$src"/core/vol.c "$src"/core/log.c "$src"/core/exec.c \
     $(pkg-config --cflags --libs gnutls) -pthread -o "$tmp/fuzz_nbd"
 
 fuzz_target fuzz_nbd "$tmp/fuzz_nbd" "$SRCDIR/tests/fuzz/corpus" "${FUZZ_SECONDS:-30}" \

@@ -3,7 +3,8 @@
  * of mem and file show what read returns, and a file's view of bytes that
  * are gone fails with -EIO instead of killing the process; their extents
  * (base:allocation) show holes where nothing was written; a file opened
- * O_DIRECT takes buffers at any address. */
+ * O_DIRECT takes buffers at any address; members in memory say so
+ * (VOL_CAP_RAM) and layers that add latency do not pass it on. */
 #include "check.h"
 #include "core/log.h"
 #include "member/member.h"
@@ -11,8 +12,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 static void check_view(struct vol *v, uint64_t len, uint64_t off)
@@ -263,6 +266,62 @@ out:
 	free(b);
 }
 
+/* Whether a file made in dir is on tmpfs, as statfs says: -1 when no
+ * file can be made there. */
+static int file_in_ram(const char *dir, bool *ram)
+{
+	char path[256];
+	struct statfs sfs;
+	struct vol *v;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/uraid-test-ram-XXXXXX", dir);
+	fd = mkstemp(path);
+	if (fd < 0)
+		return -1;
+	CHECK(ftruncate(fd, 1 << 20) == 0);
+	bool tmpfs = fstatfs(fd, &sfs) == 0 && sfs.f_type == TMPFS_MAGIC;
+	close(fd);
+	CHECK_EQ(member_open(path, 0, &v), 0);
+	if (v) {
+		*ram = v->caps & VOL_CAP_RAM;
+		CHECK_EQ(*ram, tmpfs);
+		CHECK(v->caps & VOL_CAP_STREAM); /* the page cache takes segments */
+		vol_close(v);
+	}
+	unlink(path);
+	return tmpfs;
+}
+
+/* mem: and files on tmpfs are RAM; a disk model or fault layer over mem:
+ * is not (it adds latency), and neither takes segments (vol.h). */
+static void check_ram(void)
+{
+	static const struct {
+		const char *spec;
+		unsigned caps;
+	} cases[] = {
+	    {"mem:1M", VOL_CAP_RAM | VOL_CAP_STREAM},
+	    {"sim:200M,seek=0,rot=0:mem:1M", 0},
+	    {"fault:latency=1:mem:1M", 0},
+	    {"null:1M", 0},
+	};
+	bool ram = false;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct vol *v = NULL;
+		CHECK_EQ(member_open(cases[i].spec, 0, &v), 0);
+		if (!v)
+			continue;
+		CHECK_EQ(v->caps & (VOL_CAP_RAM | VOL_CAP_STREAM), cases[i].caps);
+		vol_close(v);
+	}
+	if (file_in_ram("/dev/shm", &ram) != 1)
+		fprintf(stderr, "test_members: /dev/shm is not tmpfs: a RAM file not checked\n");
+	if (file_in_ram(".", &ram) == 1)
+		fprintf(stderr, "test_members: . is tmpfs: a file not in RAM not checked\n");
+}
+
 int main(void)
 {
 	struct vol *v;
@@ -273,6 +332,7 @@ int main(void)
 	exercise_mem_pages();
 	check_extents();
 	check_direct();
+	check_ram();
 	CHECK_EQ(member_open("mem:1M", 0, &v), 0);
 	CHECK_EQ(v->size, 1 << 20);
 	exercise(v);

@@ -4,7 +4,10 @@
  * must leave the data in the vol and produce exactly the expected replies;
  * truncated and garbage inputs must end the connection without harm; a
  * long pipelined session (batched and handed-over requests mixed) must get
- * every reply, in order with one worker. */
+ * every reply, in order with one worker.  A large write to a vol that takes
+ * segments (VOL_CAP_STREAM) arrives as consecutive writes without FUA; a
+ * vol failing the second fails the request and the session goes on; a
+ * client gone mid-payload leaves nothing written beyond what it sent. */
 #include "check.h"
 
 #include "core/vol.h"
@@ -13,6 +16,8 @@
 #include "nbd/server.h"
 
 #include <endian.h>
+#include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -180,6 +185,242 @@ static void check_pipelined(void)
 	vol_close(v);
 }
 
+/* ---- Streamed writes (transmit.c) ---- */
+
+/* A vol over mem: that records the writes it is given and fails the
+ * fail_at-th (1-based; 0: none) with -EIO without writing it. */
+#define REC_MAX 32
+struct rec_vol {
+	struct vol vol;
+	struct vol *inner;
+	unsigned fail_at;
+	atomic_uint n;
+	uint64_t off[REC_MAX], len[REC_MAX];
+	unsigned flags[REC_MAX];
+};
+
+static int rec_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
+{
+	return vol_read(container_of(v, struct rec_vol, vol)->inner, buf, len, off);
+}
+
+static int rec_write(struct vol *v, const void *buf, uint64_t len, uint64_t off, unsigned flags)
+{
+	struct rec_vol *r = container_of(v, struct rec_vol, vol);
+	unsigned i = atomic_fetch_add(&r->n, 1);
+
+	if (i < REC_MAX) {
+		r->off[i] = off;
+		r->len[i] = len;
+		r->flags[i] = flags;
+	}
+	if (i + 1 == r->fail_at)
+		return -EIO;
+	return vol_write(r->inner, buf, len, off, flags);
+}
+
+static void rec_close(struct vol *v)
+{
+	struct rec_vol *r = container_of(v, struct rec_vol, vol);
+	vol_close(r->inner);
+	vol_fini(v);
+	free(r);
+}
+
+static const struct vol_ops rec_ops = {
+    .kind = "rec",
+    .read = rec_read,
+    .write = rec_write,
+    .close = rec_close,
+};
+
+enum { REC_SIZE = 4 << 20, SEG = 256 << 10, BIGW = 1 << 20 };
+
+/* 4 MiB filled with 0x55, taking segments or not. */
+static struct rec_vol *rec_open(unsigned caps)
+{
+	struct rec_vol *r = calloc(1, sizeof(*r));
+	unsigned char *fill = malloc(REC_SIZE);
+
+	CHECK(mem_member_open("4M", 0, &r->inner) == 0);
+	memset(fill, 0x55, REC_SIZE);
+	CHECK(vol_write(r->inner, fill, REC_SIZE, 0, 0) == 0);
+	free(fill);
+	CHECK(vol_init(&r->vol, &rec_ops, "rec", REC_SIZE, 512, caps) == 0);
+	return r;
+}
+
+static void handshake(struct bytes *in)
+{
+	put32(in, NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES);
+	put64(in, NBD_IHAVEOPT);
+	put32(in, NBD_OPT_GO);
+	put32(in, 4 + 2);
+	put32(in, 0);
+	put16(in, 0);
+}
+
+/* A write of len bytes of byte c at off, its payload cut after `sent`. */
+static void write_req(struct bytes *in, uint16_t flags, uint64_t cookie, uint64_t off, uint32_t len,
+                      uint32_t sent, unsigned char c)
+{
+	unsigned char *d = malloc(len);
+
+	memset(d, c, len);
+	request(in, NBD_CMD_WRITE, flags, cookie, off, len);
+	put(in, d, sent);
+	free(d);
+}
+
+/* Serve in (any size: through a file) on a fresh one-worker server. */
+static struct bytes serve_big(struct vol *v, const struct bytes *in, int *rc)
+{
+	struct nbd_server_opts o = {.threads = 1};
+	struct nbd_server *s;
+	char path[] = "/tmp/test_nbd_conn.XXXXXX";
+	int fd = mkstemp(path), out;
+	struct bytes r = {0};
+
+	unlink(path);
+	CHECK(nbd_server_new(v, &o, &s) == 0);
+	CHECK(write(fd, in->p, in->len) == (ssize_t)in->len);
+	CHECK(lseek(fd, 0, SEEK_SET) == 0);
+	strcpy(path, "/tmp/test_nbd_conn.XXXXXX");
+	out = mkstemp(path);
+	unlink(path);
+	*rc = nbd_serve_connection(s, fd, out);
+	r.len = (size_t)lseek(out, 0, SEEK_END);
+	r.p = malloc(r.len + 1);
+	CHECK(pread(out, r.p, r.len, 0) == (ssize_t)r.len);
+	close(fd);
+	close(out);
+	nbd_server_free(s);
+	return r;
+}
+
+/* Whether [off, off+len) of v reads as byte c throughout. */
+static bool reads_as(struct vol *v, uint64_t off, uint64_t len, unsigned char c)
+{
+	unsigned char *b = malloc(len);
+	bool same = vol_read(v, b, len, off) == 0;
+
+	for (uint64_t i = 0; same && i < len; i++)
+		same = b[i] == c;
+	free(b);
+	return same;
+}
+
+/* A 1 MiB write reaches a STREAM vol as four consecutive 256 KiB writes
+ * without FUA; with FUA it stays one write carrying it. */
+static void check_stream_segments(void)
+{
+	struct rec_vol *r = rec_open(VOL_CAP_STREAM);
+	struct bytes in = {0}, out;
+	int rc;
+
+	handshake(&in);
+	write_req(&in, 0, 1, SEG, BIGW, BIGW, 0xa1);
+	write_req(&in, NBD_CMD_FLAG_FUA, 2, 2 * BIGW, BIGW, BIGW, 0xa2);
+	request(&in, NBD_CMD_DISC, 0, 3, 0, 0);
+	out = serve_big(&r->vol, &in, &rc);
+	CHECK_EQ(rc, 0);
+	size_t pos = skip_option_replies(&out, 18);
+	check_simple(&out, &pos, 0, 1);
+	check_simple(&out, &pos, 0, 2);
+	CHECK_EQ(atomic_load(&r->n), BIGW / SEG + 1);
+	for (unsigned i = 0; i < BIGW / SEG && i < REC_MAX; i++) {
+		CHECK_EQ(r->off[i], SEG + (uint64_t)i * SEG);
+		CHECK_EQ(r->len[i], SEG);
+		CHECK_EQ(r->flags[i], 0);
+	}
+	CHECK_EQ(r->len[BIGW / SEG], BIGW);
+	CHECK_EQ(r->flags[BIGW / SEG], VOL_FUA);
+	CHECK(reads_as(&r->vol, SEG, BIGW, 0xa1));
+	CHECK(reads_as(&r->vol, 2 * BIGW, BIGW, 0xa2));
+	free(in.p);
+	free(out.p);
+	vol_close(&r->vol);
+}
+
+/* A vol that does not take segments gets the write whole. */
+static void check_stream_not_wanted(void)
+{
+	struct rec_vol *r = rec_open(0);
+	struct bytes in = {0}, out;
+	int rc;
+
+	handshake(&in);
+	write_req(&in, 0, 1, 0, BIGW, BIGW, 0xb1);
+	request(&in, NBD_CMD_DISC, 0, 2, 0, 0);
+	out = serve_big(&r->vol, &in, &rc);
+	CHECK_EQ(rc, 0);
+	size_t pos = skip_option_replies(&out, 18);
+	check_simple(&out, &pos, 0, 1);
+	CHECK_EQ(atomic_load(&r->n), 1);
+	CHECK_EQ(r->len[0], BIGW);
+	free(in.p);
+	free(out.p);
+	vol_close(&r->vol);
+}
+
+/* The vol fails segment 2: the reply is an error, nothing after it is
+ * written (segment 1 is what it is: written here, vol.h's rule for a
+ * failed write), and the request after it is read from the right place. */
+static void check_stream_fails_segment2(void)
+{
+	struct rec_vol *r = rec_open(VOL_CAP_STREAM);
+	struct bytes in = {0}, out;
+	int rc;
+
+	r->fail_at = 2;
+	handshake(&in);
+	write_req(&in, 0, 1, 0, BIGW, BIGW, 0xc1);
+	request(&in, NBD_CMD_READ, 0, 2, 0, 4096);
+	request(&in, NBD_CMD_DISC, 0, 3, 0, 0);
+	out = serve_big(&r->vol, &in, &rc);
+	CHECK_EQ(rc, 0);
+	size_t pos = skip_option_replies(&out, 18);
+	check_simple(&out, &pos, NBD_EIO, 1);
+	check_simple(&out, &pos, 0, 2);
+	CHECK(pos + 4096 == out.len && out.p[pos] == 0xc1);
+	CHECK_EQ(atomic_load(&r->n), 2);
+	CHECK(reads_as(&r->vol, SEG, BIGW - SEG, 0x55));
+	free(in.p);
+	free(out.p);
+	vol_close(&r->vol);
+}
+
+/* The client leaves 300 KiB into a 1 MiB payload: no reply, nothing past
+ * what it sent is written, and the server serves the next client. */
+static void check_stream_client_leaves(void)
+{
+	struct rec_vol *r = rec_open(VOL_CAP_STREAM);
+	struct bytes in = {0}, again = {0}, out;
+	int rc;
+
+	handshake(&in);
+	write_req(&in, 0, 1, 0, BIGW, 300 << 10, 0xd1);
+	out = serve_big(&r->vol, &in, &rc);
+	CHECK(rc != 0);
+	CHECK_EQ(skip_option_replies(&out, 18), out.len);
+	CHECK(atomic_load(&r->n) <= 1);
+	CHECK(reads_as(&r->vol, 300 << 10, BIGW - (300 << 10), 0x55));
+	free(out.p);
+
+	handshake(&again);
+	write_req(&again, 0, 2, BIGW, BIGW, BIGW, 0xd2);
+	request(&again, NBD_CMD_DISC, 0, 3, 0, 0);
+	out = serve_big(&r->vol, &again, &rc);
+	CHECK_EQ(rc, 0);
+	size_t pos = skip_option_replies(&out, 18);
+	check_simple(&out, &pos, 0, 2);
+	CHECK(reads_as(&r->vol, BIGW, BIGW, 0xd2));
+	free(in.p);
+	free(again.p);
+	free(out.p);
+	vol_close(&r->vol);
+}
+
 int main(void)
 {
 	struct vol *v;
@@ -252,5 +493,9 @@ int main(void)
 	nbd_server_free(s);
 	vol_close(v);
 	check_pipelined();
+	check_stream_segments();
+	check_stream_not_wanted();
+	check_stream_fails_segment2();
+	check_stream_client_leaves();
 	return check_done();
 }

@@ -668,6 +668,14 @@ int raid_open(const struct raid_geom *g, struct vol **members, const struct raid
 	for (unsigned i = 0; i < a->n; i++)
 		views &= !members[i] || (members[i]->caps & VOL_CAP_VIEW);
 	caps = views ? caps | VOL_CAP_VIEW : caps & ~VOL_CAP_VIEW;
+	/* Segments (vol.h) where the same levels' members all take them: a
+	 * parity level wants whole stripes, and raid_caps passes no member's
+	 * VOL_CAP_RAM (an array is not a member). */
+	bool streams = views;
+	for (unsigned i = 0; i < a->n; i++)
+		streams &= !members[i] || (members[i]->caps & VOL_CAP_STREAM);
+	if (streams)
+		caps |= VOL_CAP_STREAM;
 	r = vol_init(&a->vol, &raid_ops, name, size / block_min * block_min, block_min, caps);
 	if (r < 0)
 		goto out_lock;

@@ -127,7 +127,9 @@ bool raid_read_avoid(struct raid_array *a, const struct raid_loc *loc, unsigned 
 
 /* Are the live members slow enough for staging streams to pay?  At least one
  * must have been measured slow and none fast; members not read yet (the
- * other mirrors) do not count. */
+ * other mirrors) do not count.  A member in RAM (VOL_CAP_RAM) is fast
+ * whatever it measured: on a loaded machine a copy can take a disk's
+ * time, and staging it would only add a copy (docs/write-path.md). */
 bool raid_members_slow(struct raid_array *a)
 {
 	bool slow = false;
@@ -135,6 +137,8 @@ bool raid_members_slow(struct raid_array *a)
 	for (unsigned i = 0; i < a->n; i++) {
 		if (atomic_load(&a->m[i].failed))
 			continue;
+		if (a->m[i].vol && (a->m[i].vol->caps & VOL_CAP_RAM))
+			return false;
 		uint64_t ns = atomic_load(&a->m[i].ns_per_mib);
 		if (ns && ns < RAID_SLOW_NS_PER_MIB)
 			return false;
