@@ -55,7 +55,7 @@ struct raid_behind {
 	pthread_mutex_t lock;
 	pthread_cond_t work; /* a job queued, or stopping */
 	pthread_cond_t done; /* a job done */
-	unsigned max;        /* 0: off */
+	atomic_uint max;     /* 0: off (changed under the lock) */
 	atomic_uint count;   /* jobs not done (changed under the lock) */
 	unsigned holds;      /* waiters for them: no new job meanwhile */
 	struct raid_behind_job *head, *tail, *active;
