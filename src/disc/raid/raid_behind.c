@@ -2,7 +2,7 @@
  * raid_wb.c's staging of streams): on a RAID1, a write's copy for a
  * write-mostly member (a far or slow mirror) may still be in flight when
  * the write is acknowledged, once every other live copy has it, up to
- * max such copies at a time.  raid_map.c hands those copies here
+ * max such copies (and RAID_BEHIND_MAX_BYTES of their data) at a time.  raid_map.c hands those copies here
  * (raid_behind_submit); a few worker threads write them.
  *
  * What keeps it safe, each rule here and nowhere else:
@@ -35,6 +35,9 @@
 #include <string.h>
 
 #define RAID_BEHIND_WORKERS 4
+/* The copies' buffers, at most: past it a write waits for its far copy
+ * (md bounds the count only; N large writes would be N times their size). */
+#define RAID_BEHIND_MAX_BYTES (256ull << 20)
 
 struct raid_behind_job {
 	struct raid_behind_job *next;  /* queue (waiting for a worker) */
@@ -58,6 +61,7 @@ struct raid_behind {
 	atomic_uint max;     /* 0: off (changed under the lock) */
 	atomic_uint count;   /* jobs not done (changed under the lock) */
 	unsigned holds;      /* waiters for them: no new job meanwhile */
+	uint64_t bytes;      /* the jobs' buffers */
 	struct raid_behind_job *head, *tail, *active;
 	pthread_t worker[RAID_BEHIND_WORKERS];
 	unsigned nworkers;
@@ -85,6 +89,7 @@ static void raid_behind_finish_locked(struct raid_array *a, struct raid_behind_j
 		}
 	j->done = true;
 	bh->count--;
+	bh->bytes -= j->len;
 	atomic_fetch_sub(&a->m[j->role].behind, 1);
 	atomic_fetch_sub(&a->m[j->role].inflight, 1);
 	pthread_cond_broadcast(&bh->done);
@@ -281,7 +286,7 @@ struct raid_behind_job *raid_behind_submit(struct raid_array *a, unsigned role, 
 	if (!j || !data)
 		goto none;
 	pthread_mutex_lock(&bh->lock);
-	if (bh->count >= bh->max || bh->holds) {
+	if (bh->count >= bh->max || bh->holds || bh->bytes + len > RAID_BEHIND_MAX_BYTES) {
 		pthread_mutex_unlock(&bh->lock);
 		goto none;
 	}
@@ -296,6 +301,7 @@ struct raid_behind_job *raid_behind_submit(struct raid_array *a, unsigned role, 
 	                              .data = data,
 	                              .refs = 2};
 	bh->count++;
+	bh->bytes += len;
 	bh->total++;
 	atomic_fetch_add(&a->m[role].behind, 1);
 	atomic_fetch_add(&a->m[role].inflight, 1);
