@@ -2,8 +2,9 @@
  * raid_wb.c's staging of streams): on a RAID1, a write's copy for a
  * write-mostly member (a far or slow mirror) may still be in flight when
  * the write is acknowledged, once every other live copy has it, up to
- * max such copies (and RAID_BEHIND_MAX_BYTES of their data) at a time.  raid_map.c hands those copies here
- * (raid_behind_submit); a few worker threads write them.
+ * max such copies (and RAID_BEHIND_MAX_BYTES of their data) at a time.
+ * raid_map.c hands those copies here (raid_behind_submit); a few worker
+ * threads write them.
  *
  * What keeps it safe, each rule here and nowhere else:
  *  - a copy behind holds its own buffer: the client's is free on return;
