@@ -35,7 +35,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RAID_BEHIND_WORKERS 4
+/* Workers: one at first, another whenever a copy is queued with none
+ * idle, up to this many (so many copies in flight on a far member: its
+ * round trip, not one worker, bounds their rate). */
+#define RAID_BEHIND_WORKERS 32
 /* The copies' buffers, at most: past it a write waits for its far copy
  * (md bounds the count only; N large writes would be N times their size). */
 #define RAID_BEHIND_MAX_BYTES (256ull << 20)
@@ -66,6 +69,7 @@ struct raid_behind {
 	struct raid_behind_job *head, *tail, *active;
 	pthread_t worker[RAID_BEHIND_WORKERS];
 	unsigned nworkers;
+	unsigned idle; /* workers waiting for a job */
 	bool stop;
 	uint64_t total; /* jobs since open, for tests */
 };
@@ -104,8 +108,10 @@ static void *raid_behind_worker(void *arg)
 
 	pthread_mutex_lock(&bh->lock);
 	for (;;) {
+		bh->idle++;
 		while (!bh->head && !bh->stop)
 			pthread_cond_wait(&bh->work, &bh->lock);
+		bh->idle--;
 		struct raid_behind_job *j = bh->head;
 		if (!j)
 			break; /* stopping, nothing left */
@@ -151,11 +157,8 @@ static int raid_behind_init(struct raid_array *a)
 	a->behind = bh;
 	for (unsigned i = 0; i < a->n; i++)
 		a->m[i].bh = bh;
-	for (unsigned i = 0; i < RAID_BEHIND_WORKERS; i++) {
-		if (pthread_create(&bh->worker[i], NULL, raid_behind_worker, a) != 0)
-			break;
-		bh->nworkers++;
-	}
+	if (pthread_create(&bh->worker[0], NULL, raid_behind_worker, a) == 0)
+		bh->nworkers = 1;
 	if (bh->nworkers == 0) {
 		raid_behind_destroy(a);
 		return -EAGAIN;
@@ -313,6 +316,11 @@ struct raid_behind_job *raid_behind_submit(struct raid_array *a, unsigned role, 
 	else
 		bh->head = j;
 	bh->tail = j;
+	/* A worker more when none waits (none started is fine: the ones
+	 * there take the queue in turn). */
+	if (bh->idle == 0 && bh->nworkers < RAID_BEHIND_WORKERS &&
+	    pthread_create(&bh->worker[bh->nworkers], NULL, raid_behind_worker, a) == 0)
+		bh->nworkers++;
 	pthread_cond_signal(&bh->work);
 	pthread_mutex_unlock(&bh->lock);
 	return j;
