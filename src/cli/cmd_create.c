@@ -6,6 +6,7 @@
 #include "core/log.h"
 #include "core/units.h"
 #include "md/md.h"
+#include "md/md_bitmap.h"
 #include "md/md_create.h"
 
 #include <errno.h>
@@ -119,6 +120,7 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 	    {"write-journal", required_argument, NULL, 'J'},
 	    {"write-mostly", no_argument, NULL, 'W'},
 	    {"failfast", no_argument, NULL, 'F'},
+	    {"write-behind", optional_argument, NULL, 'H'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -148,6 +150,21 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 		case 'F':
 			flags |= MD_DEVFLAG_FAILFAST;
 			break;
+		case 'H': {
+			char *end;
+			unsigned long v =
+			    optarg ? strtoul(optarg, &end, 10) : MD_BITMAP_WRITE_BEHIND_DEFAULT;
+			if (optarg &&
+			    (!*optarg || *end || v < 1 || v > MD_BITMAP_WRITE_BEHIND_MAX)) {
+				fprintf(
+				    stderr,
+				    "uraid: create: --write-behind is 1 to %u writes, not '%s'\n",
+				    MD_BITMAP_WRITE_BEHIND_MAX, optarg);
+				return 2;
+			}
+			o->md.write_behind = (uint32_t)v;
+			break;
+		}
 		case 'l':
 			if (md_level_parse(optarg, &o->md.level) < 0) {
 				fprintf(stderr,
@@ -237,7 +254,8 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 			    "[--metadata=1.0|1.1|1.2]\n"
 			    "                    [--consistency-policy=resync|bitmap|ppl|journal]\n"
 			    "                    [--write-journal=DEV] [--force] [--write-mostly] "
-			    "[--failfast] MEMBER...\n"
+			    "[--failfast]\n"
+			    "                    [--write-behind[=N]] MEMBER...\n"
 			    "Write md v1.x superblocks (as mdadm --create; 1.2 unless --metadata\n"
 			    "says 1.1, at the start, or 1.0, at the end) making a new array.\n"
 			    "MEMBER may be 'missing' for a degraded RAID1/10/5/6.  --chunk is in "
@@ -266,7 +284,15 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 			    "device flags, which the kernel honours too): reads keep off a\n"
 			    "write-mostly mirror while another copy is in sync; failfast is "
 			    "recorded\n"
-			    "for the kernel (uraid fails a member on its first error anyway).\n");
+			    "for the kernel (uraid fails a member on its first error anyway).\n"
+			    "--write-behind[=N] (raid1, with a bitmap; N default 256): up to N "
+			    "writes\n"
+			    "to write-mostly members are acknowledged once the other mirrors have "
+			    "them\n"
+			    "(md's write-behind, kept in the bitmap so the kernel does it too); a "
+			    "flush\n"
+			    "waits for them.  Until they land only the other mirrors hold those "
+			    "writes.\n");
 			return 1;
 		default:
 			return 2;
@@ -319,6 +345,13 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 	}
 	if (o->md.bitmap_chunk && o->md.bitmap == -1)
 		o->md.bitmap = 1;
+	if (o->md.write_behind && (o->md.level != 1 || o->md.bitmap == 0)) {
+		fprintf(stderr, "uraid: create: --write-behind needs raid1 and a write-intent "
+		                "bitmap (md's write-behind)\n");
+		return 2;
+	}
+	if (o->md.write_behind)
+		o->md.bitmap = 1;
 	if (o->md.journal && !md_level_parity(o->md.level)) {
 		fprintf(stderr, "uraid: create: --write-journal needs raid4, 5 or 6\n");
 		return 2;
@@ -328,7 +361,8 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 		return 2;
 	}
 	if (o->md.journal && policy && strcmp(policy, "journal") != 0) {
-		fprintf(stderr, "uraid: create: --consistency-policy=%s contradicts --write-journal\n",
+		fprintf(stderr,
+		        "uraid: create: --consistency-policy=%s contradicts --write-journal\n",
 		        policy);
 		return 2;
 	}

@@ -278,6 +278,8 @@ static void examine_bitmap(struct vol *m, const struct md_super *s)
 	for (uint64_t c = 0; c < chunks; c++)
 		dirty += (buf[MD_BITMAP_HDR + c / 8] >> (c % 8)) & 1;
 	printf("\n   Bitmap Chunk : %u KiB\n", b.chunksize / 1024);
+	if (b.write_behind)
+		printf("     Write Mode : Allow write behind, max %u\n", b.write_behind);
 	printf("  Bitmap Events : %llu\n", (unsigned long long)b.events);
 	printf(" Bitmap Cleared : %llu\n", (unsigned long long)b.events_cleared);
 	printf("Bitmap Sync Size : %llu sectors%s\n", (unsigned long long)b.sync_size,

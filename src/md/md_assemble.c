@@ -567,6 +567,9 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 		return r;
 	}
 	md_bm_load(a, fresh);
+	/* md's write-behind, as the kernel takes it: from the bitmap. */
+	if (a->bm.map && fresh->level == 1 && md_bitmap_header(a->bm.map)->write_behind)
+		raid_set_write_behind(a->raid, md_bitmap_header(a->bm.map)->write_behind);
 	/* With a journal, the replay made the stripes agree: no resync (md's). */
 	bool clean = md_super_clean(fresh) || replayed;
 	if (fresh->feature_map & MD_FEATURE_ANY_PPL) {

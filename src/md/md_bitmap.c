@@ -82,7 +82,7 @@ int md_bitmap_check(const struct md_bitmap_info *b, const uint8_t uuid[16], cons
 	if (b->daemon_sleep < 1 || b->daemon_sleep > 3600 * 24 * 365)
 		return err_set(-EUCLEAN, "%s: write-intent bitmap daemon sleep %u is out of range",
 		               name, b->daemon_sleep);
-	if (b->write_behind > 16383)
+	if (b->write_behind > MD_BITMAP_WRITE_BEHIND_MAX)
 		return err_set(-EUCLEAN, "%s: write-intent bitmap write-behind %u is out of range",
 		               name, b->write_behind);
 	if (memcmp(b->uuid, uuid, 16) != 0)

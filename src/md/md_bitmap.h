@@ -35,9 +35,11 @@
 #define MD_BITMAP_HDR 256u          /* bytes before the bits */
 #define MD_BITMAP_V_HOSTENDIAN 3u
 #define MD_BITMAP_V 4u
-#define MD_BITMAP_STALE (1u << 1)       /* state: out of date or had EIO */
-#define MD_BITMAP_WRITE_ERROR (1u << 2) /* state: a write failed */
-#define MD_BITMAP_DEFAULT_SLEEP 5u      /* seconds, mdadm's --delay */
+#define MD_BITMAP_STALE (1u << 1)           /* state: out of date or had EIO */
+#define MD_BITMAP_WRITE_ERROR (1u << 2)     /* state: a write failed */
+#define MD_BITMAP_DEFAULT_SLEEP 5u          /* seconds, mdadm's --delay */
+#define MD_BITMAP_WRITE_BEHIND_MAX 16383u   /* md's COUNTER_MAX / 2 */
+#define MD_BITMAP_WRITE_BEHIND_DEFAULT 256u /* mdadm's --write-behind */
 #define MD_BITMAP_DEFAULT_CHUNK (64u << 20)
 /* The most chunks uraid keeps a bitmap of: a word of memory each, so a
  * header cannot make it allocate without bound (32 Mi chunks: 4 MiB of

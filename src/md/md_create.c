@@ -186,6 +186,12 @@ int md_create(char **specs, unsigned n, const struct md_create_opts *o, struct m
 		return err_set(-ENOTSUP, "uraid creates md 1.x superblocks, not v%s", v->name);
 	if (o->journal && (!md_level_parity(o->level) || o->bitmap == 1))
 		return err_set(-EINVAL, "a write journal needs raid4/5/6 and no bitmap");
+	if (o->write_behind && (o->level != 1 || o->bitmap != 1))
+		return err_set(-EINVAL,
+		               "write-behind needs raid1 and a write-intent bitmap (as md's)");
+	if (o->write_behind > MD_BITMAP_WRITE_BEHIND_MAX)
+		return err_set(-EINVAL, "write-behind is at most %u writes (md's)",
+		               MD_BITMAP_WRITE_BEHIND_MAX);
 	m = calloc(nall, sizeof(*m));
 	sb = calloc(1, sizeof(*sb));
 	if (!m || !sb) {
@@ -319,6 +325,7 @@ int md_create(char **specs, unsigned n, const struct md_create_opts *o, struct m
 		bmi.sync_size = index / 512;
 		bmi.chunksize = (uint32_t)chunk;
 		bmi.daemon_sleep = MD_BITMAP_DEFAULT_SLEEP;
+		bmi.write_behind = o->write_behind;
 		bmi.sectors_reserved = (uint32_t)bm_room;
 		if (!(bm_block = vol_buf_alloc(4096))) {
 			r = -ENOMEM;

@@ -19,6 +19,10 @@ struct md_create_opts {
 	bool force;            /* overwrite what probe_member() finds */
 	int bitmap;            /* 1 internal, 0 none, -1 mdadm's rule (over 100 GiB) */
 	uint64_t bitmap_chunk; /* bytes; 0: mdadm's choice */
+	/* md's write-behind (raid1 with a bitmap): the bitmap superblock's
+	 * write_behind, the most writes to write-mostly members acknowledged
+	 * before those land (0: none; at most MD_BITMAP_WRITE_BEHIND_MAX). */
+	uint32_t write_behind;
 	/* md's partial parity log (raid5, no bitmap): each member's PPL
 	 * area where mdadm lays it out (md_ppl.h), MD_FEATURE_PPL. */
 	bool ppl;

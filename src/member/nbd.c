@@ -6,7 +6,11 @@
  * A caller issues its request itself on the least loaded connection
  * (libnbd's aio calls: any number in flight per connection) and waits;
  * each connection's one I/O thread polls the socket, sends what libnbd
- * could not send at once and hands replies back from libnbd's callbacks.  When the
+ * could not send at once and watches the deadlines.  Replies are read by
+ * one reader at a time (struct nbd_conn's reader): a waiting caller when
+ * none is reading, so that at queue depth 1 a reply wakes only its own
+ * caller, and the I/O thread when that caller leaves with requests still in
+ * flight (or always, over TLS).  When the
  * server offers multi-conn, up to NBD_MEMBER_MAX_CONNS connections share
  * the load (a flush on one covers writes on all: the server's promise).
  *
@@ -46,6 +50,7 @@
 #define NBD_RECONNECT_DEFAULT_NS (5 * NS)
 #define NBD_BACKOFF_FIRST_NS (NS / 10)
 #define NBD_CLOSE_WAIT_MAX_NS (5 * NS) /* for the server to see NBD_CMD_DISC */
+#define NBD_READER_SLICE_MS 10         /* a reading caller's longest poll */
 
 struct link {
 	struct link *prev, *next;
@@ -103,6 +108,16 @@ struct nbd_op {
 
 struct nbd_vol;
 
+/* Who reads replies off a connection's socket (under the member's lock).
+ * NONE only while nothing is in flight, or for the moment between a
+ * caller's issue and its wait, where that caller takes the role; a caller
+ * reads until its own request is done, then hands the role to the I/O
+ * thread if others are in flight (and kicks it), else back to NONE; the
+ * I/O thread gives it back once nothing is in flight.  Every other caller
+ * waits on its cv.  So whenever a request is in flight someone polls for
+ * its reply, and, with no TLS, never two. */
+enum nbd_reader { READER_NONE, READER_CALLER, READER_THREAD };
+
 /* Lock order: a connection's hlock, then the member's lock (libnbd's
  * callbacks take the member's lock inside calls made under hlock); no
  * libnbd call is made holding the member's lock. */
@@ -115,10 +130,11 @@ struct nbd_conn {
 	/* Read-held by a caller issuing on h, write-held to close or install
 	 * it: h is written under hlock and the member's lock both. */
 	pthread_rwlock_t hlock;
-	struct nbd_handle *h; /* NULL while down; the reconnect thread installs */
-	bool drop;            /* another connection was lost: drop this one too */
-	struct link inflight; /* issued or being issued, oldest first (the lock) */
-	unsigned load;        /* in flight, under the lock */
+	struct nbd_handle *h;   /* NULL while down; the reconnect thread installs */
+	bool drop;              /* another connection was lost: drop this one too */
+	struct link inflight;   /* issued or being issued, oldest first (the lock) */
+	unsigned load;          /* in flight, under the lock */
+	enum nbd_reader reader; /* under the lock */
 };
 
 struct nbd_vol {
@@ -127,8 +143,10 @@ struct nbd_vol {
 	uint64_t timeout_ns;       /* 0: requests wait for ever */
 	uint64_t reconnect_max_ns; /* the longest wait between tries; 0: never */
 	bool ro;                   /* opened read-only: the connections may still take writes */
-	unsigned nconns;           /* connection slots (multi-conn: several) */
-	int close_fd;              /* eventfd, readable once closing: ends a connect */
+	/* nbds: the I/O thread reads (records gnutls buffered, poll misses) */
+	bool tls;
+	unsigned nconns; /* connection slots (multi-conn: several) */
+	int close_fd;    /* eventfd, readable once closing: ends a connect */
 
 	pthread_mutex_t lock; /* everything below, and the ops' done flags */
 	bool up;              /* false: away, every request fails with -EIO */
@@ -464,6 +482,7 @@ static void nbd_conn_down(struct nbd_conn *c, const char *why, bool timed_out)
 	pthread_mutex_lock(&n->lock);
 	if (why)
 		nbd_member_lost_locked(n, why);
+	c->drop = true; /* a reading caller leaves (nbd_wait_reading_locked) */
 	for (struct link *l = c->inflight.next; l != &c->inflight; l = l->next) {
 		struct nbd_op *op = container_of(l, struct nbd_op, link);
 		if (timed_out && op->deadline && op->deadline <= now)
@@ -519,7 +538,7 @@ static void nbd_conn_disconnect(struct nbd_vol *n, struct nbd_handle *h)
 /* One round with a live handle: wait for the socket, a kick or the
  * nearest deadline (by then) and let libnbd run.  Only this thread
  * closes h, so it uses h without hlock. */
-static void nbd_conn_round(struct nbd_conn *c, struct nbd_handle *h, uint64_t by)
+static void nbd_conn_round(struct nbd_conn *c, struct nbd_handle *h, uint64_t by, bool reading)
 {
 	char why[300];
 	struct pollfd p[2] = {
@@ -529,8 +548,9 @@ static void nbd_conn_round(struct nbd_conn *c, struct nbd_handle *h, uint64_t by
 	unsigned dir = nbd_aio_get_direction(h);
 	int ms = -1;
 
+	/* Not the reader: still see the server hang up while idle. */
 	if (dir & LIBNBD_AIO_DIRECTION_READ)
-		p[0].events |= POLLIN;
+		p[0].events |= reading ? POLLIN : POLLRDHUP;
 	if (dir & LIBNBD_AIO_DIRECTION_WRITE)
 		p[0].events |= POLLOUT;
 	if (by) {
@@ -543,7 +563,8 @@ static void nbd_conn_round(struct nbd_conn *c, struct nbd_handle *h, uint64_t by
 		ssize_t rd = read(c->wake, &cnt, sizeof(cnt));
 		(void)rd;
 	}
-	if (k > 0 && (p[0].revents & (POLLIN | POLLHUP | POLLERR)) && nbd_aio_notify_read(h) == -1)
+	if (k > 0 && (p[0].revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR)) &&
+	    nbd_aio_notify_read(h) == -1)
 		goto lost;
 	if (k > 0 && (p[0].revents & POLLOUT) && nbd_aio_notify_write(h) == -1)
 		goto lost;
@@ -603,8 +624,11 @@ static void *nbd_conn_thread(void *arg)
 			by = container_of(c->inflight.next, struct nbd_op, link)->deadline;
 		else if (n->timeout_ns)
 			by = clock_now_ns() + n->timeout_ns;
+		if (c->reader == READER_THREAD && c->load == 0 && !n->tls)
+			c->reader = READER_NONE;
+		bool reading = c->reader == READER_THREAD;
 		pthread_mutex_unlock(&n->lock);
-		nbd_conn_round(c, h, by);
+		nbd_conn_round(c, h, by, reading);
 		pthread_mutex_lock(&n->lock);
 	}
 	pthread_mutex_unlock(&n->lock);
@@ -727,6 +751,61 @@ static void *nbd_reconnect_thread(void *arg)
 
 static const struct vol_ops nbd_member_ops;
 
+/* op's caller reads replies off c's socket itself (every reply that comes,
+ * others' too) until op is done, rather than wait for the I/O thread to
+ * hand it over: at queue depth 1 that hop, a wake-up of one thread by
+ * another, cost as much as the round trip.  It reads in slices of polls and
+ * leaves early when the connection is to drop, is gone or misbehaves, or
+ * op's deadline passes, handing the role to the I/O thread, whose it then
+ * is to judge the connection (nbd_conn_down waits for one slice at most:
+ * it marks drop before it takes hlock).  Takes the role only when no one
+ * has it; false: the caller should wait on op's cv.  With the member's
+ * lock, dropped while reading. */
+static bool nbd_wait_reading_locked(struct nbd_conn *c, struct nbd_handle *h, struct nbd_op *op)
+{
+	struct nbd_vol *n = c->n;
+
+	if (c->reader != READER_NONE)
+		return false;
+	c->reader = READER_CALLER;
+	for (;;) {
+		uint64_t now = clock_now_ns();
+		bool leave = false;
+
+		if (op->done || c->h != h || c->drop || !n->up ||
+		    (op->deadline && op->deadline <= now))
+			break;
+		int ms = NBD_READER_SLICE_MS;
+		if (op->deadline && op->deadline - now < (uint64_t)ms * 1000000u)
+			ms = (int)((op->deadline - now + 999999) / 1000000);
+		pthread_mutex_unlock(&n->lock);
+		pthread_rwlock_rdlock(&c->hlock);
+		if (c->h == h) { /* closing h takes hlock: it stays while held */
+			struct pollfd p = {.fd = nbd_aio_get_fd(h), .events = POLLIN};
+			int k = poll(&p, 1, ms);
+			if (k > 0 && nbd_aio_notify_read(h) == -1)
+				leave = true;
+			else if (k > 0 && nbd_handle_gone(h))
+				leave = true;
+			/* Reading may have moved libnbd on to sending what was
+			 * issued meanwhile: output is the I/O thread's. */
+			else if (k > 0 && (nbd_aio_get_direction(h) & LIBNBD_AIO_DIRECTION_WRITE))
+				nbd_kick(c->wake);
+		}
+		pthread_rwlock_unlock(&c->hlock);
+		pthread_mutex_lock(&n->lock);
+		if (leave)
+			break;
+	}
+	if (c->load > 0) { /* op's own, if not done, or others' */
+		c->reader = READER_THREAD;
+		nbd_kick(c->wake);
+	} else {
+		c->reader = READER_NONE;
+	}
+	return op->done;
+}
+
 static int nbd_run(struct vol *v, struct nbd_op *op)
 {
 	struct nbd_vol *n = container_of(v, struct nbd_vol, vol);
@@ -778,7 +857,8 @@ static int nbd_run(struct vol *v, struct nbd_op *op)
 	else if (op->released)
 		nbd_op_done_locked(op, cookie == -1 ? err : op->replied ? op->result : op->fail);
 	while (!op->done)
-		pthread_cond_wait(&op->cv, &n->lock);
+		if (!nbd_wait_reading_locked(c, h, op))
+			pthread_cond_wait(&op->cv, &n->lock);
 	pthread_mutex_unlock(&n->lock);
 	pthread_cond_destroy(&op->cv);
 	return op->result;
@@ -957,6 +1037,9 @@ int nbd_member_open(const char *spec, unsigned flags, struct vol **out)
 	r = nbd_spec_parse(spec, &n->uri, &n->timeout_ns, &n->reconnect_max_ns);
 	if (r < 0)
 		goto fail;
+	n->tls = strncmp(n->uri, "nbds", 4) == 0;
+	for (unsigned i = 0; i < NBD_MEMBER_MAX_CONNS; i++)
+		n->conn[i].reader = n->tls ? READER_THREAD : READER_NONE;
 	if (n->close_fd < 0) {
 		r = -errno;
 		goto fail;

@@ -19,16 +19,26 @@
 #   uw: uraid creates it with member 1 --write-mostly; the kernel assembles
 #       it and shows write_mostly in that member's sysfs state and
 #       "writemostly" in mdadm --detail.
+#   ur: member 1 is remote (nbdkit over TCP), --write-mostly, and the array
+#       has --write-behind=16; uraid serve fills it and closes it clean,
+#       serves it again, the server is stopped
+#       (SIGSTOP: the member times out and fails), 4 MiB are written at MiB
+#       8, the server resumes, and uraid re-adds the member from the bitmap
+#       by itself (4 chunks resynced); the kernel assembles the two images,
+#       not degraded, check 0, reads the data, and shows write_mostly and
+#       the bitmap's backlog of 16 (write-behind).
 # Skips (77) when the linux-peer harness or a package it needs is missing.
 MB=4
 . "$(dirname "$0")/peer-lib.sh"
 command -v mdadm >/dev/null || { echo "skip: mdadm missing"; exit 77; }
+command -v nbdkit >/dev/null || { echo "skip: nbdkit missing"; exit 77; }
 /usr/bin/python3 -c 'import nbd' 2>/dev/null || { echo "skip: python3-libnbd missing"; exit 77; }
 export LINUX_PEER_SMP=${LINUX_PEER_SMP:-1}
 
 add_images ua 2 32M
 add_images kd 2 32M
 add_images uw 2 16M
+add_images ur 2 16M
 # shellcheck disable=SC2086
 set -- ${files[ua]}
 ua0=$1 ua1=$2
@@ -83,12 +93,49 @@ uw1=$2
 set -- ${files[uw]}
 $URAID create --level=1 --bitmap=none "$1" --write-mostly "$2" >/dev/null || { echo "FAIL: uw: create"; exit 1; }
 
+# ---- ur: a remote write-mostly member failed and re-added over TCP ----
+# shellcheck disable=SC2086
+set -- ${files[ur]}
+ur0=$1
+port=$((20000 + RANDOM % 20000))
+nbdkit -f -i 127.0.0.1 -p $port file "$2" 2>>"$D/nbdkit.log" &
+npid=$!
+ur_uri="nbd://127.0.0.1:$port/?timeout=1&reconnect=0.2"
+for _ in $(seq 100); do nbdinfo --size "nbd://127.0.0.1:$port/" >/dev/null 2>&1 && break; sleep 0.1; done
+$URAID create --level=1 --bitmap=internal --bitmap-chunk=1024 --assume-clean --write-behind=16 \
+    "$ur0" --write-mostly "$ur_uri" >/dev/null || { echo "FAIL: ur: create"; exit 1; }
+serve "$ur0" "$ur_uri"
+nbdcopy --flush "$D/pat" "$uri" || { echo "FAIL: ur: fill"; exit 1; }
+unserve # closed clean: the bitmap clear
+serve "$ur0" "$ur_uri"
+kill -STOP $npid
+/usr/bin/python3 - "$uri" "$D/pat" <<'PY' || { echo "FAIL: ur: write while away"; exit 1; }
+import nbd, sys
+h = nbd.NBD()
+h.connect_uri(sys.argv[1])
+h.pwrite(open(sys.argv[2], 'rb').read(), 8 << 20)
+h.flush()
+h.shutdown()
+PY
+grep -q "member 1 .* failed" "$D/serve.log" || { cat "$D/serve.log"; echo "FAIL: ur: the member did not fail"; exit 1; }
+kill -CONT $npid
+for _ in $(seq 300); do [ "$(jfield "j['degraded']")" = False ] && break; sleep 0.1; done
+[ "$(jfield "j['degraded']")" = False ] || { cat "$D/serve.log"; echo "FAIL: ur: not re-added"; exit 1; }
+ur_chunks=$(jfield "j['readd']['last_chunks']")
+unserve
+kill $npid
+wait $npid 2>/dev/null || true
+[ "$ur_chunks" = 4 ] || { echo "FAIL: ur: the re-add resynced $ur_chunks chunks, 4 were written"; exit 1; }
+
 # shellcheck disable=SC2086
 set -- ${devs[ua]}
 gua1=$2
 # shellcheck disable=SC2086
 set -- ${devs[kd]}
 gkd1=$2
+# shellcheck disable=SC2086
+set -- ${devs[ur]}
+gur1=$2
 {
     guest_header
     echo "waitidle() { for i in \$(seq 900); do [ \"\$(cat /sys/block/md\$1/md/sync_action)\" = idle ] && [ \"\$(cat /sys/block/md\$1/md/degraded)\" = 0 ] && break; sleep 0.2; done; }"
@@ -115,6 +162,14 @@ gkd1=$2
     echo "echo \"uw state \$(cat /sys/block/md2/md/dev-${uw1#/dev/}/state)\""
     echo "mdadm --detail /dev/md2 | grep -q 'writemostly.*$uw1' && echo uw detail-writemostly"
     echo "mdadm --stop /dev/md2 >/dev/null 2>&1"
+    # ur
+    echo "mdadm --assemble /dev/md3 ${devs[ur]} >/tmp/a.log 2>&1 || { echo ur assemble-failed; cat /tmp/a.log; }"
+    echo "echo \"ur degraded \$(cat /sys/block/md3/md/degraded)\""
+    echo "echo \"ur state \$(cat /sys/block/md3/md/dev-${gur1#/dev/}/state)\""
+    echo "echo \"ur backlog \$(cat /sys/block/md3/md/bitmap/backlog)\""
+    echo "act 3 check; echo \"ur mismatch \$(cat /sys/block/md3/md/mismatch_cnt)\""
+    echo "echo \"ur data \$(dd if=/dev/md3 bs=1M skip=8 count=\$MB 2>/dev/null | sha256sum | cut -d' ' -f1)\""
+    echo "mdadm --stop /dev/md3 >/dev/null 2>&1"
     echo 'exit 0'
 } > "$D/job.sh"
 run_peer "${imgs[@]}"
@@ -132,6 +187,12 @@ expect "ua mismatch 0"
 expect "kd failed"
 expect "uw detail-writemostly"
 grep -q "^uw state .*write_mostly" <<<"$out" || { echo "FAIL: uw: $(grep '^uw state' <<<"$out")"; fail=1; }
+grep -q "^ur assemble-failed" <<<"$out" && fail=1
+expect "ur degraded 0"
+expect "ur mismatch 0"
+expect "ur data $want8"
+expect "ur backlog 16"
+grep -q "^ur state .*write_mostly" <<<"$out" || { echo "FAIL: ur: $(grep '^ur state' <<<"$out")"; fail=1; }
 kd_dirty=$(sed -n 's/^kd dirty \([0-9]*\)$/\1/p' <<<"$out")
 [ -n "$kd_dirty" ] && [ "$kd_dirty" -ge 4 ] || { echo "FAIL: kd: the kernel's bitmap has '$kd_dirty' dirty chunks"; fail=1; }
 [ $fail = 0 ] || { echo "$out"; exit 1; }
@@ -139,6 +200,7 @@ how="mdadm --assemble took it back itself"
 grep -q "^ua readd-ok" <<<"$out" && how="mdadm --re-add"
 echo "ok: the kernel re-adds a member uraid failed ($how): our bitmap's 4 dirty chunks resynced, the witness outside them left (check 128), 0 after repair, reads uraid's data"
 echo "ok: the kernel reads write-mostly from our superblock ($(grep '^uw state' <<<"$out"))"
+echo "ok: the kernel assembles the array whose remote member uraid re-added over TCP ($ur_chunks chunks resynced): not degraded, check 0, our data, $(grep '^ur state' <<<"$out"), write-behind backlog 16"
 
 # ---- kd: uraid re-adds the member the kernel failed ----
 serve ${files[kd]}

@@ -67,6 +67,22 @@ int raid_set_write_mostly(struct vol *array, unsigned role, bool on)
 	return 0;
 }
 
+int raid_set_write_behind(struct vol *array, unsigned max)
+{
+	struct raid_array *a = raid_array_of(array);
+	return a ? raid_behind_set_max(a, max) : -EINVAL;
+}
+
+int raid_write_behind_stats(struct vol *array, unsigned *now, uint64_t *total)
+{
+	struct raid_array *a = raid_array_of(array);
+
+	if (!a)
+		return -EINVAL;
+	raid_behind_stats(a, now, total);
+	return 0;
+}
+
 int raid_fail_member(struct vol *array, unsigned role)
 {
 	struct raid_array *a = to_raid(array);
@@ -398,6 +414,7 @@ static int raid_flush(struct vol *v)
 
 	if (r)
 		return r;
+	raid_behind_drain(a); /* md does not wait for them here; this does */
 	r = -ENOMEM;
 	f.roles = malloc(a->n * sizeof(*f.roles));
 	f.err = calloc(a->n, sizeof(*f.err));
@@ -432,6 +449,7 @@ static void raid_close(struct vol *v)
 	struct raid_array *a = to_raid(v);
 
 	raid_wb_destroy(a);
+	raid_behind_destroy(a); /* after what raid_wb held was written */
 	raid_ra_destroy(a);
 	for (unsigned i = 0; i < a->n; i++)
 		vol_close(a->m[i].vol);
@@ -493,6 +511,7 @@ static int raid_view(struct vol *v, uint64_t len, uint64_t off, vol_view_fn fn, 
 			return -EIO;
 		struct raid_view rv = {fn, arg, off, loc[pick].off};
 		struct raid_member *m = &a->m[loc[pick].role];
+		raid_behind_before_read(m);
 		uint64_t t0 = raid_io_begin(m);
 		r = vol_view(m->vol, n, loc[pick].off, raid_view_piece, &rv);
 		raid_io_end(m, false, n, t0, r);

@@ -92,6 +92,18 @@ int raid_fail_member(struct vol *array, unsigned role);
  * not a RAID vol or a role out of range. */
 int raid_set_write_mostly(struct vol *array, unsigned role, bool on);
 
+/* md's bitmap write-behind (mdadm --write-behind=N): up to max writes'
+ * copies for write-mostly members may still be in flight when the write is
+ * acknowledged, once every other live copy has it (raid_behind.c says what
+ * keeps it safe and what it risks).  A FLUSH waits for them.  0 turns it
+ * off (after the copies behind land).  RAID1 only (-ENOTSUP else), max at
+ * most RAID_BEHIND_MAX (md's, -EINVAL beyond), -EINVAL for a vol that is
+ * not a RAID vol. */
+#define RAID_BEHIND_MAX 16383u
+int raid_set_write_behind(struct vol *array, unsigned max);
+/* For tests: the copies behind now, and since the array opened. */
+int raid_write_behind_stats(struct vol *array, unsigned *now, uint64_t *total);
+
 /* Take member (a vol given to raid_open or raid_recover_begin) out of the
  * array for good and close it: its role must have failed (and not be
  * recovering), or the array retired it when a spare took its role.  Waits

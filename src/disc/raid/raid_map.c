@@ -26,6 +26,7 @@ struct raid_sub {
 	uint64_t off, len;        /* on the member */
 	char *buf;                /* NULL for trim and zeroes */
 	int err;
+	struct raid_behind_job *behind; /* written behind (raid_behind.c), not here */
 };
 
 struct raid_ext {
@@ -69,6 +70,8 @@ static int raid_group_run(void *arg, unsigned gi)
 	atomic_fetch_add(&m->inflight, 1);
 	for (unsigned i = q->group[gi]; i < q->group[gi + 1]; i++) {
 		struct raid_sub *s = &q->subs[i];
+		if (s->behind)
+			continue;
 		if (err) {
 			s->err = err;
 			continue;
@@ -328,6 +331,42 @@ out:
 	return r;
 }
 
+/* md's write-behind: a write's copies for write-mostly members go behind
+ * (raid_behind.c) where another copy, neither write-mostly nor being
+ * recovered, is written here. */
+static void raid_map_behind_begin(struct raid_array *a, struct raid_req *q, uint64_t len,
+                                  uint64_t off)
+{
+	bool other = false;
+
+	for (unsigned i = 0; i < q->nsubs && !other; i++) {
+		struct raid_member *m = &a->m[q->subs[i].role];
+		other = !atomic_load(&m->write_mostly) && !atomic_load(&m->recovering);
+	}
+	for (unsigned i = 0; other && i < q->nsubs; i++) {
+		struct raid_sub *s = &q->subs[i];
+		if (raid_behind_eligible(a, s->role, q->flags))
+			s->behind = raid_behind_submit(a, s->role, s->buf, s->len, s->off, off, len,
+			                               q->flags);
+	}
+}
+
+/* The other copies are written: let the copies behind go on, or, where
+ * one of the others failed, wait for them and take their results. */
+static void raid_map_behind_end(struct raid_array *a, struct raid_req *q)
+{
+	bool others_ok = true;
+
+	for (unsigned i = 0; i < q->nsubs; i++)
+		others_ok &= q->subs[i].behind || !q->subs[i].err;
+	for (unsigned i = 0; i < q->nsubs; i++) {
+		struct raid_sub *s = &q->subs[i];
+		if (s->behind)
+			s->err = raid_behind_release(a, s->behind, !others_ok);
+		s->behind = NULL;
+	}
+}
+
 /* Write, trim or zero [off, off+len) on every live copy, and on the
  * copies of roles being recovered (which do not count as live). */
 int raid_map_modify(struct raid_array *a, enum raid_op op, const char *buf, uint64_t len,
@@ -340,6 +379,7 @@ int raid_map_modify(struct raid_array *a, enum raid_op op, const char *buf, uint
 	unsigned nc;
 	int ne, r, member_err = 0, req_err = 0;
 
+	raid_behind_wait_range(a, len, off); /* in the order they were acknowledged */
 	ne = raid_extents(a, len, off, &ext);
 	if (ne < 0)
 		return ne;
@@ -365,7 +405,10 @@ int raid_map_modify(struct raid_array *a, enum raid_op op, const char *buf, uint
 		if (!live)
 			goto out;
 	}
+	if (op == RAID_WRITE && a->behind)
+		raid_map_behind_begin(a, &q, len, off);
 	r = raid_req_run(&q);
+	raid_map_behind_end(a, &q);
 	if (r < 0)
 		goto out;
 	for (unsigned i = 0; i < q.nsubs; i++) {

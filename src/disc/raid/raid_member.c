@@ -262,6 +262,8 @@ int raid_member_read(struct raid_member *m, void *buf, uint64_t len, uint64_t of
                      uint64_t speed_min)
 {
 	struct vol *v = m->vol;
+
+	raid_behind_before_read(m); /* md: a read of it waits for its writes behind */
 	uint64_t t0 = raid_io_begin(m);
 	int r = v->ops->read(v, buf, len, off);
 	uint64_t t1 = raid_io_end(m, false, len, t0, r);

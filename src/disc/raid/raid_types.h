@@ -6,7 +6,8 @@
  *   parity     raid_parity.c: RAID5/6 stripes (the parity levels' hooks)
  *   fan-out    raid_map.c: a request mapped into per-member sub-requests
  *   pieces     raid_piece.c: array ranges staged member-major in memory
- *   stages     raid_ra.c (read-ahead), raid_wb.c (write-behind)
+ *   stages     raid_ra.c (read-ahead), raid_wb.c (write-behind),
+ *              raid_behind.c (md's write-behind of write-mostly copies)
  *   recovery   raid_barrier.c (writes vs. the rebuild's window),
  *              raid_recover.c (lifecycle), raid_rebuild.c, raid_check.c
  *   front      raid.c: raid_open(), the vol_ops, raid.h's and
@@ -138,6 +139,10 @@ struct raid_member {
 	 * (RAID1/10) or are rebuilt onto it (RAID5/6, raid_rec_leave). */
 	atomic_bool recovering;
 	atomic_int rec_err; /* first write error on it while recovering */
+	/* md's write-behind (raid_behind.c): its copies still behind, and
+	 * the array's state for them (NULL: none). */
+	atomic_uint behind;
+	struct raid_behind *bh;
 };
 
 /* A write registered with online recovery: the member offsets it covers
@@ -169,9 +174,10 @@ struct raid_rec {
 	atomic_bool scrub;
 };
 
-struct raid_ra;  /* read-ahead state (raid_ra.c) */
-struct raid_wb;  /* write-behind state (raid_wb.c) */
-struct raid_par; /* parity levels' state (raid_parity.c) */
+struct raid_ra;     /* read-ahead state (raid_ra.c) */
+struct raid_wb;     /* write-behind state (raid_wb.c) */
+struct raid_par;    /* parity levels' state (raid_parity.c) */
+struct raid_behind; /* md's write-behind (raid_behind.c) */
 
 struct raid_array {
 	struct vol vol;
@@ -187,9 +193,10 @@ struct raid_array {
 	 * events), and their end: raid_fail_settle() waits for them. */
 	atomic_uint fail_telling;
 	pthread_cond_t fail_told;
-	struct raid_par *par;      /* parity levels: stripe locks, row cache */
-	struct raid_ra *ra;        /* NULL without read-ahead */
-	struct raid_wb *wb;        /* NULL without write-behind */
+	struct raid_par *par;       /* parity levels: stripe locks, row cache */
+	struct raid_ra *ra;         /* NULL without read-ahead */
+	struct raid_wb *wb;         /* NULL without write-behind */
+	struct raid_behind *behind; /* NULL until raid_set_write_behind() */
 	/* A stage's word that a member failed (read-ahead's: raid_ra.c). */
 	void (*on_member_failed)(struct raid_array *a, unsigned role);
 	atomic_uint view_next; /* the copy the next view starts from */
@@ -475,5 +482,37 @@ void raid_wb_wait_range(struct raid_array *a, uint64_t len, uint64_t off);
 void raid_wb_counts_of(struct raid_array *a, uint64_t *whole, uint64_t *partial);
 /* The same on a struct vol (raid.c), for tests. */
 void raid_wb_counts(struct vol *array, uint64_t *whole, uint64_t *partial);
+
+/* ---- md's write-behind of write-mostly copies (raid_behind.c) ---- */
+
+struct raid_behind_job;
+/* raid_set_write_behind() on an array (RAID1 only, -ENOTSUP else). */
+int raid_behind_set_max(struct raid_array *a, unsigned max);
+/* Wait for every copy behind (and stop the workers: close). */
+void raid_behind_drain(struct raid_array *a);
+void raid_behind_destroy(struct raid_array *a);
+/* Wait until no copy behind overlaps [off, off+len) of the array: every
+ * change of the array calls it first. */
+void raid_behind_wait_range(struct raid_array *a, uint64_t len, uint64_t off);
+/* Wait until m has no copy behind: before reading m. */
+void raid_behind_settle(struct raid_member *m);
+static inline void raid_behind_before_read(struct raid_member *m)
+{
+	if (atomic_load_explicit(&m->behind, memory_order_acquire))
+		raid_behind_settle(m);
+}
+/* Could role's copy of a write with flags go behind now? */
+bool raid_behind_eligible(struct raid_array *a, unsigned role, unsigned flags);
+/* Take a copy of [off, off+len) on role (of the array's [aoff,
+ * aoff+alen)) behind: NULL when it cannot (the max reached, a waiter,
+ * no memory), and the caller writes it itself.  Else the caller calls
+ * raid_behind_release once the other copies are written: wait (when one
+ * of them failed) returns the copy's own result. */
+struct raid_behind_job *raid_behind_submit(struct raid_array *a, unsigned role, const char *buf,
+                                           uint64_t len, uint64_t off, uint64_t aoff, uint64_t alen,
+                                           unsigned flags);
+int raid_behind_release(struct raid_array *a, struct raid_behind_job *j, bool wait);
+/* Copies behind now, and since the array opened. */
+void raid_behind_stats(struct raid_array *a, unsigned *now, uint64_t *total);
 
 #endif
