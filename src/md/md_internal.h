@@ -221,6 +221,13 @@ void md_ev_finished(struct md_array *a, uint64_t mismatch_cnt);
  * records an internal bitmap: a->bm is kept from now on. */
 void md_bm_load(struct md_array *a, const struct md_super *fresh);
 
+/* md_reshape.c: open the vols of an array with a reshape under way
+ * (md_reshape.h) over a's members in their roles: a->raid is the reshape
+ * vol, the md vol over it read-only.  0 or -errno with err_set(); the
+ * members stay the caller's. */
+struct md_reshape;
+int md_reshape_open(struct md_array *a, const struct md_reshape *rs, const char *name);
+
 /* md_vol.c */
 /* The md vol over a->raid: 0 or -errno. */
 int md_vol_init(struct md_array *a, const char *name, bool readonly);
