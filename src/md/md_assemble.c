@@ -522,8 +522,9 @@ static int md_journal_start(struct md_array *a, const struct md_super *fresh,
 
 /* An array whose freshest superblock fresh records a reshape under way:
  * its rules (md_reshape_parse into *rs), every member of the same events
- * recording the same reshape, and a start uraid can give it: read-only
- * (it does not move data yet). */
+ * recording the same reshape, and a start uraid can give it:
+ * (read-only, any; writable, a forwards one of a clean array without a
+ * bitmap, which md_reshape_run() continues). */
 static int md_set_reshape(struct md_cand **g, unsigned k, const struct md_super *fresh,
                           const char *name, const struct md_assemble_opts *o, struct md_reshape *rs)
 {
@@ -532,13 +533,19 @@ static int md_set_reshape(struct md_cand **g, unsigned k, const struct md_super 
 	for (unsigned i = 0; i < k && r == 0; i++)
 		if (g[i]->sb->events + 1 >= fresh->events)
 			r = md_reshape_same(g[i]->sb, g[i]->v->name, fresh, g[0]->v->name, name);
-	if (r == 0 && !o->readonly)
-		r = err_set(
-		    -ENOTSUP,
-		    "%s: a reshape is under way (%u -> %u devices); uraid does not continue "
-		    "it yet: --readonly serves the array as it stands",
-		    name, rs->from.raid_disks, rs->to.raid_disks);
-	return r;
+	if (r < 0 || o->readonly)
+		return r;
+	const char *why = rs->backwards ? "it runs backwards (a shrink)"
+	                  : (fresh->feature_map & MD_FEATURE_BITMAP_OFFSET)
+	                      ? "the array has a write-intent bitmap"
+	                  : !md_super_clean(fresh) ? "the array was not shut down cleanly"
+	                                           : NULL;
+	if (why)
+		return err_set(-ENOTSUP,
+		               "%s: a reshape is under way (%u -> %u devices) and %s; uraid does "
+		               "not continue that one: --readonly serves the array as it stands",
+		               name, rs->from.raid_disks, rs->to.raid_disks, why);
+	return 0;
 }
 
 /* Assemble the k candidates in g[] (one array UUID), step by step: the
@@ -579,6 +586,8 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 	r = md_array_init(a, fresh, slots, k, o);
 	if (r < 0)
 		goto fail;
+	if (reshaping)
+		a->rec.enabled = false; /* no recovery while the data moves */
 	md_set_roles(a, g, k, fresh, name, o);
 	r = md_set_check_missing(a, fresh, o, name, &present, &missing, &recovering);
 	if (r == 0)
@@ -588,7 +597,7 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 		goto fail;
 	if (reshaping)
 		log_info("%s: a reshape is under way (%u -> %u devices, chunk %u -> %u KiB), at "
-		         "%llu of %llu KiB; served read-only as it stands",
+		         "%llu of %llu KiB",
 		         name, rs.from.raid_disks, rs.to.raid_disks, rs.from.chunk / 1024,
 		         rs.to.chunk / 1024, (unsigned long long)rs.pos / 1024,
 		         (unsigned long long)rs.size / 1024);

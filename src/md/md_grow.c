@@ -8,8 +8,9 @@
  * missing role, marked as recovering from 0 (a spare when no role is
  * missing); then md's offline rebuild (md_rebuild.c) runs on all of them
  * (unless no_rebuild).  Shrinking drops roles only when no member holds
- * them (mdadm asks for them to be failed and removed first).  Other levels
- * need a reshape, which uraid does not do: refused.
+ * them (mdadm asks for them to be failed and removed first).  RAID5/6
+ * restripe (md_reshape.c); other levels need a reshape uraid does not do:
+ * refused.
  *
  * Every check is made before the first byte is written: a refusal leaves
  * every member and every NEW as it was. */
@@ -336,6 +337,10 @@ int md_grow(char **specs, unsigned nm, struct vol **vols, struct md_super **sbs,
 	struct grow_set s = {0};
 	unsigned n = o->raid_disks, old = 0, taking = 0;
 	int r;
+
+	if (sbs[fresh]->level == 5 || sbs[fresh]->level == 6)
+		return md_reshape_grow(specs, nm, vols, sbs, fresh, n, o->news, o->nnew, o->force,
+		                       o->reshape, out);
 
 	r = grow_load(specs, nm, vols, sbs, fresh, &s);
 	if (r < 0)

@@ -21,6 +21,7 @@
 #include "md.h"
 #include "md_bitmap.h"
 #include "md_journal.h"
+#include "md_reshape.h"
 #include "md_throttle.h"
 
 #include "disc/raid/raid.h"
@@ -160,6 +161,10 @@ struct md_array {
 	struct md_journal *jn;
 	struct vol **jn_members;
 	struct md_readd readd;
+	/* A reshape under way (md_reshape.c): a->raid is then the reshape
+	 * vol over the two geometries. */
+	bool reshaping;
+	struct md_reshape reshape;
 };
 
 /* md_state.c: write the array state into every live member's (and
@@ -223,9 +228,8 @@ void md_bm_load(struct md_array *a, const struct md_super *fresh);
 
 /* md_reshape.c: open the vols of an array with a reshape under way
  * (md_reshape.h) over a's members in their roles: a->raid is the reshape
- * vol, the md vol over it read-only.  0 or -errno with err_set(); the
+ * vol, the md vol over it.  0 or -errno with err_set(); the
  * members stay the caller's. */
-struct md_reshape;
 int md_reshape_open(struct md_array *a, const struct md_reshape *rs, const char *name);
 
 /* md_vol.c */

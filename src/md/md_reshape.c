@@ -6,10 +6,14 @@
  * The per-member half of the rules (where the new data area lies) is
  * md.c's md_super_check(). */
 #include "md_internal.h"
+#include "md_manage.h"
+#include "md_rebuild.h"
 #include "md_reshape.h"
+#include "md_sb090.h"
 
 #include "core/log.h"
 #include "disc/slice.h"
+#include "member/member.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -108,6 +112,8 @@ int md_reshape_parse(const struct md_super *fresh, const char *name, struct md_r
 	out->pos = fresh->reshape_position * 512;
 	out->backwards = fresh->feature_map & MD_FEATURE_RESHAPE_BACKWARDS;
 	out->size = (old_size < new_size ? old_size : new_size) * 512;
+	out->from_end = old_size * 512;
+	out->to_end = new_size * 512;
 	return 0;
 }
 
@@ -124,13 +130,24 @@ int md_reshape_same(const struct md_super *sb, const char *mname, const struct m
 	return 0;
 }
 
-/* ---- the vol ---- */
+/* ---- the vol ----
+ * Requests count themselves in (inflight) under the lock; a write into
+ * the window the driver is moving, [pos, pos + win), waits until it has
+ * moved.  At each window's start the driver drains every request in
+ * flight (new ones wait meanwhile): one that chose the old geometry
+ * before the previous move must not land where the next move writes.
+ * Reads of the window need not wait: the move writes the new geometry
+ * only where the old one holds bytes already moved (md_reshape_run). */
 
 struct md_reshape_vol {
 	struct vol vol;
 	struct vol *from, *to;
-	uint64_t pos;
 	bool backwards;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	uint64_t pos, win; /* with lock */
+	unsigned inflight;
+	bool draining;
 };
 
 static struct md_reshape_vol *to_rv(struct vol *v)
@@ -139,35 +156,78 @@ static struct md_reshape_vol *to_rv(struct vol *v)
 }
 
 /* The geometry holding array byte off, and how many bytes from off on it
- * holds (up to len). */
-static struct vol *rv_place(struct md_reshape_vol *x, uint64_t off, uint64_t len, uint64_t *n)
+ * holds (up to len); pos is x->pos as the request saw it. */
+static struct vol *rv_place(struct md_reshape_vol *x, uint64_t pos, uint64_t off, uint64_t len,
+                            uint64_t *n)
 {
-	bool below = off < x->pos;
+	bool below = off < pos;
 
-	*n = below && len > x->pos - off ? x->pos - off : len;
+	*n = below && len > pos - off ? pos - off : len;
 	return below != x->backwards ? x->to : x->from;
+}
+
+/* Count a request of [off, off+len) in (write: it waits out the window);
+ * returns the position it goes by. */
+static uint64_t rv_enter(struct md_reshape_vol *x, uint64_t off, uint64_t len, bool write)
+{
+	uint64_t pos;
+
+	pthread_mutex_lock(&x->lock);
+	while (x->draining || (write && x->win && off < x->pos + x->win && off + len > x->pos))
+		pthread_cond_wait(&x->cond, &x->lock);
+	x->inflight++;
+	pos = x->pos;
+	pthread_mutex_unlock(&x->lock);
+	return pos;
+}
+
+static int rv_leave(struct md_reshape_vol *x, int r)
+{
+	pthread_mutex_lock(&x->lock);
+	if (--x->inflight == 0)
+		pthread_cond_broadcast(&x->cond);
+	pthread_mutex_unlock(&x->lock);
+	return r;
 }
 
 static int rv_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
 {
 	struct md_reshape_vol *x = to_rv(v);
-	uint64_t n;
+	uint64_t pos = rv_enter(x, off, len, false), n;
 	int r = 0;
 
 	while (len && r == 0) {
-		struct vol *g = rv_place(x, off, len, &n);
+		struct vol *g = rv_place(x, pos, off, len, &n);
 		r = g->ops->read(g, buf, n, off);
 		buf = (char *)buf + n;
 		off += n;
 		len -= n;
 	}
-	return r;
+	return rv_leave(x, r);
 }
 
 static int rv_write(struct vol *v, const void *buf, uint64_t len, uint64_t off, unsigned flags)
 {
-	(void)v, (void)buf, (void)len, (void)off, (void)flags;
-	return -EROFS;
+	struct md_reshape_vol *x = to_rv(v);
+	uint64_t pos = rv_enter(x, off, len, true), n;
+	bool split = off < pos && off + len > pos;
+	int r = 0;
+
+	/* Split across the position, FUA goes on neither piece: a flush of
+	 * both after (vol.h). */
+	while (len && r == 0) {
+		struct vol *g = rv_place(x, pos, off, len, &n);
+		r = g->ops->write(g, buf, n, off, split ? flags & ~VOL_FUA : flags);
+		buf = (const char *)buf + n;
+		off += n;
+		len -= n;
+	}
+	if (r == 0 && split && (flags & VOL_FUA)) {
+		r = vol_flush(x->from);
+		if (r == 0)
+			r = vol_flush(x->to);
+	}
+	return rv_leave(x, r);
 }
 
 static int rv_flush(struct vol *v)
@@ -184,6 +244,8 @@ static void rv_close(struct vol *v)
 
 	vol_close(x->from);
 	vol_close(x->to);
+	pthread_mutex_destroy(&x->lock);
+	pthread_cond_destroy(&x->cond);
 	vol_fini(&x->vol);
 	free(x);
 }
@@ -197,11 +259,12 @@ static const struct vol_ops md_reshape_ops = {
 };
 
 int md_reshape_vol_open(struct vol *from, struct vol *to, const struct md_reshape *rs,
-                        const char *name, struct vol **out)
+                        bool readonly, const char *name, struct vol **out)
 {
 	struct md_reshape_vol *x = calloc(1, sizeof(*x));
 	uint32_t bmin = from->block_min > to->block_min ? from->block_min : to->block_min;
 	uint64_t size = rs->size;
+	unsigned caps = (from->caps | to->caps) & (VOL_CAP_FLUSH | VOL_CAP_READONLY);
 	int r;
 
 	if (size > from->size)
@@ -216,7 +279,7 @@ int md_reshape_vol_open(struct vol *from, struct vol *to, const struct md_reshap
 		goto fail;
 	}
 	r = vol_init(&x->vol, &md_reshape_ops, name, size, bmin,
-	             VOL_CAP_READONLY | ((from->caps | to->caps) & VOL_CAP_FLUSH));
+	             caps | (readonly ? VOL_CAP_READONLY : 0));
 	if (r < 0)
 		goto fail;
 	x->vol.block_pref = from->block_pref > to->block_pref ? from->block_pref : to->block_pref;
@@ -225,6 +288,8 @@ int md_reshape_vol_open(struct vol *from, struct vol *to, const struct md_reshap
 	x->to = to;
 	x->pos = rs->pos;
 	x->backwards = rs->backwards;
+	pthread_mutex_init(&x->lock, NULL);
+	pthread_cond_init(&x->cond, NULL);
 	*out = &x->vol;
 	return 0;
 fail:
@@ -299,10 +364,12 @@ int md_reshape_open(struct md_array *a, const struct md_reshape *rs, const char 
 		vol_close(vfrom);
 		goto out;
 	}
-	r = md_reshape_vol_open(vfrom, vto, rs, name, &a->raid);
+	r = md_reshape_vol_open(vfrom, vto, rs, a->readonly, name, &a->raid);
 	if (r < 0)
 		goto out;
-	r = md_vol_init(a, name, true);
+	a->reshape = *rs;
+	a->reshaping = true;
+	r = md_vol_init(a, name, a->readonly);
 	if (r < 0) {
 		vol_close(a->raid);
 		a->raid = NULL;
@@ -310,5 +377,371 @@ int md_reshape_open(struct md_array *a, const struct md_reshape *rs, const char 
 out:
 	free(from);
 	free(to);
+	return r;
+}
+
+/* ---- moving the data (md_reshape_run) ---- */
+
+/* The largest window at pos, at most want bytes in whole new stripes of
+ * unit bytes, whose new-geometry writes stay below the old geometry's
+ * bytes still needed (those of the old stripe holding pos and after):
+ * the members' new data area starts shift bytes before the old one.  A
+ * crash during the move then leaves the old copy of [pos, ...) whole for
+ * the next start, which redoes the window.  0 when not even one stripe
+ * fits (no room: the kernel would need a backup file). */
+static uint64_t md_reshape_window(const struct md_reshape *rs, uint64_t pos, uint64_t want,
+                                  uint64_t unit, uint64_t shift)
+{
+	unsigned par = md_level_parity(rs->from.level);
+	uint64_t nd_old = rs->from.raid_disks - par, nd_new = rs->to.raid_disks - par;
+	uint64_t old_start = pos / (rs->from.chunk * nd_old) * rs->from.chunk;
+
+	for (uint64_t w = want / unit * unit; w >= unit; w -= unit) {
+		uint64_t new_end =
+		    (pos + w + rs->to.chunk * nd_new - 1) / (rs->to.chunk * nd_new) * rs->to.chunk;
+		if (new_end <= old_start + shift)
+			return w;
+	}
+	return 0;
+}
+
+/* The superblocks once the reshape has reached the end: the new geometry
+ * alone, each member's data area where the new one lay (the kernel's
+ * md_finish_reshape: the offset moved, the end kept). */
+static int md_reshape_finish(struct md_array *a)
+{
+	for (unsigned role = 0; role < a->n; role++) {
+		struct md_super *sb = a->m[role].sb;
+		uint64_t off, size;
+		if (!a->m[role].vol || !sb)
+			continue;
+		md_super_new_data_area(sb, &off, &size);
+		sb->data_offset = off;
+		sb->data_size = size;
+		sb->feature_map &= ~MD_FEATURE_RESHAPE;
+		sb->level = sb->new_level;
+		sb->layout = sb->new_layout;
+		sb->chunk = sb->new_chunk;
+		sb->delta_disks = 0;
+		sb->new_offset = 0;
+		sb->reshape_position = 0;
+	}
+	return md_array_sync(a, atomic_load(&a->active));
+}
+
+#define MD_RESHAPE_WINDOW_MAX (16u << 20) /* array bytes moved at a time, at most */
+
+int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *finished)
+{
+	struct md_array *a = md_of(v);
+	struct md_reshape_vol *x;
+	const struct md_reshape *rs;
+	uint64_t unit, shift = UINT64_MAX, end, old_end, chunk;
+	unsigned par;
+	char *buf = NULL;
+	int r = 0;
+
+	*finished = false;
+	if (!a || !a->reshaping)
+		return err_set(-EINVAL, "%s: no reshape under way", v->name);
+	if (a->readonly)
+		return err_set(-EROFS, "%s: read-only: the reshape stays where it is", v->name);
+	x = to_rv(a->raid);
+	rs = &a->reshape;
+	par = md_level_parity(rs->from.level);
+	chunk = rs->from.chunk > rs->to.chunk ? rs->from.chunk : rs->to.chunk;
+	unit = chunk * (rs->to.raid_disks - par);
+	end = rs->to_end;
+	old_end = rs->from_end;
+	for (unsigned role = 0; role < a->n; role++) {
+		const struct md_super *sb = a->m[role].sb;
+		uint64_t off, size;
+		if (!a->m[role].vol)
+			continue;
+		md_super_new_data_area(sb, &off, &size);
+		if (off > sb->data_offset || (sb->data_offset - off) * 512 < chunk)
+			return err_set(
+			    -ENOTSUP,
+			    "%s: %s: the new data area (sector %llu) does not lie before "
+			    "the old one (sector %llu) by a chunk or more; uraid moves "
+			    "data forwards only, without a backup file",
+			    v->name, a->m[role].vol->name, (unsigned long long)off,
+			    (unsigned long long)sb->data_offset);
+		if ((sb->data_offset - off) * 512 < shift)
+			shift = (sb->data_offset - off) * 512;
+	}
+	if (!(buf = vol_buf_alloc(MD_RESHAPE_WINDOW_MAX)))
+		return -ENOMEM;
+	for (;;) {
+		uint64_t pos = x->pos, w, n_old;
+		if (pos >= end || (o && o->stop_at && pos >= o->stop_at))
+			break;
+		if (o && o->stop && atomic_load(o->stop)) {
+			r = -EINTR;
+			break;
+		}
+		w = md_reshape_window(
+		    rs, pos, end - pos < MD_RESHAPE_WINDOW_MAX ? end - pos : MD_RESHAPE_WINDOW_MAX,
+		    unit, shift);
+		if (!w) {
+			r = err_set(
+			    -ENOSPC,
+			    "%s: at %llu KiB the data offset has not moved far enough to go "
+			    "on without overwriting data not yet moved",
+			    v->name, (unsigned long long)pos / 1024);
+			break;
+		}
+		pthread_mutex_lock(&x->lock);
+		x->draining = true;
+		while (x->inflight)
+			pthread_cond_wait(&x->cond, &x->lock);
+		x->win = w;
+		x->draining = false;
+		pthread_cond_broadcast(&x->cond);
+		pthread_mutex_unlock(&x->lock);
+		n_old = pos < old_end ? (old_end - pos < w ? old_end - pos : w) : 0;
+		memset(buf + n_old, 0, w - n_old); /* past the old end: zeros, as md writes */
+		r = n_old ? vol_read(x->from, buf, n_old, pos) : 0;
+		if (r == 0)
+			r = vol_write(x->to, buf, w, pos, 0);
+		if (r == 0)
+			r = vol_flush(x->to);
+		if (r == 0) {
+			pthread_mutex_lock(&a->lock);
+			for (unsigned role = 0; role < a->n; role++)
+				if (a->m[role].sb)
+					a->m[role].sb->reshape_position = (pos + w) / 512;
+			r = md_array_sync(a, atomic_load(&a->active));
+			pthread_mutex_unlock(&a->lock);
+		}
+		pthread_mutex_lock(&x->lock);
+		if (r == 0)
+			x->pos = pos + w;
+		x->win = 0;
+		pthread_cond_broadcast(&x->cond);
+		pthread_mutex_unlock(&x->lock);
+		if (r < 0) {
+			r = err_set(r, "%s: reshape at %llu KiB: %s", v->name,
+			            (unsigned long long)pos / 1024, err_detail(r));
+			break;
+		}
+		if (o && o->progress)
+			o->progress(o->ctx, pos + w, end);
+	}
+	free(buf);
+	if (r == 0 && x->pos >= end) {
+		pthread_mutex_lock(&a->lock);
+		r = md_reshape_finish(a);
+		if (r == 0)
+			a->reshaping = false;
+		pthread_mutex_unlock(&a->lock);
+		if (r < 0)
+			return err_set(r, "%s: recording the end of the reshape: %s", v->name,
+			               err_detail(r));
+		*finished = true;
+	}
+	return r;
+}
+
+/* ---- starting one offline (md_reshape_grow) ---- */
+
+/* How far the data area of sb's member can move down: from the end of
+ * the metadata before it (the superblock's 4 KiB, a bad-block log) to
+ * data_offset, in sectors. */
+static uint64_t md_reshape_room(const struct md_super *sb)
+{
+	const struct md_sb1 *raw = (const struct md_sb1 *)sb->raw;
+	uint64_t lo = sb->super_offset + MD_SB_BLOCK / 512;
+	int32_t bb = (int32_t)md_le32(raw->bblog_offset);
+
+	if (md_le16(raw->bblog_size) && bb > 0 &&
+	    sb->super_offset + (uint64_t)bb + md_le16(raw->bblog_size) > lo)
+		lo = sb->super_offset + (uint64_t)bb + md_le16(raw->bblog_size);
+	return sb->data_offset > lo ? sb->data_offset - lo : 0;
+}
+
+/* The checks of md_reshape_grow, before anything is written: *shift gets
+ * the sectors the data offset moves down by. */
+static int md_reshape_grow_check(struct md_super **sbs, unsigned nm, unsigned fresh,
+                                 unsigned raid_disks, unsigned nnew, const char *name, char **specs,
+                                 uint64_t *shift)
+{
+	const struct md_super *f = sbs[fresh];
+	uint64_t room = UINT64_MAX;
+	bool held[MD_SB_MAX_DEV] = {false};
+
+	if (md_sb090_is(f) || md_sb_version_data_first(md_super_version(f)))
+		return err_set(-ENOTSUP,
+		               "%s: a v%s array keeps its data from the member's start: moving it "
+		               "needs a backup file, which uraid does not use",
+		               name, md_super_version(f)->name);
+	if (f->feature_map & (MD_FEATURE_BITMAP_OFFSET | MD_FEATURE_ANY_PPL | MD_FEATURE_JOURNAL))
+		return err_set(-ENOTSUP,
+		               "%s: reshaping an array with a write-intent bitmap, a PPL or a "
+		               "journal: remove it first (mdadm --grow --bitmap=none)",
+		               name);
+	if (!md_super_clean(f))
+		return err_set(-EUCLEAN, "%s: not shut down cleanly: resync it first (uraid serve)",
+		               name);
+	if (raid_disks <= f->raid_disks)
+		return err_set(-ENOTSUP,
+		               "%s: %u -> %u devices: uraid reshapes a %s to more devices only",
+		               name, f->raid_disks, raid_disks, md_level_name(f->level));
+	if (nnew != raid_disks - f->raid_disks)
+		return err_set(-EINVAL,
+		               "%s: %u -> %u devices takes %u new members (--add NEW), %u given",
+		               name, f->raid_disks, raid_disks, raid_disks - f->raid_disks, nnew);
+	for (unsigned i = 0; i < nm; i++) {
+		unsigned role = md_super_role(sbs[i]);
+		if (role >= f->raid_disks || sbs[i]->events != f->events ||
+		    (sbs[i]->feature_map & MD_FEATURE_RECOVERY_OFFSET))
+			return err_set(
+			    -EINVAL,
+			    "%s: %s is not an in-sync member of the array (a spare, stale "
+			    "or being rebuilt): give the array's members in sync only",
+			    name, specs[i]);
+		held[role] = true;
+		uint64_t r = md_reshape_room(sbs[i]);
+		room = r < room ? r : room;
+	}
+	for (unsigned role = 0; role < f->raid_disks; role++)
+		if (!held[role])
+			return err_set(-ENODEV, "%s: role %u is missing: reshape a whole array",
+			               name, role);
+	/* Half the room, in whole chunks (mdadm moves it by what it can). */
+	*shift = room / 2 / f->chunk * f->chunk;
+	if (*shift < f->chunk)
+		return err_set(-ENOSPC,
+		               "%s: %llu sectors before the data are too few to move it by a "
+		               "chunk (%u sectors); uraid does not use a backup file",
+		               name, (unsigned long long)room, f->chunk);
+	return 0;
+}
+
+int md_reshape_grow(char **specs, unsigned nm, struct vol **vols, struct md_super **sbs,
+                    unsigned fresh, unsigned raid_disks, char **news, unsigned nnew, bool force,
+                    const struct md_reshape_run_opts *o, const struct md_rebuild_out *out)
+{
+	struct md_super *f = sbs[fresh], tmpl;
+	struct vol **all = calloc(nm + nnew, sizeof(*all));
+	struct md_super *nsb = calloc(nnew ? nnew : 1, sizeof(*nsb));
+	uint64_t *end_sb = calloc(nnew ? nnew : 1, sizeof(*end_sb));
+	unsigned *slot = calloc(nnew ? nnew : 1, sizeof(*slot));
+	uint32_t *used = calloc(nm + nnew, sizeof(*used));
+	unsigned old = f->raid_disks, nall = 0;
+	uint16_t roles[MD_SB_MAX_DEV];
+	uint32_t max_dev = f->max_dev < MD_SB_MAX_DEV ? f->max_dev : MD_SB_MAX_DEV;
+	uint64_t shift = 0, events = f->events + 1;
+	struct vol *arr = NULL;
+	bool finished = false;
+	char name[48];
+	int r;
+
+	md_super_array_name(f, name, sizeof(name));
+	if (!all || !nsb || !end_sb || !slot || !used) {
+		for (unsigned i = 0; i < nm; i++)
+			vol_close(vols[i]);
+		r = -ENOMEM;
+		goto out;
+	}
+	for (unsigned i = 0; i < nm; i++)
+		all[nall++] = vols[i];
+	memcpy(roles, f->roles, sizeof(roles));
+	r = md_reshape_grow_check(sbs, nm, fresh, raid_disks, nnew, name, specs, &shift);
+	for (unsigned i = 0; i < nnew && r == 0; i++) {
+		err_clear();
+		r = member_open(news[i], 0, &all[nall]);
+		if (r < 0)
+			break;
+		nall++;
+		r = md_manage_probe_new(all[nm + i], news[i], f->set_uuid, name, force, &end_sb[i]);
+		if (r == 0)
+			r = md_manage_check_size(all[nm + i], news[i], f, name);
+	}
+	for (unsigned i = 0; i < nm; i++)
+		used[i] = sbs[i]->dev_number;
+	for (unsigned i = 0; i < nnew && r == 0; i++) {
+		r = md_manage_pick_slot(roles, max_dev, raid_disks, used, nm + i, f, name);
+		if (r < 0)
+			break;
+		slot[i] = used[nm + i] = (unsigned)r;
+		for (uint32_t k = max_dev; k < slot[i]; k++)
+			roles[k] = MD_ROLE_SPARE;
+		if (slot[i] >= max_dev)
+			max_dev = slot[i] + 1;
+		roles[slot[i]] = (uint16_t)(old + i);
+		r = 0;
+	}
+	if (r < 0)
+		goto out;
+
+	/* Checked: the superblocks of a reshape at its start, as the kernel
+	 * writes them (raid_disks the new count, the old geometry in level,
+	 * layout, chunk, the move in delta_disks and new_offset), the new
+	 * members' first, then the members'. */
+	tmpl = *f;
+	tmpl.feature_map |= MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET;
+	tmpl.raid_disks = raid_disks;
+	tmpl.delta_disks = (int32_t)(raid_disks - old);
+	tmpl.new_level = f->level;
+	tmpl.new_layout = f->layout;
+	tmpl.new_chunk = f->chunk;
+	tmpl.reshape_position = 0;
+	tmpl.new_offset = -(int32_t)shift;
+	for (unsigned i = 0; i < nnew && r == 0; i++) {
+		r = md_manage_new_super(all[nm + i], news[i], &tmpl, vols[fresh], slot[i],
+		                        end_sb[i], &nsb[i]);
+		if (r < 0)
+			break;
+		md_manage_set_state(&nsb[i], events, max_dev, roles);
+		err_clear();
+		r = md_super_write(all[nm + i], &nsb[i]);
+	}
+	for (unsigned i = 0; i < nm && r == 0; i++) {
+		struct md_super *sb = sbs[i];
+		sb->feature_map |= MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET;
+		sb->raid_disks = raid_disks;
+		sb->delta_disks = tmpl.delta_disks;
+		sb->new_level = tmpl.new_level;
+		sb->new_layout = tmpl.new_layout;
+		sb->new_chunk = tmpl.new_chunk;
+		sb->reshape_position = 0;
+		sb->new_offset = tmpl.new_offset;
+		md_manage_set_state(sb, events, max_dev, roles);
+		err_clear();
+		r = md_super_write(vols[i], sb);
+	}
+	if (r < 0)
+		goto out;
+	md_say(out, "%s: reshaping %u -> %u devices (data offset %llu -> %llu sectors)", name, old,
+	       raid_disks, (unsigned long long)f->data_offset,
+	       (unsigned long long)(f->data_offset - shift));
+
+	/* Then the same as continuing it: the array assembled from what was
+	 * written, the driver run on it. */
+	struct md_assemble_opts ao = {0};
+	err_clear();
+	r = md_assemble_one(all, nall, &ao, &arr);
+	nall = 0; /* taken, also on error */
+	if (r < 0)
+		goto out;
+	r = md_reshape_run(arr, o, &finished);
+	vol_close(arr);
+	if (r == 0)
+		md_say(out,
+		       finished ? "%s: reshaped to %u devices"
+		                : "%s: reshape stopped part-way (%u devices when done); "
+		                  "`uraid grow --continue` goes on",
+		       name, raid_disks);
+out:
+	for (unsigned i = 0; i < nall; i++)
+		vol_close(all[i]);
+	for (unsigned i = 0; i < nm; i++)
+		free(sbs[i]);
+	free(all);
+	free(nsb);
+	free(end_sb);
+	free(slot);
+	free(used);
 	return r;
 }

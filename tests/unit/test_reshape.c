@@ -6,7 +6,9 @@
  * for several device counts, chunks and layouts.  Bad reshape records
  * (a position past the end or off a stripe boundary, a delta_disks the
  * roles do not fit, a level change) are refused with a clear message and
- * no byte of any member changes; a writable start is refused for now.
+ * no byte of any member changes.  Writable, md_reshape_run() continues
+ * each forwards one, stopped part-way and again to the end: the data
+ * reads the same throughout and the parity of the result agrees.
  * The kernel's own half-done reshapes: tests/sh/md-kernel-reshape.sh. */
 #include "check.h"
 #include "member_files.h"
@@ -25,7 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MEMBER_SIZE (8u << 20)
+#define MEMBER_SIZE (4u << 20)
 #define SHIFT (512u << 10) /* bytes between the old and the new data area */
 
 /* The byte at array offset off of the pattern of seed. */
@@ -174,11 +176,11 @@ static int assemble(unsigned n, bool ro, struct vol **out)
 	return md_assemble_one(m, n, &o, out);
 }
 
-/* Whether array v reads the pattern of seed over its size bytes. */
-static bool reads_pattern(struct vol *v, uint64_t size, unsigned seed)
+/* Whether array v reads the pattern of seed over its first size bytes. */
+static bool reads_pattern_upto(struct vol *v, uint64_t size, unsigned seed)
 {
 	uint8_t *got = malloc(96 << 10), *want = malloc(96 << 10);
-	bool ok = v->size == size;
+	bool ok = v->size >= size;
 
 	/* 96 KiB requests: most straddle stripes and some the position. */
 	for (uint64_t a = 0; ok && a < size; a += 96 << 10) {
@@ -191,6 +193,62 @@ static bool reads_pattern(struct vol *v, uint64_t size, unsigned seed)
 	free(got);
 	free(want);
 	return ok;
+}
+
+/* Whether array v is size bytes and reads the pattern of seed. */
+static bool reads_pattern(struct vol *v, uint64_t size, unsigned seed)
+{
+	return v->size == size && reads_pattern_upto(v, size, seed);
+}
+
+/* Continue the reshape of shape s (n members, size array bytes of
+ * pattern seed) writable: stopped a third of the way on, reassembled
+ * (it reads the same), then to the end; the array then records the new
+ * geometry alone, reads the pattern (zeros past the old end) and its
+ * parity agrees. */
+static void continue_reshape(const struct shape *s, unsigned n, uint64_t size, unsigned seed)
+{
+	struct md_reshape_run_opts o = {0};
+	struct raid_check_report rep;
+	bool finished = true;
+	struct vol *v;
+	uint8_t *buf = malloc(1 << 16);
+	int r;
+
+	o.stop_at = size / 3;
+	CHECK_EQ(assemble(n, false, &v), 0);
+	CHECK_EQ(md_reshape_run(v, &o, &finished), 0);
+	CHECK(!finished);
+	vol_close(v);
+	CHECK_EQ(assemble(n, true, &v), 0);
+	CHECK(reads_pattern(v, size, seed));
+	vol_close(v);
+	o.stop_at = 0;
+	CHECK_EQ(assemble(n, false, &v), 0);
+	r = md_reshape_run(v, &o, &finished);
+	if (r < 0)
+		fprintf(stderr, "reshape run: %s\n", err_detail(r));
+	CHECK_EQ(r, 0);
+	CHECK(finished);
+	vol_close(v);
+	CHECK_EQ(assemble(n, true, &v), 0);
+	CHECK(strcmp(md_array_raid(v)->ops->kind, "md-reshape") != 0);
+	unsigned parity = s->level == 6 ? 2 : 1;
+	CHECK(v->size > size || s->to_disks - parity == s->from_disks - parity);
+	CHECK(reads_pattern_upto(v, size, seed));
+	for (uint64_t a = size; a < v->size; a += 1 << 16) {
+		uint64_t len = v->size - a < (1 << 16) ? v->size - a : (1 << 16);
+		CHECK_EQ(vol_read(v, buf, len, a), 0);
+		for (uint64_t k = 0; k < len; k++)
+			if (buf[k]) {
+				CHECK(buf[k] == 0);
+				break;
+			}
+	}
+	CHECK_EQ(raid_check(md_array_raid(v), false, &rep, NULL), 0);
+	CHECK_EQ(rep.mismatched, 0);
+	vol_close(v);
+	free(buf);
 }
 
 static void test_reads(void)
@@ -228,10 +286,15 @@ static void test_reads(void)
 			vol_close(v);
 		}
 		CHECK_EQ(file_hash(0), h0);
-		/* Writable: refused, nothing written. */
-		CHECK_EQ(assemble(n, false, &v), -ENOTSUP);
-		CHECK(strstr(err_detail(-ENOTSUP), "reshape is under way") != NULL);
-		CHECK_EQ(file_hash(0), h0);
+		if (s->backwards) {
+			/* Writable: refused (uraid moves data forwards only),
+			 * nothing written. */
+			CHECK_EQ(assemble(n, false, &v), -ENOTSUP);
+			CHECK(strstr(err_detail(-ENOTSUP), "runs backwards") != NULL);
+			CHECK_EQ(file_hash(0), h0);
+			continue;
+		}
+		continue_reshape(s, n, size, i + 1);
 	}
 }
 
