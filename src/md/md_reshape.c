@@ -470,7 +470,10 @@ int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *fin
 		if ((sb->data_offset - off) * 512 < shift)
 			shift = (sb->data_offset - off) * 512;
 	}
-	if (!(buf = vol_buf_alloc(MD_RESHAPE_WINDOW_MAX)))
+	uint64_t wmax =
+	    o && o->window && o->window < MD_RESHAPE_WINDOW_MAX ? o->window : MD_RESHAPE_WINDOW_MAX;
+	wmax = wmax < unit ? unit : wmax;
+	if (!(buf = vol_buf_alloc(wmax)))
 		return -ENOMEM;
 	for (;;) {
 		uint64_t pos = x->pos, w, n_old;
@@ -480,9 +483,7 @@ int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *fin
 			r = -EINTR;
 			break;
 		}
-		w = md_reshape_window(
-		    rs, pos, end - pos < MD_RESHAPE_WINDOW_MAX ? end - pos : MD_RESHAPE_WINDOW_MAX,
-		    unit, shift);
+		w = md_reshape_window(rs, pos, end - pos < wmax ? end - pos : wmax, unit, shift);
 		if (!w) {
 			r = err_set(
 			    -ENOSPC,

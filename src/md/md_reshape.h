@@ -66,6 +66,8 @@ struct md_reshape_run_opts {
 	 * continues it: `uraid grow --stop-at`, tests.  0: run to the end. */
 	uint64_t stop_at;
 	const atomic_bool *stop; /* set: stop after the window being moved */
+	uint64_t window;         /* array bytes moved at a time, at most (rounded up to
+	                          * a stripe); 0: 16 MiB */
 	/* After each window: array bytes moved, of total. */
 	void (*progress)(void *ctx, uint64_t done, uint64_t total);
 	void *ctx;

@@ -8,7 +8,9 @@
  * roles do not fit, a level change) are refused with a clear message and
  * no byte of any member changes.  Writable, md_reshape_run() continues
  * each forwards one, stopped part-way and again to the end: the data
- * reads the same throughout and the parity of the result agrees.
+ * reads the same throughout and the parity of the result agrees; and
+ * with clients writing and reading at random beside the move, the array
+ * ends as their flat reference.
  * The kernel's own half-done reshapes: tests/sh/md-kernel-reshape.sh. */
 #include "check.h"
 #include "member_files.h"
@@ -22,6 +24,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -298,6 +302,76 @@ static void test_reads(void)
 	}
 }
 
+struct run_arg {
+	struct vol *v;
+	int r;
+	bool finished;
+	atomic_bool done;
+};
+
+static void *run_thread(void *p)
+{
+	struct run_arg *ra = p;
+	/* One stripe at a time: many windows, for clients to run into. */
+	struct md_reshape_run_opts o = {.window = 1};
+
+	ra->r = md_reshape_run(ra->v, &o, &ra->finished);
+	atomic_store(&ra->done, true);
+	return NULL;
+}
+
+/* Clients beside the move: random writes (and reads checked against a
+ * flat reference) while md_reshape_run() moves the data in another
+ * thread; afterwards the array, reassembled, is the reference. */
+static void test_online(void)
+{
+	const struct shape s = {5, 3, 4, 8, 8, 2, 2, 1, false}; /* small stripes: many windows */
+	uint64_t size = make(&s, 99, NULL);
+	unsigned long long seed = 5;
+	uint8_t *ref = malloc(size), *buf = malloc(256 << 10), *got = malloc(256 << 10);
+	struct run_arg ra = {0};
+	pthread_t t;
+	unsigned writes = 0, during = 0;
+
+	pattern(ref, size, 0, 99);
+	CHECK_EQ(assemble(4, false, &ra.v), 0);
+	CHECK_EQ(pthread_create(&t, NULL, run_thread, &ra), 0);
+	while (writes < 400 || !atomic_load(&ra.done)) {
+		uint64_t len = (check_rand(&seed) % 64 + 1) * 4096;
+		uint64_t off = check_rand(&seed) % ((size - len) / 4096 + 1) * 4096;
+		during += !atomic_load(&ra.done);
+		if (check_rand(&seed) % 3) {
+			for (uint64_t k = 0; k < len; k++)
+				buf[k] = (uint8_t)check_rand(&seed);
+			CHECK_EQ(vol_write(ra.v, buf, len, off, 0), 0);
+			memcpy(ref + off, buf, len);
+			writes++;
+		} else {
+			CHECK_EQ(vol_read(ra.v, got, len, off), 0);
+			CHECK(memcmp(got, ref + off, len) == 0);
+		}
+	}
+	pthread_join(t, NULL);
+	CHECK_EQ(ra.r, 0);
+	CHECK(ra.finished);
+	CHECK(during > 0);
+	vol_close(ra.v);
+	CHECK_EQ(assemble(4, true, &ra.v), 0);
+	for (uint64_t a = 0; a < size; a += 256 << 10) {
+		uint64_t len = size - a < (256 << 10) ? size - a : (256 << 10);
+		CHECK_EQ(vol_read(ra.v, got, len, a), 0);
+		if (memcmp(got, ref + a, len) != 0) {
+			fprintf(stderr, "online: wrong bytes at %llu\n", (unsigned long long)a);
+			CHECK(false);
+			break;
+		}
+	}
+	vol_close(ra.v);
+	free(ref);
+	free(buf);
+	free(got);
+}
+
 static void past_end(struct md_super *s)
 {
 	s->reshape_position = s->size * 8;
@@ -369,6 +443,7 @@ int main(void)
 		return 1;
 	log_verbosity = LOG_WARN;
 	test_reads();
+	test_online();
 	test_refusals();
 	for (int i = 0; i < 8; i++)
 		unlink(path(i));
