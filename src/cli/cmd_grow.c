@@ -52,7 +52,7 @@ static void grow_reshape_opts(struct md_reshape_run_opts *o, uint64_t stop_at)
  * half-done. */
 static int grow_continue(char **specs, unsigned n, uint64_t stop_at)
 {
-	struct md_assemble_opts ao = {0};
+	struct md_assemble_opts ao = {.no_reshape = true};
 	struct md_reshape_run_opts ro;
 	struct vol **vols = calloc(n, sizeof(*vols)), *arr = NULL;
 	bool finished = false;

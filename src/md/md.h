@@ -413,11 +413,15 @@ void md_super_array_name(const struct md_super *sb, char *out, size_t len);
 /* ---- assembly (md_assemble.c) ---- */
 
 struct md_assemble_opts {
-	bool readonly;             /* never write a byte, not even events or utime */
-	bool run_degraded;         /* start redundant arrays with members missing */
-	bool no_recovery;          /* writable, but no online recovery: members under
-	                            * recovery and spares are left out, as read-only
-	                            * starts leave them */
+	bool readonly;     /* never write a byte, not even events or utime */
+	bool run_degraded; /* start redundant arrays with members missing */
+	bool no_recovery;  /* writable, but no online recovery: members under
+	                    * recovery and spares are left out, as read-only
+	                    * starts leave them */
+	/* A writable start of an array with a reshape under way continues
+	 * it in the background (md_reshape.h), at the sync speed limits,
+	 * unless this is set (the offline `uraid grow` runs it itself). */
+	bool no_reshape;
 	bool start_dirty_degraded; /* start a writable RAID5/6 that is
 	                            * md_dirty_degraded() (mdadm --force) */
 	/* With readonly: when the members up to date cannot start the array,

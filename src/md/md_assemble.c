@@ -523,8 +523,9 @@ static int md_journal_start(struct md_array *a, const struct md_super *fresh,
 /* An array whose freshest superblock fresh records a reshape under way:
  * its rules (md_reshape_parse into *rs), every member of the same events
  * recording the same reshape, and a start uraid can give it:
- * (read-only, any; writable, a forwards one of a clean array without a
- * bitmap, which md_reshape_run() continues). */
+ * (read-only, any; writable, a forwards one of an array without a
+ * bitmap, which md_reshape_run() continues; found unclean, it is resynced
+ * first, through both geometries, as any array is). */
 static int md_set_reshape(struct md_cand **g, unsigned k, const struct md_super *fresh,
                           const char *name, const struct md_assemble_opts *o, struct md_reshape *rs)
 {
@@ -538,8 +539,7 @@ static int md_set_reshape(struct md_cand **g, unsigned k, const struct md_super 
 	const char *why = rs->backwards ? "it runs backwards (a shrink)"
 	                  : (fresh->feature_map & MD_FEATURE_BITMAP_OFFSET)
 	                      ? "the array has a write-intent bitmap"
-	                  : !md_super_clean(fresh) ? "the array was not shut down cleanly"
-	                                           : NULL;
+	                      : NULL;
 	if (why)
 		return err_set(-ENOTSUP,
 		               "%s: a reshape is under way (%u -> %u devices) and %s; uraid does "
@@ -645,6 +645,13 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 				vol_close(&a->vol); /* stays marked unclean */
 				return r;
 			}
+		}
+	}
+	if (a->reshaping && !o->readonly && !o->no_reshape) {
+		r = md_reshape_start(a);
+		if (r < 0) {
+			vol_close(&a->vol);
+			return r;
 		}
 	}
 	if (a->rec.enabled) {

@@ -165,6 +165,10 @@ struct md_array {
 	 * vol over the two geometries. */
 	bool reshaping;
 	struct md_reshape reshape;
+	/* The thread that continues it while the array serves. */
+	pthread_t rs_thread;
+	bool rs_started;
+	atomic_bool rs_stop;
 };
 
 /* md_state.c: write the array state into every live member's (and
@@ -231,6 +235,11 @@ void md_bm_load(struct md_array *a, const struct md_super *fresh);
  * vol, the md vol over it.  0 or -errno with err_set(); the
  * members stay the caller's. */
 int md_reshape_open(struct md_array *a, const struct md_reshape *rs, const char *name);
+/* Continue a's reshape in a thread of its own (md_reshape_run at the
+ * sync speed limits) until it ends or md_reshape_stop(): 0 or -errno. */
+int md_reshape_start(struct md_array *a);
+/* At close: the thread stops after the window it moves and ends. */
+void md_reshape_stop(struct md_array *a);
 
 /* md_vol.c */
 /* The md vol over a->raid: 0 or -errno. */

@@ -720,7 +720,7 @@ int md_reshape_grow(char **specs, unsigned nm, struct vol **vols, struct md_supe
 
 	/* Then the same as continuing it: the array assembled from what was
 	 * written, the driver run on it. */
-	struct md_assemble_opts ao = {0};
+	struct md_assemble_opts ao = {.no_reshape = true};
 	err_clear();
 	r = md_assemble_one(all, nall, &ao, &arr);
 	nall = 0; /* taken, also on error */
@@ -745,4 +745,54 @@ out:
 	free(slot);
 	free(used);
 	return r;
+}
+
+/* ---- in the background (serve) ---- */
+
+/* After each window: the speed limits (md_throttle.h), in bytes of each
+ * member written so far. */
+static void md_reshape_bg_progress(void *ctx, uint64_t done, uint64_t total)
+{
+	struct md_array *a = ctx;
+	unsigned nd = a->reshape.to.raid_disks - md_level_parity(a->reshape.to.level);
+
+	(void)total;
+	md_sync_throttle(a, done / nd, false, &a->rs_stop);
+}
+
+static void *md_reshape_thread(void *p)
+{
+	struct md_array *a = p;
+	struct md_reshape_run_opts o = {
+	    .stop = &a->rs_stop, .progress = md_reshape_bg_progress, .ctx = a};
+	bool finished = false;
+	int r;
+
+	md_sync_throttle(a, 0, true, &a->rs_stop);
+	r = md_reshape_run(&a->vol, &o, &finished);
+	if (finished)
+		log_info("%s: reshape finished (%u devices)", a->vol.name,
+		         a->reshape.to.raid_disks);
+	else if (r < 0 && r != -EINTR)
+		log_warn("%s: reshape stopped: %s", a->vol.name, err_detail(r));
+	return NULL;
+}
+
+int md_reshape_start(struct md_array *a)
+{
+	int e = pthread_create(&a->rs_thread, NULL, md_reshape_thread, a);
+
+	if (e)
+		return err_set(-e, "%s: cannot start the reshape thread", a->vol.name);
+	a->rs_started = true;
+	return 0;
+}
+
+void md_reshape_stop(struct md_array *a)
+{
+	if (!a->rs_started)
+		return;
+	atomic_store(&a->rs_stop, true);
+	pthread_join(a->rs_thread, NULL);
+	a->rs_started = false;
 }

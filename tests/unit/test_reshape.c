@@ -171,7 +171,7 @@ static uint64_t make(const struct shape *s, unsigned seed, void (*edit)(struct m
 /* Assemble members 0 .. n-1 as one array: 0 or -errno. */
 static int assemble(unsigned n, bool ro, struct vol **out)
 {
-	struct md_assemble_opts o = {.readonly = ro};
+	struct md_assemble_opts o = {.readonly = ro, .no_reshape = true};
 	struct vol *m[8];
 
 	for (unsigned i = 0; i < n; i++)
