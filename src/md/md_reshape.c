@@ -2,18 +2,17 @@
  * the rules its superblocks must keep (md_reshape_parse, as the kernel's
  * raid5 run() checks them), the vol that serves it from its two
  * geometries, and opening it for md_assemble.c (md_reshape_open: each
- * member's old and new data areas cut out, one RAID vol per geometry).
- * The per-member half of the rules (where the new data area lies) is
+ * member's old and new data areas cut out, one RAID vol per geometry);
+ * the one driver that moves the data (md_reshape_run), in the foreground
+ * or in a thread while the array serves.  Starting one offline is
+ * md_reshape_grow.c's.  The per-member half of the rules (where the new data area lies) is
  * md.c's md_super_check(). */
 #include "md_internal.h"
-#include "md_manage.h"
-#include "md_rebuild.h"
 #include "md_reshape.h"
-#include "md_sb090.h"
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "disc/slice.h"
-#include "member/member.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -132,9 +131,10 @@ int md_reshape_same(const struct md_super *sb, const char *mname, const struct m
 
 /* ---- the vol ----
  * Requests count themselves in (inflight) under the lock; a write into
- * the window the driver is moving, [pos, pos + win), waits until it has
- * moved.  At each window's start the driver drains every request in
- * flight (new ones wait meanwhile): one that chose the old geometry
+ * the window the driver is moving, or into what it moved since the
+ * superblocks last recorded the position, [safe, pos + win), waits until
+ * that is recorded (a crash would move it again from its old copy).  At each window's start the
+ * driver drains every request in flight (new ones wait meanwhile): one that chose the old geometry
  * before the previous move must not land where the next move writes.
  * Reads of the window need not wait: the move writes the new geometry
  * only where the old one holds bytes already moved (md_reshape_run). */
@@ -146,6 +146,7 @@ struct md_reshape_vol {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	uint64_t pos, win; /* with lock */
+	uint64_t safe;     /* the position the superblocks record (<= pos) */
 	unsigned inflight;
 	bool draining;
 };
@@ -173,7 +174,8 @@ static uint64_t rv_enter(struct md_reshape_vol *x, uint64_t off, uint64_t len, b
 	uint64_t pos;
 
 	pthread_mutex_lock(&x->lock);
-	while (x->draining || (write && x->win && off < x->pos + x->win && off + len > x->pos))
+	while (x->draining ||
+	       (write && x->pos + x->win > x->safe && off < x->pos + x->win && off + len > x->safe))
 		pthread_cond_wait(&x->cond, &x->lock);
 	x->inflight++;
 	pos = x->pos;
@@ -286,7 +288,7 @@ int md_reshape_vol_open(struct vol *from, struct vol *to, const struct md_reshap
 	x->vol.block_max = from->block_max < to->block_max ? from->block_max : to->block_max;
 	x->from = from;
 	x->to = to;
-	x->pos = rs->pos;
+	x->pos = x->safe = rs->pos;
 	x->backwards = rs->backwards;
 	pthread_mutex_init(&x->lock, NULL);
 	pthread_cond_init(&x->cond, NULL);
@@ -384,17 +386,18 @@ out:
 
 /* The largest window at pos, at most want bytes in whole new stripes of
  * unit bytes, whose new-geometry writes stay below the old geometry's
- * bytes still needed (those of the old stripe holding pos and after):
+ * bytes a restart would still need (those of the old stripe holding safe,
+ * the position the superblocks record, and after):
  * the members' new data area starts shift bytes before the old one.  A
  * crash during the move then leaves the old copy of [pos, ...) whole for
  * the next start, which redoes the window.  0 when not even one stripe
  * fits (no room: the kernel would need a backup file). */
-static uint64_t md_reshape_window(const struct md_reshape *rs, uint64_t pos, uint64_t want,
-                                  uint64_t unit, uint64_t shift)
+static uint64_t md_reshape_window(const struct md_reshape *rs, uint64_t safe, uint64_t pos,
+                                  uint64_t want, uint64_t unit, uint64_t shift)
 {
 	unsigned par = md_level_parity(rs->from.level);
 	uint64_t nd_old = rs->from.raid_disks - par, nd_new = rs->to.raid_disks - par;
-	uint64_t old_start = pos / (rs->from.chunk * nd_old) * rs->from.chunk;
+	uint64_t old_start = safe / (rs->from.chunk * nd_old) * rs->from.chunk;
 
 	for (uint64_t w = want / unit * unit; w >= unit; w -= unit) {
 		uint64_t new_end =
@@ -430,6 +433,30 @@ static int md_reshape_finish(struct md_array *a)
 }
 
 #define MD_RESHAPE_WINDOW_MAX (16u << 20) /* array bytes moved at a time, at most */
+#define MD_RESHAPE_RECORD_MAX (64u << 20) /* array bytes moved between records, at most */
+
+/* The new geometry flushed, then pos recorded in every superblock
+ * (events + 1), as the kernel's reshape_safe: what a restart starts from. */
+static int md_reshape_record(struct md_array *a, struct md_reshape_vol *x, uint64_t pos)
+{
+	int r = vol_flush(x->to);
+
+	if (r == 0) {
+		pthread_mutex_lock(&a->lock);
+		for (unsigned role = 0; role < a->n; role++)
+			if (a->m[role].sb)
+				a->m[role].sb->reshape_position = pos / 512;
+		r = md_array_sync(a, atomic_load(&a->active));
+		pthread_mutex_unlock(&a->lock);
+	}
+	if (r == 0) {
+		pthread_mutex_lock(&x->lock);
+		x->safe = pos;
+		pthread_cond_broadcast(&x->cond);
+		pthread_mutex_unlock(&x->lock);
+	}
+	return r;
+}
 
 int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *finished)
 {
@@ -483,7 +510,14 @@ int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *fin
 			r = -EINTR;
 			break;
 		}
-		w = md_reshape_window(rs, pos, end - pos < wmax ? end - pos : wmax, unit, shift);
+		w = md_reshape_window(rs, x->safe, pos, end - pos < wmax ? end - pos : wmax, unit,
+		                      shift);
+		if (!w && x->safe < pos) {
+			r = md_reshape_record(a, x, pos); /* then the window fits again */
+			if (r < 0)
+				break;
+			continue;
+		}
 		if (!w) {
 			r = err_set(
 			    -ENOSPC,
@@ -502,25 +536,25 @@ int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *fin
 		pthread_mutex_unlock(&x->lock);
 		n_old = pos < old_end ? (old_end - pos < w ? old_end - pos : w) : 0;
 		memset(buf + n_old, 0, w - n_old); /* past the old end: zeros, as md writes */
+		uint64_t t0 = clock_now_ns();
 		r = n_old ? vol_read(x->from, buf, n_old, pos) : 0;
+		uint64_t t1 = clock_now_ns();
 		if (r == 0)
 			r = vol_write(x->to, buf, w, pos, 0);
-		if (r == 0)
-			r = vol_flush(x->to);
-		if (r == 0) {
-			pthread_mutex_lock(&a->lock);
-			for (unsigned role = 0; role < a->n; role++)
-				if (a->m[role].sb)
-					a->m[role].sb->reshape_position = (pos + w) / 512;
-			r = md_array_sync(a, atomic_load(&a->active));
-			pthread_mutex_unlock(&a->lock);
-		}
+		uint64_t t2 = clock_now_ns();
 		pthread_mutex_lock(&x->lock);
 		if (r == 0)
 			x->pos = pos + w;
 		x->win = 0;
 		pthread_cond_broadcast(&x->cond);
 		pthread_mutex_unlock(&x->lock);
+		if (r == 0 && pos + w - x->safe >= MD_RESHAPE_RECORD_MAX)
+			r = md_reshape_record(a, x, pos + w);
+		log_debug("%s: reshape window %llu KiB at %llu KiB: read %.1f ms, write %.1f ms, "
+		          "recorded %.1f ms",
+		          v->name, (unsigned long long)w / 1024, (unsigned long long)pos / 1024,
+		          (double)(t1 - t0) / 1e6, (double)(t2 - t1) / 1e6,
+		          (double)(clock_now_ns() - t2) / 1e6);
 		if (r < 0) {
 			r = err_set(r, "%s: reshape at %llu KiB: %s", v->name,
 			            (unsigned long long)pos / 1024, err_detail(r));
@@ -528,6 +562,14 @@ int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *fin
 		}
 		if (o && o->progress)
 			o->progress(o->ctx, pos + w, end);
+	}
+	/* Stopped or done: what was moved recorded (after an error, the
+	 * last record stands and a restart moves the rest again). */
+	if ((r == 0 || r == -EINTR) && x->safe < x->pos) {
+		int e = md_reshape_record(a, x, x->pos);
+		if (e < 0)
+			r = err_set(e, "%s: recording the reshape position: %s", v->name,
+			            err_detail(e));
 	}
 	free(buf);
 	if (r == 0 && x->pos >= end) {
@@ -541,209 +583,6 @@ int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *fin
 			               err_detail(r));
 		*finished = true;
 	}
-	return r;
-}
-
-/* ---- starting one offline (md_reshape_grow) ---- */
-
-/* How far the data area of sb's member can move down: from the end of
- * the metadata before it (the superblock's 4 KiB, a bad-block log) to
- * data_offset, in sectors. */
-static uint64_t md_reshape_room(const struct md_super *sb)
-{
-	const struct md_sb1 *raw = (const struct md_sb1 *)sb->raw;
-	uint64_t lo = sb->super_offset + MD_SB_BLOCK / 512;
-	int32_t bb = (int32_t)md_le32(raw->bblog_offset);
-
-	if (md_le16(raw->bblog_size) && bb > 0 &&
-	    sb->super_offset + (uint64_t)bb + md_le16(raw->bblog_size) > lo)
-		lo = sb->super_offset + (uint64_t)bb + md_le16(raw->bblog_size);
-	return sb->data_offset > lo ? sb->data_offset - lo : 0;
-}
-
-/* The checks of md_reshape_grow, before anything is written: *shift gets
- * the sectors the data offset moves down by. */
-static int md_reshape_grow_check(struct md_super **sbs, unsigned nm, unsigned fresh,
-                                 unsigned raid_disks, unsigned nnew, const char *name, char **specs,
-                                 uint64_t *shift)
-{
-	const struct md_super *f = sbs[fresh];
-	uint64_t room = UINT64_MAX;
-	bool held[MD_SB_MAX_DEV] = {false};
-
-	if (md_sb090_is(f) || md_sb_version_data_first(md_super_version(f)))
-		return err_set(-ENOTSUP,
-		               "%s: a v%s array keeps its data from the member's start: moving it "
-		               "needs a backup file, which uraid does not use",
-		               name, md_super_version(f)->name);
-	if (f->feature_map & (MD_FEATURE_BITMAP_OFFSET | MD_FEATURE_ANY_PPL | MD_FEATURE_JOURNAL))
-		return err_set(-ENOTSUP,
-		               "%s: reshaping an array with a write-intent bitmap, a PPL or a "
-		               "journal: remove it first (mdadm --grow --bitmap=none)",
-		               name);
-	if (!md_super_clean(f))
-		return err_set(-EUCLEAN, "%s: not shut down cleanly: resync it first (uraid serve)",
-		               name);
-	if (raid_disks <= f->raid_disks)
-		return err_set(-ENOTSUP,
-		               "%s: %u -> %u devices: uraid reshapes a %s to more devices only",
-		               name, f->raid_disks, raid_disks, md_level_name(f->level));
-	if (nnew != raid_disks - f->raid_disks)
-		return err_set(-EINVAL,
-		               "%s: %u -> %u devices takes %u new members (--add NEW), %u given",
-		               name, f->raid_disks, raid_disks, raid_disks - f->raid_disks, nnew);
-	for (unsigned i = 0; i < nm; i++) {
-		unsigned role = md_super_role(sbs[i]);
-		if (role >= f->raid_disks || sbs[i]->events != f->events ||
-		    (sbs[i]->feature_map & MD_FEATURE_RECOVERY_OFFSET))
-			return err_set(
-			    -EINVAL,
-			    "%s: %s is not an in-sync member of the array (a spare, stale "
-			    "or being rebuilt): give the array's members in sync only",
-			    name, specs[i]);
-		held[role] = true;
-		uint64_t r = md_reshape_room(sbs[i]);
-		room = r < room ? r : room;
-	}
-	for (unsigned role = 0; role < f->raid_disks; role++)
-		if (!held[role])
-			return err_set(-ENODEV, "%s: role %u is missing: reshape a whole array",
-			               name, role);
-	/* Half the room, in whole chunks (mdadm moves it by what it can). */
-	*shift = room / 2 / f->chunk * f->chunk;
-	if (*shift < f->chunk)
-		return err_set(-ENOSPC,
-		               "%s: %llu sectors before the data are too few to move it by a "
-		               "chunk (%u sectors); uraid does not use a backup file",
-		               name, (unsigned long long)room, f->chunk);
-	return 0;
-}
-
-int md_reshape_grow(char **specs, unsigned nm, struct vol **vols, struct md_super **sbs,
-                    unsigned fresh, unsigned raid_disks, char **news, unsigned nnew, bool force,
-                    const struct md_reshape_run_opts *o, const struct md_rebuild_out *out)
-{
-	struct md_super *f = sbs[fresh], tmpl;
-	struct vol **all = calloc(nm + nnew, sizeof(*all));
-	struct md_super *nsb = calloc(nnew ? nnew : 1, sizeof(*nsb));
-	uint64_t *end_sb = calloc(nnew ? nnew : 1, sizeof(*end_sb));
-	unsigned *slot = calloc(nnew ? nnew : 1, sizeof(*slot));
-	uint32_t *used = calloc(nm + nnew, sizeof(*used));
-	unsigned old = f->raid_disks, nall = 0;
-	uint16_t roles[MD_SB_MAX_DEV];
-	uint32_t max_dev = f->max_dev < MD_SB_MAX_DEV ? f->max_dev : MD_SB_MAX_DEV;
-	uint64_t shift = 0, events = f->events + 1;
-	struct vol *arr = NULL;
-	bool finished = false;
-	char name[48];
-	int r;
-
-	md_super_array_name(f, name, sizeof(name));
-	if (!all || !nsb || !end_sb || !slot || !used) {
-		for (unsigned i = 0; i < nm; i++)
-			vol_close(vols[i]);
-		r = -ENOMEM;
-		goto out;
-	}
-	for (unsigned i = 0; i < nm; i++)
-		all[nall++] = vols[i];
-	memcpy(roles, f->roles, sizeof(roles));
-	r = md_reshape_grow_check(sbs, nm, fresh, raid_disks, nnew, name, specs, &shift);
-	for (unsigned i = 0; i < nnew && r == 0; i++) {
-		err_clear();
-		r = member_open(news[i], 0, &all[nall]);
-		if (r < 0)
-			break;
-		nall++;
-		r = md_manage_probe_new(all[nm + i], news[i], f->set_uuid, name, force, &end_sb[i]);
-		if (r == 0)
-			r = md_manage_check_size(all[nm + i], news[i], f, name);
-	}
-	for (unsigned i = 0; i < nm; i++)
-		used[i] = sbs[i]->dev_number;
-	for (unsigned i = 0; i < nnew && r == 0; i++) {
-		r = md_manage_pick_slot(roles, max_dev, raid_disks, used, nm + i, f, name);
-		if (r < 0)
-			break;
-		slot[i] = used[nm + i] = (unsigned)r;
-		for (uint32_t k = max_dev; k < slot[i]; k++)
-			roles[k] = MD_ROLE_SPARE;
-		if (slot[i] >= max_dev)
-			max_dev = slot[i] + 1;
-		roles[slot[i]] = (uint16_t)(old + i);
-		r = 0;
-	}
-	if (r < 0)
-		goto out;
-
-	/* Checked: the superblocks of a reshape at its start, as the kernel
-	 * writes them (raid_disks the new count, the old geometry in level,
-	 * layout, chunk, the move in delta_disks and new_offset), the new
-	 * members' first, then the members'. */
-	tmpl = *f;
-	tmpl.feature_map |= MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET;
-	tmpl.raid_disks = raid_disks;
-	tmpl.delta_disks = (int32_t)(raid_disks - old);
-	tmpl.new_level = f->level;
-	tmpl.new_layout = f->layout;
-	tmpl.new_chunk = f->chunk;
-	tmpl.reshape_position = 0;
-	tmpl.new_offset = -(int32_t)shift;
-	for (unsigned i = 0; i < nnew && r == 0; i++) {
-		r = md_manage_new_super(all[nm + i], news[i], &tmpl, vols[fresh], slot[i],
-		                        end_sb[i], &nsb[i]);
-		if (r < 0)
-			break;
-		md_manage_set_state(&nsb[i], events, max_dev, roles);
-		err_clear();
-		r = md_super_write(all[nm + i], &nsb[i]);
-	}
-	for (unsigned i = 0; i < nm && r == 0; i++) {
-		struct md_super *sb = sbs[i];
-		sb->feature_map |= MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET;
-		sb->raid_disks = raid_disks;
-		sb->delta_disks = tmpl.delta_disks;
-		sb->new_level = tmpl.new_level;
-		sb->new_layout = tmpl.new_layout;
-		sb->new_chunk = tmpl.new_chunk;
-		sb->reshape_position = 0;
-		sb->new_offset = tmpl.new_offset;
-		md_manage_set_state(sb, events, max_dev, roles);
-		err_clear();
-		r = md_super_write(vols[i], sb);
-	}
-	if (r < 0)
-		goto out;
-	md_say(out, "%s: reshaping %u -> %u devices (data offset %llu -> %llu sectors)", name, old,
-	       raid_disks, (unsigned long long)f->data_offset,
-	       (unsigned long long)(f->data_offset - shift));
-
-	/* Then the same as continuing it: the array assembled from what was
-	 * written, the driver run on it. */
-	struct md_assemble_opts ao = {.no_reshape = true};
-	err_clear();
-	r = md_assemble_one(all, nall, &ao, &arr);
-	nall = 0; /* taken, also on error */
-	if (r < 0)
-		goto out;
-	r = md_reshape_run(arr, o, &finished);
-	vol_close(arr);
-	if (r == 0)
-		md_say(out,
-		       finished ? "%s: reshaped to %u devices"
-		                : "%s: reshape stopped part-way (%u devices when done); "
-		                  "`uraid grow --continue` goes on",
-		       name, raid_disks);
-out:
-	for (unsigned i = 0; i < nall; i++)
-		vol_close(all[i]);
-	for (unsigned i = 0; i < nm; i++)
-		free(sbs[i]);
-	free(all);
-	free(nsb);
-	free(end_sb);
-	free(slot);
-	free(used);
 	return r;
 }
 

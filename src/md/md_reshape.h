@@ -76,13 +76,14 @@ struct md_reshape_run_opts {
 /* Move the data of the md array v (assembled writable with a reshape
  * under way, forwards) window after window to the new geometry: each
  * window read in the old geometry, written in the new one (full stripes,
- * parity and all), the members flushed, then reshape_position advanced in
- * every superblock (events + 1), as the kernel's raid5 reshape_request()
- * does, so that a stop or a crash at any point leaves a state the kernel
- * or uraid continues.  At the end the superblocks record the new
- * geometry alone (data_offset moved, no reshape).  Safe beside client
- * I/O on v.  0 when done (*finished says whether it reached the end),
- * -EINTR when stopped, or -errno with err_set() detail. */
+ * parity and all); every 64 MiB, before a window would overwrite old
+ * bytes a restart still needs, and at the end, the members flushed and
+ * reshape_position advanced in every superblock (events + 1), as the
+ * kernel's raid5 reshape_request() keeps reshape_safe, so that a stop or
+ * a crash at any point leaves a state the kernel or uraid continues.  At the end the superblocks
+ * record the new geometry alone (data_offset moved, no reshape).  Safe beside client I/O on v.  0
+ * when done (*finished says whether it reached the end), -EINTR when stopped, or -errno with
+ * err_set() detail. */
 int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *finished);
 
 /* Start a reshape of the RAID5/6 of the nm members (vols, superblocks
