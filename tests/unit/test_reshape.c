@@ -43,21 +43,6 @@ static void pattern(uint8_t *buf, uint64_t len, uint64_t off, unsigned seed)
 	}
 }
 
-static uint64_t file_hash(int i)
-{
-	static char buf[1 << 16];
-	uint64_t h = 1469598103934665603ull;
-	int fd = open(path(i), O_RDONLY);
-	ssize_t got;
-
-	while (fd >= 0 && (got = read(fd, buf, sizeof(buf))) > 0)
-		for (ssize_t k = 0; k < got; k++)
-			h = (h ^ (uint8_t)buf[k]) * 1099511628211ull;
-	if (fd >= 0)
-		close(fd);
-	return h;
-}
-
 /* A reshape to record: level, devices before and after, chunks (KiB),
  * layouts, where (in stripes of the new geometry), which way. */
 struct shape {
