@@ -2,10 +2,12 @@
  * md_grow() (md/md_grow.c: changing the number of copies of an md RAID1
  * offline, as `mdadm --grow --raid-devices=N [--add NEW]` does, the level
  * changes that move no data, md/md_takeover.c, and the rebuild of the new
- * roles), print.
+ * roles; for RAID5/6 the reshape that restripes the data, md/md_reshape.c),
+ * print.
  *
  *   uraid grow --raid-devices N [--add NEW]... [--no-rebuild] [--force] MEMBER...
  *   uraid grow --level L [--layout NAME] [--add NEW]... [--force] MEMBER...
+ *   uraid grow --continue [--stop-at SECTOR] MEMBER...
  */
 #include "cli.h"
 #include "stack/stack.h"
@@ -15,9 +17,13 @@
 #include "md/md.h"
 #include "md/md_grow.h"
 #include "md/md_takeover.h"
+#include "md/md_reshape.h"
+#include "member/member.h"
 
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +43,6 @@ static int grow_parse_takeover(int c, const char *arg, struct md_grow_opts *go)
 	return 0;
 }
 
-/* The takeover table's rows, as md_takeover.c states them. */
 /* --size as mdadm takes it (a bare number is KiB, else a size with its
  * unit; "max": all the members hold) into go->size, sectors; and
  * --array-size, which md does not store (see below). */
@@ -74,6 +79,7 @@ static int grow_parse_size(int c, const char *arg, struct md_grow_opts *go)
 	return 0;
 }
 
+/* The takeover table's rows, as md_takeover.c states them. */
 static void grow_usage_takeovers(FILE *f)
 {
 	const char *rule;
@@ -88,6 +94,69 @@ static void grow_usage_takeovers(FILE *f)
 	}
 }
 
+/* ---- the reshape of a RAID5/6 (md/md_reshape.h) ---- */
+
+static volatile sig_atomic_t grow_signalled;
+static atomic_bool grow_stop;
+
+static void grow_on_signal(int sig)
+{
+	grow_signalled = sig;
+	atomic_store(&grow_stop, true);
+}
+
+/* SIGINT and SIGTERM stop the reshape after the window being moved (its
+ * position saved: --continue goes on); o's other fields from the options. */
+static void grow_reshape_opts(struct md_reshape_run_opts *o, uint64_t stop_at)
+{
+	struct sigaction sa = {.sa_handler = grow_on_signal};
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	*o = (struct md_reshape_run_opts){.stop_at = stop_at * 512, .stop = &grow_stop};
+}
+
+/* `uraid grow --continue MEMBER...`: assemble the array (writable) and
+ * move the rest of its data, the reshape uraid or the kernel left
+ * half-done. */
+static int grow_continue(char **specs, unsigned n, uint64_t stop_at)
+{
+	struct md_assemble_opts ao = {.no_reshape = true};
+	struct md_reshape_run_opts ro;
+	struct vol **vols = calloc(n, sizeof(*vols)), *arr = NULL;
+	bool finished = false;
+	int r = vols ? 0 : -ENOMEM;
+
+	for (unsigned i = 0; i < n && r == 0; i++) {
+		err_clear();
+		r = member_open(specs[i], 0, &vols[i]);
+		if (r < 0)
+			while (i--)
+				vol_close(vols[i]);
+	}
+	if (r == 0) {
+		err_clear();
+		r = md_assemble_one(vols, n, &ao, &arr); /* takes the vols */
+	}
+	free(vols);
+	if (r < 0)
+		return cli_fail("grow", r);
+	grow_reshape_opts(&ro, stop_at);
+	r = md_reshape_run(arr, &ro, &finished);
+	if (r == 0)
+		printf("%s: %s\n", arr->name,
+		       finished ? "reshape finished" : "reshape stopped part-way (--stop-at)");
+	vol_close(arr);
+	if (r == -EINTR) {
+		fprintf(stderr,
+		        "uraid: grow: stopped (signal %d); `uraid grow --continue` goes on\n",
+		        (int)grow_signalled);
+		return 1;
+	}
+	return r < 0 ? cli_fail("grow", r) : 0;
+}
+
 static void grow_usage(FILE *f)
 {
 	fprintf(
@@ -96,6 +165,7 @@ static void grow_usage(FILE *f)
 	    "MEMBER...\n"
 	    "       uraid grow --level L [--layout NAME] [--add NEW]... [--force] MEMBER...\n"
 	    "       uraid grow --size KIB|max MEMBER...\n"
+	    "       uraid grow --continue [--stop-at SECTOR] MEMBER...\n"
 	    "Change the number of copies of the md RAID1 the MEMBERs hold (mdadm --grow\n"
 	    "--raid-devices), offline; give every member.  Growing leaves the new roles\n"
 	    "missing until a member takes them: each NEW does, and is rebuilt from the\n"
@@ -110,6 +180,12 @@ static void grow_usage(FILE *f)
 	    "  -a, --add NEW         a new member, taking a missing role (repeatable)\n"
 	    "  --no-rebuild          only write the superblocks; `uraid rebuild` does the rest\n"
 	    "  --force               overwrite a NEW that holds an md superblock or LUKS header\n"
+	    "RAID5 and RAID6 are restriped (reshaped), as mdadm --grow does: each NEW takes a\n"
+	    "new role, the data moves to the new geometry, and a stop (signal) or a crash\n"
+	    "leaves a state that --continue, or the kernel's md, goes on with.\n"
+	    "  --continue            go on with the reshape the members record\n"
+	    "  --stop-at SECTOR      stop the reshape once it has reached array sector SECTOR\n"
+	    "                        (leaves it half-done; for tests)\n"
 	    "  -v                    more messages\n");
 	grow_usage_takeovers(f);
 }
@@ -126,6 +202,8 @@ int cmd_grow(int argc, char **argv)
 	    {"no-rebuild", no_argument, NULL, 'N'},
 	    {"force", no_argument, NULL, 'f'},
 	    {"readonly", no_argument, NULL, 'R'},
+	    {"continue", no_argument, NULL, 'C'},
+	    {"stop-at", required_argument, NULL, 'S'},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
@@ -136,7 +214,9 @@ int cmd_grow(int argc, char **argv)
 	struct vol **vols = NULL;
 	struct md_super **sbs = NULL;
 	unsigned nnew = 0, n = 0, nm = 0, fresh = 0;
-	bool no_rebuild = false, force = false, rebuilding = false;
+	bool no_rebuild = false, force = false, rebuilding = false, cont = false;
+	uint64_t stop_at = 0;
+	struct md_reshape_run_opts rso;
 	char name[48];
 	int c, r, rc = 1;
 
@@ -178,6 +258,20 @@ int cmd_grow(int argc, char **argv)
 		case 'N':
 			no_rebuild = true;
 			break;
+		case 'C':
+			cont = true;
+			break;
+		case 'S': {
+			char *end;
+			stop_at = strtoull(optarg, &end, 10);
+			if (*optarg < '0' || *optarg > '9' || *end || !stop_at) {
+				fprintf(stderr, "uraid: grow: --stop-at %s: not a sector\n",
+				        optarg);
+				rc = 2;
+				goto out;
+			}
+			break;
+		}
 		case 'f':
 			force = true;
 			break;
@@ -213,7 +307,11 @@ int cmd_grow(int argc, char **argv)
 		rc = 2;
 		goto out;
 	}
-	if (optind >= argc || (!n && !go.change_level && !go.size)) {
+	if (cont && optind < argc && !n && !nnew) {
+		rc = grow_continue(argv + optind, (unsigned)(argc - optind), stop_at);
+		goto out;
+	}
+	if (optind >= argc || (!n && !go.change_level && !go.size) || cont) {
 		grow_usage(stderr);
 		rc = 2;
 		goto out;
@@ -257,6 +355,8 @@ int cmd_grow(int argc, char **argv)
 	go.force = force;
 	go.rebuild = &ro;
 	go.rebuilding = &rebuilding;
+	grow_reshape_opts(&rso, stop_at);
+	go.reshape = &rso;
 	r = md_grow(argv + optind, nm, vols, sbs, fresh, &go);
 	cli_rebuild_end();
 	if (r == -EINTR && rebuilding)

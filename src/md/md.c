@@ -256,6 +256,12 @@ static int sb1_decode(const void *buf, struct md_super *s)
 	s->dev_number = md_le32(sb->dev_number);
 	memcpy(s->device_uuid, sb->device_uuid, 16);
 	s->devflags = sb->devflags;
+	s->reshape_position = md_le64(sb->reshape_position);
+	s->new_level = (int32_t)md_le32(sb->new_level);
+	s->delta_disks = (int32_t)md_le32(sb->delta_disks);
+	s->new_layout = md_le32(sb->new_layout);
+	s->new_chunk = md_le32(sb->new_chunk);
+	s->new_offset = (int32_t)md_le32(sb->new_offset);
 	s->events = md_le64(sb->events);
 	s->resync_offset = md_le64(sb->resync_offset);
 	s->sb_csum = md_le32(sb->sb_csum);
@@ -363,6 +369,35 @@ static int md_super_check_ppl(const struct md_super *s, uint64_t member_bytes, c
 	return 0;
 }
 
+/* One member's half of a reshape's rules (the array's are md_reshape.c's):
+ * the bits that only mean something during one, and a new data area
+ * (data_offset + new_offset) that lies after the superblock (1.1, 1.2)
+ * and inside the member with room for the used size. */
+static int md_super_check_reshape(const struct md_super *s, uint64_t member_bytes, const char *name)
+{
+	uint64_t at = md_super_offset(s, member_bytes) / 512, off, size;
+	int64_t want = (int64_t)s->data_offset + s->new_offset;
+
+	if (!(s->feature_map & MD_FEATURE_RESHAPE))
+		return 0;
+	if (!(s->feature_map & MD_FEATURE_RESHAPE_ACTIVE))
+		return err_set(-EINVAL,
+		               "%s: md superblock has reshape features 0x%x without a reshape "
+		               "under way",
+		               name, s->feature_map & MD_FEATURE_RESHAPE);
+	if (!(s->feature_map & MD_FEATURE_NEW_OFFSET))
+		return 0;
+	md_super_new_data_area(s, &off, &size);
+	if (want < 0 || (!md_sb_version_data_first(sb_version(s)) && (uint64_t)want < at + 8) ||
+	    size < 10 || (md_level_redundant(s->level) && size < s->size))
+		return err_set(-EUCLEAN,
+		               "%s: md reshape's new data offset %lld (data offset %llu %+d) "
+		               "overlaps the superblock or leaves no room for the data",
+		               name, (long long)want, (unsigned long long)s->data_offset,
+		               s->new_offset);
+	return 0;
+}
+
 int md_super_check(const struct md_super *s, uint64_t member_bytes, const char *name)
 {
 	uint64_t sectors = member_bytes / 512;
@@ -416,10 +451,34 @@ int md_super_check(const struct md_super *s, uint64_t member_bytes, const char *
 		return r;
 	if (s->feature_map & MD_FEATURE_REFUSED)
 		return err_set(-ENOTSUP,
-		               "%s: md superblock uses features 0x%x (reshape, journal, cluster "
-		               "or replacement) that uraid does not support",
+		               "%s: md superblock uses features 0x%x (cluster or replacement) "
+		               "that uraid does not support",
 		               name, s->feature_map & MD_FEATURE_REFUSED);
+	r = md_super_check_reshape(s, member_bytes, name);
+	if (r < 0)
+		return r;
 	return md_super_check_ppl(s, member_bytes, name);
+}
+
+void md_super_new_data_area(const struct md_super *s, uint64_t *off, uint64_t *size)
+{
+	uint64_t end = s->data_offset + s->data_size;
+
+	*off = s->data_offset;
+	if ((s->feature_map & MD_FEATURE_RESHAPE_ACTIVE) &&
+	    (s->feature_map & MD_FEATURE_NEW_OFFSET))
+		*off = (uint64_t)((int64_t)s->data_offset + s->new_offset);
+	*size = *off < end ? end - *off : 0;
+}
+
+int md_super_no_reshape(const struct md_super *s, const char *name)
+{
+	if (!(s->feature_map & MD_FEATURE_RESHAPE))
+		return 0;
+	return err_set(-ENOTSUP,
+	               "%s: md superblock records a reshape under way (at sector %llu); uraid "
+	               "cannot change such an array offline (uraid serve --readonly reads it)",
+	               name, (unsigned long long)s->reshape_position);
 }
 
 bool md_super_ppl(const struct md_super *s, int32_t *off, uint32_t *size)
@@ -475,8 +534,7 @@ int md_super_read_raw(struct vol *member, struct md_super *s)
 			first = v;
 		/* Several in place (a stale one of an older array): the
 		 * latest created wins, as mdadm's load_super1 picks. */
-		if (s->super_offset == at / 512 &&
-		    (!best || MD_TIME_SECS(s->ctime) > best_ctime)) {
+		if (s->super_offset == at / 512 && (!best || MD_TIME_SECS(s->ctime) > best_ctime)) {
 			best = v;
 			best_ctime = MD_TIME_SECS(s->ctime);
 		}
@@ -541,6 +599,12 @@ static void sb1_encode(struct md_super *s)
 	sb->dev_number = htole32(s->dev_number);
 	memcpy(sb->device_uuid, s->device_uuid, 16);
 	sb->devflags = s->devflags;
+	sb->reshape_position = htole64(s->reshape_position);
+	sb->new_level = htole32((uint32_t)s->new_level);
+	sb->delta_disks = htole32((uint32_t)s->delta_disks);
+	sb->new_layout = htole32(s->new_layout);
+	sb->new_chunk = htole32(s->new_chunk);
+	sb->new_offset = htole32((uint32_t)s->new_offset);
 	sb->utime = htole64(s->utime);
 	sb->events = htole64(s->events);
 	sb->resync_offset = htole64(s->resync_offset);

@@ -60,14 +60,16 @@
 #define MD_FEATURE_MULTIPLE_PPLS 0x800u
 #define MD_FEATURE_RAID0_LAYOUT 0x1000u
 #define MD_FEATURE_ALL 0x1fffu
-/* Features uraid cannot serve or update correctly (a reshape under way, a
- * cluster, a replacement being built): md_super_check()
- * refuses a superblock with any of them, so every path (assembly, add,
- * rebuild, grow, examine) refuses it with the same message rather than
- * corrupt it. */
-#define MD_FEATURE_REFUSED                                                                         \
-	(MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_CLUSTERED | MD_FEATURE_NEW_OFFSET |                 \
-	 MD_FEATURE_REPLACEMENT)
+/* Features uraid cannot serve or update correctly (a cluster, a
+ * replacement being built): md_super_check() refuses a superblock with
+ * any of them, so every path (assembly, add, rebuild, grow, examine)
+ * refuses it with the same message rather than corrupt it. */
+#define MD_FEATURE_REFUSED (MD_FEATURE_CLUSTERED | MD_FEATURE_REPLACEMENT)
+/* A reshape under way (md_reshape.h): md_super_check() accepts these
+ * (checking where the new data area lies); assembly serves such an array
+ * and md_super_no_reshape() refuses it on the paths that cannot. */
+#define MD_FEATURE_RESHAPE                                                                         \
+	(MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET | MD_FEATURE_RESHAPE_BACKWARDS)
 /* md's partial parity log, one area per member (md_ppl.h): either bit (the
  * kernel writes MULTIPLE_PPLS once it logs header after header). */
 #define MD_FEATURE_ANY_PPL (MD_FEATURE_PPL | MD_FEATURE_MULTIPLE_PPLS)
@@ -189,6 +191,14 @@ struct md_super {
 	uint32_t dev_number;
 	uint8_t device_uuid[16];
 	uint8_t devflags; /* MD_DEVFLAG_*: md's per-device flags (1.x only) */
+	/* A reshape (MD_FEATURE_RESHAPE_ACTIVE; md_reshape.h): how far it got
+	 * (array sectors) and the geometry it goes to; level, layout, chunk
+	 * above are the old one's and raid_disks the new count (old =
+	 * raid_disks - delta_disks); new_offset: signed sectors from
+	 * data_offset to the new data area (MD_FEATURE_NEW_OFFSET). */
+	uint64_t reshape_position;
+	int32_t new_level, delta_disks, new_offset;
+	uint32_t new_layout, new_chunk;
 	uint64_t events;
 	uint64_t resync_offset;
 	uint32_t sb_csum; /* as stored */
@@ -302,6 +312,18 @@ void md_super_bitmap_uuid(const struct md_super *s, uint8_t uuid[16]);
  * word bitmap_offset shares) and *size its sectors. */
 bool md_super_ppl(const struct md_super *s, int32_t *off, uint32_t *size);
 
+/* Where s's member keeps its data in the reshape's new geometry, in
+ * sectors: [*off, *off + *size), the end where the old area ends
+ * (data_offset + new_offset under MD_FEATURE_NEW_OFFSET, else the old
+ * area itself). */
+void md_super_new_data_area(const struct md_super *s, uint64_t *off, uint64_t *size);
+
+/* 0 unless s records a reshape under way; then -ENOTSUP with err_set()
+ * detail "NAME: ... a reshape under way ...": the one refusal of the
+ * paths that change an array offline (add, rebuild, grow) and cannot
+ * take one half-reshaped. */
+int md_super_no_reshape(const struct md_super *s, const char *name);
+
 /* This member's role: its dev_roles slot, or MD_ROLE_SPARE. */
 unsigned md_super_role(const struct md_super *s);
 
@@ -391,11 +413,15 @@ void md_super_array_name(const struct md_super *sb, char *out, size_t len);
 /* ---- assembly (md_assemble.c) ---- */
 
 struct md_assemble_opts {
-	bool readonly;             /* never write a byte, not even events or utime */
-	bool run_degraded;         /* start redundant arrays with members missing */
-	bool no_recovery;          /* writable, but no online recovery: members under
-	                            * recovery and spares are left out, as read-only
-	                            * starts leave them */
+	bool readonly;     /* never write a byte, not even events or utime */
+	bool run_degraded; /* start redundant arrays with members missing */
+	bool no_recovery;  /* writable, but no online recovery: members under
+	                    * recovery and spares are left out, as read-only
+	                    * starts leave them */
+	/* A writable start of an array with a reshape under way continues
+	 * it in the background (md_reshape.h), at the sync speed limits,
+	 * unless this is set (the offline `uraid grow` runs it itself). */
+	bool no_reshape;
 	bool start_dirty_degraded; /* start a writable RAID5/6 that is
 	                            * md_dirty_degraded() (mdadm --force) */
 	/* With readonly: when the members up to date cannot start the array,

@@ -28,6 +28,7 @@
  * rebuild is about to restart below them. */
 #include "md_internal.h"
 #include "md_ppl.h"
+#include "md_reshape.h"
 
 #include "core/log.h"
 #include "disc/slice.h"
@@ -84,16 +85,17 @@ static int md_set_fresh(struct md_cand **g, unsigned k, struct md_super **freshp
 	return 0;
 }
 
-/* a's state as fresh records it, with room for k members and spares, no
+/* a's state as fresh records it, with slots roles (raid_disks, or both
+ * geometries' during a reshape) and room for k members and spares, no
  * member yet.  0 or -ENOMEM (what was allocated is md_array_open's to
  * free). */
-static int md_array_init(struct md_array *a, const struct md_super *fresh, unsigned k,
-                         const struct md_assemble_opts *o)
+static int md_array_init(struct md_array *a, const struct md_super *fresh, unsigned slots,
+                         unsigned k, const struct md_assemble_opts *o)
 {
-	a->m = calloc(fresh->raid_disks, sizeof(*a->m));
+	a->m = calloc(slots, sizeof(*a->m));
 	if (!a->m)
 		return -ENOMEM;
-	a->n = fresh->raid_disks;
+	a->n = slots;
 	a->level = fresh->level;
 	a->readonly = o->readonly;
 	a->events = fresh->events;
@@ -518,6 +520,34 @@ static int md_journal_start(struct md_array *a, const struct md_super *fresh,
 	return 0;
 }
 
+/* An array whose freshest superblock fresh records a reshape under way:
+ * its rules (md_reshape_parse into *rs), every member of the same events
+ * recording the same reshape, and a start uraid can give it:
+ * (read-only, any; writable, a forwards one of an array without a
+ * bitmap, which md_reshape_run() continues; found unclean, it is resynced
+ * first, through both geometries, as any array is). */
+static int md_set_reshape(struct md_cand **g, unsigned k, const struct md_super *fresh,
+                          const char *name, const struct md_assemble_opts *o, struct md_reshape *rs)
+{
+	int r = md_reshape_parse(fresh, name, rs);
+
+	for (unsigned i = 0; i < k && r == 0; i++)
+		if (g[i]->sb->events + 1 >= fresh->events)
+			r = md_reshape_same(g[i]->sb, g[i]->v->name, fresh, g[0]->v->name, name);
+	if (r < 0 || o->readonly)
+		return r;
+	const char *why = rs->backwards ? "it runs backwards (a shrink)"
+	                  : (fresh->feature_map & MD_FEATURE_BITMAP_OFFSET)
+	                      ? "the array has a write-intent bitmap"
+	                      : NULL;
+	if (why)
+		return err_set(-ENOTSUP,
+		               "%s: a reshape is under way (%u -> %u devices) and %s; uraid does "
+		               "not continue that one: --readonly serves the array as it stands",
+		               name, rs->from.raid_disks, rs->to.raid_disks, why);
+	return 0;
+}
+
 /* Assemble the k candidates in g[] (one array UUID), step by step: the
  * freshest superblock, the array's state, the members' roles, the
  * refusals for what is missing, the RAID and md vols, then the bitmap,
@@ -530,8 +560,9 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 	struct md_array *a = NULL;
 	struct vol **slices = NULL;
 	char name[48], uuid[36];
-	unsigned present = 0, missing = 0, recovering = 0;
-	bool redundant;
+	unsigned present = 0, missing = 0, recovering = 0, slots;
+	struct md_reshape rs;
+	bool redundant, reshaping;
 	int r = 0;
 
 	r = md_set_fresh(g, k, &fresh, name);
@@ -539,21 +570,37 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 		goto fail;
 	md_uuid_format(fresh->set_uuid, uuid);
 	redundant = md_level_redundant(fresh->level);
+	reshaping = fresh->feature_map & MD_FEATURE_RESHAPE_ACTIVE;
+	if (reshaping) {
+		r = md_set_reshape(g, k, fresh, name, o, &rs);
+		if (r < 0)
+			goto fail;
+	}
+	slots = reshaping ? rs.slots : fresh->raid_disks;
 	a = calloc(1, sizeof(*a));
-	slices = calloc(fresh->raid_disks, sizeof(*slices));
+	slices = calloc(slots, sizeof(*slices));
 	if (!a || !slices) {
 		r = -ENOMEM;
 		goto fail;
 	}
-	r = md_array_init(a, fresh, k, o);
+	r = md_array_init(a, fresh, slots, k, o);
 	if (r < 0)
 		goto fail;
+	if (reshaping)
+		a->rec.enabled = false; /* no recovery while the data moves */
 	md_set_roles(a, g, k, fresh, name, o);
 	r = md_set_check_missing(a, fresh, o, name, &present, &missing, &recovering);
 	if (r == 0)
-		r = md_array_open_raid(a, fresh, name, o->readonly, slices);
+		r = reshaping ? md_reshape_open(a, &rs, name)
+		              : md_array_open_raid(a, fresh, name, o->readonly, slices);
 	if (r < 0)
 		goto fail;
+	if (reshaping)
+		log_info("%s: a reshape is under way (%u -> %u devices, chunk %u -> %u KiB), at "
+		         "%llu of %llu KiB",
+		         name, rs.from.raid_disks, rs.to.raid_disks, rs.from.chunk / 1024,
+		         rs.to.chunk / 1024, (unsigned long long)rs.pos / 1024,
+		         (unsigned long long)rs.size / 1024);
 	log_info("%s: assembled %s (%s) from %u of %u members%s%s%s", name,
 	         md_level_name(fresh->level), uuid, present, a->n,
 	         missing || recovering ? ", degraded" : "", o->readonly ? ", read-only" : "",
@@ -601,6 +648,13 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 				vol_close(&a->vol); /* stays marked unclean */
 				return r;
 			}
+		}
+	}
+	if (a->reshaping && !o->readonly && !o->no_reshape) {
+		r = md_reshape_start(a);
+		if (r < 0) {
+			vol_close(&a->vol);
+			return r;
 		}
 	}
 	if (a->rec.enabled) {

@@ -8,8 +8,9 @@
  * missing role, marked as recovering from 0 (a spare when no role is
  * missing); then md's offline rebuild (md_rebuild.c) runs on all of them
  * (unless no_rebuild).  Shrinking drops roles only when no member holds
- * them (mdadm asks for them to be failed and removed first).  Other levels
- * need a reshape, which uraid does not do: refused.
+ * them (mdadm asks for them to be failed and removed first).  RAID5/6
+ * restripe (md_reshape.c); other levels need a reshape uraid does not do:
+ * refused.
  *
  * Every check is made before the first byte is written: a refusal leaves
  * every member and every NEW as it was. */
@@ -638,6 +639,10 @@ int md_grow(char **specs, unsigned nm, struct vol **vols, struct md_super **sbs,
 		return grow_takeover(specs, nm, vols, sbs, fresh, o);
 	if (o->size)
 		return grow_size(specs, nm, vols, sbs, fresh, o);
+	if (sbs[fresh]->level == 5 || sbs[fresh]->level == 6)
+		return md_reshape_grow(specs, nm, vols, sbs, fresh, n, o->news, o->nnew, o->force,
+		                       o->reshape, out);
+
 	r = grow_load(specs, nm, vols, sbs, fresh, false, &s);
 	if (r < 0)
 		goto fail;

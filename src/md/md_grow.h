@@ -7,6 +7,7 @@
 #define URAID_MD_GROW_H
 
 #include "md_rebuild.h"
+#include "md_reshape.h"
 
 #define MD_GROW_SIZE_MAX UINT64_MAX
 
@@ -27,9 +28,13 @@ struct md_grow_opts {
 	                  * missing without a NEW (mdadm --force) */
 	const struct md_rebuild_opts *rebuild; /* how the rebuild shows and stops */
 	bool *rebuilding; /* set once the rebuild begins (its errors are its own) */
+	/* RAID5/6: the reshape that moves the data (md_reshape_grow), and
+	 * how it shows itself and stops. */
+	const struct md_reshape_run_opts *reshape;
 };
 
-/* Grow or shrink the RAID1 of the nm members (vols, superblocks sbs, fresh
+/* Grow or shrink the RAID1 of the nm members (a RAID5/6 grows by a
+ * reshape: md_reshape_grow(), md_reshape.h) (vols, superblocks sbs, fresh
  * the freshest, specs their names; all consumed, as md_rebuild takes
  * them); or, with change_level, take the array over to another level
  * (md_takeover.h's table): a role the new level adds (parity, Q) is taken

@@ -21,6 +21,7 @@
 #include "md.h"
 #include "md_bitmap.h"
 #include "md_journal.h"
+#include "md_reshape.h"
 #include "md_throttle.h"
 
 #include "disc/raid/raid.h"
@@ -160,6 +161,14 @@ struct md_array {
 	struct md_journal *jn;
 	struct vol **jn_members;
 	struct md_readd readd;
+	/* A reshape under way (md_reshape.c): a->raid is then the reshape
+	 * vol over the two geometries. */
+	bool reshaping;
+	struct md_reshape reshape;
+	/* The thread that continues it while the array serves. */
+	pthread_t rs_thread;
+	bool rs_started;
+	atomic_bool rs_stop;
 };
 
 /* md_state.c: write the array state into every live member's (and
@@ -220,6 +229,17 @@ void md_ev_finished(struct md_array *a, uint64_t mismatch_cnt);
 /* md_bitmap_load.c: a writable start of an array whose superblock fresh
  * records an internal bitmap: a->bm is kept from now on. */
 void md_bm_load(struct md_array *a, const struct md_super *fresh);
+
+/* md_reshape.c: open the vols of an array with a reshape under way
+ * (md_reshape.h) over a's members in their roles: a->raid is the reshape
+ * vol, the md vol over it.  0 or -errno with err_set(); the
+ * members stay the caller's. */
+int md_reshape_open(struct md_array *a, const struct md_reshape *rs, const char *name);
+/* Continue a's reshape in a thread of its own (md_reshape_run at the
+ * sync speed limits) until it ends or md_reshape_stop(): 0 or -errno. */
+int md_reshape_start(struct md_array *a);
+/* At close: the thread stops after the window it moves and ends. */
+void md_reshape_stop(struct md_array *a);
 
 /* md_vol.c */
 /* The md vol over a->raid: 0 or -errno. */

@@ -305,6 +305,7 @@ static void md_close(struct vol *v)
 {
 	struct md_array *a = to_md(v);
 
+	md_reshape_stop(a);
 	md_rec_stop(a);
 	if (!a->readonly && atomic_load(&a->active)) {
 		/* Data durable first, then the clean mark; the journal's tail

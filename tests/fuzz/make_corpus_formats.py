@@ -118,6 +118,20 @@ def make_md(uraid, out):
             seeds["md-raid%d" % level] = md_seed(fix, derived)
             seeds["md-raid%d-degraded" % level] = md_seed(fix | 0x04, derived[1:])
             seeds["md-raid%d-failread" % level] = md_seed(fix | 0x80 | 0x40, derived)
+        # a raid5 3 -> 4 reshape under way (RESHAPE_ACTIVE | NEW_OFFSET), one
+        # stripe of the new geometry moved, the data offset 512 KiB lower
+        derived = []
+        for s in sbs:
+            s = bytearray(s)
+            chunk = struct.unpack_from("<I", s, 88)[0]
+            dsize = struct.unpack_from("<Q", s, 136)[0]
+            md_set(s, "<I", 8, struct.unpack_from("<I", s, 8)[0] | 0x44)
+            md_set(s, "<II", 72, 5, 2)
+            md_set(s, "<Q", 80, dsize // chunk * chunk)
+            md_set(s, "<I", 92, 4)
+            md_set(s, "<IQiIIi", 100, 5, chunk * 3, 1, 2, chunk, -1024)
+            derived.append((sec, md_trim(md_seal(s))))
+        seeds["md-raid5-reshape"] = md_seed(fix, derived)
 
         sbs, sec = uraid_create(uraid, tmp, "r10", ["--level=10", "--raid-devices=4", "--layout=n2",
                                                     "--chunk=64"], 4)

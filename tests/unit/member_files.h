@@ -1,6 +1,7 @@
 /* member_files.h — member image files for the unit tests that make md
  * arrays (test_md_assemble, test_md_bitmap, test_control): a scratch dir,
- * the path of member i in it, a blank member of a size, and
+ * the path of member i in it, a blank member of a size, a hash of one
+ * (file_hash: was it written?), and
  * create(args..., NULL), md_create() with `uraid create`'s options
  * (--level, --chunk and --bitmap-chunk in KiB, --layout, --name,
  * --assume-clean, --bitmap) and members. */
@@ -35,6 +36,22 @@ static void member_file_make(int i, uint64_t size)
 	int fd = open(path(i), O_RDWR | O_CREAT | O_TRUNC, 0600);
 	CHECK(fd >= 0 && ftruncate(fd, (off_t)size) == 0);
 	close(fd);
+}
+
+/* FNV-1a over member i's whole file: "was anything written?" */
+static inline uint64_t file_hash(int i)
+{
+	static char buf[1 << 16];
+	uint64_t h = 1469598103934665603ull;
+	int fd = open(path(i), O_RDONLY);
+	ssize_t got;
+
+	while (fd >= 0 && (got = read(fd, buf, sizeof(buf))) > 0)
+		for (ssize_t k = 0; k < got; k++)
+			h = (h ^ (uint8_t)buf[k]) * 1099511628211ull;
+	if (fd >= 0)
+		close(fd);
+	return h;
 }
 
 /* `uraid create first ...` (the list ends with NULL) through md_create():

@@ -593,7 +593,8 @@ static void test_level4(void)
 
 /* Each feature in the one refusal mask, replacement included, makes a
  * superblock unusable with the one message; the features uraid handles
- * (bitmap, recovery offset, bad blocks) do not. */
+ * (bitmap, recovery offset, bad blocks, a reshape under way: its rules
+ * are test_reshape.c's) do not, but a reshape's bits without one do. */
 static void test_refused_features(void)
 {
 	for (unsigned bit = 0; bit < 13; bit++) {
@@ -614,6 +615,11 @@ static void test_refused_features(void)
 		if (f & MD_FEATURE_REFUSED) {
 			CHECK_EQ(r, -ENOTSUP);
 			CHECK(strstr(err_detail(r), "m.img: md superblock uses features") != NULL);
+		} else if (f & (MD_FEATURE_NEW_OFFSET | MD_FEATURE_RESHAPE_BACKWARDS)) {
+			/* the reshape's bits, without one under way */
+			CHECK_EQ(r, -EINVAL);
+			CHECK(strstr(err_detail(r), "m.img: md superblock has reshape features") !=
+			      NULL);
 		} else if (f & MD_FEATURE_ANY_PPL) { /* served, but on raid5 only */
 			CHECK_EQ(r, -EINVAL);
 			CHECK(strstr(err_detail(r), "m.img: md PPL on a level 1 array") != NULL);

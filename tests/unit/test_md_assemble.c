@@ -31,22 +31,6 @@ static void make_members(int n)
 		member_file_make(i, MEMBER_SIZE);
 }
 
-/* FNV-1a over the whole file: "was anything written?" */
-static uint64_t file_hash(int i)
-{
-	static char buf[1 << 16];
-	uint64_t h = 1469598103934665603ull;
-	int fd = open(path(i), O_RDONLY);
-	ssize_t got;
-
-	while (fd >= 0 && (got = read(fd, buf, sizeof(buf))) > 0)
-		for (ssize_t k = 0; k < got; k++)
-			h = (h ^ (uint8_t)buf[k]) * 1099511628211ull;
-	if (fd >= 0)
-		close(fd);
-	return h;
-}
-
 /* Assemble the members order[0..n) into exactly one vol. */
 static int assemble(const int *order, int n, bool ro, bool degraded, struct vol **out)
 {

@@ -1,0 +1,637 @@
+/* md_reshape.c — an md array with a reshape under way (md_reshape.h):
+ * the rules its superblocks must keep (md_reshape_parse, as the kernel's
+ * raid5 run() checks them), the vol that serves it from its two
+ * geometries, and opening it for md_assemble.c (md_reshape_open: each
+ * member's old and new data areas cut out, one RAID vol per geometry);
+ * the one driver that moves the data (md_reshape_run), in the foreground
+ * or in a thread while the array serves.  Starting one offline is
+ * md_reshape_grow.c's.  The per-member half of the rules (where the new data area lies) is
+ * md.c's md_super_check(). */
+#include "md_internal.h"
+#include "md_reshape.h"
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "disc/slice.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the rules ---- */
+
+/* Whether layout is one of level's named layouts. */
+static bool md_reshape_layout_ok(const struct md_level_info *lv, uint32_t layout)
+{
+	for (unsigned i = 0; i < lv->nlayouts; i++)
+		if (lv->layouts[i].layout == layout)
+			return true;
+	return false;
+}
+
+int md_reshape_parse(const struct md_super *fresh, const char *name, struct md_reshape *out)
+{
+	const struct md_level_info *lv = md_level_info(fresh->level);
+	int64_t old_disks = (int64_t)fresh->raid_disks - fresh->delta_disks;
+	uint64_t dev, stripe, chunk_s, old_size, new_size;
+	unsigned parity;
+
+	memset(out, 0, sizeof(*out));
+	if (!lv || (fresh->level != 5 && fresh->level != 6))
+		return err_set(-ENOTSUP,
+		               "%s: md records a reshape of a %s array, which uraid does not "
+		               "reshape (raid5 and raid6 only)",
+		               name, lv ? lv->name : "unknown");
+	if (fresh->new_level != fresh->level)
+		return err_set(-ENOTSUP,
+		               "%s: md records a reshape from level %d to level %d, which uraid "
+		               "does not continue (nor does the kernel)",
+		               name, fresh->level, fresh->new_level);
+	if (fresh->feature_map & (MD_FEATURE_ANY_PPL | MD_FEATURE_JOURNAL))
+		return err_set(-ENOTSUP, "%s: a reshape of an array with a PPL or a journal", name);
+	parity = lv->parity;
+	if (old_disks < (int64_t)lv->min_disks || old_disks >= MD_SB_MAX_DEV)
+		return err_set(-EINVAL,
+		               "%s: md reshape's delta_disks %d does not match the roles: %u "
+		               "devices now makes %lld before (%s needs at least %u)",
+		               name, fresh->delta_disks, fresh->raid_disks, (long long)old_disks,
+		               lv->name, lv->min_disks);
+	out->slots =
+	    fresh->raid_disks > (uint64_t)old_disks ? fresh->raid_disks : (unsigned)old_disks;
+	for (unsigned s = 0; s < fresh->max_dev && s < MD_SB_MAX_DEV; s++) {
+		unsigned role = fresh->roles[s];
+		if (role < MD_ROLE_MAX && role >= out->slots)
+			return err_set(-EINVAL,
+			               "%s: md reshape's delta_disks %d does not match the roles: "
+			               "slot %u has role %u, beyond both the old %lld and the new "
+			               "%u devices",
+			               name, fresh->delta_disks, s, role, (long long)old_disks,
+			               fresh->raid_disks);
+	}
+	if (!md_reshape_layout_ok(lv, fresh->new_layout) || fresh->new_chunk == 0 ||
+	    fresh->new_chunk > UINT32_MAX / 512 || fresh->new_chunk % 8)
+		return err_set(-EINVAL,
+		               "%s: md reshape's new layout %u or new chunk %u sectors is not one "
+		               "%s takes",
+		               name, fresh->new_layout, fresh->new_chunk, lv->name);
+	if (fresh->delta_disks == 0 && fresh->new_layout == fresh->layout &&
+	    fresh->new_chunk == fresh->chunk)
+		return err_set(-EINVAL,
+		               "%s: md records a reshape that changes nothing (same devices, "
+		               "layout and chunk)",
+		               name);
+	out->from = (struct raid_geom){.level = fresh->level,
+	                               .layout = fresh->layout,
+	                               .chunk = fresh->chunk * 512,
+	                               .raid_disks = (unsigned)old_disks,
+	                               .dev_size = fresh->size * 512};
+	out->to = (struct raid_geom){.level = fresh->level,
+	                             .layout = fresh->new_layout,
+	                             .chunk = fresh->new_chunk * 512,
+	                             .raid_disks = fresh->raid_disks,
+	                             .dev_size = fresh->size * 512};
+	/* raid5_size(): the used size in whole chunks of both geometries. */
+	chunk_s = fresh->chunk > fresh->new_chunk ? fresh->chunk : fresh->new_chunk;
+	dev = fresh->size - fresh->size % chunk_s;
+	old_size = dev * (uint64_t)(old_disks - parity);
+	new_size = dev * (uint64_t)(fresh->raid_disks - parity);
+	if (fresh->reshape_position > (old_size > new_size ? old_size : new_size))
+		return err_set(-EINVAL,
+		               "%s: md reshape_position %llu is past the end of the array (%llu "
+		               "sectors before, %llu after)",
+		               name, (unsigned long long)fresh->reshape_position,
+		               (unsigned long long)old_size, (unsigned long long)new_size);
+	stripe = chunk_s * (fresh->raid_disks - parity);
+	if (fresh->reshape_position % stripe)
+		return err_set(-EINVAL,
+		               "%s: md reshape_position %llu is not on a stripe boundary of the "
+		               "new geometry (%llu sectors)",
+		               name, (unsigned long long)fresh->reshape_position,
+		               (unsigned long long)stripe);
+	out->pos = fresh->reshape_position * 512;
+	out->backwards = fresh->feature_map & MD_FEATURE_RESHAPE_BACKWARDS;
+	out->size = (old_size < new_size ? old_size : new_size) * 512;
+	out->from_end = old_size * 512;
+	out->to_end = new_size * 512;
+	return 0;
+}
+
+int md_reshape_same(const struct md_super *sb, const char *mname, const struct md_super *fresh,
+                    const char *fname, const char *name)
+{
+	const uint32_t bits = MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_RESHAPE_BACKWARDS;
+
+	if ((sb->feature_map & bits) != (fresh->feature_map & bits) ||
+	    sb->delta_disks != fresh->delta_disks || sb->new_level != fresh->new_level ||
+	    sb->new_layout != fresh->new_layout || sb->new_chunk != fresh->new_chunk)
+		return err_set(-EINVAL, "%s: %s and %s disagree on the reshape under way", name,
+		               mname, fname);
+	return 0;
+}
+
+/* ---- the vol ----
+ * Requests count themselves in (inflight) under the lock; a write into
+ * the window the driver is moving, or into what it moved since the
+ * superblocks last recorded the position, [safe, pos + win), waits until
+ * that is recorded (a crash would move it again from its old copy).  At each window's start the
+ * driver drains every request in flight (new ones wait meanwhile): one that chose the old geometry
+ * before the previous move must not land where the next move writes.
+ * Reads of the window need not wait: the move writes the new geometry
+ * only where the old one holds bytes already moved (md_reshape_run). */
+
+struct md_reshape_vol {
+	struct vol vol;
+	struct vol *from, *to;
+	bool backwards;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	uint64_t pos, win; /* with lock */
+	uint64_t safe;     /* the position the superblocks record (<= pos) */
+	unsigned inflight;
+	bool draining;
+};
+
+static struct md_reshape_vol *to_rv(struct vol *v)
+{
+	return container_of(v, struct md_reshape_vol, vol);
+}
+
+/* The geometry holding array byte off, and how many bytes from off on it
+ * holds (up to len); pos is x->pos as the request saw it. */
+static struct vol *rv_place(struct md_reshape_vol *x, uint64_t pos, uint64_t off, uint64_t len,
+                            uint64_t *n)
+{
+	bool below = off < pos;
+
+	*n = below && len > pos - off ? pos - off : len;
+	return below != x->backwards ? x->to : x->from;
+}
+
+/* Count a request of [off, off+len) in (write: it waits out the window);
+ * returns the position it goes by. */
+static uint64_t rv_enter(struct md_reshape_vol *x, uint64_t off, uint64_t len, bool write)
+{
+	uint64_t pos;
+
+	pthread_mutex_lock(&x->lock);
+	while (x->draining ||
+	       (write && x->pos + x->win > x->safe && off < x->pos + x->win && off + len > x->safe))
+		pthread_cond_wait(&x->cond, &x->lock);
+	x->inflight++;
+	pos = x->pos;
+	pthread_mutex_unlock(&x->lock);
+	return pos;
+}
+
+static int rv_leave(struct md_reshape_vol *x, int r)
+{
+	pthread_mutex_lock(&x->lock);
+	if (--x->inflight == 0)
+		pthread_cond_broadcast(&x->cond);
+	pthread_mutex_unlock(&x->lock);
+	return r;
+}
+
+static int rv_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
+{
+	struct md_reshape_vol *x = to_rv(v);
+	uint64_t pos = rv_enter(x, off, len, false), n;
+	int r = 0;
+
+	while (len && r == 0) {
+		struct vol *g = rv_place(x, pos, off, len, &n);
+		r = g->ops->read(g, buf, n, off);
+		buf = (char *)buf + n;
+		off += n;
+		len -= n;
+	}
+	return rv_leave(x, r);
+}
+
+static int rv_write(struct vol *v, const void *buf, uint64_t len, uint64_t off, unsigned flags)
+{
+	struct md_reshape_vol *x = to_rv(v);
+	uint64_t pos = rv_enter(x, off, len, true), n;
+	bool split = off < pos && off + len > pos;
+	int r = 0;
+
+	/* Split across the position, FUA goes on neither piece: a flush of
+	 * both after (vol.h). */
+	while (len && r == 0) {
+		struct vol *g = rv_place(x, pos, off, len, &n);
+		r = g->ops->write(g, buf, n, off, split ? flags & ~VOL_FUA : flags);
+		buf = (const char *)buf + n;
+		off += n;
+		len -= n;
+	}
+	if (r == 0 && split && (flags & VOL_FUA)) {
+		r = vol_flush(x->from);
+		if (r == 0)
+			r = vol_flush(x->to);
+	}
+	return rv_leave(x, r);
+}
+
+static int rv_flush(struct vol *v)
+{
+	struct md_reshape_vol *x = to_rv(v);
+	int r = vol_flush(x->from), r2 = vol_flush(x->to);
+
+	return r < 0 ? r : r2;
+}
+
+static void rv_close(struct vol *v)
+{
+	struct md_reshape_vol *x = to_rv(v);
+
+	vol_close(x->from);
+	vol_close(x->to);
+	pthread_mutex_destroy(&x->lock);
+	pthread_cond_destroy(&x->cond);
+	vol_fini(&x->vol);
+	free(x);
+}
+
+static const struct vol_ops md_reshape_ops = {
+    .kind = "md-reshape",
+    .read = rv_read,
+    .write = rv_write,
+    .flush = rv_flush,
+    .close = rv_close,
+};
+
+int md_reshape_vol_open(struct vol *from, struct vol *to, const struct md_reshape *rs,
+                        bool readonly, const char *name, struct vol **out)
+{
+	struct md_reshape_vol *x = calloc(1, sizeof(*x));
+	uint32_t bmin = from->block_min > to->block_min ? from->block_min : to->block_min;
+	uint64_t size = rs->size;
+	unsigned caps = (from->caps | to->caps) & (VOL_CAP_FLUSH | VOL_CAP_READONLY);
+	int r;
+
+	if (size > from->size)
+		size = from->size;
+	if (size > to->size)
+		size = to->size;
+	size -= size % bmin;
+	if (!x || rs->pos % bmin) {
+		r = x ? err_set(-EINVAL, "%s: reshape position %llu is not a multiple of %u bytes",
+		                name, (unsigned long long)rs->pos, bmin)
+		      : -ENOMEM;
+		goto fail;
+	}
+	r = vol_init(&x->vol, &md_reshape_ops, name, size, bmin,
+	             caps | (readonly ? VOL_CAP_READONLY : 0));
+	if (r < 0)
+		goto fail;
+	x->vol.block_pref = from->block_pref > to->block_pref ? from->block_pref : to->block_pref;
+	x->vol.block_max = from->block_max < to->block_max ? from->block_max : to->block_max;
+	x->from = from;
+	x->to = to;
+	x->pos = x->safe = rs->pos;
+	x->backwards = rs->backwards;
+	pthread_mutex_init(&x->lock, NULL);
+	pthread_cond_init(&x->cond, NULL);
+	*out = &x->vol;
+	return 0;
+fail:
+	free(x);
+	vol_close(from);
+	vol_close(to);
+	return r;
+}
+
+/* ---- opening it (md_assemble.c) ---- */
+
+/* The RAID vol of geometry g over role's data areas areas[] (NULL where
+ * missing), which it takes (closed here on failure). */
+static int md_reshape_raid(struct md_array *a, const struct raid_geom *g, struct vol **areas,
+                           const char *name, struct vol **out)
+{
+	struct raid_events ev = {.member_failed = md_member_failed, .ctx = a};
+	int r = raid_open(g, areas, &ev, name, out);
+
+	if (r < 0)
+		for (unsigned role = 0; role < g->raid_disks; role++)
+			vol_close(areas[role]);
+	return r;
+}
+
+int md_reshape_open(struct md_array *a, const struct md_reshape *rs, const char *name)
+{
+	struct vol **from = calloc(a->n, sizeof(*from)), **to = calloc(a->n, sizeof(*to));
+	struct vol *vfrom = NULL, *vto = NULL;
+	int r = 0;
+
+	if (!from || !to) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (unsigned role = 0; role < a->n && r == 0; role++) {
+		struct md_member *mm = &a->m[role];
+		uint64_t off, size;
+		if (!mm->vol)
+			continue;
+		if (mm->recovering) {
+			r = err_set(-ENOTSUP, "%s: %s is being rebuilt during a reshape", name,
+			            mm->vol->name);
+			break;
+		}
+		md_super_new_data_area(mm->sb, &off, &size);
+		if (role < rs->from.raid_disks)
+			r = slice_open(mm->vol, mm->sb->data_offset * 512, mm->sb->data_size * 512,
+			               false, mm->vol->name, &from[role]);
+		if (r == 0 && role < rs->to.raid_disks)
+			r = slice_open(mm->vol, off * 512, size * 512, false, mm->vol->name,
+			               &to[role]);
+		if (r < 0)
+			r = err_set(r, "%s: %s: cannot cut out the data areas", name,
+			            mm->vol->name);
+	}
+	if (r < 0) {
+		for (unsigned role = 0; role < a->n; role++) {
+			vol_close(from[role]);
+			vol_close(to[role]);
+		}
+		goto out;
+	}
+	r = md_reshape_raid(a, &rs->from, from, name, &vfrom);
+	if (r < 0) {
+		for (unsigned role = 0; role < a->n; role++)
+			vol_close(to[role]);
+		goto out;
+	}
+	r = md_reshape_raid(a, &rs->to, to, name, &vto);
+	if (r < 0) {
+		vol_close(vfrom);
+		goto out;
+	}
+	r = md_reshape_vol_open(vfrom, vto, rs, a->readonly, name, &a->raid);
+	if (r < 0)
+		goto out;
+	a->reshape = *rs;
+	a->reshaping = true;
+	r = md_vol_init(a, name, a->readonly);
+	if (r < 0) {
+		vol_close(a->raid);
+		a->raid = NULL;
+	}
+out:
+	free(from);
+	free(to);
+	return r;
+}
+
+/* ---- moving the data (md_reshape_run) ---- */
+
+/* The largest window at pos, at most want bytes in whole new stripes of
+ * unit bytes, whose new-geometry writes stay below the old geometry's
+ * bytes a restart would still need (those of the old stripe holding safe,
+ * the position the superblocks record, and after):
+ * the members' new data area starts shift bytes before the old one.  A
+ * crash during the move then leaves the old copy of [pos, ...) whole for
+ * the next start, which redoes the window.  0 when not even one stripe
+ * fits (no room: the kernel would need a backup file). */
+static uint64_t md_reshape_window(const struct md_reshape *rs, uint64_t safe, uint64_t pos,
+                                  uint64_t want, uint64_t unit, uint64_t shift)
+{
+	unsigned par = md_level_parity(rs->from.level);
+	uint64_t nd_old = rs->from.raid_disks - par, nd_new = rs->to.raid_disks - par;
+	uint64_t old_start = safe / (rs->from.chunk * nd_old) * rs->from.chunk;
+
+	for (uint64_t w = want / unit * unit; w >= unit; w -= unit) {
+		uint64_t new_end =
+		    (pos + w + rs->to.chunk * nd_new - 1) / (rs->to.chunk * nd_new) * rs->to.chunk;
+		if (new_end <= old_start + shift)
+			return w;
+	}
+	return 0;
+}
+
+/* The superblocks once the reshape has reached the end: the new geometry
+ * alone, each member's data area where the new one lay (the kernel's
+ * md_finish_reshape: the offset moved, the end kept). */
+static int md_reshape_finish(struct md_array *a)
+{
+	for (unsigned role = 0; role < a->n; role++) {
+		struct md_super *sb = a->m[role].sb;
+		uint64_t off, size;
+		if (!a->m[role].vol || !sb)
+			continue;
+		md_super_new_data_area(sb, &off, &size);
+		sb->data_offset = off;
+		sb->data_size = size;
+		sb->feature_map &= ~MD_FEATURE_RESHAPE;
+		sb->level = sb->new_level;
+		sb->layout = sb->new_layout;
+		sb->chunk = sb->new_chunk;
+		sb->delta_disks = 0;
+		sb->new_offset = 0;
+		sb->reshape_position = 0;
+	}
+	return md_array_sync(a, atomic_load(&a->active));
+}
+
+#define MD_RESHAPE_WINDOW_MAX (16u << 20) /* array bytes moved at a time, at most */
+#define MD_RESHAPE_RECORD_MAX (64u << 20) /* array bytes moved between records, at most */
+
+/* The new geometry flushed, then pos recorded in every superblock
+ * (events + 1), as the kernel's reshape_safe: what a restart starts from. */
+static int md_reshape_record(struct md_array *a, struct md_reshape_vol *x, uint64_t pos)
+{
+	int r = vol_flush(x->to);
+
+	if (r == 0) {
+		pthread_mutex_lock(&a->lock);
+		for (unsigned role = 0; role < a->n; role++)
+			if (a->m[role].sb)
+				a->m[role].sb->reshape_position = pos / 512;
+		r = md_array_sync(a, atomic_load(&a->active));
+		pthread_mutex_unlock(&a->lock);
+	}
+	if (r == 0) {
+		pthread_mutex_lock(&x->lock);
+		x->safe = pos;
+		pthread_cond_broadcast(&x->cond);
+		pthread_mutex_unlock(&x->lock);
+	}
+	return r;
+}
+
+int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *finished)
+{
+	struct md_array *a = md_of(v);
+	struct md_reshape_vol *x;
+	const struct md_reshape *rs;
+	uint64_t unit, shift = UINT64_MAX, end, old_end, chunk;
+	unsigned par;
+	char *buf = NULL;
+	int r = 0;
+
+	*finished = false;
+	if (!a || !a->reshaping)
+		return err_set(-EINVAL, "%s: no reshape under way", v->name);
+	if (a->readonly)
+		return err_set(-EROFS, "%s: read-only: the reshape stays where it is", v->name);
+	x = to_rv(a->raid);
+	rs = &a->reshape;
+	par = md_level_parity(rs->from.level);
+	chunk = rs->from.chunk > rs->to.chunk ? rs->from.chunk : rs->to.chunk;
+	unit = chunk * (rs->to.raid_disks - par);
+	end = rs->to_end;
+	old_end = rs->from_end;
+	for (unsigned role = 0; role < a->n; role++) {
+		const struct md_super *sb = a->m[role].sb;
+		uint64_t off, size;
+		if (!a->m[role].vol)
+			continue;
+		md_super_new_data_area(sb, &off, &size);
+		if (off > sb->data_offset || (sb->data_offset - off) * 512 < chunk)
+			return err_set(
+			    -ENOTSUP,
+			    "%s: %s: the new data area (sector %llu) does not lie before "
+			    "the old one (sector %llu) by a chunk or more; uraid moves "
+			    "data forwards only, without a backup file",
+			    v->name, a->m[role].vol->name, (unsigned long long)off,
+			    (unsigned long long)sb->data_offset);
+		if ((sb->data_offset - off) * 512 < shift)
+			shift = (sb->data_offset - off) * 512;
+	}
+	uint64_t wmax =
+	    o && o->window && o->window < MD_RESHAPE_WINDOW_MAX ? o->window : MD_RESHAPE_WINDOW_MAX;
+	wmax = wmax < unit ? unit : wmax;
+	if (!(buf = vol_buf_alloc(wmax)))
+		return -ENOMEM;
+	for (;;) {
+		uint64_t pos = x->pos, w, n_old;
+		if (pos >= end || (o && o->stop_at && pos >= o->stop_at))
+			break;
+		if (o && o->stop && atomic_load(o->stop)) {
+			r = -EINTR;
+			break;
+		}
+		w = md_reshape_window(rs, x->safe, pos, end - pos < wmax ? end - pos : wmax, unit,
+		                      shift);
+		if (!w && x->safe < pos) {
+			r = md_reshape_record(a, x, pos); /* then the window fits again */
+			if (r < 0)
+				break;
+			continue;
+		}
+		if (!w) {
+			r = err_set(
+			    -ENOSPC,
+			    "%s: at %llu KiB the data offset has not moved far enough to go "
+			    "on without overwriting data not yet moved",
+			    v->name, (unsigned long long)pos / 1024);
+			break;
+		}
+		pthread_mutex_lock(&x->lock);
+		x->draining = true;
+		while (x->inflight)
+			pthread_cond_wait(&x->cond, &x->lock);
+		x->win = w;
+		x->draining = false;
+		pthread_cond_broadcast(&x->cond);
+		pthread_mutex_unlock(&x->lock);
+		n_old = pos < old_end ? (old_end - pos < w ? old_end - pos : w) : 0;
+		memset(buf + n_old, 0, w - n_old); /* past the old end: zeros, as md writes */
+		uint64_t t0 = clock_now_ns();
+		r = n_old ? vol_read(x->from, buf, n_old, pos) : 0;
+		uint64_t t1 = clock_now_ns();
+		if (r == 0)
+			r = vol_write(x->to, buf, w, pos, 0);
+		uint64_t t2 = clock_now_ns();
+		pthread_mutex_lock(&x->lock);
+		if (r == 0)
+			x->pos = pos + w;
+		x->win = 0;
+		pthread_cond_broadcast(&x->cond);
+		pthread_mutex_unlock(&x->lock);
+		if (r == 0 && pos + w - x->safe >= MD_RESHAPE_RECORD_MAX)
+			r = md_reshape_record(a, x, pos + w);
+		log_debug("%s: reshape window %llu KiB at %llu KiB: read %.1f ms, write %.1f ms, "
+		          "recorded %.1f ms",
+		          v->name, (unsigned long long)w / 1024, (unsigned long long)pos / 1024,
+		          (double)(t1 - t0) / 1e6, (double)(t2 - t1) / 1e6,
+		          (double)(clock_now_ns() - t2) / 1e6);
+		if (r < 0) {
+			r = err_set(r, "%s: reshape at %llu KiB: %s", v->name,
+			            (unsigned long long)pos / 1024, err_detail(r));
+			break;
+		}
+		if (o && o->progress)
+			o->progress(o->ctx, pos + w, end);
+	}
+	/* Stopped or done: what was moved recorded (after an error, the
+	 * last record stands and a restart moves the rest again). */
+	if ((r == 0 || r == -EINTR) && x->safe < x->pos) {
+		int e = md_reshape_record(a, x, x->pos);
+		if (e < 0)
+			r = err_set(e, "%s: recording the reshape position: %s", v->name,
+			            err_detail(e));
+	}
+	free(buf);
+	if (r == 0 && x->pos >= end) {
+		pthread_mutex_lock(&a->lock);
+		r = md_reshape_finish(a);
+		if (r == 0)
+			a->reshaping = false;
+		pthread_mutex_unlock(&a->lock);
+		if (r < 0)
+			return err_set(r, "%s: recording the end of the reshape: %s", v->name,
+			               err_detail(r));
+		*finished = true;
+	}
+	return r;
+}
+
+/* ---- in the background (serve) ---- */
+
+/* After each window: the speed limits (md_throttle.h), in bytes of each
+ * member written so far. */
+static void md_reshape_bg_progress(void *ctx, uint64_t done, uint64_t total)
+{
+	struct md_array *a = ctx;
+	unsigned nd = a->reshape.to.raid_disks - md_level_parity(a->reshape.to.level);
+
+	(void)total;
+	md_sync_throttle(a, done / nd, false, &a->rs_stop);
+}
+
+static void *md_reshape_thread(void *p)
+{
+	struct md_array *a = p;
+	struct md_reshape_run_opts o = {
+	    .stop = &a->rs_stop, .progress = md_reshape_bg_progress, .ctx = a};
+	bool finished = false;
+	int r;
+
+	md_sync_throttle(a, 0, true, &a->rs_stop);
+	r = md_reshape_run(&a->vol, &o, &finished);
+	if (finished)
+		log_info("%s: reshape finished (%u devices)", a->vol.name,
+		         a->reshape.to.raid_disks);
+	else if (r < 0 && r != -EINTR)
+		log_warn("%s: reshape stopped: %s", a->vol.name, err_detail(r));
+	return NULL;
+}
+
+int md_reshape_start(struct md_array *a)
+{
+	int e = pthread_create(&a->rs_thread, NULL, md_reshape_thread, a);
+
+	if (e)
+		return err_set(-e, "%s: cannot start the reshape thread", a->vol.name);
+	a->rs_started = true;
+	return 0;
+}
+
+void md_reshape_stop(struct md_array *a)
+{
+	if (!a->rs_started)
+		return;
+	atomic_store(&a->rs_stop, true);
+	pthread_join(a->rs_thread, NULL);
+	a->rs_started = false;
+}

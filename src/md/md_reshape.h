@@ -1,0 +1,106 @@
+/* md_reshape.h — an md RAID5/6 array in the middle of a reshape (mdadm
+ * --grow --raid-devices, --chunk, --layout): two geometries over the same
+ * members, as the kernel's raid5 keeps them.
+ *
+ * The superblocks hold the old geometry (level, layout, chunksize at
+ * data_offset, raid_disks - delta_disks devices) and the new one
+ * (new_level, new_layout, new_chunk at data_offset + new_offset,
+ * raid_disks devices), and reshape_position, the array sector the
+ * reshape has reached: growing forwards, array bytes below it lie in the
+ * new geometry and those at or above it in the old; with
+ * MD_FEATURE_RESHAPE_BACKWARDS the other way round (raid5.c's
+ * ahead_of_reshape()).  The array serves the smaller of the two sizes, as
+ * md does until the reshape ends.  md_assemble.c opens such an array
+ * through md_reshape_open(); the reshape vol below dispatches each
+ * request by address. */
+#ifndef URAID_MD_RESHAPE_H
+#define URAID_MD_RESHAPE_H
+
+#include "disc/raid/raid.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct md_super;
+
+struct md_reshape {
+	struct raid_geom from; /* the old geometry, at each member's data_offset */
+	struct raid_geom to;   /* the new one, at its new data offset */
+	uint64_t pos;          /* array bytes: reshape_position */
+	bool backwards;        /* to holds [pos, end), from [0, pos) */
+	unsigned slots;        /* roles of either: max(from, to raid_disks) */
+	uint64_t size;         /* array bytes served: the smaller geometry's */
+	uint64_t from_end;     /* array bytes of each geometry (raid5_size(): the */
+	uint64_t to_end;       /* used size in whole chunks of both) */
+};
+
+/* The reshape the freshest superblock fresh of array name records (it
+ * has MD_FEATURE_RESHAPE_ACTIVE), checked as the kernel's raid5 checks
+ * it before it starts the array: a level it reshapes (raid5, raid6) and
+ * the same level after, a valid old device count (delta_disks) whose
+ * roles cover every role fresh records, a layout and chunk the level
+ * takes, something that changes, and a reshape_position inside the array
+ * on a stripe boundary of the new geometry (in units of the larger
+ * chunk).  0 or -EINVAL / -ENOTSUP with err_set() detail naming name. */
+int md_reshape_parse(const struct md_super *fresh, const char *name, struct md_reshape *out);
+
+/* Whether member superblock sb (of member mname) records the same
+ * reshape as fresh (of fname): the feature bits, delta_disks and the new
+ * geometry.  0, or -EINVAL with err_set() detail naming both. */
+int md_reshape_same(const struct md_super *sb, const char *mname, const struct md_super *fresh,
+                    const char *fname, const char *name);
+
+/* The vol of an array under reshape rs over from and to (RAID vols of
+ * rs->from and rs->to; it owns them from then on, also on error): each
+ * request goes to the geometry that holds its bytes, split at the
+ * position; a write into the window being moved waits for the move.
+ * 0 or -errno. */
+int md_reshape_vol_open(struct vol *from, struct vol *to, const struct md_reshape *rs,
+                        bool readonly, const char *name, struct vol **out);
+
+/* How a reshape run shows itself and stops (each may be NULL). */
+struct md_reshape_run_opts {
+	/* Stop once the position reaches this many array bytes (rounded up
+	 * to a window), leaving the reshape half-done on disk for whoever
+	 * continues it: `uraid grow --stop-at`, tests.  0: run to the end. */
+	uint64_t stop_at;
+	const atomic_bool *stop; /* set: stop after the window being moved */
+	uint64_t window;         /* array bytes moved at a time, at most (rounded up to
+	                          * a stripe); 0: 16 MiB */
+	/* After each window: array bytes moved, of total. */
+	void (*progress)(void *ctx, uint64_t done, uint64_t total);
+	void *ctx;
+};
+
+/* Move the data of the md array v (assembled writable with a reshape
+ * under way, forwards) window after window to the new geometry: each
+ * window read in the old geometry, written in the new one (full stripes,
+ * parity and all); every 64 MiB, before a window would overwrite old
+ * bytes a restart still needs, and at the end, the members flushed and
+ * reshape_position advanced in every superblock (events + 1), as the
+ * kernel's raid5 reshape_request() keeps reshape_safe, so that a stop or
+ * a crash at any point leaves a state the kernel or uraid continues.  At the end the superblocks
+ * record the new geometry alone (data_offset moved, no reshape).  Safe beside client I/O on v.  0
+ * when done (*finished says whether it reached the end), -EINTR when stopped, or -errno with
+ * err_set() detail. */
+int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *finished);
+
+/* Start a reshape of the RAID5/6 of the nm members (vols, superblocks
+ * sbs, fresh the freshest, specs their names; all consumed) to raid_disks
+ * devices, the nnew members news[] taking the new roles (mdadm --grow
+ * --raid-devices=N --add NEW...): checked first (clean, whole, no bitmap,
+ * journal or PPL, v1.1/v1.2 with room before the data to move the data
+ * offset down, as mdadm does so that no backup file is needed), then the
+ * superblocks written as the kernel writes them at the start of a reshape
+ * (new ones first), then md_reshape_run() on the array assembled from
+ * them.  force: overwrite what a NEW holds.  say: a line for the user.
+ * 0, -EINTR (stopped: continue it with `uraid grow --continue`), or
+ * -errno with err_set() detail; nothing is written before every check
+ * passed. */
+struct md_rebuild_out;
+int md_reshape_grow(char **specs, unsigned nm, struct vol **vols, struct md_super **sbs,
+                    unsigned fresh, unsigned raid_disks, char **news, unsigned nnew, bool force,
+                    const struct md_reshape_run_opts *o, const struct md_rebuild_out *out);
+
+#endif

@@ -1,0 +1,217 @@
+/* md_reshape_grow.c — starting a RAID5/6 reshape offline (`uraid grow -n N
+ * --add NEW...`, md_reshape.h): the checks, the superblocks of a reshape at
+ * its start as the kernel writes them, then the array assembled from them
+ * and md_reshape_run() (md_reshape.c) on it. */
+#include "md_internal.h"
+#include "md_manage.h"
+#include "md_rebuild.h"
+#include "md_reshape.h"
+#include "md_sb090.h"
+
+#include "core/log.h"
+#include "member/member.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* How far the data area of sb's member can move down: from the end of
+ * the metadata before it (the superblock's 4 KiB, a bad-block log) to
+ * data_offset, in sectors. */
+static uint64_t md_reshape_room(const struct md_super *sb)
+{
+	const struct md_sb1 *raw = (const struct md_sb1 *)sb->raw;
+	uint64_t lo = sb->super_offset + MD_SB_BLOCK / 512;
+	int32_t bb = (int32_t)md_le32(raw->bblog_offset);
+
+	if (md_le16(raw->bblog_size) && bb > 0 &&
+	    sb->super_offset + (uint64_t)bb + md_le16(raw->bblog_size) > lo)
+		lo = sb->super_offset + (uint64_t)bb + md_le16(raw->bblog_size);
+	return sb->data_offset > lo ? sb->data_offset - lo : 0;
+}
+
+/* The checks of md_reshape_grow, before anything is written: *shift gets
+ * the sectors the data offset moves down by. */
+static int md_reshape_grow_check(struct md_super **sbs, unsigned nm, unsigned fresh,
+                                 unsigned raid_disks, unsigned nnew, const char *name, char **specs,
+                                 uint64_t *shift)
+{
+	const struct md_super *f = sbs[fresh];
+	uint64_t room = UINT64_MAX;
+	bool held[MD_SB_MAX_DEV] = {false};
+
+	if (md_sb090_is(f) || md_sb_version_data_first(md_super_version(f)))
+		return err_set(-ENOTSUP,
+		               "%s: a v%s array keeps its data from the member's start: moving it "
+		               "needs a backup file, which uraid does not use",
+		               name, md_super_version(f)->name);
+	if (f->feature_map & (MD_FEATURE_BITMAP_OFFSET | MD_FEATURE_ANY_PPL | MD_FEATURE_JOURNAL))
+		return err_set(-ENOTSUP,
+		               "%s: reshaping an array with a write-intent bitmap, a PPL or a "
+		               "journal: remove it first (mdadm --grow --bitmap=none)",
+		               name);
+	if (!md_super_clean(f))
+		return err_set(-EUCLEAN, "%s: not shut down cleanly: resync it first (uraid serve)",
+		               name);
+	if (raid_disks <= f->raid_disks)
+		return err_set(-ENOTSUP,
+		               "%s: %u -> %u devices: uraid reshapes a %s to more devices only",
+		               name, f->raid_disks, raid_disks, md_level_name(f->level));
+	if (nnew != raid_disks - f->raid_disks)
+		return err_set(-EINVAL,
+		               "%s: %u -> %u devices takes %u new members (--add NEW), %u given",
+		               name, f->raid_disks, raid_disks, raid_disks - f->raid_disks, nnew);
+	for (unsigned i = 0; i < nm; i++) {
+		unsigned role = md_super_role(sbs[i]);
+		if (role >= f->raid_disks || sbs[i]->events != f->events ||
+		    (sbs[i]->feature_map & MD_FEATURE_RECOVERY_OFFSET))
+			return err_set(
+			    -EINVAL,
+			    "%s: %s is not an in-sync member of the array (a spare, stale "
+			    "or being rebuilt): give the array's members in sync only",
+			    name, specs[i]);
+		held[role] = true;
+		uint64_t r = md_reshape_room(sbs[i]);
+		room = r < room ? r : room;
+	}
+	for (unsigned role = 0; role < f->raid_disks; role++)
+		if (!held[role])
+			return err_set(-ENODEV, "%s: role %u is missing: reshape a whole array",
+			               name, role);
+	/* Half the room, in whole chunks (mdadm moves it by what it can). */
+	*shift = room / 2 / f->chunk * f->chunk;
+	if (*shift < f->chunk)
+		return err_set(-ENOSPC,
+		               "%s: %llu sectors before the data are too few to move it by a "
+		               "chunk (%u sectors); uraid does not use a backup file",
+		               name, (unsigned long long)room, f->chunk);
+	return 0;
+}
+
+int md_reshape_grow(char **specs, unsigned nm, struct vol **vols, struct md_super **sbs,
+                    unsigned fresh, unsigned raid_disks, char **news, unsigned nnew, bool force,
+                    const struct md_reshape_run_opts *o, const struct md_rebuild_out *out)
+{
+	struct md_super *f = sbs[fresh], tmpl;
+	struct vol **all = calloc(nm + nnew, sizeof(*all));
+	struct md_super *nsb = calloc(nnew ? nnew : 1, sizeof(*nsb));
+	uint64_t *end_sb = calloc(nnew ? nnew : 1, sizeof(*end_sb));
+	unsigned *slot = calloc(nnew ? nnew : 1, sizeof(*slot));
+	uint32_t *used = calloc(nm + nnew, sizeof(*used));
+	unsigned old = f->raid_disks, nall = 0;
+	uint16_t roles[MD_SB_MAX_DEV];
+	uint32_t max_dev = f->max_dev < MD_SB_MAX_DEV ? f->max_dev : MD_SB_MAX_DEV;
+	uint64_t shift = 0, events = f->events + 1;
+	struct vol *arr = NULL;
+	bool finished = false;
+	char name[48];
+	int r;
+
+	md_super_array_name(f, name, sizeof(name));
+	if (!all || !nsb || !end_sb || !slot || !used) {
+		for (unsigned i = 0; i < nm; i++)
+			vol_close(vols[i]);
+		r = -ENOMEM;
+		goto out;
+	}
+	for (unsigned i = 0; i < nm; i++)
+		all[nall++] = vols[i];
+	memcpy(roles, f->roles, sizeof(roles));
+	r = md_reshape_grow_check(sbs, nm, fresh, raid_disks, nnew, name, specs, &shift);
+	for (unsigned i = 0; i < nnew && r == 0; i++) {
+		err_clear();
+		r = member_open(news[i], 0, &all[nall]);
+		if (r < 0)
+			break;
+		nall++;
+		r = md_manage_probe_new(all[nm + i], news[i], f->set_uuid, name, force, &end_sb[i]);
+		if (r == 0)
+			r = md_manage_check_size(all[nm + i], news[i], f, name);
+	}
+	for (unsigned i = 0; i < nm; i++)
+		used[i] = sbs[i]->dev_number;
+	for (unsigned i = 0; i < nnew && r == 0; i++) {
+		r = md_manage_pick_slot(roles, max_dev, raid_disks, used, nm + i, f, name);
+		if (r < 0)
+			break;
+		slot[i] = used[nm + i] = (unsigned)r;
+		for (uint32_t k = max_dev; k < slot[i]; k++)
+			roles[k] = MD_ROLE_SPARE;
+		if (slot[i] >= max_dev)
+			max_dev = slot[i] + 1;
+		roles[slot[i]] = (uint16_t)(old + i);
+		r = 0;
+	}
+	if (r < 0)
+		goto out;
+
+	/* Checked: the superblocks of a reshape at its start, as the kernel
+	 * writes them (raid_disks the new count, the old geometry in level,
+	 * layout, chunk, the move in delta_disks and new_offset), the new
+	 * members' first, then the members'. */
+	tmpl = *f;
+	tmpl.feature_map |= MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET;
+	tmpl.raid_disks = raid_disks;
+	tmpl.delta_disks = (int32_t)(raid_disks - old);
+	tmpl.new_level = f->level;
+	tmpl.new_layout = f->layout;
+	tmpl.new_chunk = f->chunk;
+	tmpl.reshape_position = 0;
+	tmpl.new_offset = -(int32_t)shift;
+	for (unsigned i = 0; i < nnew && r == 0; i++) {
+		r = md_manage_new_super(all[nm + i], news[i], &tmpl, vols[fresh], slot[i],
+		                        end_sb[i], &nsb[i]);
+		if (r < 0)
+			break;
+		md_manage_set_state(&nsb[i], events, max_dev, roles);
+		err_clear();
+		r = md_super_write(all[nm + i], &nsb[i]);
+	}
+	for (unsigned i = 0; i < nm && r == 0; i++) {
+		struct md_super *sb = sbs[i];
+		sb->feature_map |= MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET;
+		sb->raid_disks = raid_disks;
+		sb->delta_disks = tmpl.delta_disks;
+		sb->new_level = tmpl.new_level;
+		sb->new_layout = tmpl.new_layout;
+		sb->new_chunk = tmpl.new_chunk;
+		sb->reshape_position = 0;
+		sb->new_offset = tmpl.new_offset;
+		md_manage_set_state(sb, events, max_dev, roles);
+		err_clear();
+		r = md_super_write(vols[i], sb);
+	}
+	if (r < 0)
+		goto out;
+	md_say(out, "%s: reshaping %u -> %u devices (data offset %llu -> %llu sectors)", name, old,
+	       raid_disks, (unsigned long long)f->data_offset,
+	       (unsigned long long)(f->data_offset - shift));
+
+	/* Then the same as continuing it: the array assembled from what was
+	 * written, the driver run on it. */
+	struct md_assemble_opts ao = {.no_reshape = true};
+	err_clear();
+	r = md_assemble_one(all, nall, &ao, &arr);
+	nall = 0; /* taken, also on error */
+	if (r < 0)
+		goto out;
+	r = md_reshape_run(arr, o, &finished);
+	vol_close(arr);
+	if (r == 0)
+		md_say(out,
+		       finished ? "%s: reshaped to %u devices"
+		                : "%s: reshape stopped part-way (%u devices when done); "
+		                  "`uraid grow --continue` goes on",
+		       name, raid_disks);
+out:
+	for (unsigned i = 0; i < nall; i++)
+		vol_close(all[i]);
+	for (unsigned i = 0; i < nm; i++)
+		free(sbs[i]);
+	free(all);
+	free(nsb);
+	free(end_sb);
+	free(slot);
+	free(used);
+	return r;
+}

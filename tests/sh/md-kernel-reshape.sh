@@ -1,0 +1,152 @@
+#!/bin/bash
+# md-kernel-reshape.sh — reshapes between uraid and the Linux kernel's md,
+# both ways, in two linux-peer VM boots (tests/linux-peer):
+# boot 1: mdadm creates each of these, fills it with random data (the
+# kernel's sha256 of the whole array kept), starts the reshape, holds it
+# with md's sync_max part-way and stops the array there:
+#   g5: raid5 3 -> 4 devices (--add), the data offset moved down;
+#   g6: raid6 4 -> 5 devices (--add);
+#   c5: raid5 of 4, chunk 64 -> 32 KiB (no device added).
+# host: `uraid serve --readonly` reads the same sha256 from each (its two
+# geometries), then `uraid grow --continue` finishes each and it reads the
+# same again; uraid makes u5 (raid5 3 -> 4) and u6 (raid6 4 -> 5) with
+# random data and stops their `uraid grow -n N --add NEW` part-way
+# (--stop-at).
+# boot 2: the kernel assembles the five: the three uraid finished read the
+# same and md's check finds 0 mismatches; the two uraid stopped are
+# continued by the kernel to the end, read the same, check 0.
+# Each reshape must really have been stopped part-way (the superblock
+# recording its position), or the test fails.
+# Skips (77) when the linux-peer harness or a package it needs is missing.
+MB=1
+. "$(dirname "$0")/peer-lib.sh"
+command -v mdadm >/dev/null || { echo "skip: mdadm missing"; exit 77; }
+
+add_images g5 4 24M
+add_images g6 5 24M
+add_images c5 4 24M
+add_images u5 4 24M
+add_images u6 5 24M
+
+# guest_half NAME MD LEVEL CHUNK N GROW...: guest lines in which mdadm
+# makes NAME (the first N of its devices), fills it, prints "before NAME
+# SHA256 BYTES", starts `mdadm --grow GROW...` crawling, holds it at 4096
+# sectors (md's sync_max), stops it and prints "held NAME RESHAPE_POSITION
+# FEATURES" from the superblock.
+guest_half() {
+    local name=$1 md=$2 level=$3 chunk=$4 n=$5
+    shift 5
+    local all=(${devs[$name]})
+    echo "mdadm --create /dev/md$md --run --metadata=1.2 --level=$level --chunk=$chunk --raid-devices=$n ${all[*]:0:$n} >/tmp/c.log 2>&1 || { echo 'before $name create-failed'; cat /tmp/c.log; }"
+    echo "while [ \"\$(cat /sys/block/md$md/md/sync_action)\" != idle ]; do sleep 0.2; done"
+    echo "dd if=/dev/urandom of=/dev/md$md bs=64k oflag=direct 2>/dev/null; sync"
+    echo "echo \"before $name \$(sha256sum < /dev/md$md | cut -d' ' -f1) \$(blockdev --getsize64 /dev/md$md)\""
+    echo "echo 10 > /proc/sys/dev/raid/speed_limit_min; echo 10 > /proc/sys/dev/raid/speed_limit_max"
+    echo "mdadm --grow /dev/md$md $* >/tmp/g.log 2>&1 || { echo 'held $name grow-failed'; cat /tmp/g.log; }"
+    echo "for t in \$(seq 100); do [ \"\$(cat /sys/block/md$md/md/sync_action)\" = reshape ] && break; sleep 0.1; done"
+    # md lowers sync_max only while the reshape is frozen (as mdadm --stop does)
+    echo "echo frozen > /sys/block/md$md/md/sync_action; echo 4096 > /sys/block/md$md/md/sync_max; echo idle > /sys/block/md$md/md/sync_action"
+    echo "echo 1000 > /proc/sys/dev/raid/speed_limit_min; echo 200000 > /proc/sys/dev/raid/speed_limit_max"
+    echo "for t in \$(seq 300); do [ \"\$(cut -d' ' -f1 /sys/block/md$md/md/sync_completed)\" -ge 4096 ] 2>/dev/null && break; sleep 0.1; done"
+    echo "mdadm --stop /dev/md$md >/dev/null 2>&1"
+    echo "echo \"held $name \$(mdadm --examine ${all[0]} | sed -n 's/.*Reshape pos.n : \\([0-9]*\\).*/\\1/p') \$(mdadm --examine ${all[0]} | sed -n 's/.*Feature Map : //p')\""
+}
+
+# guest_after NAME MD BYTES: guest lines that assemble NAME as /dev/mdMD,
+# let the kernel finish any reshape it records, print "after NAME SHA256
+# (of the first BYTES) SIZE DISKS" and "mismatch NAME COUNT" (md's check).
+guest_after() {
+    local name=$1 md=$2 bytes=$3
+    echo "mdadm --assemble /dev/md$md ${devs[$name]} >/tmp/a.log 2>&1 || { echo 'after $name assemble-failed'; cat /tmp/a.log; }"
+    echo "for t in \$(seq 1500); do [ \"\$(cat /sys/block/md$md/md/reshape_position)\" = none ] && [ \"\$(cat /sys/block/md$md/md/sync_action)\" = idle ] && break; sleep 0.2; done"
+    echo "echo \"after $name \$(head -c $bytes /dev/md$md | sha256sum | cut -d' ' -f1) \$(blockdev --getsize64 /dev/md$md) \$(cat /sys/block/md$md/md/raid_disks)\""
+    echo "echo check > /sys/block/md$md/md/sync_action"
+    echo "while [ \"\$(cat /sys/block/md$md/md/sync_action)\" != idle ]; do sleep 0.2; done"
+    echo "echo \"mismatch $name \$(cat /sys/block/md$md/md/mismatch_cnt)\""
+    echo "mdadm --stop /dev/md$md >/dev/null 2>&1"
+}
+
+{
+    guest_header
+    guest_half g5 0 5 64 3 --raid-devices=4 --add "$(cut -d' ' -f4 <<< "${devs[g5]}")"
+    guest_half g6 1 6 64 4 --raid-devices=5 --add "$(cut -d' ' -f5 <<< "${devs[g6]}")"
+    guest_half c5 2 5 64 4 --chunk=32
+    echo 'exit 0'
+} > "$D/job.sh"
+
+LINUX_PEER_SMP=${LINUX_PEER_SMP:-1} run_peer "${imgs[@]}"
+fail=0
+declare -A want_sha want_size
+# sha_of NAME BYTES: uraid's sha256 of the first BYTES of NAME's array
+sha_of() {
+    $URAID serve --readonly --run "nbdcopy \"\$uri\" - | head -c $2 | sha256sum" ${files[$1]} 2>"$D/$1.err" | cut -d' ' -f1 || true
+}
+for name in g5 g6 c5; do
+    read -r _ _ want_sha[$name] want_size[$name] <<< "$(grep "^before $name " <<< "$out")" || true
+    held=$(grep "^held $name " <<< "$out" || true)
+    pos=$(cut -d' ' -f3 <<< "$held")
+    if ! [[ "$pos" =~ ^[0-9]+$ ]] || [ "$pos" = 0 ] || [ -z "${want_size[$name]}" ]; then
+        echo "FAIL: $name: the kernel's reshape was not held part-way: '$held'"
+        fail=1
+        continue
+    fi
+    got=$(sha_of $name "${want_size[$name]}")
+    if [ "$got" = "${want_sha[$name]}" ]; then
+        echo "ok: $name: uraid reads the kernel's half-reshaped array (held at $pos KiB)"
+    else
+        echo "FAIL: $name: uraid read '$got', the kernel wrote '${want_sha[$name]}' (held: $held)"
+        cat "$D/$name.err"
+        fail=1
+    fi
+    if ! $URAID grow --continue ${files[$name]} >"$D/$name.cont" 2>&1; then
+        echo "FAIL: $name: uraid grow --continue: $(cat "$D/$name.cont")"
+        fail=1
+        continue
+    fi
+    got=$(sha_of $name "${want_size[$name]}")
+    [ "$got" = "${want_sha[$name]}" ] && echo "ok: $name: uraid finished the kernel's reshape and reads the same" ||
+        { echo "FAIL: $name: after uraid's --continue it reads '$got'"; fail=1; }
+done
+
+# u5, u6: ours, stopped part-way
+for spec in "u5 5 3" "u6 6 4"; do
+    read -r name level n <<< "$spec"
+    all=(${files[$name]})
+    $URAID create --level=$level --chunk=64 "${all[@]:0:$n}" >/dev/null 2>&1 || { echo "FAIL: create $name"; exit 1; }
+    want_size[$name]=$($URAID serve --readonly --run 'nbdinfo --size "$uri"' "${all[@]:0:$n}" 2>/dev/null)
+    head -c "${want_size[$name]}" /dev/urandom > "$D/$name.data"
+    want_sha[$name]=$(sha256sum < "$D/$name.data" | cut -d' ' -f1)
+    $URAID serve --run "nbdcopy '$D/$name.data' \"\$uri\"" "${all[@]:0:$n}" 2>/dev/null
+    # a third of the new array's sectors (level - 4 parity members)
+    p=$((level - 4))
+    stop=$((want_size[$name] / (n - p) * (n + 1 - p) / 512 / 3))
+    $URAID grow -n $((n + 1)) --add "${all[$n]}" --stop-at $stop "${all[@]:0:$n}" >"$D/$name.grow" 2>&1 ||
+        { echo "FAIL: $name: uraid grow: $(cat "$D/$name.grow")"; fail=1; continue; }
+    if mdadm --examine "${all[0]}" 2>/dev/null | grep -q "Reshape pos'n"; then
+        echo "ok: $name: uraid's reshape stopped part-way ($(mdadm --examine "${all[0]}" | grep "Reshape pos'n" | sed 's/ *Reshape pos.n : //'))"
+    else
+        echo "FAIL: $name: no reshape recorded after --stop-at: $(cat "$D/$name.grow")"; fail=1
+    fi
+done
+
+{
+    guest_header
+    md=0
+    for name in g5 g6 c5 u5 u6; do
+        guest_after $name $md "${want_size[$name]:-0}"
+        md=$((md + 1))
+    done
+    echo 'exit 0'
+} > "$D/job.sh"
+LINUX_PEER_SMP=${LINUX_PEER_SMP:-1} run_peer "${imgs[@]}"
+for name in g5 g6 c5 u5 u6; do
+    line=$(grep "^after $name " <<< "$out" || true)
+    case $name in g*|c*) who="uraid finished" ;; *) who="the kernel finished uraid's" ;; esac
+    if [ "$(cut -d' ' -f3 <<< "$line")" = "${want_sha[$name]}" ] && grep -q "^mismatch $name 0$" <<< "$out"; then
+        echo "ok: $name: $who reshape; the kernel reads the same, check 0 ($(cut -d' ' -f4- <<< "$line"))"
+    else
+        echo "FAIL: $name: $who reshape: kernel '$line', want ${want_sha[$name]}; $(grep "^mismatch $name" <<< "$out")"
+        fail=1
+    fi
+done
+exit $fail

@@ -1,0 +1,437 @@
+/* test_reshape.c — md arrays with a reshape under way (md_reshape.h),
+ * made here by hand: a RAID5/6 whose superblocks record a reshape (the
+ * fields as the kernel writes them), its data laid out in the old
+ * geometry above reshape_position and in the new one below it (or the
+ * other way round, backwards); assembly must read the whole array back,
+ * for several device counts, chunks and layouts.  Bad reshape records
+ * (a position past the end or off a stripe boundary, a delta_disks the
+ * roles do not fit, a level change) are refused with a clear message and
+ * no byte of any member changes.  Writable, md_reshape_run() continues
+ * each forwards one, stopped part-way and again to the end: the data
+ * reads the same throughout and the parity of the result agrees; and
+ * with clients writing and reading at random beside the move, the array
+ * ends as their flat reference.
+ * The kernel's own half-done reshapes: tests/sh/md-kernel-reshape.sh. */
+#include "check.h"
+#include "member_files.h"
+
+#include "core/log.h"
+#include "disc/raid/raid.h"
+#include "disc/slice.h"
+#include "md/md.h"
+#include "md/md_reshape.h"
+#include "member/member.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MEMBER_SIZE (4u << 20)
+#define SHIFT (512u << 10) /* bytes between the old and the new data area */
+
+/* The byte at array offset off of the pattern of seed. */
+static void pattern(uint8_t *buf, uint64_t len, uint64_t off, unsigned seed)
+{
+	for (uint64_t i = 0; i < len; i++) {
+		uint64_t x = (off + i) / 8 * 0x9e3779b97f4a7c15ull + seed;
+		buf[i] = (uint8_t)(x >> (8 * ((off + i) % 8)));
+	}
+}
+
+/* A reshape to record: level, devices before and after, chunks (KiB),
+ * layouts, where (in stripes of the new geometry), which way. */
+struct shape {
+	int level;
+	unsigned from_disks, to_disks;
+	uint32_t from_chunk, to_chunk;
+	uint32_t from_layout, to_layout;
+	unsigned stripes;
+	bool backwards;
+};
+
+/* One geometry's RAID vol over members [0, g->raid_disks) at data offset
+ * off (sectors, the same on each), written with the pattern over array
+ * bytes [lo, hi). */
+static void fill(const struct raid_geom *g, uint64_t off, uint64_t len, uint64_t lo, uint64_t hi,
+                 unsigned seed)
+{
+	struct vol *m[8], *sl[8], *arr;
+	uint8_t *buf = malloc(1 << 16);
+
+	for (unsigned i = 0; i < g->raid_disks; i++) {
+		CHECK_EQ(member_open(path((int)i), 0, &m[i]), 0);
+		CHECK_EQ(slice_open(m[i], off * 512, len, true, path((int)i), &sl[i]), 0);
+	}
+	CHECK_EQ(raid_open(g, sl, NULL, "fill", &arr), 0);
+	CHECK(hi <= arr->size);
+	for (uint64_t a = lo; a < hi; a += 1 << 16) {
+		uint64_t n = hi - a < (1 << 16) ? hi - a : (1 << 16);
+		pattern(buf, n, a, seed);
+		CHECK_EQ(vol_write(arr, buf, n, a, 0), 0);
+	}
+	CHECK_EQ(vol_flush(arr), 0);
+	vol_close(arr);
+	free(buf);
+}
+
+/* Make the array of shape s on members 0 .. to_disks-1 (or from_disks,
+ * for a shrink): created by md_create with the old geometry, data in
+ * both, superblocks recording the reshape (edit may change them after).
+ * Returns the array bytes served. */
+static uint64_t make(const struct shape *s, unsigned seed, void (*edit)(struct md_super *))
+{
+	unsigned n = s->to_disks > s->from_disks ? s->to_disks : s->from_disks;
+	unsigned parity = s->level == 6 ? 2 : 1;
+	char chunk[32], layout[32], nl[32];
+	struct md_super sb[8];
+	struct vol *v;
+	uint64_t size, pos, end, lo, hi;
+
+	for (unsigned i = 0; i < n; i++)
+		member_file_make((int)i, MEMBER_SIZE);
+	snprintf(chunk, sizeof(chunk), "--chunk=%u", s->from_chunk);
+	snprintf(layout, sizeof(layout), "--layout=%s",
+	         md_layout_name(s->level, s->from_layout, nl, sizeof(nl)));
+	CHECK_EQ(create(s->level == 6 ? "--level=6" : "--level=5", chunk, layout, "--assume-clean",
+	                path(0), path(1), path(2), path(3), n > 4 ? path(4) : NULL,
+	                n > 5 ? path(5) : NULL, NULL),
+	         0);
+	for (unsigned i = 0; i < n; i++) {
+		CHECK_EQ(member_open(path((int)i), 0, &v), 0);
+		CHECK_EQ(md_super_read(v, &sb[i]), 0);
+		vol_close(v);
+	}
+	/* Room for the area to move: the used size less SHIFT, in chunks. */
+	uint64_t big = (s->from_chunk > s->to_chunk ? s->from_chunk : s->to_chunk) * 2;
+	size = (sb[0].data_size - SHIFT / 512) / big * big;
+	uint64_t data_end = sb[0].data_offset + sb[0].data_size;
+	uint64_t old_off = sb[0].data_offset + (s->backwards ? 0 : SHIFT / 512);
+	uint64_t new_off = sb[0].data_offset + (s->backwards ? SHIFT / 512 : 0);
+	uint64_t old_size = size * 512 * (s->from_disks - parity);
+	uint64_t new_size = size * 512 * (s->to_disks - parity);
+	end = old_size < new_size ? old_size : new_size;
+	pos = (uint64_t)s->stripes * big * 512 * (s->to_disks - parity);
+	CHECK(pos < end);
+	struct raid_geom from = {s->level, s->from_layout, s->from_chunk * 1024, s->from_disks,
+	                         size * 512};
+	struct raid_geom to = {s->level, s->to_layout, s->to_chunk * 1024, s->to_disks, size * 512};
+	/* The old geometry everywhere first, then the new one where the
+	 * reshape has moved the data: the areas are SHIFT apart, far enough
+	 * that the new writes touch no old byte still in use. */
+	fill(&from, old_off, (data_end - old_off) * 512, 0, end, seed);
+	lo = s->backwards ? pos : 0;
+	hi = s->backwards ? end : pos;
+	fill(&to, new_off, (data_end - new_off) * 512, lo, hi, seed);
+	for (unsigned i = 0; i < n; i++) {
+		sb[i].feature_map |= MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET |
+		                     (s->backwards ? MD_FEATURE_RESHAPE_BACKWARDS : 0);
+		sb[i].data_offset = old_off;
+		sb[i].data_size = data_end - old_off;
+		sb[i].new_offset = (int32_t)new_off - (int32_t)old_off;
+		sb[i].size = size;
+		sb[i].raid_disks = s->to_disks;
+		sb[i].delta_disks = (int32_t)s->to_disks - (int32_t)s->from_disks;
+		sb[i].chunk = s->from_chunk * 2;
+		sb[i].new_chunk = s->to_chunk * 2;
+		sb[i].layout = s->from_layout;
+		sb[i].new_layout = s->to_layout;
+		sb[i].new_level = s->level;
+		sb[i].reshape_position = pos / 512;
+		for (unsigned k = 0; k < n; k++)
+			sb[i].roles[k] = (uint16_t)k;
+		if (edit)
+			edit(&sb[i]);
+		CHECK_EQ(member_open(path((int)i), 0, &v), 0);
+		CHECK_EQ(md_super_write(v, &sb[i]), 0);
+		vol_close(v);
+	}
+	return end;
+}
+
+/* Assemble members 0 .. n-1 as one array: 0 or -errno. */
+static int assemble(unsigned n, bool ro, struct vol **out)
+{
+	struct md_assemble_opts o = {.readonly = ro, .no_reshape = true};
+	struct vol *m[8];
+
+	for (unsigned i = 0; i < n; i++)
+		CHECK_EQ(member_open(path((int)i), ro ? MEMBER_READONLY : 0, &m[i]), 0);
+	err_clear();
+	return md_assemble_one(m, n, &o, out);
+}
+
+/* Whether array v reads the pattern of seed over its first size bytes. */
+static bool reads_pattern_upto(struct vol *v, uint64_t size, unsigned seed)
+{
+	uint8_t *got = malloc(96 << 10), *want = malloc(96 << 10);
+	bool ok = v->size >= size;
+
+	/* 96 KiB requests: most straddle stripes and some the position. */
+	for (uint64_t a = 0; ok && a < size; a += 96 << 10) {
+		uint64_t n = size - a < (96 << 10) ? size - a : (96 << 10);
+		pattern(want, n, a, seed);
+		ok = vol_read(v, got, n, a) == 0 && memcmp(got, want, n) == 0;
+		if (!ok)
+			fprintf(stderr, "reshape: wrong bytes at %llu\n", (unsigned long long)a);
+	}
+	free(got);
+	free(want);
+	return ok;
+}
+
+/* Whether array v is size bytes and reads the pattern of seed. */
+static bool reads_pattern(struct vol *v, uint64_t size, unsigned seed)
+{
+	return v->size == size && reads_pattern_upto(v, size, seed);
+}
+
+/* Continue the reshape of shape s (n members, size array bytes of
+ * pattern seed) writable: stopped a third of the way on, reassembled
+ * (it reads the same), then to the end; the array then records the new
+ * geometry alone, reads the pattern (zeros past the old end) and its
+ * parity agrees. */
+static void continue_reshape(const struct shape *s, unsigned n, uint64_t size, unsigned seed)
+{
+	struct md_reshape_run_opts o = {0};
+	struct raid_check_report rep;
+	bool finished = true;
+	struct vol *v;
+	uint8_t *buf = malloc(1 << 16);
+	int r;
+
+	o.stop_at = size / 3;
+	CHECK_EQ(assemble(n, false, &v), 0);
+	CHECK_EQ(md_reshape_run(v, &o, &finished), 0);
+	CHECK(!finished);
+	vol_close(v);
+	CHECK_EQ(assemble(n, true, &v), 0);
+	CHECK(reads_pattern(v, size, seed));
+	vol_close(v);
+	o.stop_at = 0;
+	CHECK_EQ(assemble(n, false, &v), 0);
+	r = md_reshape_run(v, &o, &finished);
+	if (r < 0)
+		fprintf(stderr, "reshape run: %s\n", err_detail(r));
+	CHECK_EQ(r, 0);
+	CHECK(finished);
+	vol_close(v);
+	CHECK_EQ(assemble(n, true, &v), 0);
+	CHECK(strcmp(md_array_raid(v)->ops->kind, "md-reshape") != 0);
+	unsigned parity = s->level == 6 ? 2 : 1;
+	CHECK(v->size > size || s->to_disks - parity == s->from_disks - parity);
+	CHECK(reads_pattern_upto(v, size, seed));
+	for (uint64_t a = size; a < v->size; a += 1 << 16) {
+		uint64_t len = v->size - a < (1 << 16) ? v->size - a : (1 << 16);
+		CHECK_EQ(vol_read(v, buf, len, a), 0);
+		for (uint64_t k = 0; k < len; k++)
+			if (buf[k]) {
+				CHECK(buf[k] == 0);
+				break;
+			}
+	}
+	CHECK_EQ(raid_check(md_array_raid(v), false, &rep, NULL), 0);
+	CHECK_EQ(rep.mismatched, 0);
+	vol_close(v);
+	free(buf);
+}
+
+static void test_reads(void)
+{
+	const struct shape shapes[] = {
+	    {5, 3, 4, 64, 64, 2, 2, 3, false},  /* the common grow: one disk added */
+	    {5, 3, 5, 32, 32, 0, 0, 1, false},  /* two added, left-asymmetric */
+	    {6, 4, 5, 64, 64, 2, 2, 2, false},  /* raid6 grow */
+	    {5, 4, 4, 64, 16, 2, 2, 5, false},  /* chunk change, no disk */
+	    {5, 4, 4, 32, 32, 2, 1, 4, false},  /* layout change */
+	    {5, 4, 3, 64, 64, 2, 2, 4, true},   /* a shrink, backwards */
+	    {6, 5, 5, 64, 64, 18, 2, 3, false}, /* raid6 left-symmetric-6 -> left-symmetric */
+	};
+
+	for (unsigned i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+		const struct shape *s = &shapes[i];
+		unsigned n = s->to_disks > s->from_disks ? s->to_disks : s->from_disks;
+		uint64_t size = make(s, i + 1, NULL);
+		uint64_t h0 = file_hash(0);
+		struct vol *v;
+		int r = assemble(n, true, &v);
+		if (r < 0)
+			fprintf(stderr, "reshape %u: %s\n", i, err_detail(r));
+		CHECK_EQ(r, 0);
+		if (r == 0) {
+			if (!reads_pattern(v, size, i + 1)) {
+				fprintf(stderr,
+				        "reshape %u: raid%d %u -> %u disks, chunk %u -> %u\n", i,
+				        s->level, s->from_disks, s->to_disks, s->from_chunk,
+				        s->to_chunk);
+				CHECK(false);
+			}
+			char blk[4096] = {0};
+			CHECK(vol_write(v, blk, sizeof(blk), 0, 0) < 0);
+			vol_close(v);
+		}
+		CHECK_EQ(file_hash(0), h0);
+		if (s->backwards) {
+			/* Writable: refused (uraid moves data forwards only),
+			 * nothing written. */
+			CHECK_EQ(assemble(n, false, &v), -ENOTSUP);
+			CHECK(strstr(err_detail(-ENOTSUP), "runs backwards") != NULL);
+			CHECK_EQ(file_hash(0), h0);
+			continue;
+		}
+		continue_reshape(s, n, size, i + 1);
+	}
+}
+
+struct run_arg {
+	struct vol *v;
+	int r;
+	bool finished;
+	atomic_bool done;
+};
+
+static void *run_thread(void *p)
+{
+	struct run_arg *ra = p;
+	/* One stripe at a time: many windows, for clients to run into. */
+	struct md_reshape_run_opts o = {.window = 1};
+
+	ra->r = md_reshape_run(ra->v, &o, &ra->finished);
+	atomic_store(&ra->done, true);
+	return NULL;
+}
+
+/* Clients beside the move: random writes (and reads checked against a
+ * flat reference) while md_reshape_run() moves the data in another
+ * thread; afterwards the array, reassembled, is the reference. */
+static void test_online(void)
+{
+	const struct shape s = {5, 3, 4, 8, 8, 2, 2, 1, false}; /* small stripes: many windows */
+	uint64_t size = make(&s, 99, NULL);
+	unsigned long long seed = 5;
+	uint8_t *ref = malloc(size), *buf = malloc(256 << 10), *got = malloc(256 << 10);
+	struct run_arg ra = {0};
+	pthread_t t;
+	unsigned writes = 0, during = 0;
+
+	pattern(ref, size, 0, 99);
+	CHECK_EQ(assemble(4, false, &ra.v), 0);
+	CHECK_EQ(pthread_create(&t, NULL, run_thread, &ra), 0);
+	while (writes < 400 || !atomic_load(&ra.done)) {
+		uint64_t len = (check_rand(&seed) % 64 + 1) * 4096;
+		uint64_t off = check_rand(&seed) % ((size - len) / 4096 + 1) * 4096;
+		during += !atomic_load(&ra.done);
+		if (check_rand(&seed) % 3) {
+			for (uint64_t k = 0; k < len; k++)
+				buf[k] = (uint8_t)check_rand(&seed);
+			CHECK_EQ(vol_write(ra.v, buf, len, off, 0), 0);
+			memcpy(ref + off, buf, len);
+			writes++;
+		} else {
+			CHECK_EQ(vol_read(ra.v, got, len, off), 0);
+			CHECK(memcmp(got, ref + off, len) == 0);
+		}
+	}
+	pthread_join(t, NULL);
+	CHECK_EQ(ra.r, 0);
+	CHECK(ra.finished);
+	CHECK(during > 0);
+	vol_close(ra.v);
+	CHECK_EQ(assemble(4, true, &ra.v), 0);
+	for (uint64_t a = 0; a < size; a += 256 << 10) {
+		uint64_t len = size - a < (256 << 10) ? size - a : (256 << 10);
+		CHECK_EQ(vol_read(ra.v, got, len, a), 0);
+		if (memcmp(got, ref + a, len) != 0) {
+			fprintf(stderr, "online: wrong bytes at %llu\n", (unsigned long long)a);
+			CHECK(false);
+			break;
+		}
+	}
+	vol_close(ra.v);
+	free(ref);
+	free(buf);
+	free(got);
+}
+
+static void past_end(struct md_super *s)
+{
+	s->reshape_position = s->size * 8;
+}
+static void off_stripe(struct md_super *s)
+{
+	s->reshape_position += 128; /* 64 KiB: a chunk, not a stripe */
+}
+static void delta_too_big(struct md_super *s)
+{
+	s->delta_disks = 4; /* 5 devices now, 1 before */
+}
+static void delta_roles(struct md_super *s)
+{
+	s->delta_disks = 1; /* 4 devices now, 3 before: role 4 fits neither */
+	s->raid_disks = 4;
+}
+static void level_change(struct md_super *s)
+{
+	s->new_level = 6;
+}
+static void nothing_changes(struct md_super *s)
+{
+	s->delta_disks = 0;
+	s->raid_disks = 5;
+}
+
+/* Each bad record: assembly (read-only) fails with a message saying what
+ * is wrong, and no member changes. */
+static void test_refusals(void)
+{
+	const struct {
+		void (*edit)(struct md_super *);
+		int err;
+		const char *msg;
+	} bad[] = {
+	    {past_end, -EINVAL, "past the end"},
+	    {off_stripe, -EINVAL, "not on a stripe boundary"},
+	    {delta_too_big, -EINVAL, "does not match the roles"},
+	    {delta_roles, -EINVAL, "does not match the roles"},
+	    {level_change, -ENOTSUP, "from level 5 to level 6"},
+	    {nothing_changes, -EINVAL, "changes nothing"},
+	};
+	const struct shape s = {5, 4, 5, 64, 64, 2, 2, 1, false};
+
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		uint64_t h[5];
+		struct vol *v;
+		make(&s, 7, bad[i].edit);
+		for (int k = 0; k < 5; k++)
+			h[k] = file_hash(k);
+		int r = assemble(5, true, &v);
+		CHECK_EQ(r, bad[i].err);
+		if (r == 0)
+			vol_close(v);
+		else if (!strstr(err_detail(r), bad[i].msg) || !strstr(err_detail(r), "md/")) {
+			fprintf(stderr, "refusal %u: '%s', want '%s'\n", i, err_detail(r),
+			        bad[i].msg);
+			CHECK(false);
+		}
+		for (int k = 0; k < 5; k++)
+			CHECK_EQ(file_hash(k), h[k]);
+	}
+}
+
+int main(void)
+{
+	if (check_tmpdir(dir, sizeof(dir), "reshape") < 0)
+		return 1;
+	log_verbosity = LOG_WARN;
+	test_reads();
+	test_online();
+	test_refusals();
+	for (int i = 0; i < 8; i++)
+		unlink(path(i));
+	rmdir(dir);
+	return check_done();
+}
