@@ -135,83 +135,115 @@ static struct jc_page *jc_page_find(struct jc_row *r, uint32_t idx)
 
 /* ---- destage ---- */
 
-/* Write row r (marked destaging by the caller, so that nobody changes
- * it) to the array: the hull of its pages in one write.  c->mu not held. */
-static int jc_destage_row(struct md_jcache *c, struct jc_row *r, bool *whole, uint64_t *reads)
+/* The first and last page (in row order) r holds. */
+static void jc_row_span(const struct jc_row *r, uint32_t *lo, uint32_t *hi)
 {
-	uint32_t lo = UINT32_MAX, hi = 0;
-
+	*lo = UINT32_MAX;
+	*hi = 0;
 	for (unsigned i = 0; i < r->npg; i++) {
-		lo = r->pg[i].idx < lo ? r->pg[i].idx : lo;
-		hi = r->pg[i].idx > hi ? r->pg[i].idx : hi;
+		*lo = r->pg[i].idx < *lo ? r->pg[i].idx : *lo;
+		*hi = r->pg[i].idx > *hi ? r->pg[i].idx : *hi;
 	}
-	uint32_t n = hi - lo + 1;
-	uint64_t off = r->row * c->row_bytes + (uint64_t)lo * JC_PAGE;
+}
+
+/* Write rows rs[0..k) (consecutive, marked destaging by the caller, so
+ * that nobody changes them) to the array: the hull of their pages in one
+ * write.  c->mu not held. */
+static int jc_destage_rows(struct md_jcache *c, struct jc_row *const *rs, unsigned k,
+                           uint64_t *reads)
+{
+	uint32_t lo, hi, l2, h2;
+
+	jc_row_span(rs[0], &lo, &hi);
+	jc_row_span(rs[k - 1], &l2, &h2);
+	uint64_t first = rs[0]->row * c->row_pages + lo;
+	uint64_t n = rs[k - 1]->row * c->row_pages + h2 + 1 - first;
 	char *buf = vol_buf_alloc((size_t)n * JC_PAGE);
 	bool *have = calloc(n, sizeof(*have));
 	int e = -ENOMEM;
 
 	if (!buf || !have)
 		goto out;
-	for (unsigned i = 0; i < r->npg; i++) {
-		memcpy(buf + (uint64_t)(r->pg[i].idx - lo) * JC_PAGE, r->pg[i].data, JC_PAGE);
-		have[r->pg[i].idx - lo] = true;
-	}
+	for (unsigned j = 0; j < k; j++)
+		for (unsigned i = 0; i < rs[j]->npg; i++) {
+			uint64_t at = rs[j]->row * c->row_pages + rs[j]->pg[i].idx - first;
+			memcpy(buf + at * JC_PAGE, rs[j]->pg[i].data, JC_PAGE);
+			have[at] = true;
+		}
 	/* The pages between, as the array holds them (none is cached). */
 	e = 0;
 	*reads = 0;
-	for (uint32_t k = 0; k < n && e == 0;) {
-		if (have[k]) {
-			k++;
+	for (uint64_t p = 0; p < n && e == 0;) {
+		if (have[p]) {
+			p++;
 			continue;
 		}
-		uint32_t run = 1;
-		while (k + run < n && !have[k + run])
+		uint64_t run = 1;
+		while (p + run < n && !have[p + run])
 			run++;
-		e = vol_read(c->array, buf + (uint64_t)k * JC_PAGE, (uint64_t)run * JC_PAGE,
-		             off + (uint64_t)k * JC_PAGE);
+		e = vol_read(c->array, buf + p * JC_PAGE, run * JC_PAGE, (first + p) * JC_PAGE);
 		*reads += run;
-		k += run;
+		p += run;
 	}
-	*whole = lo == 0 && hi + 1 == c->row_pages && *reads == 0;
 	if (e == 0)
-		e = md_journal_destage(c->j, buf, (uint64_t)n * JC_PAGE, off);
+		e = md_journal_destage(c->j, buf, n * JC_PAGE, first * JC_PAGE);
 out:
 	free(have);
 	free(buf);
 	return e;
 }
 
-/* Destage r (c->mu held, r neither destaging nor written): on success its
- * pages leave the cache and unpin their appends. */
+#define JC_MERGE_ROWS 16 /* whole rows destaged in one write */
+
+/* Destage r (c->mu held, r neither destaging nor written), and the rows
+ * after it while each before is whole and the next starts at its first
+ * page (a stream's: one write of whole stripes): on success their pages
+ * leave the cache and unpin their appends. */
 static int jc_destage_locked(struct md_jcache *c, struct jc_row *r)
 {
-	bool whole = false;
+	struct jc_row *rs[JC_MERGE_ROWS] = {r};
+	unsigned k = 1;
 	uint64_t reads = 0;
 
-	r->destaging = true;
+	while (k < JC_MERGE_ROWS && rs[k - 1]->npg == c->row_pages) {
+		struct jc_row *nx = jc_find(c, rs[k - 1]->row + 1);
+		uint32_t lo, hi;
+		if (!nx || !nx->npg || nx->writers || nx->destaging)
+			break;
+		jc_row_span(nx, &lo, &hi);
+		if (lo != 0)
+			break;
+		rs[k++] = nx;
+	}
+	for (unsigned j = 0; j < k; j++)
+		rs[j]->destaging = true;
 	c->busy = true;
 	pthread_mutex_unlock(&c->mu);
-	int e = jc_destage_row(c, r, &whole, &reads);
+	int e = jc_destage_rows(c, rs, k, &reads);
 	pthread_mutex_lock(&c->mu);
 	c->busy = false;
-	r->destaging = false;
+	for (unsigned j = 0; j < k; j++)
+		rs[j]->destaging = false;
 	if (e == 0) {
-		c->st.rows++;
+		c->st.rows += k;
 		c->st.read_pages += reads;
-		if (whole)
-			c->st.whole_pages += r->npg;
-		for (unsigned i = 0; i < r->npg; i++)
-			md_journal_unpin(c->j, r->pg[i].unit);
-		c->pages -= r->npg;
-		c->stripes -= r->nstripes;
-		c->since_cp++;
-		jc_remove(c, r);
+		for (unsigned j = 0; j < k; j++) {
+			struct jc_row *x = rs[j];
+			if (x->npg == c->row_pages && reads == 0)
+				c->st.whole_pages += x->npg;
+			for (unsigned i = 0; i < x->npg; i++)
+				md_journal_unpin(c->j, x->pg[i].unit);
+			c->pages -= x->npg;
+			c->stripes -= x->nstripes;
+			c->since_cp++;
+			jc_remove(c, x);
+		}
 	} else if (!c->err) {
 		c->err = e;
-		log_warn("journal write-back: destaging stripe row %llu failed: %s; writes fail "
-		         "from now on, the journal keeps what is cached",
-		         (unsigned long long)r->row, err_detail(e));
+		log_warn("journal write-back: destaging stripe rows %llu-%llu failed: %s; writes "
+		         "fail from now on, the journal keeps what is cached",
+		         (unsigned long long)r->row, (unsigned long long)rs[k - 1]->row,
+		         err_detail(e));
 	}
 	pthread_cond_broadcast(&c->cond);
 	return e;
