@@ -71,6 +71,7 @@ struct md_jcache {
 	unsigned paused;
 	bool busy, stop, drain, draining;
 	unsigned since_cp;
+	unsigned waiting; /* writers waiting for room */
 	struct md_jcache_stats st;
 	pthread_t thread;
 };
@@ -249,13 +250,24 @@ static int jc_destage_locked(struct md_jcache *c, struct jc_row *r)
 	return e;
 }
 
-/* The oldest row the destage may take now. */
-static struct jc_row *jc_oldest(struct md_jcache *c)
+/* The row the destage takes now: the oldest it may take; short of
+ * urgency (a drain, the log half full, the cache three quarters), the
+ * oldest whole one, else the oldest but the newest (a stream's partial
+ * row, which its next write may complete: destaged now, it would read
+ * from the members, and write its parity twice). */
+static struct jc_row *jc_pick(struct md_jcache *c, bool urgent)
 {
-	for (struct jc_row *r = c->head; r; r = r->next)
-		if (r->npg && !r->writers && !r->destaging)
+	struct jc_row *inner = NULL;
+
+	for (struct jc_row *r = c->head; r; r = r->next) {
+		if (!r->npg || r->writers || r->destaging)
+			continue;
+		if (urgent || r->npg == c->row_pages)
 			return r;
-	return NULL;
+		if (!inner && r != c->tail)
+			inner = r;
+	}
+	return inner;
 }
 
 static void jc_timed_wait(pthread_cond_t *cv, pthread_mutex_t *mu, long ms)
@@ -285,13 +297,18 @@ static void *jc_thread(void *arg)
 		else if (c->pages * 4 <= c->cap && c->stripes * 4 <= JC_MAX_STRIPES)
 			c->draining = false;
 		bool want = !c->err && !c->paused &&
-		            (c->drain || c->draining || (quarters >= 1 && (c->head || movable)));
+		            (c->drain || c->draining || c->waiting ||
+		             (quarters >= 1 && (c->head || movable)));
 		if (!want) {
 			pthread_cond_broadcast(&c->cond);
 			jc_timed_wait(&c->wake, &c->mu, 100);
 			continue;
 		}
-		struct jc_row *r = jc_oldest(c);
+		bool urgent = c->drain || quarters >= 2 || c->pages * 4 >= c->cap * 3 ||
+		              c->stripes * 4 >= JC_MAX_STRIPES * 3;
+		struct jc_row *r = jc_pick(c, urgent);
+		if (!r && c->waiting)
+			r = jc_pick(c, true); /* a writer waits for room: whatever there is */
 		if (movable && quarters >= 1 &&
 		    (quarters >= 2 || c->since_cp >= JC_CKPT_ROWS || !r)) {
 			c->since_cp = 0;
@@ -396,7 +413,9 @@ static int jc_write_piece(struct md_jcache *c, const char *buf, unsigned n, uint
 			if (c->err || (!busy && room))
 				break;
 			pthread_cond_signal(&c->wake);
+			c->waiting++;
 			pthread_cond_wait(&c->cond, &c->mu);
+			c->waiting--;
 		}
 		if (c->err) {
 			e = c->err;
