@@ -742,6 +742,10 @@ void md_jcache_close(struct md_jcache *c)
 	pthread_mutex_unlock(&c->mu);
 	pthread_join(c->thread, NULL);
 	md_journal_set_reclaim(c->j, NULL, NULL);
+	log_info("%s: journal write-back: %llu pages written, %llu stripe rows destaged (%llu "
+	         "pages in whole rows, %llu pages read from the members)",
+	         c->array->name, (unsigned long long)c->st.written, (unsigned long long)c->st.rows,
+	         (unsigned long long)c->st.whole_pages, (unsigned long long)c->st.read_pages);
 	/* Not destaged (an error): their appends stay pinned, so the tail
 	 * stays before them and the next start replays them. */
 	while (c->head)
