@@ -1,6 +1,7 @@
-/* md_journal.c — md's raid5-cache journal, write-through (md_journal.h):
- * the meta-block codec, the log appends made before each stripe update's
- * member writes, the checkpoints that move the tail, and replay.
+/* md_journal.c — md's raid5-cache journal (md_journal.h): the meta-block
+ * codec, the log appends made before each stripe update's member writes,
+ * write-back's data appends (pinned units that md_jcache.c releases page
+ * by page), the checkpoints that move the tail, and replay.
  *
  * Appends are serialised by one lock (j->mu): a request's meta blocks and
  * pages are written in log order and flushed before the next request

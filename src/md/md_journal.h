@@ -1,7 +1,8 @@
 /* md_journal.h — md's raid5-cache journal (a write journal member of a
  * RAID4/5/6, mdadm --write-journal): its on-disk format, write-through
- * logging of every stripe update before the member writes, and replay at
- * a start that was not clean.  Follows Linux drivers/md/raid5-cache.c and
+ * logging of every stripe update before the member writes, write-back's
+ * data appends (md_jcache.h holds their pages), and replay at a start
+ * that was not clean.  Follows Linux drivers/md/raid5-cache.c and
  * include/uapi/linux/raid/md_p.h so that the kernel replays what we log
  * and we replay what it logs.
  *
