@@ -88,6 +88,8 @@ static int md_io_leave(struct md_array *a, int r)
 	return r;
 }
 
+static void md_io_release_gate(struct md_array *a);
+
 /* Hold new requests at the gate and wait for those inside to finish:
  * 0, or -EBUSY (and the gate open again) if they have not within 10 s (a
  * member that hangs).  Not with a->lock held: a request may need it
@@ -99,16 +101,18 @@ int md_io_hold(struct md_array *a)
 	pthread_mutex_lock(&a->gate.lock);
 	atomic_store(&a->gate.hold, true);
 	pthread_mutex_unlock(&a->gate.lock);
-	if (a->jc)
-		md_jcache_pause(a->jc, true); /* its destage writes bypass the gate */
 	for (unsigned i = 0; i < MD_GATE_SLOTS; i++)
 		while (atomic_load(&a->gate.in[i].n) > 0) {
 			if (++t == 50000) {
-				md_io_release(a);
+				md_io_release_gate(a);
 				return -EBUSY;
 			}
 			usleep(200);
 		}
+	/* The write-back cache's destage writes bypass the gate: held too,
+	 * once the writes inside (which may wait for it) are through. */
+	if (a->jc)
+		md_jcache_pause(a->jc, true);
 	return 0;
 }
 
@@ -116,6 +120,11 @@ void md_io_release(struct md_array *a)
 {
 	if (a->jc)
 		md_jcache_pause(a->jc, false);
+	md_io_release_gate(a);
+}
+
+static void md_io_release_gate(struct md_array *a)
+{
 	pthread_mutex_lock(&a->gate.lock);
 	atomic_store(&a->gate.hold, false);
 	pthread_cond_broadcast(&a->gate.cond);
