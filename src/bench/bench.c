@@ -865,7 +865,7 @@ int bench_main(int argc, char **argv)
 		if (n <= 16)
 			counts[n] = true;
 		want_cipher |= lay[i]->luks;
-		want_journal |= lay[i]->log == BENCH_LOG_JOURNAL;
+		want_journal |= bench_log_journal(lay[i]);
 	}
 	progress_total = 0;
 	for (unsigned w = 0; w < n_wl; w++)
@@ -992,9 +992,11 @@ int bench_main(int argc, char **argv)
 			                                   bench_chunk, one, all);
 			row->ceil.cipher = l->luks ? c->cipher : 0;
 			row->ceil.transport = strcmp(target, "nbd") == 0 ? c->transport : 0;
-			row->ceil.journal = l->log == BENCH_LOG_JOURNAL
-			                        ? bench_journal_ideal(l->level, l->n, c->journal)
-			                        : 0;
+			row->ceil.journal =
+			    bench_log_journal(l)
+			        ? bench_journal_ideal(l->level, l->n, c->journal,
+			                              l->log == BENCH_LOG_JOURNAL_WB)
+			        : 0;
 			row->ceil.cpu_pct = row->usr_cpu + row->sys_cpu;
 			row->ceil.cpu_cap_pct = 100.0 * rep.cores;
 			bench_verdict(row->bw.med, &row->ceil, &row->v);

@@ -128,15 +128,16 @@ double bench_disk_ideal(int level, unsigned n, enum bench_op op, uint32_t bs, un
 /* What md's journal lets an n-member RAID5/6 write, from its device alone
  * under the same job (alone): the parity is logged too, so at best the
  * data members' share of it. */
-double bench_journal_ideal(int level, unsigned n, double alone);
+double bench_journal_ideal(int level, unsigned n, double alone, bool writeback);
 
 /* ---- layouts and members (layout.c) ---- */
 
 /* How a RAID5 layout closes md's write hole. */
 enum bench_log {
 	BENCH_LOG_NONE,
-	BENCH_LOG_JOURNAL, /* md's raid5-cache journal on one more member */
-	BENCH_LOG_PPL,     /* md's partial parity log, on the members */
+	BENCH_LOG_JOURNAL,    /* md's raid5-cache journal on one more member */
+	BENCH_LOG_JOURNAL_WB, /* the same, served --journal-mode=write-back */
+	BENCH_LOG_PPL,        /* md's partial parity log, on the members */
 };
 
 /* The disk model of a journal member, whatever --members says: the
@@ -159,6 +160,8 @@ struct bench_layout {
 extern uint32_t bench_chunk;
 
 const struct bench_layout *bench_layout_find(const char *name);
+/* Whether the layout has md's journal (either mode). */
+bool bench_log_journal(const struct bench_layout *l);
 /* The whole table, for --help and for `--layout all`. */
 const struct bench_layout *bench_layouts(unsigned *n);
 

@@ -52,6 +52,8 @@ static const struct bench_layout layouts[] = {
     {"raid5x8", "8 disk RAID5", 5, 8, false, false},
     {"raid6x4", "4 disk RAID6", 6, 4, false, false},
     {"raid5+journal", "4 disk RAID5 + ssd journal", 5, 4, false, false, BENCH_LOG_JOURNAL},
+    {"raid5+journal-wb", "4 disk RAID5 + ssd journal, write-back", 5, 4, false, false,
+     BENCH_LOG_JOURNAL_WB},
     {"raid5+ppl", "4 disk RAID5 + PPL", 5, 4, false, false, BENCH_LOG_PPL},
 };
 
@@ -63,6 +65,11 @@ static const struct bench_model models[] = {
     {"file", "file on this machine's disk", NULL, 0},
     {"null", "null (reads zeros, drops writes)", NULL, 0},
 };
+
+bool bench_log_journal(const struct bench_layout *l)
+{
+	return l->log == BENCH_LOG_JOURNAL || l->log == BENCH_LOG_JOURNAL_WB;
+}
 
 const struct bench_layout *bench_layouts(unsigned *n)
 {
@@ -369,7 +376,7 @@ int bench_server_start(const struct bench_layout *l, const struct bench_kinds *k
 	 * front of the array. */
 	snprintf(jfile, sizeof(jfile), "%s/journal.img", s->dir);
 	snprintf(jspec, sizeof(jspec), "sim:%s:%s", BENCH_JOURNAL_MODEL, jfile);
-	if (l->log == BENCH_LOG_JOURNAL && (r = make_file(jfile, member_size)) < 0)
+	if (bench_log_journal(l) && (r = make_file(jfile, member_size)) < 0)
 		goto fail;
 	snprintf(keyfile, sizeof(keyfile), "%s/key", s->dir);
 	if (l->luks) {
@@ -400,7 +407,7 @@ int bench_server_start(const struct bench_layout *l, const struct bench_kinds *k
 			add_arg(argv, &argc, dummy, 0, "--chunk");
 			add_arg(argv, &argc, dummy, 0, chunk);
 		}
-		if (l->log == BENCH_LOG_JOURNAL) {
+		if (bench_log_journal(l)) {
 			add_arg(argv, &argc, dummy, 0, "--write-journal");
 			add_arg(argv, &argc, dummy, 0, jfile);
 		} else if (l->log == BENCH_LOG_PPL) {
@@ -447,7 +454,9 @@ int bench_server_start(const struct bench_layout *l, const struct bench_kinds *k
 	}
 	for (unsigned i = 0; i < l->n; i++)
 		add_arg(argv, &argc, s->cmdline, sizeof(s->cmdline), specs[i]);
-	if (l->log == BENCH_LOG_JOURNAL)
+	if (l->log == BENCH_LOG_JOURNAL_WB)
+		add_arg(argv, &argc, s->cmdline, sizeof(s->cmdline), "--journal-mode=write-back");
+	if (bench_log_journal(l))
 		add_arg(argv, &argc, s->cmdline, sizeof(s->cmdline), jspec);
 
 	s->pid = fork();

@@ -101,11 +101,14 @@ double bench_disk_ideal(int level, unsigned n, enum bench_op op, uint32_t bs, un
 	return (busy <= 1 ? one : busy * per) / rmw;
 }
 
-double bench_journal_ideal(int level, unsigned n, double alone)
+double bench_journal_ideal(int level, unsigned n, double alone, bool writeback)
 {
 	unsigned p = md_level_parity(level);
 
 	/* Data and parity both go through the log, and the log's flushes
-	 * are in what `alone` measured. */
+	 * are in what `alone` measured; write-back logs the data alone
+	 * before the acknowledgement. */
+	if (writeback)
+		return alone;
 	return n > p ? alone * (n - p) / n : 0;
 }

@@ -106,6 +106,11 @@ static void serve_usage(FILE *f)
 		"                         default: no limit)\n"
 		"  --sync-speed-min RATE  md's speed_limit_min: while clients use the array,\n"
 		"                         at most RATE (default: no limit)\n"
+		"  --journal-mode MODE    md write journals: write-through (md's default) or\n"
+		"                         write-back (acknowledged once on the journal,\n"
+		"                         destaged to the members later)\n"
+		"  --journal-cache SIZE   write-back: data held in memory (default 64M; at\n"
+		"                         most a quarter of the journal)\n"
 		"NBD:\n"
 		"  --export NAME          serve only the volume NAME (`uraid probe` lists the\n"
 		"                         names); may be given several times. Default: every\n"
@@ -316,7 +321,7 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 	       OPT_DIRECT, OPT_KEYFILE, OPT_DEGRADED, OPT_THREADS, OPT_EXPORT, OPT_MAXCONN,
 	       OPT_HSTIMEOUT, OPT_TLS, OPT_TLS_PSK, OPT_TLS_CERTS, OPT_TLS_VERIFY, OPT_NOREBUILD, OPT_SYNCMIN, OPT_SYNCMAX,
 	       OPT_CONTROL, OPT_MAXHS, OPT_IDLE, OPT_BUFMEM, OPT_FORCE, OPT_ONLY, OPT_PROGRAM,
-	       OPT_SYSLOG, OPT_TEST, OPT_ASSUME };
+	       OPT_SYSLOG, OPT_TEST, OPT_ASSUME, OPT_JMODE, OPT_JCACHE };
 	static const struct option lo[] = {
 		{ "socket", required_argument, NULL, OPT_SOCKET },
 		{ "export", required_argument, NULL, OPT_ONLY },
@@ -339,6 +344,8 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 		{ "no-rebuild", no_argument, NULL, OPT_NOREBUILD },
 		{ "sync-speed-min", required_argument, NULL, OPT_SYNCMIN },
 		{ "sync-speed-max", required_argument, NULL, OPT_SYNCMAX },
+		{ "journal-mode", required_argument, NULL, OPT_JMODE },
+		{ "journal-cache", required_argument, NULL, OPT_JCACHE },
 		{ "threads", required_argument, NULL, OPT_THREADS },
 		{ "export-name", required_argument, NULL, OPT_EXPORT },
 		{ "max-connections", required_argument, NULL, OPT_MAXCONN },
@@ -433,6 +440,22 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 			                                        : &a->stack.sync_max) < 0) {
 				fprintf(stderr, "uraid serve: bad --%s '%s' (bytes per second: 50M)\n",
 				        c == OPT_SYNCMIN ? "sync-speed-min" : "sync-speed-max", optarg);
+				return 2;
+			}
+			break;
+		case OPT_JMODE:
+			if (strcmp(optarg, "write-back") && strcmp(optarg, "write-through")) {
+				fprintf(stderr, "uraid serve: bad --journal-mode '%s' (write-back or "
+				        "write-through)\n", optarg);
+				return 2;
+			}
+			a->stack.journal_writeback = strcmp(optarg, "write-back") == 0;
+			break;
+		case OPT_JCACHE:
+			if (parse_size(optarg, &a->stack.journal_cache) < 0 ||
+			    a->stack.journal_cache < 65536) {
+				fprintf(stderr, "uraid serve: bad --journal-cache '%s' (bytes, at least "
+				        "64K: 64M)\n", optarg);
 				return 2;
 			}
 			break;

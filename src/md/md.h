@@ -432,6 +432,12 @@ struct md_assemble_opts {
 	 * bytes per second of each member (0: no limit): a sync runs at most
 	 * at sync_max, and at most at sync_min while clients use the array. */
 	uint64_t sync_min, sync_max;
+	/* An array with a write journal: md's journal_mode write-back (a write
+	 * is acknowledged once on the journal, destaged later, md_jcache.h)
+	 * with a cache of journal_cache bytes (0: MD_JCACHE_DEFAULT); else
+	 * write-through, md's default. */
+	bool journal_writeback;
+	uint64_t journal_cache;
 };
 
 /* Find the md arrays on vols[0..n) and assemble them, repeatedly, so that

@@ -516,6 +516,13 @@ static int md_journal_start(struct md_array *a, const struct md_super *fresh,
 	r = raid_set_log(a->raid, &lo);
 	if (r < 0)
 		return r;
+	if (o->journal_writeback) {
+		r = md_jcache_open(a->jn, a->raid, (uint64_t)fresh->chunk * 512,
+		                   a->n - md_level_parity(fresh->level), o->journal_cache, &a->jc);
+		if (r < 0)
+			return err_set(r, "%s: journal write-back cache: %s", name, err_detail(r));
+		log_info("%s: journal in write-back mode", name);
+	}
 	*replayed = true;
 	return 0;
 }

@@ -20,6 +20,7 @@
 
 #include "md.h"
 #include "md_bitmap.h"
+#include "md_jcache.h"
 #include "md_journal.h"
 #include "md_reshape.h"
 #include "md_throttle.h"
@@ -160,6 +161,7 @@ struct md_array {
 	struct md_member journal;
 	struct md_journal *jn;
 	struct vol **jn_members;
+	struct md_jcache *jc; /* its write-back cache (md_jcache.h), NULL: write-through */
 	struct md_readd readd;
 	/* A reshape under way (md_reshape.c): a->raid is then the reshape
 	 * vol over the two geometries. */

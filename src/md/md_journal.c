@@ -1,6 +1,7 @@
-/* md_journal.c — md's raid5-cache journal, write-through (md_journal.h):
- * the meta-block codec, the log appends made before each stripe update's
- * member writes, the checkpoints that move the tail, and replay.
+/* md_journal.c — md's raid5-cache journal (md_journal.h): the meta-block
+ * codec, the log appends made before each stripe update's member writes,
+ * write-back's data appends (pinned units that md_jcache.c releases page
+ * by page), the checkpoints that move the tail, and replay.
  *
  * Appends are serialised by one lock (j->mu): a request's meta blocks and
  * pages are written in log order and flushed before the next request
@@ -21,6 +22,7 @@
 
 #include <endian.h>
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,17 +158,18 @@ int md_journal_refuse(const struct md_super *s, const char *name, const char *wh
 
 /* ---- the running journal ---- */
 
-struct jn_unit {
+struct md_journal_unit {
 	const void *key; /* the raid_log_stripe array log() saw */
 	uint64_t start;  /* its first meta block */
 	bool done;
-	struct jn_unit *next;
+	unsigned pins; /* write-back: pages the cache still holds (md_journal_unpin) */
+	struct md_journal_unit *next;
 	/* Its append: blocks and pages, written by whichever writer leads the
 	 * batch it is in (state: 0 not yet, 1 durable, -errno). */
 	const char *buf;
 	uint64_t total;
 	int state;
-	struct jn_unit *bnext;
+	struct md_journal_unit *bnext;
 };
 
 struct md_journal {
@@ -183,15 +186,18 @@ struct md_journal {
 	uint64_t head, seq; /* where and with what seq the next block goes */
 	uint64_t last_cp;   /* the tail as recorded */
 	uint64_t next_cp;   /* the start of the last unit with all before it done */
-	struct jn_unit *first, *last;
+	struct md_journal_unit *first, *last;
 	/* Appends numbered but not yet written: one writer (writing) writes
 	 * and flushes them all at once (a group commit); broken: an append
 	 * failed, and every later one fails (the log has a hole). */
-	struct jn_unit *batch_first, *batch_last;
+	struct md_journal_unit *batch_first, *batch_last;
 	bool writing;
 	int broken;
 	pthread_mutex_t ckpt; /* one checkpoint at a time */
 	bool tail_valid;      /* the block at the tail is a valid meta block */
+	/* Write-back: the cache's call to destage what pins the tail. */
+	int (*reclaim)(void *ctx);
+	void *reclaim_ctx;
 	uint64_t tail_seq;
 };
 
@@ -721,6 +727,278 @@ int md_journal_checkpoint(struct md_journal *j)
 	return r;
 }
 
+/* Units done from the oldest on leave the list; the tail may move to the
+ * start of the last of them (j->mu held). */
+static void jn_pop_locked(struct md_journal *j)
+{
+	while (j->first && j->first->done) {
+		struct md_journal_unit *u = j->first;
+		j->next_cp = u->start;
+		j->first = u->next;
+		if (!j->first)
+			j->last = NULL;
+		free(u);
+	}
+	pthread_cond_broadcast(&j->cond);
+}
+
+/* Wait (j->mu held) until total more pages fit under limit: move the tail
+ * (flushing the members) or wait for the units in flight to reach them
+ * (write-back: ask the cache to destage what pins the tail).  0, or the
+ * checkpoint's error. */
+static int jn_wait_room_locked(struct md_journal *j, uint64_t total, uint64_t limit)
+{
+	int r;
+
+	while (!j->broken && limit <= jn_used(j) + (total + 1) * R5L_PAGE_SECTORS) {
+		if (j->next_cp != j->last_cp) {
+			pthread_mutex_unlock(&j->mu);
+			r = md_journal_checkpoint(j);
+			pthread_mutex_lock(&j->mu);
+			if (r < 0)
+				return r;
+		} else if (j->reclaim) {
+			pthread_mutex_unlock(&j->mu);
+			r = j->reclaim(j->reclaim_ctx);
+			pthread_mutex_lock(&j->mu);
+			if (r < 0)
+				return r; /* the cache cannot destage: no room comes */
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 20 * 1000000;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&j->cond, &j->mu, &ts);
+		} else
+			pthread_cond_wait(&j->cond, &j->mu);
+	}
+	return 0;
+}
+
+/* Append total pages of buf (meta blocks, each followed by its pages,
+ * positions and seqs filled in here) as one unit keyed by key, in log
+ * order, by group commit: durable on the log on return.  A write-back
+ * append (pins > 0: its pages are held in the cache) may fill at most
+ * half the log, so that the parity of the stripes it pins always fits
+ * beside it, and its unit stays until md_journal_unpin has been called
+ * pins times (*out); a full log asks the cache to destage. */
+static int jn_append(struct md_journal *j, char *buf, uint64_t total, const void *key,
+                     unsigned pins, struct md_journal_unit **out)
+{
+	uint64_t limit = pins ? j->size / 2 : j->size;
+	int r;
+
+	struct md_journal_unit *unit = calloc(1, sizeof(*unit));
+	if (!unit)
+		return -ENOMEM;
+	pthread_mutex_lock(&j->mu);
+	if (pins && !j->broken && limit <= jn_used(j) + (total + 1) * R5L_PAGE_SECTORS) {
+		/* the cache waits (md_journal_wait_room) holding no stripe */
+		pthread_mutex_unlock(&j->mu);
+		free(unit);
+		return -EAGAIN;
+	}
+	r = jn_wait_room_locked(j, total, limit);
+	if (r < 0)
+		goto fail;
+	if (j->broken) {
+		r = j->broken;
+		goto fail;
+	}
+	unit->key = key ? key : unit;
+	unit->pins = pins;
+	unit->start = j->head;
+	unit->buf = buf;
+	unit->total = total;
+	/* Number the blocks in log order. */
+	for (char *p = buf; p < buf + total * R5L_PAGE;) {
+		struct r5l_meta_block *m = (struct r5l_meta_block *)p;
+		uint64_t pos = ring_add(j->size, j->head, (uint64_t)(p - buf) / 512);
+		m->position = htole64(pos);
+		m->seq = htole64(j->seq++);
+		unsigned pages = 0; /* the block's pages: its payloads' */
+		for (uint32_t off = 32; off < le32toh(m->meta_size);) {
+			struct r5l_payload_data_parity d;
+			memcpy(&d, p + off, sizeof(d));
+			pages += le32toh(d.size) / R5L_PAGE_SECTORS;
+			off += (uint32_t)sizeof(d) + 4 * (le32toh(d.size) / R5L_PAGE_SECTORS);
+		}
+		meta_seal(m, j->seed);
+		p += (uint64_t)(1 + pages) * R5L_PAGE;
+	}
+	j->head = ring_add(j->size, j->head, total * R5L_PAGE_SECTORS);
+	/* In the units (done() marks it once the member writes are through,
+	 * the last unpin a write-back one) and in the batch. */
+	if (j->last)
+		j->last->next = unit;
+	else
+		j->first = unit;
+	j->last = unit;
+	if (j->batch_last)
+		j->batch_last->bnext = unit;
+	else
+		j->batch_first = unit;
+	j->batch_last = unit;
+	if (!j->writing) {
+		/* Lead: write what is numbered, in log order, flush once;
+		 * again while others numbered theirs meanwhile. */
+		j->writing = true;
+		while (j->batch_first) {
+			struct md_journal_unit *b = j->batch_first;
+			j->batch_first = j->batch_last = NULL;
+			pthread_mutex_unlock(&j->mu);
+			int e = 0;
+			for (struct md_journal_unit *u = b; u && e == 0; u = u->bnext)
+				e = jn_io(j, true, (void *)u->buf, u->total, u->start, 0);
+			if (e == 0)
+				e = vol_flush(j->log);
+			pthread_mutex_lock(&j->mu);
+			for (struct md_journal_unit *u = b; u; u = u->bnext)
+				u->state = e ? e : 1;
+			if (e)
+				j->broken = e;
+			pthread_cond_broadcast(&j->cond);
+		}
+		j->writing = false;
+	}
+	while (unit->state == 0)
+		pthread_cond_wait(&j->cond, &j->mu);
+	if (unit->state < 0) {
+		/* out of the units: no done() comes for it */
+		r = unit->state;
+		struct md_journal_unit **pp = &j->first, *prev = NULL;
+		while (*pp != unit) {
+			prev = *pp;
+			pp = &(*pp)->next;
+		}
+		*pp = unit->next;
+		if (j->last == unit)
+			j->last = prev;
+		goto fail;
+	}
+	unit->buf = NULL;
+	bool half = !pins && !j->reclaim && jn_used(j) * 2 > j->size;
+	pthread_mutex_unlock(&j->mu);
+	if (out)
+		*out = unit;
+	if (half && pthread_mutex_trylock(&j->ckpt) == 0) {
+		pthread_mutex_unlock(&j->ckpt);
+		md_journal_checkpoint(j); /* lazily; a failure shows at the next */
+	}
+	return 0;
+fail:
+	pthread_mutex_unlock(&j->mu);
+	free(unit);
+	return err_set(r, "%s: journal write failed: %s", j->log->name, strerror(-r));
+}
+
+/* ---- write-back (md_jcache.c's side) ---- */
+
+/* Set while this thread destages cached stripes through the array: their
+ * data pages are in the log already, so jn_log records parity only (the
+ * kernel's r5l_write_stripe for a stripe leaving the caching phase). */
+static _Thread_local bool jn_destaging;
+
+/* The pages and meta blocks of a data append of n pages. */
+static uint64_t jn_data_total(unsigned n)
+{
+	const unsigned per_meta = (R5L_PAGE - 32) / (16 + 4);
+	return (n + per_meta - 1) / per_meta + (uint64_t)n;
+}
+
+int md_journal_log_data(struct md_journal *j, const uint64_t *aoff, const char *const *page,
+                        unsigned n, struct md_journal_unit **unit)
+{
+	const unsigned per_meta = (R5L_PAGE - 32) / (16 + 4);
+	uint64_t total = jn_data_total(n);
+	char *buf, *at;
+	int r;
+
+	if (!n || (total + 1) * R5L_PAGE_SECTORS * 4 >= j->size)
+		return err_set(-ENOSPC,
+		               "%s: journal: a write of %u pages does not fit a log of %llu",
+		               j->log->name, n, (unsigned long long)(j->size / R5L_PAGE_SECTORS));
+	if (!(buf = vol_buf_alloc(total * R5L_PAGE)))
+		return -ENOMEM;
+	at = buf;
+	for (unsigned i = 0; i < n; i += per_meta) {
+		char *mb = at;
+		uint32_t moff = 32;
+		meta_init(mb, 0, 0);
+		at += R5L_PAGE;
+		for (unsigned k = i; k < n && k < i + per_meta; k++) {
+			struct r5l_payload_data_parity pd = {
+			    .header = {htole16(R5L_PAYLOAD_DATA), 0},
+			    .size = htole32(R5L_PAGE_SECTORS),
+			    .location = htole64(aoff[k] / 512),
+			};
+			memcpy(at, page[k], R5L_PAGE);
+			uint32_t c = htole32(crc32c(j->seed, at, R5L_PAGE));
+			memcpy(mb + moff, &pd, sizeof(pd));
+			memcpy(mb + moff + sizeof(pd), &c, 4);
+			moff += (uint32_t)sizeof(pd) + 4;
+			at += R5L_PAGE;
+		}
+		((struct r5l_meta_block *)mb)->meta_size = htole32(moff);
+	}
+	r = jn_append(j, buf, total, NULL, n, unit);
+	free(buf);
+	return r;
+}
+
+unsigned md_journal_max_data(struct md_journal *j)
+{
+	uint64_t pages = j->size / R5L_PAGE_SECTORS / 8;
+	return pages > UINT_MAX ? UINT_MAX : (unsigned)pages;
+}
+
+int md_journal_wait_room(struct md_journal *j, unsigned n)
+{
+	pthread_mutex_lock(&j->mu);
+	int r = jn_wait_room_locked(j, jn_data_total(n), j->size / 2);
+	if (r == 0 && j->broken)
+		r = j->broken;
+	pthread_mutex_unlock(&j->mu);
+	return r;
+}
+
+void md_journal_unpin(struct md_journal *j, struct md_journal_unit *unit)
+{
+	pthread_mutex_lock(&j->mu);
+	if (unit->pins && --unit->pins == 0) {
+		unit->done = true;
+		jn_pop_locked(j);
+	}
+	pthread_mutex_unlock(&j->mu);
+}
+
+int md_journal_destage(struct md_journal *j, const void *buf, uint64_t len, uint64_t off)
+{
+	jn_destaging = true;
+	int r = vol_write(j->array, buf, len, off, 0);
+	jn_destaging = false;
+	return r;
+}
+
+void md_journal_set_reclaim(struct md_journal *j, int (*reclaim)(void *ctx), void *ctx)
+{
+	pthread_mutex_lock(&j->mu);
+	j->reclaim = reclaim;
+	j->reclaim_ctx = ctx;
+	pthread_mutex_unlock(&j->mu);
+}
+
+int md_journal_pressure(struct md_journal *j, bool *movable)
+{
+	pthread_mutex_lock(&j->mu);
+	int quarters = (int)(jn_used(j) * 4 / j->size);
+	*movable = j->next_cp != j->last_cp;
+	pthread_mutex_unlock(&j->mu);
+	return quarters;
+}
+
 /* One request's updates go into the log as, per 4 KiB page row of each
  * update, the written data pages, then P (and Q). */
 static int jn_log(void *ctx, const struct raid_log_stripe *s, unsigned n, unsigned flags)
@@ -733,13 +1011,14 @@ static int jn_log(void *ctx, const struct raid_log_stripe *s, unsigned n, unsign
 	int r;
 
 	(void)flags; /* every append is flushed: FUA comes free */
+	bool cached = jn_destaging; /* the data pages are in the log already */
 	/* Count the meta blocks and pages: a stripe's payloads never span
 	 * two meta blocks (the kernel's r5l_get_meta). */
 	for (unsigned i = 0; i < n; i++) {
 		unsigned w = 0;
 		if (s[i].moff % R5L_PAGE || s[i].len % R5L_PAGE)
 			return -EINVAL;
-		for (unsigned d = 0; d < s[i].ndata; d++)
+		for (unsigned d = 0; d < s[i].ndata && !cached; d++)
 			w += s[i].written[d];
 		uint32_t need = (16 + 4) * w + 16 + 4 * npar;
 		for (uint64_t pg = 0; pg < s[i].len / R5L_PAGE; pg++) {
@@ -768,7 +1047,7 @@ static int jn_log(void *ctx, const struct raid_log_stripe *s, unsigned n, unsign
 	for (unsigned i = 0; i < n; i++) {
 		const struct raid_log_stripe *u = &s[i];
 		unsigned w = 0;
-		for (unsigned d = 0; d < u->ndata; d++)
+		for (unsigned d = 0; d < u->ndata && !cached; d++)
 			w += u->written[d];
 		uint32_t need = (16 + 4) * w + 16 + 4 * npar;
 		for (uint64_t pg = 0; pg < u->len / R5L_PAGE; pg++) {
@@ -782,7 +1061,7 @@ static int jn_log(void *ctx, const struct raid_log_stripe *s, unsigned n, unsign
 				moff_in = 32;
 			}
 			for (unsigned d = 0; d < u->ndata; d++) {
-				if (!u->written[d])
+				if (!u->written[d] || cached)
 					continue;
 				struct r5l_payload_data_parity pd = {
 				    .header = {htole16(R5L_PAYLOAD_DATA), 0},
@@ -816,111 +1095,11 @@ static int jn_log(void *ctx, const struct raid_log_stripe *s, unsigned n, unsign
 	if (mb)
 		((struct r5l_meta_block *)mb)->meta_size = htole32(moff_in);
 
-	struct jn_unit *unit = calloc(1, sizeof(*unit));
-	if (!unit) {
-		free(buf);
-		return -ENOMEM;
-	}
-	pthread_mutex_lock(&j->mu);
-	while (!j->broken && j->size <= jn_used(j) + (total + 1) * R5L_PAGE_SECTORS) {
-		/* Full: move the tail (flushing the members) or wait for the
-		 * units in flight to reach them. */
-		if (j->next_cp != j->last_cp) {
-			pthread_mutex_unlock(&j->mu);
-			r = md_journal_checkpoint(j);
-			pthread_mutex_lock(&j->mu);
-			if (r < 0)
-				goto fail;
-		} else
-			pthread_cond_wait(&j->cond, &j->mu);
-	}
-	if (j->broken) {
-		r = j->broken;
-		goto fail;
-	}
-	unit->key = s;
-	unit->start = j->head;
-	unit->buf = buf;
-	unit->total = total;
-	/* Number the blocks in log order. */
-	for (char *p = buf; p < buf + total * R5L_PAGE;) {
-		struct r5l_meta_block *m = (struct r5l_meta_block *)p;
-		uint64_t pos = ring_add(j->size, j->head, (uint64_t)(p - buf) / 512);
-		m->position = htole64(pos);
-		m->seq = htole64(j->seq++);
-		unsigned pages = 0; /* the block's pages: its payloads' */
-		for (uint32_t off = 32; off < le32toh(m->meta_size);) {
-			struct r5l_payload_data_parity d;
-			memcpy(&d, p + off, sizeof(d));
-			pages += le32toh(d.size) / R5L_PAGE_SECTORS;
-			off += (uint32_t)sizeof(d) + 4 * (le32toh(d.size) / R5L_PAGE_SECTORS);
-		}
-		meta_seal(m, j->seed);
-		p += (uint64_t)(1 + pages) * R5L_PAGE;
-	}
-	j->head = ring_add(j->size, j->head, total * R5L_PAGE_SECTORS);
-	/* In the units (done() marks it once the member writes are through)
-	 * and in the batch. */
-	if (j->last)
-		j->last->next = unit;
-	else
-		j->first = unit;
-	j->last = unit;
-	if (j->batch_last)
-		j->batch_last->bnext = unit;
-	else
-		j->batch_first = unit;
-	j->batch_last = unit;
-	if (!j->writing) {
-		/* Lead: write what is numbered, in log order, flush once;
-		 * again while others numbered theirs meanwhile. */
-		j->writing = true;
-		while (j->batch_first) {
-			struct jn_unit *b = j->batch_first;
-			j->batch_first = j->batch_last = NULL;
-			pthread_mutex_unlock(&j->mu);
-			int e = 0;
-			for (struct jn_unit *u = b; u && e == 0; u = u->bnext)
-				e = jn_io(j, true, (void *)u->buf, u->total, u->start, 0);
-			if (e == 0)
-				e = vol_flush(j->log);
-			pthread_mutex_lock(&j->mu);
-			for (struct jn_unit *u = b; u; u = u->bnext)
-				u->state = e ? e : 1;
-			if (e)
-				j->broken = e;
-			pthread_cond_broadcast(&j->cond);
-		}
-		j->writing = false;
-	}
-	while (unit->state == 0)
-		pthread_cond_wait(&j->cond, &j->mu);
-	if (unit->state < 0) {
-		/* out of the units: no done() comes for it */
-		r = unit->state;
-		struct jn_unit **pp = &j->first, *prev = NULL;
-		while (*pp != unit) {
-			prev = *pp;
-			pp = &(*pp)->next;
-		}
-		*pp = unit->next;
-		if (j->last == unit)
-			j->last = prev;
-		goto fail;
-	}
-	bool half = jn_used(j) * 2 > j->size;
-	pthread_mutex_unlock(&j->mu);
+	r = jn_append(j, buf, total, s, 0, NULL);
 	free(buf);
-	if (half && pthread_mutex_trylock(&j->ckpt) == 0) {
-		pthread_mutex_unlock(&j->ckpt);
-		md_journal_checkpoint(j); /* lazily; a failure shows at the next */
-	}
+	if (r < 0)
+		return r;
 	return 0;
-fail:
-	pthread_mutex_unlock(&j->mu);
-	free(unit);
-	free(buf);
-	return err_set(r, "%s: journal write failed: %s", j->log->name, strerror(-r));
 }
 
 static void jn_done(void *ctx, const struct raid_log_stripe *s, unsigned n, int r)
@@ -930,20 +1109,12 @@ static void jn_done(void *ctx, const struct raid_log_stripe *s, unsigned n, int 
 	(void)n;
 	(void)r; /* a failed member write: the member is failed, the log is not needed */
 	pthread_mutex_lock(&j->mu);
-	for (struct jn_unit *u = j->first; u; u = u->next)
+	for (struct md_journal_unit *u = j->first; u; u = u->next)
 		if (u->key == s && !u->done) {
 			u->done = true;
 			break;
 		}
-	while (j->first && j->first->done) {
-		struct jn_unit *u = j->first;
-		j->next_cp = u->start;
-		j->first = u->next;
-		if (!j->first)
-			j->last = NULL;
-		free(u);
-	}
-	pthread_cond_broadcast(&j->cond);
+	jn_pop_locked(j);
 	pthread_mutex_unlock(&j->mu);
 }
 
@@ -957,7 +1128,7 @@ void md_journal_close(struct md_journal *j)
 	if (!j)
 		return;
 	while (j->first) {
-		struct jn_unit *u = j->first;
+		struct md_journal_unit *u = j->first;
 		j->first = u->next;
 		free(u);
 	}

@@ -1,7 +1,8 @@
 /* md_journal.h — md's raid5-cache journal (a write journal member of a
  * RAID4/5/6, mdadm --write-journal): its on-disk format, write-through
- * logging of every stripe update before the member writes, and replay at
- * a start that was not clean.  Follows Linux drivers/md/raid5-cache.c and
+ * logging of every stripe update before the member writes, write-back's
+ * data appends (md_jcache.h holds their pages), and replay at a start
+ * that was not clean.  Follows Linux drivers/md/raid5-cache.c and
  * include/uapi/linux/raid/md_p.h so that the kernel replays what we log
  * and we replay what it logs.
  *
@@ -149,6 +150,48 @@ int md_journal_checkpoint(struct md_journal *j);
 
 /* Where the tail is now (sectors). */
 uint64_t md_journal_tail(struct md_journal *j);
+
+/* ---- write-back (md_jcache.h's cache keeps the pages) ----
+ * A write-back write is acknowledged once its data pages are on the log
+ * (DATA payloads only, flushed: the kernel's caching phase); the cache
+ * destages the stripes later through the array, which logs their parity
+ * before the member writes (the write-out phase).  The tail never passes
+ * a page the cache still holds. */
+struct md_journal_unit;
+
+/* Append n data pages (page[i], 4 KiB, at array byte aoff[i], a multiple
+ * of 4 KiB), durable on the log on return: one unit, pinned n times
+ * (*unit) until md_journal_unpin has been called once per page (the page
+ * destaged to the members, or a later write of it logged).  At most half
+ * the log holds such appends.  0, -EAGAIN (see md_journal_wait_room), or
+ * -errno (err_set). */
+int md_journal_log_data(struct md_journal *j, const uint64_t *aoff, const char *const *page,
+                        unsigned n, struct md_journal_unit **unit);
+void md_journal_unpin(struct md_journal *j, struct md_journal_unit *unit);
+
+/* md_journal_log_data returns -EAGAIN (no err_set) rather than wait for
+ * room while the caller may hold stripes the destage needs: the caller
+ * lets go of them, waits here until n pages fit (destaging, moving the
+ * tail), and tries again.  0, or -errno of a checkpoint or a broken log. */
+int md_journal_wait_room(struct md_journal *j, unsigned n);
+
+/* The most pages one md_journal_log_data call takes (a bigger write is
+ * logged in pieces). */
+unsigned md_journal_max_data(struct md_journal *j);
+
+/* Write [off, off+len) of the array (one stripe row; every page of it the
+ * cache holds, and only those, come from its log) as a destage: its
+ * parity is logged, its data not again.  0 or -errno. */
+int md_journal_destage(struct md_journal *j, const void *buf, uint64_t len, uint64_t off);
+
+/* What a writer waiting for log room calls (without the journal's locks
+ * held) to have the cache destage: 0, or the error that stops the cache
+ * destaging (the wait fails with it); NULL: none (write-through). */
+void md_journal_set_reclaim(struct md_journal *j, int (*reclaim)(void *ctx), void *ctx);
+
+/* How full the log is, in quarters (0..3) from the recorded tail, and
+ * whether a checkpoint would move the tail now (*movable). */
+int md_journal_pressure(struct md_journal *j, bool *movable);
 
 /* Close (after the last write): frees it and closes log. */
 void md_journal_close(struct md_journal *j);

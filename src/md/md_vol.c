@@ -88,6 +88,8 @@ static int md_io_leave(struct md_array *a, int r)
 	return r;
 }
 
+static void md_io_release_gate(struct md_array *a);
+
 /* Hold new requests at the gate and wait for those inside to finish:
  * 0, or -EBUSY (and the gate open again) if they have not within 10 s (a
  * member that hangs).  Not with a->lock held: a request may need it
@@ -102,15 +104,26 @@ int md_io_hold(struct md_array *a)
 	for (unsigned i = 0; i < MD_GATE_SLOTS; i++)
 		while (atomic_load(&a->gate.in[i].n) > 0) {
 			if (++t == 50000) {
-				md_io_release(a);
+				md_io_release_gate(a);
 				return -EBUSY;
 			}
 			usleep(200);
 		}
+	/* The write-back cache's destage writes bypass the gate: held too,
+	 * once the writes inside (which may wait for it) are through. */
+	if (a->jc)
+		md_jcache_pause(a->jc, true);
 	return 0;
 }
 
 void md_io_release(struct md_array *a)
+{
+	if (a->jc)
+		md_jcache_pause(a->jc, false);
+	md_io_release_gate(a);
+}
+
+static void md_io_release_gate(struct md_array *a)
 {
 	pthread_mutex_lock(&a->gate.lock);
 	atomic_store(&a->gate.hold, false);
@@ -195,7 +208,8 @@ static int md_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
 {
 	struct md_array *a = to_md(v);
 	md_io_enter(a);
-	int r = a->raid->ops->read(a->raid, buf, len, off);
+	int r = a->jc ? md_jcache_read(a->jc, buf, len, off)
+	              : a->raid->ops->read(a->raid, buf, len, off);
 	md_io_count(a, false, len, r);
 	return md_io_leave(a, r);
 }
@@ -204,7 +218,8 @@ static int md_view(struct vol *v, uint64_t len, uint64_t off, vol_view_fn fn, vo
 {
 	struct md_array *a = to_md(v);
 	md_io_enter(a);
-	int r = vol_view(a->raid, len, off, fn, arg);
+	/* a write-back cache holds pages the raid vol's view would miss */
+	int r = a->jc ? -ENOTSUP : vol_view(a->raid, len, off, fn, arg);
 	md_io_count(a, false, len, r);
 	return md_io_leave(a, r);
 }
@@ -213,7 +228,8 @@ static int md_extents(struct vol *v, uint64_t len, uint64_t off, vol_extent_fn f
 {
 	struct md_array *a = to_md(v);
 	md_io_enter(a);
-	return md_io_leave(a, vol_extents(a->raid, len, off, fn, arg));
+	/* write-back: pages in the cache may lie over what the members hold as holes */
+	return md_io_leave(a, a->jc ? fn(arg, len, 0) : vol_extents(a->raid, len, off, fn, arg));
 }
 
 /* What every change of the data (a write, trim or zeroing) does around
@@ -230,10 +246,16 @@ static int md_change(struct vol *v, enum md_change_op op, const void *buf, uint6
 	int r = md_mark_active(a);
 	if (r == 0)
 		r = md_bm_start(a, off, len);
-	if (r == 0) {
+	/* Write-back: a write goes into the cache; a trim or zeroing to the
+	 * array once the cache has destaged what it holds of the range. */
+	bool barrier = a->jc && op != MD_WRITE;
+	if (r == 0 && barrier && (r = md_jcache_barrier(a->jc, off, len)) < 0)
+		r = md_bm_end(a, off, len, r);
+	else if (r == 0) {
 		switch (op) {
 		case MD_WRITE:
-			r = a->raid->ops->write(a->raid, buf, len, off, flags);
+			r = a->jc ? md_jcache_write(a->jc, buf, len, off, flags)
+			          : a->raid->ops->write(a->raid, buf, len, off, flags);
 			break;
 		case MD_TRIM:
 			r = vol_trim(a->raid, len, off, flags);
@@ -242,6 +264,8 @@ static int md_change(struct vol *v, enum md_change_op op, const void *buf, uint6
 			r = vol_write_zeroes(a->raid, len, off, flags);
 			break;
 		}
+		if (barrier)
+			md_jcache_barrier_end(a->jc);
 		r = md_bm_end(a, off, len, r);
 	}
 	r = md_failure_recorded(a, r);
@@ -260,7 +284,8 @@ static int md_flush(struct vol *v)
 	struct md_array *a = to_md(v);
 	md_io_enter(a);
 	uint64_t begun = clock_now_ns();
-	int r = md_failure_recorded(a, vol_flush(a->raid));
+	/* Write-back: what was acknowledged is on the flushed journal. */
+	int r = md_failure_recorded(a, a->jc ? 0 : vol_flush(a->raid));
 	if (r == 0)
 		md_bm_after_flush(a, begun);
 	return md_io_leave(a, r);
@@ -307,10 +332,16 @@ static void md_close(struct vol *v)
 
 	md_reshape_stop(a);
 	md_rec_stop(a);
+	/* Write-back: everything cached onto the members first. */
+	int dr = a->jc ? md_jcache_drain(a->jc) : 0;
+	md_jcache_close(a->jc);
+	a->jc = NULL;
 	if (!a->readonly && atomic_load(&a->active)) {
 		/* Data durable first, then the clean mark; the journal's tail
 		 * past everything (the members flushed). */
 		int r = a->jn ? md_journal_checkpoint(a->jn) : vol_flush(a->raid);
+		if (r == 0)
+			r = dr;
 		pthread_mutex_lock(&a->lock);
 		/* Every write done and durable: the bitmap ends clear, with
 		 * events_cleared at the events the clean mark takes. */

@@ -276,7 +276,9 @@ static int layer_md(struct stack_graph *g, unsigned bit)
 	                              .start_dirty_degraded = o->start_dirty_degraded,
 	                              .force_stale = o->force_stale,
 	                              .sync_min = o->sync_min,
-	                              .sync_max = o->sync_max};
+	                              .sync_max = o->sync_max,
+	                              .journal_writeback = o->journal_writeback,
+	                              .journal_cache = o->journal_cache};
 	unsigned n0 = g->n, nc = 0;
 	int *cand = calloc(n0 ? n0 : 1, sizeof(*cand)), added = 0, r = 0;
 	struct md_super *sb = malloc(sizeof(*sb));

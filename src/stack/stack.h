@@ -19,6 +19,8 @@ struct stack_opts {
 	bool force_stale;            /* with readonly: stale members start an array that
 	                              * cannot start without them (--force, md.h) */
 	uint64_t sync_min, sync_max; /* md arrays' recovery and check speed limits (md.h) */
+	bool journal_writeback;      /* md write journals in write-back mode (md.h) */
+	uint64_t journal_cache;      /* and their caches' bytes (0: the default) */
 	bool raw;             /* do not probe: export the single member as is */
 	bool whole;           /* md arrays (and LUKS) only: no partition tables or
 	                       * LVM2 (for a command that writes a new format onto

@@ -1,6 +1,7 @@
 #!/bin/bash
 # bench-journal.sh — `uraid bench` serves its md-journal and PPL layouts
-# (issue 15): a tiny run of raid5+journal and raid5+ppl over RAM members
+# (issue 15): a tiny run of raid5+journal, raid5+journal-wb (served
+# --journal-mode=write-back) and raid5+ppl over RAM members
 # measures every row through `uraid serve` (none skipped, none in process),
 # the journal rows carry the journal device's ceiling (the ssd model) and
 # the PPL rows none, and the JSON validates.  Beside RAM members the ssd
@@ -13,21 +14,21 @@ command -v python3 >/dev/null || { echo "skip: python3 missing"; exit 77; }
 bench_scratch
 
 "$URAID" bench --size 16M --runtime 0.1s --reps 1 --members mem \
-    --layout raid5+journal,raid5+ppl --workload randwrite-sync,write \
+    --layout raid5+journal,raid5+journal-wb,raid5+ppl --workload randwrite-sync,write \
     --json "$scratch/out.json" >"$scratch/table.txt" 2>"$scratch/err.txt" ||
     { cat "$scratch/err.txt"; exit 1; }
 bench_validate "$SRCDIR/bench/schema.json" "$scratch/out.json"
 python3 - "$scratch/out.json" <<'PY'
 import json, sys
 rows = json.load(open(sys.argv[1]))["results"]
-assert len(rows) == 4, f"{len(rows)} rows, expected 2 layouts x 2 workloads"
+assert len(rows) == 6, f"{len(rows)} rows, expected 3 layouts x 2 workloads"
 for r in rows:
     where = f"{r['layout']} {r['workload']}"
     assert not r["skipped"], f"{where}: skipped: {r['skipped']}"
     assert r["target"] == "nbd", f"{where}: target {r['target']}, expected the server"
     assert r["bw_bytes"] > 0, f"{where}: no bytes"
     j = r["ceilings"]["journal"]
-    if r["layout"] == "raid5+journal":
+    if r["layout"] in ("raid5+journal", "raid5+journal-wb"):
         assert j > 0, f"{where}: no journal ceiling"
     else:
         assert j == 0, f"{where}: a journal ceiling ({j}) without a journal"

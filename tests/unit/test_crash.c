@@ -71,7 +71,7 @@ static const struct {
     {CRASH_NONE, "none", true, true},
     {CRASH_PPL, "ppl", true, false},
     {CRASH_JOURNAL_WT, "journal write-through", true, true},
-    {CRASH_JOURNAL_WB, "journal write-back", false, true},
+    {CRASH_JOURNAL_WB, "journal write-back", true, true},
 };
 
 static const char *member_path(unsigned i);
@@ -86,11 +86,11 @@ static void crash_policy_create(enum crash_policy policy, unsigned n, struct md_
 		o->bitmap = 0; /* md keeps one or the other */
 		break;
 	case CRASH_JOURNAL_WT:
+	case CRASH_JOURNAL_WB:
 		o->journal = member_path(n);
 		o->bitmap = 0;
 		break;
 	case CRASH_NONE:
-	case CRASH_JOURNAL_WB:
 		break;
 	}
 }
@@ -380,7 +380,9 @@ static void crash_round(int level, enum crash_policy policy, unsigned long long 
 			goto out;
 		}
 	}
-	struct md_assemble_opts ao = {0};
+	/* Write-back is a serve option (md's sysfs journal_mode), not on disk:
+	 * the run and the full start use it, the degraded start not. */
+	struct md_assemble_opts ao = {.journal_writeback = policy == CRASH_JOURNAL_WB};
 	err_clear();
 	r = md_assemble_one(m, nall, &ao, &arr);
 	if (r < 0) {
@@ -528,7 +530,10 @@ int main(void)
 	writers = 1; /* write-behind takes a write that has nothing beside it */
 	behind_whole = 0;
 	for (unsigned p = 0; p < sizeof(crash_policies) / sizeof(crash_policies[0]); p++) {
-		if (!crash_policies[p].supported || crash_policies[p].policy == CRASH_NONE)
+		/* write-back turns the RAID layer's write-behind off (its cache
+		 * is the write-behind): nothing more to see there */
+		if (!crash_policies[p].supported || crash_policies[p].policy == CRASH_NONE ||
+		    crash_policies[p].policy == CRASH_JOURNAL_WB)
 			continue;
 		crash_level(5, p);
 		if (crash_policies[p].raid6)
