@@ -139,26 +139,6 @@ static bool clamp_kdf(struct luks_hdr *h)
 	return true;
 }
 
-/* Read the start, middle and end of the payload. */
-static void read_some(struct vol *v)
-{
-	uint64_t len = v->size < FUZZ_READ_MAX ? v->size : FUZZ_READ_MAX;
-	uint64_t at[3];
-	void *buf;
-
-	if (v->block_max && len > v->block_max)
-		len = v->block_max;
-	len -= len % v->block_min;
-	if (!len || posix_memalign(&buf, 4096, len))
-		return;
-	at[0] = 0;
-	at[1] = v->size / 2 / v->block_min * v->block_min;
-	at[2] = v->size - len;
-	for (int i = 0; i < 3; i++)
-		vol_read(v, buf, len, at[i] + len > v->size ? v->size - len : at[i]);
-	free(buf);
-}
-
 static void open_payload(struct luks_hdr *h, struct vol *dev, const struct luks_secret *vk)
 {
 	struct vol *pl = NULL;
@@ -168,7 +148,7 @@ static void open_payload(struct luks_hdr *h, struct vol *dev, const struct luks_
 	if (verbose)
 		fprintf(stderr, "fuzz_luks: payload: %s\n", r < 0 ? err_detail(r) : pl->name);
 	if (r == 0) {
-		read_some(pl);
+		fuzz_read_some(pl, FUZZ_READ_MAX, false);
 		vol_close(pl);
 	}
 }

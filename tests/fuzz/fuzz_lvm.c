@@ -92,25 +92,6 @@ static void fix_csums(unsigned char *b, size_t len)
 	}
 }
 
-static void read_some(struct vol *v)
-{
-	uint64_t len = v->size < FUZZ_READ_MAX ? v->size : FUZZ_READ_MAX;
-	void *buf;
-
-	len -= len % v->block_min;
-	if (!len || posix_memalign(&buf, 4096, len))
-		return;
-	uint64_t at[3] = {0, v->size / 2 / v->block_min * v->block_min, v->size - len};
-	for (int i = 0; i < 3; i++) {
-		uint64_t off = at[i] + len > v->size ? v->size - len : at[i];
-		int e = vol_read(v, buf, len, off);
-		if (verbose)
-			fprintf(stderr, "fuzz_lvm:   %s: read %llu at %llu: %d\n", v->name,
-			        (unsigned long long)len, (unsigned long long)off, e);
-	}
-	free(buf);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
@@ -160,7 +141,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			        (unsigned long long)f->lv[i].size,
 			        f->lv[i].refused ? f->lv[i].refused : "");
 		if (f->lv[i].vol)
-			read_some(f->lv[i].vol);
+			fuzz_read_some(f->lv[i].vol, FUZZ_READ_MAX, verbose);
 	}
 	lvm_found_free(f);
 	vol_close(&pv.vol);

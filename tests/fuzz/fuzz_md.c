@@ -158,31 +158,15 @@ static int count_run(void *arg, uint64_t run_len, unsigned flags)
 static void read_some(struct vol *v)
 {
 	uint64_t len = v->size < FUZZ_READ_MAX ? v->size : FUZZ_READ_MAX;
-	uint64_t at[3];
-	void *buf;
+	int runs = 0;
 
 	if (v->block_max && len > v->block_max)
 		len = v->block_max;
 	len -= len % v->block_min;
 	if (!len)
 		return;
-	int runs = 0;
 	vol_extents(v, len, 0, count_run, &runs);
-	if (posix_memalign(&buf, 4096, len))
-		return;
-	at[0] = 0;
-	at[1] = v->size / 2 / v->block_min * v->block_min;
-	at[2] = v->size - len;
-	for (int i = 0; i < 3; i++) {
-		uint64_t off = at[i];
-		if (off + len > v->size)
-			off = v->size - len;
-		int e = vol_read(v, buf, len, off);
-		if (verbose)
-			fprintf(stderr, "fuzz_md:   read %llu at %llu: %d\n",
-			        (unsigned long long)len, (unsigned long long)off, e);
-	}
-	free(buf);
+	fuzz_read_some(v, FUZZ_READ_MAX, verbose);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

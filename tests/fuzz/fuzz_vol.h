@@ -140,6 +140,30 @@ static inline void fuzz_disk_put(struct fuzz_disk *d, uint64_t off, unsigned cha
 	d->piece[d->n++] = (struct fuzz_piece){.off = off, .data = data, .len = len};
 }
 
+/* Read v's start, middle and end, max bytes each at the most (no more than
+ * the vol takes in one request, in whole blocks); with verbose, say what
+ * each read returned.  What an assembled vol is asked after it opened. */
+static inline void fuzz_read_some(struct vol *v, uint64_t max, bool verbose)
+{
+	uint64_t len = v->size < max ? v->size : max;
+	void *buf;
+
+	if (v->block_max && len > v->block_max)
+		len = v->block_max;
+	len -= len % v->block_min;
+	if (!len || posix_memalign(&buf, 4096, len))
+		return;
+	uint64_t at[3] = {0, v->size / 2 / v->block_min * v->block_min, v->size - len};
+	for (int i = 0; i < 3; i++) {
+		uint64_t off = at[i] + len > v->size ? v->size - len : at[i];
+		int e = vol_read(v, buf, len, off);
+		if (verbose)
+			fprintf(stderr, "%s:   %s: read %llu at %llu: %d\n", FUZZ_NAME, v->name,
+			        (unsigned long long)len, (unsigned long long)off, e);
+	}
+	free(buf);
+}
+
 /* A RAM member of size bytes (512-byte blocks) that takes writes, holding
  * init's first n bytes, zeros after; nothing here trims or zeroes (a
  * finding).  vol_close() frees it. */
