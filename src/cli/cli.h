@@ -17,6 +17,11 @@ struct cli_command {
  * recorded with err_set() when there is one.  Returns 1. */
 int cli_fail(const char *what, int r);
 
+/* Print o as the JSON the commands' --json gives (pretty, '/' not escaped,
+ * a newline after) and drop the reference (cmd_probe.c). */
+struct json_object;
+void cli_print_json(struct json_object *o);
+
 int cmd_serve(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_create(int argc, char **argv);

@@ -202,9 +202,7 @@ int cmd_detect(int argc, char **argv)
 		json_object_object_add(o, "candidates", arr);
 		detect_command(&rep.cand[0], specs, n, line, sizeof(line));
 		json_object_object_add(o, "command", json_object_new_string(line));
-		printf("%s\n", json_object_to_json_string_ext(
-		                   o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
-		json_object_put(o);
+		cli_print_json(o);
 	} else {
 		printf(
 		    "rows sampled with data: %u; XOR of the members zero in %.1f%% of them: %s\n",

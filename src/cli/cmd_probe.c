@@ -87,6 +87,13 @@ static void probe_print(const struct stack_graph *g, unsigned i, const char *pre
 			probe_print(g, j, pre, ++seen == nkids, false, depth + 1);
 }
 
+void cli_print_json(struct json_object *o)
+{
+	printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
+	                                                     JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(o);
+}
+
 static int probe_json(const struct stack_graph *g)
 {
 	json_object *top = json_object_new_object(), *vols = json_object_new_array();
@@ -115,9 +122,7 @@ static int probe_json(const struct stack_graph *g)
 	}
 	json_object_object_add(top, "volumes", vols);
 	json_object_object_add(top, "warnings", json_object_new_string(g->warning));
-	printf("%s\n", json_object_to_json_string_ext(top, JSON_C_TO_STRING_PRETTY |
-	                                                       JSON_C_TO_STRING_NOSLASHESCAPE));
-	json_object_put(top);
+	cli_print_json(top);
 	return 0;
 }
 

@@ -48,6 +48,24 @@ struct md_cand {
 	bool done; /* probed: holds no superblock */
 };
 
+/* Read c's superblock: 0 with c->sb set, or a negative errno (-ENOENT: it
+ * holds none) with c->sb NULL.  The one read both assemblies make. */
+static int md_cand_read(struct md_cand *c)
+{
+	int r;
+
+	c->sb = malloc(sizeof(*c->sb));
+	if (!c->sb)
+		return -ENOMEM;
+	err_clear();
+	r = md_super_read(c->v, c->sb);
+	if (r < 0) {
+		free(c->sb);
+		c->sb = NULL;
+	}
+	return r;
+}
+
 /* The name of the first member present, for messages ("" if none). */
 static const char *md_first_present(const struct md_array *a)
 {
@@ -735,13 +753,7 @@ int md_assemble_one(struct vol **vols, unsigned n, const struct md_assemble_opts
 	for (unsigned i = 0; i < n; i++) {
 		c[i].v = vols[i];
 		g[i] = &c[i];
-		c[i].sb = malloc(sizeof(*c[i].sb));
-		if (!c[i].sb) {
-			r = -ENOMEM;
-			goto fail;
-		}
-		err_clear();
-		r = md_super_read(c[i].v, c[i].sb);
+		r = md_cand_read(&c[i]);
 		if (r < 0)
 			goto fail;
 		if (memcmp(c[i].sb->set_uuid, c[0].sb->set_uuid, 16) != 0) {
@@ -787,16 +799,8 @@ int md_assemble_all(struct vol **vols, int n, const struct md_assemble_opts *o, 
 		for (int i = 0; i < nc; i++) {
 			if (c[i].done || c[i].sb)
 				continue;
-			c[i].sb = malloc(sizeof(*c[i].sb));
-			if (!c[i].sb) {
-				r = -ENOMEM;
-				goto fail;
-			}
-			err_clear();
-			r = md_super_read(c[i].v, c[i].sb);
+			r = md_cand_read(&c[i]);
 			if (r == -ENOENT) {
-				free(c[i].sb);
-				c[i].sb = NULL;
 				c[i].done = true;
 				r = 0;
 			} else if (r < 0) {

@@ -2,7 +2,9 @@
  * filter and SQLite's test VFS are the model).  Options, comma-separated:
  *
  *   eio=OFF+LEN[/OFF+LEN...]  ops touching these byte ranges fail with EIO
- *   after=N                   every op after the first N fails with EIO
+ *   after=N                   every op after the first N fails with EIO; only
+ *                             the ops mode= names count (with mode=write the
+ *                             reads an opening stack makes do not)
  *   chance=P                  each op fails with probability P (0..1)
  *   latency=DUR               every op sleeps DUR first
  *   mode=read|write|all       which ops the failures apply to (default all;
@@ -79,7 +81,9 @@ enum fault_op { FAULT_READ, FAULT_WRITE, FAULT_FLUSH, FAULT_TRIM, FAULT_ZERO };
 struct fault_vol {
 	struct vol vol;
 	struct vol *inner;
-	struct { uint64_t off, len; } eio[FAULT_MAX_RANGES];
+	struct {
+		uint64_t off, len;
+	} eio[FAULT_MAX_RANGES];
 	unsigned n_eio;
 	bool has_after;
 	uint64_t after;
@@ -87,9 +91,9 @@ struct fault_vol {
 	uint64_t latency_ns;
 	bool on_read, on_write;
 	uint64_t align; /* 0: any buffer */
-	int err; /* what an injected failure returns: -EIO unless errno= */
+	int err;        /* what an injected failure returns: -EIO unless errno= */
 	atomic_bool dead;
-	atomic_uint_fast64_t ops; /* ops seen, for after= */
+	atomic_uint_fast64_t ops; /* ops of mode='s kinds seen, for after= */
 	atomic_uint_fast64_t count[5];
 	pthread_mutex_t rng_lock;
 	unsigned long long rng;
@@ -111,15 +115,14 @@ static struct fault_vol *to_fault(struct vol *v)
 
 /* Decide whether this op fails.  len/off describe the range (0/0 for a
  * flush, which only after=, chance= and death touch). */
-static int fault_check(struct fault_vol *f, enum fault_op op, uint64_t len,
-		       uint64_t off)
+static int fault_check(struct fault_vol *f, enum fault_op op, uint64_t len, uint64_t off)
 {
 	atomic_fetch_add(&f->count[op], 1);
-	uint64_t n = atomic_fetch_add(&f->ops, 1);
+	uint64_t n;
 
 	if (f->latency_ns) {
-		struct timespec ts = { (time_t)(f->latency_ns / 1000000000u),
-				       (long)(f->latency_ns % 1000000000u) };
+		struct timespec ts = {(time_t)(f->latency_ns / 1000000000u),
+		                      (long)(f->latency_ns % 1000000000u)};
 		while (nanosleep(&ts, &ts) == EINTR)
 			;
 	}
@@ -127,9 +130,9 @@ static int fault_check(struct fault_vol *f, enum fault_op op, uint64_t len,
 		return -EIO;
 	if (op == FAULT_READ ? !f->on_read : !f->on_write)
 		return 0;
+	n = atomic_fetch_add(&f->ops, 1);
 	for (unsigned i = 0; i < f->n_eio; i++) {
-		if (len && off < f->eio[i].off + f->eio[i].len &&
-		    f->eio[i].off < off + len)
+		if (len && off < f->eio[i].off + f->eio[i].len && f->eio[i].off < off + len)
 			return f->err;
 	}
 	if (f->has_after && n >= f->after)
@@ -139,8 +142,7 @@ static int fault_check(struct fault_vol *f, enum fault_op op, uint64_t len,
 		f->rng ^= f->rng >> 12;
 		f->rng ^= f->rng << 25;
 		f->rng ^= f->rng >> 27;
-		double u = (double)((f->rng * 2685821657736338717ULL) >> 11) /
-			   (double)(1ULL << 53);
+		double u = (double)((f->rng * 2685821657736338717ULL) >> 11) / (double)(1ULL << 53);
 		pthread_mutex_unlock(&f->rng_lock);
 		if (u < f->chance)
 			return f->err;
@@ -481,8 +483,7 @@ static int fault_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
 	                : f->inner->ops->read(f->inner, buf, len, off);
 }
 
-static int fault_write(struct vol *v, const void *buf, uint64_t len,
-		       uint64_t off, unsigned flags)
+static int fault_write(struct vol *v, const void *buf, uint64_t len, uint64_t off, unsigned flags)
 {
 	struct fault_vol *f = to_fault(v);
 	int r = fault_check(f, FAULT_WRITE, len, off);
@@ -518,8 +519,7 @@ static int fault_trim(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
 	return vol_trim(f->inner, len, off, flags);
 }
 
-static int fault_write_zeroes(struct vol *v, uint64_t len, uint64_t off,
-			      unsigned flags)
+static int fault_write_zeroes(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
 {
 	struct fault_vol *f = to_fault(v);
 	int r = fault_check(f, FAULT_ZERO, len, off);
@@ -552,14 +552,14 @@ static int fault_extents(struct vol *v, uint64_t len, uint64_t off, vol_extent_f
 }
 
 static const struct vol_ops fault_ops = {
-	.kind = "fault",
-	.read = fault_read,
-	.write = fault_write,
-	.flush = fault_flush,
-	.trim = fault_trim,
-	.write_zeroes = fault_write_zeroes,
-	.close = fault_close,
-	.extents = fault_extents,
+    .kind = "fault",
+    .read = fault_read,
+    .write = fault_write,
+    .flush = fault_flush,
+    .trim = fault_trim,
+    .write_zeroes = fault_write_zeroes,
+    .close = fault_close,
+    .extents = fault_extents,
 };
 
 int fault_member_kill(struct vol *v, bool dead)

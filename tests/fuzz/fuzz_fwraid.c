@@ -30,50 +30,6 @@
 
 #define REC 517
 
-struct fuzz_disk {
-	struct vol vol;
-	unsigned idx;
-	uint8_t fill;
-	const unsigned char *recs;
-	size_t nrecs;
-};
-
-static int fd_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
-{
-	struct fuzz_disk *d = container_of(v, struct fuzz_disk, vol);
-	uint64_t sectors = v->size / 512;
-
-	if (!vol_range_ok(v, len, off) || off % v->block_min || len % v->block_min)
-		contract_broken(v, "read", len, off);
-	memset(buf, d->fill, len);
-	for (size_t i = 0; i < d->nrecs; i++) {
-		const unsigned char *r = d->recs + i * REC;
-		uint64_t back = (uint64_t)r[1] | (uint64_t)r[2] << 8 | (uint64_t)r[3] << 16 |
-		                (uint64_t)r[4] << 24;
-		uint64_t at;
-		if (r[0] != d->idx || back >= sectors)
-			continue;
-		at = (sectors - 1 - back) * 512;
-		if (at >= off && at < off + len)
-			memcpy((char *)buf + (at - off), r + 5, 512);
-	}
-	return 0;
-}
-
-static void fd_close(struct vol *v)
-{
-	vol_fini(v);
-}
-
-static const struct vol_ops fd_ops = {
-    .kind = "fuzz",
-    .read = fd_read,
-    .write = fuzz_ro_write,
-    .trim = fuzz_ro_trim,
-    .write_zeroes = fuzz_ro_trim,
-    .close = fd_close,
-};
-
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
@@ -87,6 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct fuzz_disk disk[4];
 	struct vol *vols[4];
 	struct fwraid_found *f = NULL;
+	unsigned char *recs;
 	unsigned n;
 	uint64_t sectors;
 	static char buf[64 << 10];
@@ -100,15 +57,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		sectors = 8;
 	if (sectors > (4u << 20))
 		sectors = 4u << 20;
+	recs = malloc(size);
+	if (!recs)
+		abort();
+	memcpy(recs, data, size);
 	for (unsigned i = 0; i < n; i++) {
 		char name[16];
 		snprintf(name, sizeof(name), "vd%c.img", 'a' + i);
-		disk[i] = (struct fuzz_disk){.idx = i,
-		                             .fill = data[0] & 1 ? 0xff : 0,
-		                             .recs = data + 6,
-		                             .nrecs = (size - 6) / REC};
-		if (vol_init(&disk[i].vol, &fd_ops, name, sectors * 512, 512, VOL_CAP_READONLY) < 0)
-			abort();
+		fuzz_disk_init(&disk[i], name, sectors * 512, 512, data[0] & 1 ? 0xff : 0);
+		/* Records: member index, sector counted back from the end (LE32),
+		 * 512 bytes; those of other members or past the start are left out. */
+		for (size_t k = 0; k < (size - 6) / REC; k++) {
+			unsigned char *r = recs + 6 + k * REC;
+			uint64_t back = (uint64_t)r[1] | (uint64_t)r[2] << 8 |
+			                (uint64_t)r[3] << 16 | (uint64_t)r[4] << 24;
+			if (r[0] == i && back < sectors)
+				fuzz_disk_put(&disk[i], (sectors - 1 - back) * 512, r + 5, 512);
+		}
 		vols[i] = &disk[i].vol;
 	}
 	for (unsigned i = 0; i < n; i++)
@@ -132,5 +97,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	for (unsigned i = 0; i < n; i++)
 		vol_close(vols[i]);
+	free(recs);
 	return 0;
 }

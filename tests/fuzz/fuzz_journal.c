@@ -34,66 +34,6 @@
 #define CHUNK 16384
 #define MEMBER (8 * CHUNK)
 
-struct ram {
-	struct vol vol;
-	uint8_t *b;
-};
-
-static struct ram *to_ram(struct vol *v)
-{
-	return container_of(v, struct ram, vol);
-}
-
-static int ram_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
-{
-	if (!vol_range_ok(v, len, off) || off % v->block_min || len % v->block_min)
-		contract_broken(v, "read", len, off);
-	memcpy(buf, to_ram(v)->b + off, len);
-	return 0;
-}
-
-static int ram_write(struct vol *v, const void *buf, uint64_t len, uint64_t off, unsigned flags)
-{
-	(void)flags;
-	if (!vol_range_ok(v, len, off) || off % v->block_min || len % v->block_min)
-		contract_broken(v, "write", len, off);
-	memcpy(to_ram(v)->b + off, buf, len);
-	return 0;
-}
-
-static int ram_flush(struct vol *v)
-{
-	(void)v;
-	return 0;
-}
-
-static void ram_close(struct vol *v)
-{
-	free(to_ram(v)->b);
-	vol_fini(v);
-	free(to_ram(v));
-}
-
-static const struct vol_ops ram_ops = {
-    .kind = "fuzz-ram",
-    .read = ram_read,
-    .write = ram_write,
-    .flush = ram_flush,
-    .trim = fuzz_ro_trim, /* nothing here trims: a finding */
-    .write_zeroes = fuzz_ro_trim,
-    .close = ram_close,
-};
-
-static struct vol *ram_new(uint64_t size, const uint8_t *init, size_t n)
-{
-	struct ram *r = calloc(1, sizeof(*r));
-	if (!r || !(r->b = calloc(1, size)) || vol_init(&r->vol, &ram_ops, "ram", size, 512, 0) < 0)
-		abort();
-	if (init)
-		memcpy(r->b, init, n < size ? n : size);
-	return &r->vol;
-}
-
 static const uint8_t uuid[16] = "fuzz-journal-uid";
 
 /* bit 1 and 2: make the page at index i a block that passes the checks. */
@@ -136,7 +76,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
 	(void)argv;
-	(void)fuzz_ro_write; /* members here take writes: replay makes them */
 	log_verbosity = getenv("FUZZ_VERBOSE") ? LOG_DEBUG : -1;
 	return 0;
 }
@@ -176,10 +115,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct raid_geom g = {
 	    .level = flags & 1 ? 6 : 5, .layout = 2, .chunk = CHUNK, .raid_disks = n};
 	for (unsigned i = 0; i < n; i++)
-		members[i] = given[i] = ram_new(MEMBER, NULL, 0);
+		members[i] = given[i] = fuzz_ram_new(MEMBER, NULL, 0);
 	if (raid_open(&g, given, NULL, "fuzz", &array) < 0)
 		abort();
-	struct vol *jlog = ram_new(LOG_PAGES * R5L_PAGE, log, LOG_PAGES * R5L_PAGE);
+	struct vol *jlog = fuzz_ram_new(LOG_PAGES * R5L_PAGE, log, LOG_PAGES * R5L_PAGE);
 	if (md_journal_open(jlog, array, members, n, parity, CHUNK, uuid,
 	                    (uint64_t)tail * R5L_PAGE_SECTORS, NULL, &j) == 0) {
 		int r = md_journal_recover(j, &st);

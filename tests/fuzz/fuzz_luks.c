@@ -54,41 +54,7 @@
 #define L2_HDR_SIZE_AT 8
 #define L2_CSUM_AT 448
 
-struct fuzz_dev {
-	struct vol vol;
-	const unsigned char *img;
-	size_t img_len;
-};
-
 static FILE *devnull;
-
-/* Copy the device's [off, off+len) into buf: the image, then zeros. */
-static void dev_bytes(const struct fuzz_dev *d, void *buf, uint64_t len, uint64_t off)
-{
-	memset(buf, 0, len);
-	if (off < d->img_len) {
-		uint64_t n = d->img_len - off < len ? d->img_len - off : len;
-		memcpy(buf, d->img + off, n);
-	}
-}
-
-static int fd_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
-{
-	struct fuzz_dev *d = container_of(v, struct fuzz_dev, vol);
-
-	if (!vol_range_ok(v, len, off) || off % v->block_min || len % v->block_min)
-		contract_broken(v, "read", len, off);
-	dev_bytes(d, buf, len, off);
-	return 0;
-}
-
-static const struct vol_ops fd_ops = {
-    .kind = "fuzz",
-    .read = fd_read,
-    .write = fuzz_ro_write,
-    .trim = fuzz_ro_trim,
-    .write_zeroes = fuzz_ro_trim,
-};
 
 static bool verbose; /* FUZZ_VERBOSE set: say what each input did */
 
@@ -122,18 +88,19 @@ static bool l2_size_ok(uint64_t s)
 
 /* Give the LUKS2 binary header at off (if its magic and size are there)
  * the checksum of its copy as the device holds it. */
-static void fix_copy(struct fuzz_dev *d, unsigned char *img, uint64_t off, const char *magic)
+static void fix_copy(struct fuzz_disk *d, unsigned char *img, size_t img_len, uint64_t off,
+                     const char *magic)
 {
 	static const unsigned char zero[64];
 	unsigned char *area, sum[32];
 	uint64_t hs;
 
-	if (off + 512 > d->img_len || memcmp(img + off, magic, LUKS_MAGIC_LEN) != 0)
+	if (off + 512 > img_len || memcmp(img + off, magic, LUKS_MAGIC_LEN) != 0)
 		return;
 	hs = be64_at(img + off + L2_HDR_SIZE_AT);
 	if (!l2_size_ok(hs) || !(area = malloc(hs)))
 		return;
-	dev_bytes(d, area, hs, off);
+	fuzz_disk_bytes(d, area, hs, off);
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
 	if (ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) &&
 	    EVP_DigestUpdate(ctx, area, L2_CSUM_AT) && EVP_DigestUpdate(ctx, zero, 64) &&
@@ -144,11 +111,11 @@ static void fix_copy(struct fuzz_dev *d, unsigned char *img, uint64_t off, const
 	free(area);
 }
 
-static void fix_csums(struct fuzz_dev *d, unsigned char *img)
+static void fix_csums(struct fuzz_disk *d, unsigned char *img, size_t img_len)
 {
-	fix_copy(d, img, 0, LUKS_MAGIC);
+	fix_copy(d, img, img_len, 0, LUKS_MAGIC);
 	for (uint64_t off = 16384; off <= (4u << 20); off *= 2)
-		fix_copy(d, img, off, LUKS2_MAGIC_2ND);
+		fix_copy(d, img, img_len, off, LUKS2_MAGIC_2ND);
 }
 
 /* Turn off the key slots too dear to try; false if the digest is. */
@@ -172,26 +139,6 @@ static bool clamp_kdf(struct luks_hdr *h)
 	return true;
 }
 
-/* Read the start, middle and end of the payload. */
-static void read_some(struct vol *v)
-{
-	uint64_t len = v->size < FUZZ_READ_MAX ? v->size : FUZZ_READ_MAX;
-	uint64_t at[3];
-	void *buf;
-
-	if (v->block_max && len > v->block_max)
-		len = v->block_max;
-	len -= len % v->block_min;
-	if (!len || posix_memalign(&buf, 4096, len))
-		return;
-	at[0] = 0;
-	at[1] = v->size / 2 / v->block_min * v->block_min;
-	at[2] = v->size - len;
-	for (int i = 0; i < 3; i++)
-		vol_read(v, buf, len, at[i] + len > v->size ? v->size - len : at[i]);
-	free(buf);
-}
-
 static void open_payload(struct luks_hdr *h, struct vol *dev, const struct luks_secret *vk)
 {
 	struct vol *pl = NULL;
@@ -201,16 +148,17 @@ static void open_payload(struct luks_hdr *h, struct vol *dev, const struct luks_
 	if (verbose)
 		fprintf(stderr, "fuzz_luks: payload: %s\n", r < 0 ? err_detail(r) : pl->name);
 	if (r == 0) {
-		read_some(pl);
+		fuzz_read_some(pl, FUZZ_READ_MAX, false);
 		vol_close(pl);
 	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct fuzz_dev d;
+	struct fuzz_disk d;
 	struct luks_hdr *h = NULL;
 	unsigned char *img;
+	size_t img_len;
 	uint64_t bytes;
 	int r;
 
@@ -218,26 +166,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	uint8_t flags = data[0];
 	uint32_t bmin = flags & 0x04 ? 4096 : 512;
-	memset(&d, 0, sizeof(d));
-	d.img_len = size - 5;
-	img = malloc(d.img_len ? d.img_len : 1);
+	img_len = size - 5;
+	img = malloc(img_len ? img_len : 1);
 	if (!img)
 		abort();
-	memcpy(img, data + 5, d.img_len);
-	d.img = img;
+	memcpy(img, data + 5, img_len);
 	bytes = (uint64_t)((uint32_t)data[1] | (uint32_t)data[2] << 8 | (uint32_t)data[3] << 16 |
 	                   (uint32_t)data[4] << 24) *
 	        4096;
-	if (bytes < d.img_len)
-		bytes = d.img_len;
+	if (bytes < img_len)
+		bytes = img_len;
 	if (bytes > FUZZ_DEV_MAX)
 		bytes = FUZZ_DEV_MAX;
 	bytes = (bytes + bmin - 1) / bmin * bmin;
-	if (vol_init(&d.vol, &fd_ops, "fuzzdev", bytes, bmin, VOL_CAP_READONLY) < 0)
-		abort();
+	fuzz_disk_init(&d, "fuzzdev", bytes, bmin, 0);
+	fuzz_disk_put(&d, 0, img, img_len);
 	d.vol.block_max = 1u << 30;
 	if (flags & 0x01)
-		fix_csums(&d, img);
+		fix_csums(&d, img, img_len);
 
 	err_clear();
 	r = luks_load(&d.vol, &h);
@@ -283,7 +229,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	luks_secret_free(vk);
 	luks_hdr_free(h);
 out:
-	vol_fini(&d.vol);
+	vol_close(&d.vol);
 	free(img);
 	return 0;
 }

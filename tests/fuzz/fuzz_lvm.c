@@ -30,40 +30,6 @@
 
 #define FUZZ_READ_MAX (64u << 10)
 
-struct fuzz_pv {
-	struct vol vol;
-	const unsigned char *blob;
-	size_t blob_len;
-};
-
-static int fp_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
-{
-	struct fuzz_pv *m = container_of(v, struct fuzz_pv, vol);
-
-	if (!vol_range_ok(v, len, off) || off % v->block_min || len % v->block_min)
-		contract_broken(v, "read", len, off);
-	memset(buf, 0, len);
-	if (off < m->blob_len) {
-		uint64_t n = m->blob_len - off < len ? m->blob_len - off : len;
-		memcpy(buf, m->blob + off, n);
-	}
-	return 0;
-}
-
-static void fp_close(struct vol *v)
-{
-	vol_fini(v);
-}
-
-static const struct vol_ops fp_ops = {
-    .kind = "fuzz",
-    .read = fp_read,
-    .write = fuzz_ro_write,
-    .trim = fuzz_ro_trim,
-    .write_zeroes = fuzz_ro_trim,
-    .close = fp_close,
-};
-
 static bool verbose;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -126,25 +92,6 @@ static void fix_csums(unsigned char *b, size_t len)
 	}
 }
 
-static void read_some(struct vol *v)
-{
-	uint64_t len = v->size < FUZZ_READ_MAX ? v->size : FUZZ_READ_MAX;
-	void *buf;
-
-	len -= len % v->block_min;
-	if (!len || posix_memalign(&buf, 4096, len))
-		return;
-	uint64_t at[3] = {0, v->size / 2 / v->block_min * v->block_min, v->size - len};
-	for (int i = 0; i < 3; i++) {
-		uint64_t off = at[i] + len > v->size ? v->size - len : at[i];
-		int e = vol_read(v, buf, len, off);
-		if (verbose)
-			fprintf(stderr, "fuzz_lvm:   %s: read %llu at %llu: %d\n", v->name,
-			        (unsigned long long)len, (unsigned long long)off, e);
-	}
-	free(buf);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
@@ -161,24 +108,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (size < 3)
 		return 0;
-	struct fuzz_pv pv = {0};
-	unsigned char *blob = malloc(size - 3 + 1);
+	struct fuzz_disk pv;
+	size_t blob_len = size - 3;
+	unsigned char *blob = malloc(blob_len + 1);
 	if (!blob)
 		return 0;
-	memcpy(blob, data + 3, size - 3);
-	pv.blob = blob;
-	pv.blob_len = size - 3;
+	memcpy(blob, data + 3, blob_len);
 	if (flags & 2)
-		fix_csums(blob, pv.blob_len);
+		fix_csums(blob, blob_len);
 	uint32_t bs = flags & 4 ? 4096 : 512;
 	uint64_t vsize = le_at(data + 1, 2) << 16;
-	if (vsize < pv.blob_len)
-		vsize = pv.blob_len;
+	if (vsize < blob_len)
+		vsize = blob_len;
 	vsize = (vsize + bs - 1) / bs * bs;
-	if (vsize == 0 || vol_init(&pv.vol, &fp_ops, "fuzz.img", vsize, bs, VOL_CAP_READONLY) < 0) {
+	if (vsize == 0) {
 		free(blob);
 		return 0;
 	}
+	fuzz_disk_init(&pv, "fuzz.img", vsize, bs, 0);
+	fuzz_disk_put(&pv, 0, blob, blob_len);
 	int r = lvm_probe(&pv.vol);
 	if (verbose)
 		fprintf(stderr, "fuzz_lvm: probe: %d %s\n", r, r < 0 ? err_detail(r) : "");
@@ -193,7 +141,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			        (unsigned long long)f->lv[i].size,
 			        f->lv[i].refused ? f->lv[i].refused : "");
 		if (f->lv[i].vol)
-			read_some(f->lv[i].vol);
+			fuzz_read_some(f->lv[i].vol, FUZZ_READ_MAX, verbose);
 	}
 	lvm_found_free(f);
 	vol_close(&pv.vol);

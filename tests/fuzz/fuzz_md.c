@@ -60,55 +60,20 @@
 #define FUZZ_READ_MAX (64u << 10)
 
 struct fuzz_member {
-	struct vol vol;
-	const unsigned char *blob;
-	size_t blob_len;
-	uint64_t blob_at;   /* its byte offset on the member */
-	uint64_t fail_from; /* reads reaching past here fail with EIO */
-	bool fail_data;     /* and reads of 0.90's data, before the blob (but
-	                     * where 1.2's superblock would be) */
+	struct fuzz_disk disk; /* first: its close frees the member */
+	uint64_t blob_at;      /* the blob's byte offset on the member */
+	uint64_t fail_from;    /* reads reaching past here fail with EIO */
+	bool fail_data;        /* and reads of 0.90's data, before the blob (but
+	                        * where 1.2's superblock would be) */
 };
 
-static int fm_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
+static int fm_fail(const struct fuzz_disk *d, uint64_t len, uint64_t off)
 {
-	struct fuzz_member *m = container_of(v, struct fuzz_member, vol);
-	uint64_t b0 = m->blob_at, b1 = m->blob_at + m->blob_len;
+	const struct fuzz_member *m = container_of(d, struct fuzz_member, disk);
 
-	if (!vol_range_ok(v, len, off) || off % v->block_min || len % v->block_min)
-		contract_broken(v, "read", len, off);
-	if (off + len > m->fail_from ||
-	    (m->fail_data && off < m->blob_at && off + len > FUZZ_BLOB_AT + MD_SB_BLOCK))
-		return -EIO;
-	memset(buf, 0, len);
-	if (off < b1 && off + len > b0) {
-		uint64_t from = off > b0 ? off : b0, to = off + len < b1 ? off + len : b1;
-		memcpy((unsigned char *)buf + (from - off), m->blob + (from - b0), to - from);
-	}
-	return 0;
+	return off + len > m->fail_from ||
+	       (m->fail_data && off < m->blob_at && off + len > FUZZ_BLOB_AT + MD_SB_BLOCK);
 }
-
-static int fm_flush(struct vol *v)
-{
-	(void)v;
-	return 0;
-}
-
-static void fm_close(struct vol *v)
-{
-	struct fuzz_member *m = container_of(v, struct fuzz_member, vol);
-	vol_fini(v);
-	free(m);
-}
-
-static const struct vol_ops fm_ops = {
-    .kind = "fuzz",
-    .read = fm_read,
-    .write = fuzz_ro_write,
-    .flush = fm_flush,
-    .trim = fuzz_ro_trim,
-    .write_zeroes = fuzz_ro_trim,
-    .close = fm_close,
-};
 
 static bool verbose; /* FUZZ_VERBOSE set: say what each input did */
 
@@ -193,31 +158,15 @@ static int count_run(void *arg, uint64_t run_len, unsigned flags)
 static void read_some(struct vol *v)
 {
 	uint64_t len = v->size < FUZZ_READ_MAX ? v->size : FUZZ_READ_MAX;
-	uint64_t at[3];
-	void *buf;
+	int runs = 0;
 
 	if (v->block_max && len > v->block_max)
 		len = v->block_max;
 	len -= len % v->block_min;
 	if (!len)
 		return;
-	int runs = 0;
 	vol_extents(v, len, 0, count_run, &runs);
-	if (posix_memalign(&buf, 4096, len))
-		return;
-	at[0] = 0;
-	at[1] = v->size / 2 / v->block_min * v->block_min;
-	at[2] = v->size - len;
-	for (int i = 0; i < 3; i++) {
-		uint64_t off = at[i];
-		if (off + len > v->size)
-			off = v->size - len;
-		int e = vol_read(v, buf, len, off);
-		if (verbose)
-			fprintf(stderr, "fuzz_md:   read %llu at %llu: %d\n",
-			        (unsigned long long)len, (unsigned long long)off, e);
-	}
-	free(buf);
+	fuzz_read_some(v, FUZZ_READ_MAX, verbose);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -247,6 +196,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size_t blen = (size_t)h[4] | (size_t)h[5] << 8;
 		uint32_t bmin = flags & 0x10 ? 4096 : 512;
 		struct fuzz_member *m = calloc(1, sizeof(*m));
+		unsigned char *blob = blobs + bpos;
 		char name[8];
 
 		if (!m)
@@ -255,14 +205,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			blen = size - bpos;
 		if (flags & 0x08)
 			fix_csums(blobs + bpos, blen);
-		m->blob = blobs + bpos;
-		m->blob_len = blen;
 		bpos += blen;
 		m->blob_at = place == 1 ? 0 : FUZZ_BLOB_AT;
 		uint64_t bytes = sectors * 512;
 #ifdef FUZZ_MD090
-		if (m->blob_len > MD_SB090_RESERVED)
-			m->blob_len = MD_SB090_RESERVED;
+		if (blen > MD_SB090_RESERVED)
+			blen = MD_SB090_RESERVED;
 		if (bytes < 2 * MD_SB090_RESERVED)
 			bytes = 2 * MD_SB090_RESERVED;
 		if (bytes > FUZZ_MEMBER_MAX)
@@ -280,8 +228,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (place == 2) {
 			/* v1.0's rule (md.c): (sectors - 16) & ~7 */
 			m->blob_at = ((bytes / 512 - 16) & ~7ull) * 512;
-			if (m->blob_len > bytes - m->blob_at)
-				m->blob_len = bytes - m->blob_at;
+			if (blen > bytes - m->blob_at)
+				blen = bytes - m->blob_at;
 		}
 #endif
 		m->fail_from = (flags & 0x80) && ((flags >> 5) & 3) == i ? m->blob_at + MD_SB_BLOCK
@@ -290,10 +238,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		m->fail_data = m->fail_from != UINT64_MAX; /* the data is before it */
 #endif
 		snprintf(name, sizeof(name), "m%d", i);
-		if (vol_init(&m->vol, &fm_ops, name, bytes, bmin, VOL_CAP_READONLY) < 0)
-			abort();
-		m->vol.block_max = 1u << 30;
-		vols[i] = &m->vol;
+		fuzz_disk_init(&m->disk, name, bytes, bmin, 0);
+		fuzz_disk_put(&m->disk, m->blob_at, blob, blen);
+		m->disk.fail = fm_fail;
+		m->disk.heap = true;
+		m->disk.vol.block_max = 1u << 30;
+		vols[i] = &m->disk.vol;
 	}
 
 	for (int i = 0; i < n; i++)

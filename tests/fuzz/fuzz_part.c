@@ -39,57 +39,10 @@
 #define FUZZ_DISK_MAX (1ull << 40)
 #define FUZZ_FROM_END 0x80000000u
 
-struct record {
-	uint64_t sector;
-	uint8_t data[512];
-};
-
-struct fuzz_disk {
-	struct vol vol;
-	struct record rec[FUZZ_RECORDS];
-	unsigned n;
-};
-
-static struct fuzz_disk *to_disk(struct vol *v)
-{
-	return container_of(v, struct fuzz_disk, vol);
-}
-
-/* The disk's bytes, without the contract check (the harness's own use). */
-static void disk_bytes(struct fuzz_disk *d, void *buf, uint64_t len, uint64_t off)
-{
-	memset(buf, 0, len);
-	for (unsigned i = 0; i < d->n; i++) {
-		uint64_t r0 = d->rec[i].sector * 512, r1 = r0 + 512;
-		if (off < r1 && off + len > r0) {
-			uint64_t from = off > r0 ? off : r0, to = off + len < r1 ? off + len : r1;
-			memcpy((uint8_t *)buf + (from - off), d->rec[i].data + (from - r0),
-			       to - from);
-		}
-	}
-}
-
-static int fd_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
-{
-	if (!vol_range_ok(v, len, off) || off % v->block_min || len % v->block_min)
-		contract_broken(v, "read", len, off);
-	disk_bytes(to_disk(v), buf, len, off);
-	return 0;
-}
-
-static void fd_close(struct vol *v)
-{
-	vol_fini(v);
-	free(to_disk(v));
-}
-
-static const struct vol_ops fd_ops = {
-    .kind = "fuzz",
-    .read = fd_read,
-    .write = fuzz_ro_write,
-    .trim = fuzz_ro_trim,
-    .write_zeroes = fuzz_ro_trim,
-    .close = fd_close,
+/* The records' bytes, 512 a record (a short last one padded with zeros):
+ * the disk's pieces point into it. */
+struct records {
+	uint8_t data[FUZZ_RECORDS][512];
 };
 
 static bool verbose; /* FUZZ_VERBOSE set: say what each input did */
@@ -135,24 +88,22 @@ static uint32_t crc32_fuzz(const uint8_t *p, size_t n)
  * should have: its entries array's, then its own. */
 static void fix_gpt(struct fuzz_disk *d, uint64_t off)
 {
-	struct record *r = NULL;
-	uint8_t *h, *e;
+	uint8_t *h = NULL, *e;
 	uint64_t bytes, eoff;
 	uint32_t hs;
 
 	if (off % 512)
 		return;
 	for (unsigned i = 0; i < d->n; i++)
-		if (d->rec[i].sector == off / 512)
-			r = &d->rec[i]; /* the last one wins, as in reads */
-	if (!r || memcmp(r->data, "EFI PART", 8) != 0)
+		if (d->piece[i].off == off)
+			h = d->piece[i].data; /* the last one wins, as in reads */
+	if (!h || memcmp(h, "EFI PART", 8) != 0)
 		return;
-	h = r->data;
 	bytes = (uint64_t)get32(h + 80) * get32(h + 84);
 	eoff = get64(h + 72) * (off == 512 || off == d->vol.size - 512 ? 512 : 4096);
 	if (bytes <= (1u << 20) && eoff <= d->vol.size && bytes <= d->vol.size - eoff &&
 	    (e = malloc(bytes ? bytes : 1)) != NULL) {
-		disk_bytes(d, e, bytes, eoff);
+		fuzz_disk_bytes(d, e, bytes, eoff);
 		put32(h + 88, crc32_fuzz(e, bytes));
 		free(e);
 	}
@@ -192,21 +143,23 @@ static void read_part(struct vol *disk, const struct part *p)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct part_table *t;
-	struct fuzz_disk *d;
+	struct fuzz_disk disk, *d = &disk;
+	struct records *rec;
 	uint64_t sectors, bytes;
 	uint32_t bmin;
 	size_t pos = 5;
+	unsigned nrec = 0;
 	int r;
 
 	if (size < 5)
 		return 0;
-	d = calloc(1, sizeof(*d));
-	if (!d)
+	rec = calloc(1, sizeof(*rec));
+	if (!rec)
 		abort();
 	bmin = data[0] & 1 ? 4096 : 512;
 	sectors = get32(data + 1);
 	/* The records' sizes first: "from the end" needs the disk's size. */
-	for (size_t p = pos; p + 4 < size && d->n < FUZZ_RECORDS; p += 4 + 512, d->n++) {
+	for (size_t p = pos; p + 4 < size && nrec < FUZZ_RECORDS; p += 4 + 512, nrec++) {
 		uint32_t w = get32(data + p);
 		if (!(w & FUZZ_FROM_END) && w >= sectors)
 			sectors = (uint64_t)w + 1;
@@ -220,7 +173,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (bytes < bmin)
 		bytes = bmin;
 	sectors = bytes / 512;
-	d->n = 0;
+	fuzz_disk_init(d, "disk", bytes, bmin, 0);
 	for (; pos + 4 < size && d->n < FUZZ_RECORDS; pos += 4 + 512) {
 		uint32_t w = get32(data + pos);
 		size_t len = size - pos - 4 < 512 ? size - pos - 4 : 512;
@@ -228,11 +181,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		if (at >= sectors)
 			continue;
-		d->rec[d->n].sector = at;
-		memcpy(d->rec[d->n++].data, data + pos + 4, len);
+		memcpy(rec->data[d->n], data + pos + 4, len);
+		fuzz_disk_put(d, at * 512, rec->data[d->n], 512);
 	}
-	if (vol_init(&d->vol, &fd_ops, "disk", bytes, bmin, VOL_CAP_READONLY) < 0)
-		abort();
 	if (data[0] & 2) {
 		fix_gpt(d, 512);
 		fix_gpt(d, 4096);
@@ -268,5 +219,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		part_table_free(t);
 	}
 	vol_close(&d->vol);
+	free(rec);
 	return 0;
 }

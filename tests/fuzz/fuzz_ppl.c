@@ -31,47 +31,6 @@
 #define AREA_MAX (256u * 1024)
 #define MEMBER_SIZE (128u * 1024)
 
-struct ram {
-	struct vol vol;
-	unsigned char *b;
-};
-
-static int ram_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
-{
-	if (!vol_range_ok(v, len, off) || off % 512 || len % 512)
-		contract_broken(v, "read", len, off);
-	memcpy(buf, ((struct ram *)v)->b + off, len);
-	return 0;
-}
-
-static int ram_write(struct vol *v, const void *buf, uint64_t len, uint64_t off, unsigned flags)
-{
-	(void)flags;
-	if (!vol_range_ok(v, len, off) || off % 512 || len % 512)
-		contract_broken(v, "write", len, off);
-	memcpy(((struct ram *)v)->b + off, buf, len);
-	return 0;
-}
-
-static void ram_close(struct vol *v)
-{
-	free(((struct ram *)v)->b);
-	vol_fini(v);
-	free(v);
-}
-
-static const struct vol_ops ram_ops = {
-    .kind = "fuzz-ram", .read = ram_read, .write = ram_write, .close = ram_close};
-
-static struct vol *ram_new(uint64_t size, const void *init, uint64_t init_len)
-{
-	struct ram *r = calloc(1, sizeof(*r));
-	if (!r || !(r->b = calloc(1, size)) || vol_init(&r->vol, &ram_ops, "ram", size, 512, 0) < 0)
-		abort();
-	memcpy(r->b, init, init_len < size ? init_len : size);
-	return &r->vol;
-}
-
 /* Make the checksums right along the scan md_ppl_find makes. */
 static void fix_checksums(unsigned char *a, uint64_t len)
 {
@@ -106,8 +65,6 @@ static void fix_checksums(unsigned char *a, uint64_t len)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	(void)fuzz_ro_write; /* fuzz_vol.h's: these members take writes */
-	(void)fuzz_ro_trim;
 	if (size < 2)
 		return 0;
 	unsigned flags = data[0], n = 3 + ((flags >> 1) & 3), layout = (flags >> 3) & 3;
@@ -136,9 +93,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    .level = 5, .layout = layout, .chunk = (uint32_t)chunk, .raid_disks = n};
 	struct vol *m[8], *arr = NULL;
 	for (unsigned i = 0; i < n; i++)
-		m[i] = ram_new(MEMBER_SIZE, data, size);
+		m[i] = fuzz_ram_new(MEMBER_SIZE, data, size);
 	if (raid_open(&g, m, NULL, "fuzz", &arr) == 0) {
-		struct vol *av = ram_new(len, area, len);
+		struct vol *av = fuzz_ram_new(len, area, len);
 		struct md_ppl_array pa = {arr, m, n, chunk};
 		struct md_ppl_stats st = {0};
 		if (md_ppl_replay_area(&pa, av, 0, len, sig, &st) < 0 && getenv("FUZZ_VERBOSE"))

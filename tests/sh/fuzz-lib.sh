@@ -6,9 +6,12 @@
 #   sources compiled straight from src/; warnings shown, not fatal: the
 #   -Werror gate for src/ is the meson build), $art (where crashing inputs
 #   go: FUZZ_ARTIFACTS, default in $tmp) and the sanitizers' options.
-# fuzz_target NAME BIN CORPUS SECS [OPTS...] [-- DIRS...]: run BIN over
-#   every input of CORPUS once, then fuzz for SECS seconds from CORPUS
-#   (and DIRS), new inputs going to the scratch dir, never the repo.  A
+# fuzz_target NAME BIN CORPUS RUNS [OPTS...] [-- DIRS...]: run BIN over
+#   every input of CORPUS once, then fuzz RUNS inputs from CORPUS (and
+#   DIRS), new inputs going to the scratch dir, never the repo.  A budget
+#   in executions, not seconds, so that a slow or loaded runner does the
+#   same work as a fast one (FUZZ_RUNS=N sets every target's; for long runs
+#   by hand FUZZ_SECONDS=N fuzzes each target for N seconds instead).  A
 #   crash, leak, sanitizer report or hang fails the test and keeps the
 #   input (in $FUZZ_ARTIFACTS, or a /tmp/uraid-fuzz-crash.* dir it prints):
 #   add it to the corpus as regress-NAME with the fix.
@@ -50,7 +53,7 @@ fuzz_fail() {
 }
 
 fuzz_target() {
-    local name=$1 bin=$2 corpus=$3 secs=$4 opts=() dirs=()
+    local name=$1 bin=$2 corpus=$3 runs=${FUZZ_RUNS:-$4} opts=() dirs=() budget
     shift 4
     while [ $# -gt 0 ] && [ "$1" != -- ]; do opts+=("$1"); shift; done
     [ $# -gt 0 ] && { shift; dirs=("$@"); }
@@ -59,7 +62,9 @@ fuzz_target() {
     fi
     echo "$name: replayed $(ls "$corpus" | wc -l) corpus inputs"
     mkdir -p "$tmp/new-$name"
-    if ! "$bin" "${opts[@]}" -max_total_time="$secs" -artifact_prefix="$art/" \
+    budget=-runs="$runs"
+    [ -z "${FUZZ_SECONDS:-}" ] || budget=-max_total_time="$FUZZ_SECONDS"
+    if ! "$bin" "${opts[@]}" "$budget" -artifact_prefix="$art/" \
         -print_final_stats=1 "$tmp/new-$name" "$corpus" "${dirs[@]}" >"$tmp/fuzz-$name.log" 2>&1; then
         fuzz_fail "$tmp/fuzz-$name.log" "fuzzing $name found a crash"
     fi

@@ -22,3 +22,26 @@ requires() {
 }
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# kill_mid_writes PID SOCK MEMBER FIO-OPTS...: a crash in the middle of
+# writes.  fio writes at random (64k unless FIO-OPTS say --bs; --offset,
+# --size) to the serve on SOCK for up to 30 s; PID, that serve, is killed
+# with SIGKILL once the writes are under way (MEMBER's md superblock says
+# active, however slowly fio starts on a loaded machine) and a second more
+# of them has run.  Both are reaped and SOCK removed.
+kill_mid_writes() {
+    local pid=$1 sock=$2 member=$3 fio_pid
+    shift 3
+    fio --name=w --ioengine=nbd --uri="nbd+unix:///?socket=$sock" --rw=randwrite --bs=64k \
+        --iodepth=8 "$@" --time_based --runtime=30 --output=/dev/null >/dev/null 2>&1 &
+    fio_pid=$!
+    for _ in $(seq 600); do
+        mdadm --examine "$member" 2>/dev/null | grep -q "State : active" && break
+        sleep 0.1
+    done
+    sleep 1
+    kill -KILL "$pid"
+    wait "$pid" 2>/dev/null || true
+    wait "$fio_pid" 2>/dev/null || true
+    rm -f "$sock"
+}

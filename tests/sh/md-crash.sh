@@ -31,15 +31,7 @@ for geometry in "1 2" "5 3 --chunk=64" "6 4 --chunk=64" "10 4 --chunk=64 --layou
     nbdcopy --flush "$tmp/pattern" "$uri" || fail "$geometry: nbdcopy"
 
     # Random writes over the second half until the server is killed.
-    fio --name=w --ioengine=nbd --uri="$uri" --rw=randwrite --bs=64k --iodepth=8 \
-        --offset="$half" --size=$((size - half)) --time_based --runtime=30 \
-        --output=/dev/null >/dev/null 2>&1 &
-    fio_pid=$!
-    sleep 1.5
-    kill -KILL "$server_pid"
-    wait "$server_pid" 2>/dev/null || true
-    wait "$fio_pid" 2>/dev/null || true
-    rm -f "$sock"
+    kill_mid_writes "$server_pid" "$sock" "${files[0]}" --offset="$half" --size=$((size - half))
     mdadm --examine "${files[0]}" 2>/dev/null | grep -q "State : active" ||
         fail "$geometry: not marked active after the crash"
 

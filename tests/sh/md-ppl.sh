@@ -43,20 +43,7 @@ sock=$tmp/a.sock
 uri="nbd+unix:///?socket=$sock"
 start_server "$sock" "${files[@]}" 2>/dev/null
 size=$(nbdinfo --size "$uri")
-fio --name=w --ioengine=nbd --uri="$uri" --rw=randwrite --bs=12k --iodepth=8 \
-    --size="$size" --time_based --runtime=30 --output=/dev/null >/dev/null 2>&1 &
-fio_pid=$!
-# Kill only once writes are under way (the array marked active), however
-# slowly fio starts on a loaded machine; then let a second of them run.
-for _ in $(seq 600); do
-    mdadm --examine "${files[0]}" 2>/dev/null | grep -q "State : active" && break
-    sleep 0.1
-done
-sleep 1
-kill -KILL "$server_pid"
-wait "$server_pid" 2>/dev/null || true
-wait "$fio_pid" 2>/dev/null || true
-rm -f "$sock"
+kill_mid_writes "$server_pid" "$sock" "${files[0]}" --bs=12k --size="$size"
 mdadm --examine "${files[0]}" 2>/dev/null | grep -q "State : active" ||
     fail "not marked active after the crash"
 start_server "$sock" "${files[@]}" 2>"$tmp/serve.log"

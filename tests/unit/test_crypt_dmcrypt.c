@@ -1,6 +1,6 @@
 /* test_crypt_dmcrypt.c — the crypt vol against the real dm-crypt, in the
  * linux-peer VM (tests/linux-peer/run.sh, or $LINUX_PEER/run.sh; skipped,
- * saying why, when the harness or a package it needs is missing; a VM that
+ * saying why, by tests/sh/peer-check.sh's rule (peer.h); a VM that
  * does not come up, or times out, fails it, as it fails the shell tests).
  *
  * uraid -> kernel: images a, b, c are written through crypt vols (XTS with
@@ -11,6 +11,7 @@
  * kernel -> uraid: the guest copies a's plaintext through dm-crypt onto
  * image d (XTS, iv_offset 8); the host decrypts d with a crypt vol. */
 #include "check.h"
+#include "peer.h"
 
 #include "core/log.h"
 #include "disc/crypt.h"
@@ -67,37 +68,9 @@ static void hex(const unsigned char *b, size_t n, char *out)
 		sprintf(out + 2 * i, "%02x", b[i]);
 }
 
-/* Whether the harness in dir can run: 0, or -ENOENT with why set to the
- * reason the test skips (peer-check.sh's rule, asked of the same script). */
-static int peer_ready(const char *dir, char *why, size_t n)
-{
-	char cmd[600], miss[256] = "";
-	FILE *p;
-
-	snprintf(cmd, sizeof(cmd), "%s/run.sh", dir);
-	if (access(cmd, X_OK) != 0) {
-		snprintf(why, n, "no linux-peer harness at %s", dir);
-		return -ENOENT;
-	}
-	snprintf(cmd, sizeof(cmd), "%s/build-initramfs.sh --missing", dir);
-	p = popen(cmd, "r");
-	if (!p || !fgets(miss, sizeof(miss), p))
-		miss[0] = '\0';
-	if (p)
-		pclose(p);
-	miss[strcspn(miss, "\n")] = '\0';
-	if (miss[0]) {
-		snprintf(why, n,
-			 "linux-peer needs the Debian packages %s (scripts/setup.sh --test installs them)",
-			 miss);
-		return -ENOENT;
-	}
-	return 0;
-}
-
 int main(void)
 {
-	const char *srcdir = getenv("SRCDIR"), *peer = getenv("LINUX_PEER");
+	const char *srcdir = getenv("SRCDIR");
 	char peerdir[400], why[512], dir[] = "/tmp/uraid-dmcrypt-XXXXXX", path[600], cmd[2048];
 	char want[65], line[512];
 	unsigned char *plain = malloc(IMG_SIZE), *buf = malloc(IMG_SIZE), digest[32];
@@ -111,13 +84,10 @@ int main(void)
 		dir[0] = '\0';
 		goto out;
 	}
-	if (peer)
-		snprintf(peerdir, sizeof(peerdir), "%s", peer);
-	else
-		snprintf(peerdir, sizeof(peerdir), "%s/tests/linux-peer", srcdir ? srcdir : ".");
-	if (peer_ready(peerdir, why, sizeof(why)) < 0) {
-		fprintf(stderr, "skip: %s\n", why);
-		ret = 77;
+	rc = peer_check(srcdir ? srcdir : ".", peerdir, sizeof(peerdir), why, sizeof(why));
+	if (rc != 0) {
+		fprintf(stderr, "%s\n", rc == 77 ? why : "peer-check.sh failed");
+		ret = rc == 77 ? 77 : 1;
 		goto out;
 	}
 	for (size_t i = 0; i < IMG_SIZE; i++)

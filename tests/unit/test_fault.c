@@ -226,7 +226,7 @@ int main(void)
 {
 	struct vol *v;
 	struct fault_counts c;
-	char buf[8192] = { 0 };
+	char buf[8192] = {0};
 
 	log_verbosity = -1;
 	CHECK_EQ(member_open("fault:eio=64k+4k/1M+512:mem:2M", 0, &v), 0);
@@ -254,6 +254,22 @@ int main(void)
 	CHECK_EQ(vol_write(v, buf, 512, 0, 0), -EIO);
 	CHECK_EQ(vol_read(v, buf, 512, 0), 0);
 	CHECK_EQ(vol_write_zeroes(v, 512, 0, 0), -EIO);
+	vol_close(v);
+
+	/* after=N counts only the ops mode= names: the reads a stack makes
+	 * opening the member (superblock, signatures) do not bring a
+	 * mode=write failure nearer. */
+	CHECK_EQ(member_open("fault:after=2,mode=write:mem:1M", 0, &v), 0);
+	for (int i = 0; i < 3; i++)
+		CHECK_EQ(vol_read(v, buf, 512, 0), 0);
+	CHECK_EQ(vol_write(v, buf, 512, 0, 0), 0);
+	CHECK_EQ(vol_write(v, buf, 512, 0, 0), 0);
+	CHECK_EQ(vol_write(v, buf, 512, 0, 0), -EIO);
+	vol_close(v);
+	CHECK_EQ(member_open("fault:after=1,mode=read:mem:1M", 0, &v), 0);
+	CHECK_EQ(vol_write(v, buf, 512, 0, 0), 0);
+	CHECK_EQ(vol_read(v, buf, 512, 0), 0);
+	CHECK_EQ(vol_read(v, buf, 512, 0), -EIO);
 	vol_close(v);
 
 	/* chance=1 always fails, chance=0 never; mode=read spares writes. */

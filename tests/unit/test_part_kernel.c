@@ -18,6 +18,7 @@
  * so the claims of docs/foreign.md about what Linux shows are checked
  * too. */
 #include "check.h"
+#include "peer.h"
 
 #include "core/log.h"
 #include "disc/part.h"
@@ -38,29 +39,6 @@ struct kpart {
 
 static struct kpart kparts[N_IMAGES][64];
 static unsigned nk[N_IMAGES];
-
-/* tests/sh/peer-check.sh's verdict: 0 with the harness's dir in peer, or
- * 77 with the reason in why. */
-static int peer_check(const char *srcdir, char *peer, size_t n, char *why, size_t wn)
-{
-	char cmd[1024], line[512] = "";
-	FILE *p;
-	int rc;
-
-	snprintf(cmd, sizeof(cmd),
-	         "SRCDIR='%s' sh -c '. \"$SRCDIR/tests/sh/peer-check.sh\"; echo \"$PEER\"'",
-	         srcdir);
-	p = popen(cmd, "r");
-	if (!p)
-		return 1;
-	while (fgets(line, sizeof(line), p))
-		line[strcspn(line, "\n")] = '\0', snprintf(why, wn, "%s", line);
-	rc = pclose(p);
-	rc = WIFEXITED(rc) ? WEXITSTATUS(rc) : 1;
-	if (rc == 0)
-		snprintf(peer, n, "%s", why);
-	return rc;
-}
 
 static void compare(const char *dir, int k, int want_kernel_parts)
 {
