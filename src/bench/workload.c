@@ -208,7 +208,10 @@ static void *vol_worker(void *arg)
 		if (i >= r->nops || atomic_load(&r->err))
 			break;
 		uint64_t t0 = clock_now_ns();
-		if (t0 >= r->deadline)
+		/* The first request runs whatever the clock says: a worker
+		 * started late on a loaded machine still measures something,
+		 * never a rate of 0. */
+		if (t0 >= r->deadline && i > 0)
 			break;
 		uint64_t off = job_offset(j, i);
 		if (j->op == BENCH_WRITE) {
@@ -331,7 +334,7 @@ static int run_nbd(struct nbd_handle *h, const struct bench_job *j, struct lat_l
 		/* Fill the queue while there is work and time. */
 		while (n_free && next < nops && r == 0) {
 			uint64_t t = clock_now_ns();
-			if (t >= deadline) {
+			if (t >= deadline && next > 0) { /* one request at least */
 				nops = next;
 				break;
 			}

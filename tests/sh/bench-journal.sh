@@ -6,8 +6,9 @@
 # the journal rows carry the journal device's ceiling (the ssd model) and
 # the PPL rows none, and the JSON validates.  Beside RAM members the ssd
 # model's flush after each write is the lowest ceiling of randwrite-sync,
-# a property of the stack, so the verdict must name the journal (or, short
-# of it, "cpu" / "uraid itself"); no speed is asserted.
+# a property of the stack (on a quiet machine), and the verdict must name
+# the lowest ceiling (or, short of it, "cpu" / "uraid itself"); no speed is
+# asserted.
 set -euo pipefail
 command -v python3 >/dev/null || { echo "skip: python3 missing"; exit 77; }
 . "$SRCDIR/tests/sh/bench-lib.sh"
@@ -32,12 +33,14 @@ for r in rows:
         assert j > 0, f"{where}: no journal ceiling"
     else:
         assert j == 0, f"{where}: a journal ceiling ({j}) without a journal"
+# Which ceiling is lowest depends on the machine (the journal's is a
+# model's flush cost, the transport's the CPU, slower when loaded); the
+# verdict must follow whichever it is.
 r = next(r for r in rows if r["layout"] == "raid5+journal" and r["workload"] == "randwrite-sync")
 ceil = {k: v for k, v in r["ceilings"].items()
         if k in ("disks", "cipher", "transport", "journal") and v > 0}
 lowest = min(ceil, key=ceil.get)
-assert lowest == "journal", f"lowest ceiling {lowest} ({ceil}), expected the journal"
-allowed = {"journal"} if r["efficiency"] >= 0.80 else {"cpu", "uraid itself"}
-assert r["bound"] in allowed, f"bound {r['bound']!r} at {r['efficiency']:.2f}, expected {allowed}"
-print(f"ok: raid5+journal randwrite-sync: bound {r['bound']}, efficiency {r['efficiency']:.2f}")
+allowed = {lowest} if r["efficiency"] >= 0.80 else {"cpu", "uraid itself"}
+assert r["bound"] in allowed, f"bound {r['bound']!r} at {r['efficiency']:.2f} ({ceil}), expected {allowed}"
+print(f"ok: raid5+journal randwrite-sync: lowest ceiling {lowest}, bound {r['bound']}, efficiency {r['efficiency']:.2f}")
 PY
