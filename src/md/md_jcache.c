@@ -26,11 +26,14 @@
 #define JC_BUCKETS 4096
 #define JC_CKPT_ROWS 64 /* rows destaged between checkpoints under pressure */
 /* 4 KiB stripes (the kernel's stripe_heads) holding cached data, at most:
- * the kernel's default stripe cache.  A crash leaves them data-only in
- * the log, and the kernel's replay must hold every data-only stripe in
- * its stripe cache at once (it grows it once, to twice that), so that it
- * can take over what we leave. */
-#define JC_MAX_STRIPES 256
+ * half the kernel's default stripe cache (256).  A crash leaves them
+ * data-only in the log, and the kernel's replay must hold every data-only
+ * stripe in its stripe cache at once, in eight hash buckets of 32: when
+ * one runs dry it grows the cache and then waits for a stripe without
+ * NOBLOCK.  With 256 here, Linux 6.1's r5l_start hung there once
+ * (md-kernel-journal.sh (c), in raid5_get_active_stripe), so the bound
+ * keeps the replay inside the cache it starts with. */
+#define JC_MAX_STRIPES 128
 
 struct jc_page {
 	uint32_t idx; /* page in the row: data chunk * pages a chunk + page in it */

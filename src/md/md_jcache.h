@@ -34,9 +34,9 @@ struct md_jcache_stats {
 
 /* Open the cache for array (a RAID4/5/6 vol: ndata data chunks of chunk
  * bytes a row) whose journal is j, holding at most bytes (0: the default;
- * also at most a quarter of the log) in at most 256 4 KiB stripes (the
+ * also at most a quarter of the log) in at most 128 4 KiB stripes (half the
  * kernel's default stripe cache, so that its replay holds every data-only
- * stripe a crash leaves in the log).  Starts the destage thread and
+ * stripe a crash leaves in the log: md_jcache.c).  Starts the destage thread and
  * becomes j's reclaim.  0 or -errno. */
 int md_jcache_open(struct md_journal *j, struct vol *array, uint64_t chunk, unsigned ndata,
                    uint64_t bytes, struct md_jcache **out);
