@@ -21,7 +21,12 @@
 # (d) the kernel's write-back log (RAID5 kw5): journal_mode set to
 #     write-back before fio, the VM cut off as in (b); uraid's replay of a
 #     copy rewrites as many data-only stripes as the kernel's and reads the
-#     same sha256 (data-parity counts differ: see below).
+#     same sha256 (data-parity counts differ: see below).  fio keeps to
+#     512 KiB there (64 stripes): Linux 6.1's own replay of a write-back
+#     log its crash left with a few hundred data-only stripes hung in
+#     r5l_start (raid5_get_active_stripe) in one run of three, its stripe
+#     cache short; uraid's cache keeps to 128 stripes for the same reason
+#     (src/md/md_jcache.c).
 # Skips (77) when the linux-peer harness or a package it needs is missing.
 MB=8
 . "$(dirname "$0")/peer-lib.sh"
@@ -77,8 +82,10 @@ for f in "$@"; do cp "$f" "$(dirname "$f")/u$(basename "$f")"; done
         --assume-clean "$@" --write-journal $j >/tmp/c.log 2>&1 || { echo "create-failed $md"; cat /tmp/c.log; exit 1; }
     echo $mode > /sys/block/$md/md/journal_mode
     echo "mode $md $(cat /sys/block/$md/md/journal_mode)"
+    size=24M
+    [ $mode = write-back ] && size=512k
     fio --name=$md --filename=/dev/$md --rw=randwrite --bs=12k --direct=1 --ioengine=psync \
-        --numjobs=2 --size=24M --time_based --runtime=120 --randseed=7 >/dev/null 2>&1 &
+        --numjobs=2 --size=$size --time_based --runtime=120 --randseed=7 >/dev/null 2>&1 &
 }'
     echo 'mk md0 5 3 write-through /dev/vdd /dev/vda /dev/vdb /dev/vdc'
     echo 'mk md1 6 4 write-through /dev/vdi /dev/vde /dev/vdf /dev/vdg /dev/vdh'
@@ -175,11 +182,13 @@ for a in "${arrays[@]}"; do
     set -- $a
     who=$1 n=${un[$1]} sha=${usha[$1]}
     kr=$(field recov "$who") ks=$(field sha "$who") km=$(field mismatch "$who")
-    if [ "$who" = kw5 ] && [ -n "$kr" ] && [ "$kr" -gt 0 ] 2>/dev/null && [ "$n" -gt 0 ]; then
+    if [ "$who" = kw5 ] && [ "$kr" -ge 0 ] 2>/dev/null && [ "$n" -ge 0 ]; then
         # A write-back log holds FLUSH payloads: the kernel, short of
         # stripe cache, replays some stripes early that a later FLUSH
         # would drop (and counts them); uraid holds every one.  The
-        # data-only count and the sha256 below are the comparison.
+        # data-only count (some there must be) and the sha256 below are
+        # the comparison; with fio inside 64 stripes there may be no
+        # stripe with parity at all.
         echo "ok: $who (raid$2): data-parity stripes replayed: kernel $kr, uraid $n"
     elif [ -n "$kr" ] && [ "$kr" -gt 0 ] 2>/dev/null && [ "$kr" = "$n" ]; then
         echo "ok: $who (raid$2): the kernel and uraid each replay $n stripes with parity"
@@ -192,7 +201,7 @@ for a in "${arrays[@]}"; do
         { echo "FAIL: $who: kernel check mismatch_cnt '$km'"; fail=1; }
     kd=$(field donly "$who")
     if [ "$who" = kw5 ]; then
-        [ "$kd" = "${ud[$1]}" ] && echo "ok: $who: both replay $kd data-only stripes" ||
+        [ "$kd" = "${ud[$1]}" ] && [ "$kd" -gt 0 ] && echo "ok: $who: both replay $kd data-only stripes" ||
             { echo "FAIL: $who: data-only stripes: kernel '$kd', uraid ${ud[$1]}"; fail=1; }
     fi
 done
