@@ -156,3 +156,14 @@ hosts_can_netem() {
     ip link del "$v" 2>/dev/null || true
     return $ok
 }
+
+# role_state CTL ROLE — the state `uraid detail --json` gives the array's
+# member in ROLE (the one array served on CTL).
+role_state() {
+    "$URAID" detail --json "$1" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+for m in d["arrays"][0]["members"]:
+    if m["role"] == int(sys.argv[1]):
+        print(m["state"])' "$2"
+}

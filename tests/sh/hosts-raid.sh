@@ -28,24 +28,8 @@ bm_chunk_mib=4     # the write-intent bitmap's chunk
 burst_at=(36 44 52) # MiB: the burst while the host is away
 bm="--bitmap=internal --bitmap-chunk=${bm_chunk_mib}M"
 
-# member_state CTL ROLE — the role's state in `uraid detail --json`.
-member_state() {
-    "$URAID" detail --json "$1" | python3 -c '
-import json, sys
-d = json.load(sys.stdin)
-for m in d["arrays"][0]["members"]:
-    if m["role"] == int(sys.argv[1]):
-        print(m["state"])' "$2"
-}
-
 now() { date +%s.%N; }
 secs() { python3 -c "print('%.1f' % ($2 - $1))"; }
-
-# wait_log FILE PATTERN — until FILE has a line matching PATTERN (60 s).
-wait_log() {
-    for _ in $(seq 600); do grep -q "$2" "$1" && return 0; sleep 0.1; done
-    return 1
-}
 
 # readd_json CTL — the array's `readd` object in `uraid detail --json` as
 # "count chunks bytes last_chunks last_bytes" (zeros before any).
@@ -76,7 +60,7 @@ readd_check() {
     local name=$1 cut=$2 role=$3 ctl=$4 sock=$5 log=$6 st="" t0 ra
     t0=$(now)
     for _ in $(seq 600); do
-        st=$(member_state "$ctl" "$role")
+        st=$(role_state "$ctl" "$role")
         [ "$st" = "active sync" ] && break
         sleep 0.1
     done
@@ -136,7 +120,7 @@ run_cut() {
     host_link_down "$cut"
     local st=""
     for _ in $(seq 600); do
-        st=$(member_state "$ctl" "$role")
+        st=$(role_state "$ctl" "$role")
         [[ "$st" == *faulty* || "$st" == removed ]] && break
         sleep 0.1
     done

@@ -20,24 +20,10 @@ hosts_require
 opts="timeout=2&reconnect=0.3"
 bm=(--bitmap=internal --bitmap-chunk=1M)
 
-member_state() {
-    "$URAID" detail --json "$1" | python3 -c '
-import json, sys
-d = json.load(sys.stdin)
-for m in d["arrays"][0]["members"]:
-    if m["role"] == int(sys.argv[1]):
-        print(m["state"])' "$2"
-}
-
 refusals() {
     "$URAID" detail --json "$1" | python3 -c '
 import json, sys
 print(json.load(sys.stdin)["arrays"][0].get("readd", {}).get("refusals", 0))'
-}
-
-wait_log() {
-    for _ in $(seq 600); do grep -q "$2" "$1" && return 0; sleep 0.1; done
-    return 1
 }
 
 # write_at SOCK MIB — one 64 KiB write through the array.
@@ -64,7 +50,7 @@ come_back() {
     local name=$1 disk=$2 why=$3 st sum
     host_link_down 2
     write_at "$sock" 5
-    st=$(member_state "$ctl" 1)
+    st=$(role_state "$ctl" 1)
     [[ "$st" == faulty* || "$st" == removed ]] ||
         fail "$name: host 2 cut off and written past, its member is '$st'"
     mv "$disk" "$tmp/h2/$name.img"
@@ -75,7 +61,7 @@ come_back() {
     wait_log "$log" "$why" || fail "$name: no refusal ('$why') in the log: $(cat "$log")"
     # Past the refusal, the thread tries no more: still failed a while on.
     sleep 1
-    st=$(member_state "$ctl" 1)
+    st=$(role_state "$ctl" 1)
     [[ "$st" == faulty* || "$st" == removed ]] ||
         fail "$name: the other disk on host 2 was taken in: '$st': $(cat "$log")"
     [ "$(refusals "$ctl")" = 1 ] || fail "$name: $(refusals "$ctl") refusals in detail, not 1"

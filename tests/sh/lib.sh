@@ -45,3 +45,10 @@ kill_mid_writes() {
     wait "$fio_pid" 2>/dev/null || true
     rm -f "$sock"
 }
+
+# wait_log FILE PATTERN — until FILE has a line matching PATTERN (60 s);
+# 1 if it never does.
+wait_log() {
+    for _ in $(seq 600); do grep -q "$2" "$1" && return 0; sleep 0.1; done
+    return 1
+}
