@@ -34,6 +34,10 @@
  * (md-kernel-journal.sh (c), in raid5_get_active_stripe), so the bound
  * keeps the replay inside the cache it starts with. */
 #define JC_MAX_STRIPES 128
+/* Destage threads: rows are independent, and a RAID5 row's update keeps
+ * two or three members busy (reads of the others, then data and parity),
+ * so several in flight keep every disk's queue fed. */
+#define JC_DESTAGERS 4
 
 struct jc_page {
 	uint32_t idx; /* page in the row: data chunk * pages a chunk + page in it */
@@ -72,11 +76,14 @@ struct md_jcache {
 	uint64_t sres;    /* and reserved by writers inside */
 	int err;          /* a destage failed: writes fail with it */
 	unsigned paused;
-	bool busy, stop, drain, draining;
+	unsigned busy; /* destages (and a checkpoint) in progress */
+	bool stop, drain, draining, ckpt;
 	unsigned since_cp;
 	unsigned waiting; /* writers waiting for room */
+	uint64_t cursor;  /* the elevator: the row after the last one taken */
 	struct md_jcache_stats st;
-	pthread_t thread;
+	pthread_t thread[JC_DESTAGERS];
+	unsigned nthreads;
 };
 
 static struct jc_row **jc_slot(struct md_jcache *c, uint64_t row)
@@ -221,11 +228,12 @@ static int jc_destage_locked(struct md_jcache *c, struct jc_row *r)
 	}
 	for (unsigned j = 0; j < k; j++)
 		rs[j]->destaging = true;
-	c->busy = true;
+	c->cursor = rs[k - 1]->row + 1;
+	c->busy++;
 	pthread_mutex_unlock(&c->mu);
 	int e = jc_destage_rows(c, rs, k, &reads);
 	pthread_mutex_lock(&c->mu);
-	c->busy = false;
+	c->busy--;
 	for (unsigned j = 0; j < k; j++)
 		rs[j]->destaging = false;
 	if (e == 0) {
@@ -253,24 +261,36 @@ static int jc_destage_locked(struct md_jcache *c, struct jc_row *r)
 	return e;
 }
 
-/* The row the destage takes now: the oldest it may take; short of
- * urgency (a drain, the log half full, the cache three quarters), the
- * oldest whole one, else the oldest but the newest (a stream's partial
- * row, which its next write may complete: destaged now, it would read
- * from the members, and write its parity twice). */
-static struct jc_row *jc_pick(struct md_jcache *c, bool urgent)
+/* The row a destage takes now, among those it may take (no writer
+ * inside, not being destaged): short of urgency (a drain, the log half
+ * full, the cache three quarters), only whole rows, else, when there is
+ * none, any but the newest (a stream's partial row, which its next write
+ * may complete: destaged now, it would read from the members, and write
+ * its parity twice).  Of those, the oldest when the log is half full (it
+ * pins the tail), else the next one up from the elevator's cursor (the
+ * lowest past it, or the lowest of all): the members' heads move forward
+ * from row to row instead of seeking back and forth in the order the
+ * client wrote. */
+static struct jc_row *jc_pick(struct md_jcache *c, bool urgent, bool oldest)
 {
-	struct jc_row *inner = NULL;
+	struct jc_row *up = NULL, *low = NULL;
 
-	for (struct jc_row *r = c->head; r; r = r->next) {
-		if (!r->npg || r->writers || r->destaging)
-			continue;
-		if (urgent || r->npg == c->row_pages)
-			return r;
-		if (!inner && r != c->tail)
-			inner = r;
-	}
-	return inner;
+	for (int pass = urgent ? 1 : 0; pass < 2 && !low; pass++)
+		for (struct jc_row *r = c->head; r; r = r->next) {
+			if (!r->npg || r->writers || r->destaging)
+				continue;
+			if (pass == 0 && r->npg != c->row_pages)
+				continue;
+			if (pass == 1 && !urgent && r == c->tail)
+				continue;
+			if (oldest)
+				return r;
+			if (r->row >= c->cursor && (!up || r->row < up->row))
+				up = r;
+			if (!low || r->row < low->row)
+				low = r;
+		}
+	return up ? up : low;
 }
 
 static void jc_timed_wait(pthread_cond_t *cv, pthread_mutex_t *mu, long ms)
@@ -286,7 +306,8 @@ static void jc_timed_wait(pthread_cond_t *cv, pthread_mutex_t *mu, long ms)
 }
 
 /* Destage while the cache is over half full (down to a quarter), the
- * log a quarter full, or a drain asks; move the tail under pressure. */
+ * log a quarter full, or a drain asks; move the tail under pressure (one
+ * thread at a time).  JC_DESTAGERS of these run. */
 static void *jc_thread(void *arg)
 {
 	struct md_jcache *c = arg;
@@ -309,17 +330,19 @@ static void *jc_thread(void *arg)
 		}
 		bool urgent = c->drain || quarters >= 2 || c->pages * 4 >= c->cap * 3 ||
 		              c->stripes * 4 >= JC_MAX_STRIPES * 3;
-		struct jc_row *r = jc_pick(c, urgent);
+		struct jc_row *r = jc_pick(c, urgent, quarters >= 2);
 		if (!r && c->waiting)
-			r = jc_pick(c, true); /* a writer waits for room: whatever there is */
-		if (movable && quarters >= 1 &&
+			r = jc_pick(c, true, quarters >= 2); /* a writer waits for room */
+		if (movable && quarters >= 1 && !c->ckpt &&
 		    (quarters >= 2 || c->since_cp >= JC_CKPT_ROWS || !r)) {
 			c->since_cp = 0;
-			c->busy = true;
+			c->busy++;
+			c->ckpt = true;
 			pthread_mutex_unlock(&c->mu);
 			int e = md_journal_checkpoint(c->j);
 			pthread_mutex_lock(&c->mu);
-			c->busy = false;
+			c->ckpt = false;
+			c->busy--;
 			if (e < 0 && !c->err) {
 				c->err = e;
 				log_warn("journal write-back: checkpoint failed: %s",
@@ -342,7 +365,7 @@ static int jc_reclaim(void *ctx)
 {
 	struct md_jcache *c = ctx;
 	pthread_mutex_lock(&c->mu);
-	pthread_cond_signal(&c->wake);
+	pthread_cond_broadcast(&c->wake);
 	int e = c->err;
 	pthread_mutex_unlock(&c->mu);
 	return e;
@@ -415,7 +438,7 @@ static int jc_write_piece(struct md_jcache *c, const char *buf, unsigned n, uint
 			             c->stripes + c->sres == 0);
 			if (c->err || (!busy && room))
 				break;
-			pthread_cond_signal(&c->wake);
+			pthread_cond_broadcast(&c->wake);
 			c->waiting++;
 			pthread_cond_wait(&c->cond, &c->mu);
 			c->waiting--;
@@ -493,7 +516,7 @@ static int jc_write_piece(struct md_jcache *c, const char *buf, unsigned n, uint
 				jc_remove(c, r);
 		}
 		if (c->pages * 2 > c->cap || c->stripes * 2 > JC_MAX_STRIPES)
-			pthread_cond_signal(&c->wake);
+			pthread_cond_broadcast(&c->wake);
 		pthread_cond_broadcast(&c->cond);
 		pthread_mutex_unlock(&c->mu);
 		if (e != -EAGAIN)
@@ -653,7 +676,7 @@ int md_jcache_drain(struct md_jcache *c)
 {
 	pthread_mutex_lock(&c->mu);
 	c->drain = true;
-	pthread_cond_signal(&c->wake);
+	pthread_cond_broadcast(&c->wake);
 	while (!c->err && (c->pages || c->busy) && !c->paused)
 		pthread_cond_wait(&c->cond, &c->mu);
 	c->drain = false;
@@ -671,7 +694,7 @@ void md_jcache_pause(struct md_jcache *c, bool pause)
 			pthread_cond_wait(&c->cond, &c->mu);
 	} else {
 		c->paused--;
-		pthread_cond_signal(&c->wake);
+		pthread_cond_broadcast(&c->wake);
 	}
 	pthread_mutex_unlock(&c->mu);
 }
@@ -685,6 +708,18 @@ void md_jcache_stats(struct md_jcache *c, struct md_jcache_stats *st)
 }
 
 /* ---- open, close ---- */
+
+/* Stop the destage threads (what they hold in hand finished). */
+static void jc_stop(struct md_jcache *c)
+{
+	pthread_mutex_lock(&c->mu);
+	c->stop = true;
+	pthread_cond_broadcast(&c->wake);
+	pthread_mutex_unlock(&c->mu);
+	for (unsigned i = 0; i < c->nthreads; i++)
+		pthread_join(c->thread[i], NULL);
+	c->nthreads = 0;
+}
 
 int md_jcache_open(struct md_journal *j, struct vol *array, uint64_t chunk, unsigned ndata,
                    uint64_t bytes, struct md_jcache **out)
@@ -716,8 +751,12 @@ int md_jcache_open(struct md_journal *j, struct vol *array, uint64_t chunk, unsi
 	pthread_cond_init(&c->cond, NULL);
 	pthread_cond_init(&c->wake, NULL);
 	pthread_rwlock_init(&c->rmw, NULL);
-	int e = pthread_create(&c->thread, NULL, jc_thread, c);
+	int e = 0;
+	for (; c->nthreads < JC_DESTAGERS && e == 0; c->nthreads++)
+		if ((e = pthread_create(&c->thread[c->nthreads], NULL, jc_thread, c)) != 0)
+			break;
 	if (e) {
+		jc_stop(c);
 		pthread_rwlock_destroy(&c->rmw);
 		pthread_cond_destroy(&c->wake);
 		pthread_cond_destroy(&c->cond);
@@ -739,11 +778,7 @@ void md_jcache_close(struct md_jcache *c)
 	if (!c)
 		return;
 	md_jcache_drain(c);
-	pthread_mutex_lock(&c->mu);
-	c->stop = true;
-	pthread_cond_signal(&c->wake);
-	pthread_mutex_unlock(&c->mu);
-	pthread_join(c->thread, NULL);
+	jc_stop(c);
 	md_journal_set_reclaim(c->j, NULL, NULL);
 	log_info("%s: journal write-back: %llu pages written, %llu stripe rows destaged (%llu "
 	         "pages in whole rows, %llu pages read from the members)",
