@@ -9,7 +9,8 @@
 #
 # URAID names the uraid binary (default build/src/uraid); URAID_BASE, when
 # set, a second one (an older build) that runs every row beside it, in the
-# same rounds, so that both see the same machine load.
+# same rounds, so that both see the same machine load.  QDS (default
+# "1 4") and LOGS (default "none ppl journal") narrow the rows.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3} runtime=${2:-10}
@@ -52,12 +53,16 @@ builds=(new)
 [ -n "$base" ] && builds=(base new)
 for r in $(seq "$rounds"); do
     echo "== round $r" >&2
-    for qd in 1 4; do
+    for qd in ${QDS:-1 4}; do
         for b in "${builds[@]}"; do
             if [ "$b" = base ]; then URAID_NOW=$base; else URAID_NOW=$uraid; fi
-            run $b none $qd --bitmap=none
-            run $b ppl $qd --consistency-policy=ppl
-            run $b journal $qd --write-journal="$dir/journal/journal"
+            for log in ${LOGS:-none ppl journal}; do
+                case $log in
+                    none) run $b none $qd --bitmap=none ;;
+                    ppl) run $b ppl $qd --consistency-policy=ppl ;;
+                    journal) run $b journal $qd --write-journal="$dir/journal/journal" ;;
+                esac
+            done
         done
     done
 done

@@ -48,9 +48,12 @@
  * lane 0 calls the log's done() once every lane has passed the piece (the
  * same thread as log(): PPL holds its areas' locks in between).  Partial
  * stripes are logged by the direct path as ever, after that done().  A
- * log that allows it (overlap: the journal) is not waited for: lane 0
- * goes on to log the next piece while the lanes write this one, and the
- * last lane to pass a piece calls done().  A
+ * log that allows it (overlap: the journal) is not waited for, and is
+ * written by a lane of its own, the log lane, as soon as a piece is
+ * sealed: the log's append and flush of the next piece run while every
+ * member lane (lane 0's too) writes this one, as the kernel writes its
+ * log ahead of the members; lane 0 waits for the log lane's answer, and
+ * the last lane to pass a piece calls done().  A
  * log that refuses the call (full, or too many entries for a PPL header)
  * leaves the whole stripes to lane 0's direct path too, logged there in
  * its own batches.
@@ -125,9 +128,11 @@ struct raid_wb {
 	struct raid_wb_slot *slot;
 	uint64_t tail, head; /* sealed: ring indices [tail, head) */
 	atomic_uint pending; /* slots open or sealed: lets reads skip the lock */
-	uint64_t *lane_at;   /* per role: the ring index its lane is at */
-	pthread_t *thread;
-	unsigned started;
+	uint64_t *lane_at;   /* per role: the ring index its lane is at; [n]:
+	                      * the log lane's (parity levels) */
+	pthread_t *thread;   /* [n + 1]: the lanes, then the log lane */
+	unsigned started;    /* member lanes started */
+	bool log_lane;       /* the log lane is started */
 	bool stop;
 	int err;                 /* sticky: a piece that reached no copy */
 	atomic_int mode;         /* raid_set_writebehind(); read unlocked by writes */
@@ -223,7 +228,7 @@ static void raid_wb_seal(struct raid_array *a, struct raid_wb_slot *s)
 	s->logging = wb->row && a->log.log && s->listed && s->whole_hi > s->whole_lo;
 	s->logged = false;
 	s->log_err = s->write_err = 0;
-	s->left = a->n;
+	s->left = a->n + wb->log_lane;
 	s->state = WB_SEALED;
 	wb->head++;
 	pthread_cond_broadcast(&wb->work);
@@ -441,13 +446,21 @@ static void raid_wb_lane_logged(struct raid_array *a, struct raid_wb_slot *s, bo
                                 bool partial)
 {
 	struct raid_wb *wb = a->wb;
+	int r;
 
-	pthread_mutex_unlock(&wb->lock);
-	int r = raid_wb_log(a, s);
-	pthread_mutex_lock(&wb->lock);
-	s->log_err = r;
-	s->logged = true;
-	pthread_cond_broadcast(&wb->done);
+	if (a->log.overlap && wb->log_lane) {
+		/* logged by the log lane, ahead of the member lanes */
+		while (!s->logged)
+			pthread_cond_wait(&wb->done, &wb->lock);
+		r = s->log_err;
+	} else {
+		pthread_mutex_unlock(&wb->lock);
+		r = raid_wb_log(a, s);
+		pthread_mutex_lock(&wb->lock);
+		s->log_err = r;
+		s->logged = true;
+		pthread_cond_broadcast(&wb->done);
+	}
 	pthread_mutex_unlock(&wb->lock);
 	int w = r == 0 && part ? raid_wb_lane_part(a, s, 0) : 0;
 	if (r == 0 && a->log.overlap) {
@@ -498,6 +511,25 @@ static void raid_wb_lane_wait(struct raid_array *a)
 		raid_wb_seal_now(a);
 }
 
+/* A lane has passed sealed piece s: the last one tells the log (an
+ * overlap log's done()) and frees the slot.  Lock held. */
+static void raid_wb_passed(struct raid_array *a, struct raid_wb_slot *s)
+{
+	struct raid_wb *wb = a->wb;
+
+	if (--s->left == 0) {
+		if (s->logging && a->log.overlap && !s->log_err) {
+			int w = s->write_err;
+			pthread_mutex_unlock(&wb->lock);
+			raid_parity_log_done(a, &s->lg, w);
+			pthread_mutex_lock(&wb->lock);
+		}
+		raid_wb_complete(a, s);
+	} else if (s->logging) {
+		pthread_cond_broadcast(&wb->done); /* lane 0 waits for the others */
+	}
+}
+
 static void *raid_wb_lane_run(void *arg)
 {
 	struct raid_wb_lane *l = arg;
@@ -539,17 +571,45 @@ static void *raid_wb_lane_run(void *arg)
 			}
 		}
 		wb->lane_at[role]++;
-		if (--s->left == 0) {
-			if (s->logging && a->log.overlap && !s->log_err) {
-				int w = s->write_err;
-				pthread_mutex_unlock(&wb->lock);
-				raid_parity_log_done(a, &s->lg, w);
-				pthread_mutex_lock(&wb->lock);
-			}
-			raid_wb_complete(a, s);
-		} else if (s->logging) {
-			pthread_cond_broadcast(&wb->done); /* lane 0 waits for the others */
+		raid_wb_passed(a, s);
+	}
+	pthread_mutex_unlock(&wb->lock);
+	return NULL;
+}
+
+/* The log lane (parity levels): logs each sealed piece's whole stripes
+ * for a log that allows overlap (the journal), as soon as the piece is
+ * sealed, so that the log's append and flush of piece k+1 run while the
+ * member lanes write piece k (the kernel writes the log ahead of the
+ * members the same way); lane 0 waits for its answer instead of logging
+ * (raid_wb_lane_logged).  It passes every piece, logged or not, so that
+ * no slot is reused under it. */
+static void *raid_wb_log_run(void *arg)
+{
+	struct raid_array *a = arg;
+	struct raid_wb *wb = a->wb;
+
+	raid_wb_own = wb; /* its log call's checkpoint waits for no piece */
+	pthread_mutex_lock(&wb->lock);
+	for (;;) {
+		uint64_t i = wb->lane_at[a->n];
+		if (i == wb->head) {
+			if (wb->stop)
+				break;
+			pthread_cond_wait(&wb->work, &wb->lock);
+			continue;
 		}
+		struct raid_wb_slot *s = raid_wb_at(wb, i);
+		if (s->logging && a->log.overlap) {
+			pthread_mutex_unlock(&wb->lock);
+			int r = raid_wb_log(a, s);
+			pthread_mutex_lock(&wb->lock);
+			s->log_err = r;
+			s->logged = true;
+			pthread_cond_broadcast(&wb->done);
+		}
+		wb->lane_at[a->n]++;
+		raid_wb_passed(a, s);
 	}
 	pthread_mutex_unlock(&wb->lock);
 	return NULL;
@@ -570,6 +630,12 @@ static int raid_wb_start(struct raid_array *a)
 			return -EAGAIN;
 		}
 		wb->started++;
+	}
+	if (wb->row && !wb->log_lane) {
+		wb->lane_at[a->n] = wb->head;
+		if (pthread_create(&wb->thread[a->n], NULL, raid_wb_log_run, a) != 0)
+			return -EAGAIN;
+		wb->log_lane = true;
 	}
 	return 0;
 }
@@ -815,8 +881,8 @@ int raid_wb_init(struct raid_array *a)
 		return 0;
 	}
 	wb->slot = calloc(wb->nslots, sizeof(*wb->slot));
-	wb->lane_at = calloc(a->n, sizeof(*wb->lane_at));
-	wb->thread = calloc(a->n, sizeof(*wb->thread));
+	wb->lane_at = calloc(a->n + 1, sizeof(*wb->lane_at));
+	wb->thread = calloc(a->n + 1, sizeof(*wb->thread));
 	if (!wb->slot || !wb->lane_at || !wb->thread) {
 		free(wb->slot);
 		free(wb->lane_at);
@@ -847,6 +913,8 @@ void raid_wb_destroy(struct raid_array *a)
 	pthread_mutex_unlock(&wb->lock);
 	for (unsigned i = 0; i < wb->started; i++)
 		pthread_join(wb->thread[i], NULL);
+	if (wb->log_lane)
+		pthread_join(wb->thread[a->n], NULL);
 	for (unsigned i = 0; i < wb->nslots; i++) {
 		raid_piece_map_free(&wb->slot[i].map);
 		free(wb->slot[i].buf);
