@@ -275,20 +275,17 @@ int raid_log_locate(struct vol *array, uint64_t aoff, unsigned *role, uint64_t *
 {
 	struct raid_array *a = raid_array_of(array);
 	struct raid_loc loc[RAID_MAX_COPIES];
-	struct raid_stripe *st;
+	struct raid_stripe st; /* 4 KiB on the stack: no allocation a page replayed */
 	unsigned nc;
 
 	if (!a || !a->lvl->md.parity || !a->lvl->stripe || aoff >= array->size)
 		return -EINVAL;
-	if (!(st = malloc(sizeof(*st))))
-		return -ENOMEM;
 	a->lvl->map(a->priv, &a->g, aoff, 1, loc, &nc);
-	a->lvl->stripe(a->priv, &a->g, aoff, st);
+	a->lvl->stripe(a->priv, &a->g, aoff, &st);
 	*role = loc[0].role;
 	*moff = loc[0].off;
-	*p = st->p;
-	*q = st->q;
-	free(st);
+	*p = st.p;
+	*q = st.q;
 	return 0;
 }
 
