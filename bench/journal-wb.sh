@@ -40,7 +40,7 @@ fresh() {
   $U create --level 5 --raid-devices 4 --assume-clean --chunk 64K --write-journal $d/j \
     $d/m0 $d/m1 $d/m2 $d/m3 >/dev/null 2>&1
 }
-rows="burst set-384k set-1536k steady"
+rows=${ROWS:-"burst set-384k set-1536k steady"}
 args() { # ROW: fio's arguments for it
   case $1 in
     burst) echo "--number_ios=$n --size=300M" ;;

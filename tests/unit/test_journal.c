@@ -149,14 +149,14 @@ static void rig_array(struct rig *g)
 	CHECK_EQ(raid_open(&geom, given, NULL, "t", &g->array), 0);
 }
 
-static void rig_open(struct rig *g, int level, uint64_t jsize)
+static void rig_open_chunks(struct rig *g, int level, uint64_t jsize, unsigned chunks)
 {
 	memset(g, 0, sizeof(*g));
 	g->level = level;
 	g->n = level == 6 ? 5 : 4;
 	g->m = level == 6 ? 2 : 1;
 	g->chunk = 16384;
-	g->msize = 32 * (uint64_t)g->chunk;
+	g->msize = chunks * (uint64_t)g->chunk;
 	g->asize = g->msize * (g->n - g->m);
 	struct vol *mv[8];
 	for (unsigned i = 0; i < g->n; i++) {
@@ -166,6 +166,11 @@ static void rig_open(struct rig *g, int level, uint64_t jsize)
 	}
 	rig_array(g);
 	g->jmem = mem_vol(jsize);
+}
+
+static void rig_open(struct rig *g, int level, uint64_t jsize)
+{
+	rig_open_chunks(g, level, jsize, 32);
 }
 
 /* A journal over the RAM log, started as a writable md start does. */
@@ -566,6 +571,130 @@ static void test_wb_replay(int level)
 	free(flat);
 }
 
+/* A member (or log) whose writes wait while it is shut; counts flushes. */
+struct gate {
+	struct vol vol;
+	struct vol *inner;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool shut;
+	unsigned flushes;
+};
+
+static int gate_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
+{
+	return vol_read(container_of(v, struct gate, vol)->inner, buf, len, off);
+}
+
+static int gate_write(struct vol *v, const void *buf, uint64_t len, uint64_t off, unsigned flags)
+{
+	struct gate *g = container_of(v, struct gate, vol);
+	pthread_mutex_lock(&g->mu);
+	while (g->shut)
+		pthread_cond_wait(&g->cv, &g->mu);
+	pthread_mutex_unlock(&g->mu);
+	return vol_write(g->inner, buf, len, off, flags);
+}
+
+static int gate_flush(struct vol *v)
+{
+	struct gate *g = container_of(v, struct gate, vol);
+	int r = vol_flush(g->inner);
+	pthread_mutex_lock(&g->mu);
+	g->flushes++;
+	pthread_cond_broadcast(&g->cv);
+	pthread_mutex_unlock(&g->mu);
+	return r;
+}
+
+static void gate_close(struct vol *v)
+{
+	struct gate *g = container_of(v, struct gate, vol);
+	vol_close(g->inner);
+	pthread_cond_destroy(&g->cv);
+	pthread_mutex_destroy(&g->mu);
+	vol_fini(v);
+	free(g);
+}
+
+static const struct vol_ops gate_ops = {.kind = "gate",
+                                        .read = gate_read,
+                                        .write = gate_write,
+                                        .flush = gate_flush,
+                                        .close = gate_close};
+
+static struct gate *gate_over(struct vol *inner)
+{
+	struct gate *g = calloc(1, sizeof(*g));
+	g->inner = inner;
+	pthread_mutex_init(&g->mu, NULL);
+	pthread_cond_init(&g->cv, NULL);
+	CHECK_EQ(vol_init(&g->vol, &gate_ops, "gate", inner->size, 512, VOL_CAP_FLUSH), 0);
+	return g;
+}
+
+static void gate_set(struct gate *g, bool shut)
+{
+	pthread_mutex_lock(&g->mu);
+	g->shut = shut;
+	pthread_cond_broadcast(&g->cv);
+	pthread_mutex_unlock(&g->mu);
+}
+
+/* Write-behind under the journal logs a sealed piece while the member
+ * lanes still write the one before, lane 0's member included: with
+ * member 0's writes held, a stream of two pieces reaches the log as two
+ * appends (two flushes of it).  Lane 0 logging the next piece after
+ * writing its own part of this one would stop at one. */
+static void test_log_ahead(void)
+{
+	struct rig g;
+	struct md_journal_stats st;
+	unsigned long long seed = 0x4a;
+
+	rig_open_chunks(&g, 5, 32 << 20, 512);
+	/* member 0 behind a gate, the log behind another (open) */
+	struct raid_geom geom = {.level = 5, .layout = 2, .chunk = g.chunk, .raid_disks = g.n};
+	struct vol *given[8];
+	struct gate *g0;
+	vol_close(g.array);
+	for (unsigned i = 0; i < g.n; i++)
+		CHECK_EQ(slice_open(g.members[i], 0, g.msize, false, "s", &given[i]), 0);
+	g0 = gate_over(given[0]);
+	given[0] = &g0->vol;
+	CHECK_EQ(raid_open(&geom, given, NULL, "t", &g.array), 0);
+	struct gate *lg = gate_over(g.jmem);
+	g.jmem = &lg->vol;
+	CHECK_EQ(rig_journal(&g, &st, true), 0);
+	CHECK_EQ(raid_set_writebehind(g.array, 1), 0);
+
+	uint64_t piece = 64 * (uint64_t)g.chunk * (g.n - g.m); /* 64 stripes under a log */
+	unsigned char *flat = malloc(2 * piece), *buf = malloc(2 * piece);
+	fill(flat, 2 * piece, &seed);
+	gate_set(g0, true);
+	unsigned before = lg->flushes;
+	CHECK_EQ(vol_write(g.array, flat, piece, 0, 0), 0);
+	CHECK_EQ(vol_write(g.array, flat + piece, piece, piece, 0), 0);
+	/* Wait for the second append; lane 0 is held at the gate meanwhile. */
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 20;
+	pthread_mutex_lock(&lg->mu);
+	while (lg->flushes < before + 2 && pthread_cond_timedwait(&lg->cv, &lg->mu, &until) == 0)
+		;
+	unsigned appends = lg->flushes - before;
+	pthread_mutex_unlock(&lg->mu);
+	CHECK(appends >= 2);
+	gate_set(g0, false);
+	CHECK_EQ(vol_flush(g.array), 0);
+	CHECK_EQ(vol_read(g.array, buf, 2 * piece, 0), 0);
+	CHECK(memcmp(buf, flat, 2 * piece) == 0);
+	CHECK_EQ(rig_mismatch(&g), 0);
+	free(buf);
+	free(flat);
+	rig_close(&g);
+}
+
 int main(void)
 {
 	test_crc32c();
@@ -579,5 +708,6 @@ int main(void)
 		test_wb_replay(level);
 	}
 	test_corrupt_ends_log();
+	test_log_ahead();
 	return check_done();
 }
