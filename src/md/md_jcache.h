@@ -3,9 +3,10 @@
  * front of a RAID4/5/6 whose journal (md_journal.h) holds them durably.
  *
  * A write is acknowledged once its pages are on the journal (DATA
- * payloads, flushed); they stay here, and reads see them.  A destage
- * thread writes them to the array later, a stripe row at a time, oldest
- * first (what pins the journal's tail), through md_journal_destage: the
+ * payloads, flushed); they stay here, and reads see them.  Destage
+ * threads (several rows at once) write them to the array later, a stripe
+ * row each, in member order (oldest first, what pins the journal's tail,
+ * once the log is half full), through md_journal_destage: the
  * array logs the row's parity, then writes its members; a row whose
  * pages all gathered here is written whole, its parity computed from
  * them without member reads.  A full cache or journal makes writers
