@@ -260,10 +260,11 @@ static const struct vol_ops md_reshape_ops = {
     .close = rv_close,
 };
 
-int md_reshape_vol_open(struct vol *from, struct vol *to, const struct md_reshape *rs,
-                        bool readonly, const char *name, struct vol **out)
+/* The reshape vol over from and to; on failure they stay the caller's. */
+static int rv_new(struct vol *from, struct vol *to, const struct md_reshape *rs, bool readonly,
+                  const char *name, struct vol **out)
 {
-	struct md_reshape_vol *x = calloc(1, sizeof(*x));
+	struct md_reshape_vol *x;
 	uint32_t bmin = from->block_min > to->block_min ? from->block_min : to->block_min;
 	uint64_t size = rs->size;
 	unsigned caps = (from->caps | to->caps) & (VOL_CAP_FLUSH | VOL_CAP_READONLY);
@@ -274,16 +275,17 @@ int md_reshape_vol_open(struct vol *from, struct vol *to, const struct md_reshap
 	if (size > to->size)
 		size = to->size;
 	size -= size % bmin;
-	if (!x || rs->pos % bmin) {
-		r = x ? err_set(-EINVAL, "%s: reshape position %llu is not a multiple of %u bytes",
-		                name, (unsigned long long)rs->pos, bmin)
-		      : -ENOMEM;
-		goto fail;
-	}
+	if (rs->pos % bmin)
+		return err_set(-EINVAL, "%s: reshape position %llu is not a multiple of %u bytes",
+		               name, (unsigned long long)rs->pos, bmin);
+	if (!(x = calloc(1, sizeof(*x))))
+		return -ENOMEM;
 	r = vol_init(&x->vol, &md_reshape_ops, name, size, bmin,
 	             caps | (readonly ? VOL_CAP_READONLY : 0));
-	if (r < 0)
-		goto fail;
+	if (r < 0) {
+		free(x);
+		return r;
+	}
 	x->vol.block_pref = from->block_pref > to->block_pref ? from->block_pref : to->block_pref;
 	x->vol.block_max = from->block_max < to->block_max ? from->block_max : to->block_max;
 	x->from = from;
@@ -294,26 +296,57 @@ int md_reshape_vol_open(struct vol *from, struct vol *to, const struct md_reshap
 	pthread_cond_init(&x->cond, NULL);
 	*out = &x->vol;
 	return 0;
-fail:
-	free(x);
-	vol_close(from);
-	vol_close(to);
+}
+
+int md_reshape_vol_open(struct vol *from, struct vol *to, const struct md_reshape *rs,
+                        bool readonly, const char *name, struct vol **out)
+{
+	int r = rv_new(from, to, rs, readonly, name, out);
+
+	if (r < 0) {
+		vol_close(from);
+		vol_close(to);
+	}
 	return r;
 }
 
 /* ---- opening it (md_assemble.c) ---- */
 
-/* The RAID vol of geometry g over role's data areas areas[] (NULL where
- * missing), which it takes (closed here on failure). */
-static int md_reshape_raid(struct md_array *a, const struct raid_geom *g, struct vol **areas,
-                           const char *name, struct vol **out)
+/* The RAID vol of geometry g over the data areas of a's members in
+ * roles 0..g->raid_disks (missing ones left out): the new ones (newer:
+ * md_super_new_data_area) or the old ones.  areas[] (a->n entries) gets
+ * the slices the vol took.  0 or -errno with err_set() naming name. */
+static int md_reshape_raid(struct md_array *a, const struct raid_geom *g, bool newer,
+                           const char *name, struct vol **areas, struct vol **out)
 {
 	struct raid_events ev = {.member_failed = md_member_failed, .ctx = a};
-	int r = raid_open(g, areas, &ev, name, out);
+	int r = 0;
 
+	for (unsigned role = 0; role < g->raid_disks && role < a->n && r == 0; role++) {
+		struct md_member *mm = &a->m[role];
+		uint64_t off = mm->vol ? mm->sb->data_offset : 0,
+		         size = mm->vol ? mm->sb->data_size : 0;
+		if (!mm->vol)
+			continue;
+		if (mm->recovering) {
+			r = err_set(-ENOTSUP, "%s: %s is being rebuilt during a reshape", name,
+			            mm->vol->name);
+			break;
+		}
+		if (newer)
+			md_super_new_data_area(mm->sb, &off, &size);
+		r = slice_open(mm->vol, off * 512, size * 512, false, mm->vol->name, &areas[role]);
+		if (r < 0)
+			r = err_set(r, "%s: %s: cannot cut out the data areas", name,
+			            mm->vol->name);
+	}
+	if (r == 0)
+		r = raid_open(g, areas, &ev, name, out);
 	if (r < 0)
-		for (unsigned role = 0; role < g->raid_disks; role++)
+		for (unsigned role = 0; role < a->n; role++) {
 			vol_close(areas[role]);
+			areas[role] = NULL;
+		}
 	return r;
 }
 
@@ -327,41 +360,10 @@ int md_reshape_open(struct md_array *a, const struct md_reshape *rs, const char 
 		r = -ENOMEM;
 		goto out;
 	}
-	for (unsigned role = 0; role < a->n && r == 0; role++) {
-		struct md_member *mm = &a->m[role];
-		uint64_t off, size;
-		if (!mm->vol)
-			continue;
-		if (mm->recovering) {
-			r = err_set(-ENOTSUP, "%s: %s is being rebuilt during a reshape", name,
-			            mm->vol->name);
-			break;
-		}
-		md_super_new_data_area(mm->sb, &off, &size);
-		if (role < rs->from.raid_disks)
-			r = slice_open(mm->vol, mm->sb->data_offset * 512, mm->sb->data_size * 512,
-			               false, mm->vol->name, &from[role]);
-		if (r == 0 && role < rs->to.raid_disks)
-			r = slice_open(mm->vol, off * 512, size * 512, false, mm->vol->name,
-			               &to[role]);
-		if (r < 0)
-			r = err_set(r, "%s: %s: cannot cut out the data areas", name,
-			            mm->vol->name);
-	}
-	if (r < 0) {
-		for (unsigned role = 0; role < a->n; role++) {
-			vol_close(from[role]);
-			vol_close(to[role]);
-		}
+	r = md_reshape_raid(a, &rs->from, false, name, from, &vfrom);
+	if (r < 0)
 		goto out;
-	}
-	r = md_reshape_raid(a, &rs->from, from, name, &vfrom);
-	if (r < 0) {
-		for (unsigned role = 0; role < a->n; role++)
-			vol_close(to[role]);
-		goto out;
-	}
-	r = md_reshape_raid(a, &rs->to, to, name, &vto);
+	r = md_reshape_raid(a, &rs->to, true, name, to, &vto);
 	if (r < 0) {
 		vol_close(vfrom);
 		goto out;
@@ -369,6 +371,8 @@ int md_reshape_open(struct md_array *a, const struct md_reshape *rs, const char 
 	r = md_reshape_vol_open(vfrom, vto, rs, a->readonly, name, &a->raid);
 	if (r < 0)
 		goto out;
+	for (unsigned role = 0; role < a->n; role++)
+		a->m[role].rs_to = to[role];
 	a->reshape = *rs;
 	a->reshaping = true;
 	r = md_vol_init(a, name, a->readonly);
@@ -378,6 +382,37 @@ int md_reshape_open(struct md_array *a, const struct md_reshape *rs, const char 
 	}
 out:
 	free(from);
+	free(to);
+	return r;
+}
+
+int md_reshape_begin(struct md_array *a, const struct md_reshape *rs)
+{
+	struct vol **to = calloc(a->n, sizeof(*to)), *vto = NULL, *rv = NULL;
+	int r = to ? 0 : -ENOMEM;
+
+	if (r == 0)
+		r = md_reshape_raid(a, &rs->to, true, a->vol.name, to, &vto);
+	if (r == 0) {
+		r = rv_new(a->raid, vto, rs, false, a->vol.name, &rv);
+		if (r < 0)
+			vol_close(vto);
+	}
+	if (r == 0 && rv->size < a->vol.size) {
+		r = err_set(
+		    -EINVAL,
+		    "%s: the reshape would serve %llu bytes, fewer than the %llu served now",
+		    a->vol.name, (unsigned long long)rv->size, (unsigned long long)a->vol.size);
+		to_rv(rv)->from = NULL; /* still a->raid */
+		vol_close(rv);
+	}
+	if (r == 0) {
+		a->raid = rv;
+		for (unsigned role = 0; role < a->n; role++)
+			a->m[role].rs_to = to[role];
+		a->reshape = *rs;
+		a->reshaping = true;
+	}
 	free(to);
 	return r;
 }
@@ -588,15 +623,52 @@ int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *fin
 
 /* ---- in the background (serve) ---- */
 
-/* After each window: the speed limits (md_throttle.h), in bytes of each
- * member written so far. */
+/* After each window: RebuildNN events (mdadm --monitor reports a reshape
+ * as it reports a rebuild), and the speed limits (md_throttle.h), in
+ * bytes of each member written so far. */
 static void md_reshape_bg_progress(void *ctx, uint64_t done, uint64_t total)
 {
 	struct md_array *a = ctx;
 	unsigned nd = a->reshape.to.raid_disks - md_level_parity(a->reshape.to.level);
 
-	(void)total;
+	md_ev_progress(a, &a->rs_ev_next, done, total);
 	md_sync_throttle(a, done / nd, false, &a->rs_stop);
+}
+
+/* The reshape ended while the array serves: the new geometry's RAID vol
+ * serves alone from now on, at its full size (a new NBD connection sees
+ * it: NBD has no message for a size that changes, and a connection keeps
+ * the size it was given), and recovery and checks work again.  Requests
+ * wait at the gate meanwhile. */
+static void md_reshape_settle(struct md_array *a)
+{
+	struct md_reshape_vol *x = to_rv(a->raid);
+	uint64_t size;
+	int r = md_io_hold(a);
+
+	if (r < 0) {
+		log_warn("%s: the reshape ended, but requests did not drain: the old size stays "
+		         "served until the next start",
+		         a->vol.name);
+		return;
+	}
+	pthread_mutex_lock(&a->lock);
+	a->raid = x->to;
+	x->to = NULL;
+	vol_close(&x->vol); /* the old geometry's vol and its slices */
+	for (unsigned role = 0; role < a->n; role++) {
+		a->m[role].data = a->m[role].rs_to;
+		a->m[role].rs_to = NULL;
+	}
+	size = a->reshape.to_end < a->raid->size ? a->reshape.to_end : a->raid->size;
+	size -= size % a->vol.block_min;
+	if (size > a->vol.size)
+		a->vol.size = size;
+	a->rec.enabled = a->rs_rec_enabled;
+	pthread_mutex_unlock(&a->lock);
+	md_io_release(a);
+	log_info("%s: now %llu bytes (%u devices)", a->vol.name, (unsigned long long)a->vol.size,
+	         a->reshape.to.raid_disks);
 }
 
 static void *md_reshape_thread(void *p)
@@ -608,21 +680,32 @@ static void *md_reshape_thread(void *p)
 	int r;
 
 	md_sync_throttle(a, 0, true, &a->rs_stop);
+	md_ev_progress_begin(a, &a->rs_ev_next, a->rs_pos0, a->reshape.to_end);
 	r = md_reshape_run(&a->vol, &o, &finished);
-	if (finished)
+	atomic_store(&a->rs_moving, false);
+	md_ev_finished(a, 0);
+	if (finished) {
 		log_info("%s: reshape finished (%u devices)", a->vol.name,
 		         a->reshape.to.raid_disks);
-	else if (r < 0 && r != -EINTR)
+		md_reshape_settle(a);
+	} else if (r < 0 && r != -EINTR)
 		log_warn("%s: reshape stopped: %s", a->vol.name, err_detail(r));
 	return NULL;
 }
 
 int md_reshape_start(struct md_array *a)
 {
-	int e = pthread_create(&a->rs_thread, NULL, md_reshape_thread, a);
+	int e;
 
-	if (e)
+	a->rs_t0_ns = clock_now_ns();
+	a->rs_pos0 = to_rv(a->raid)->pos;
+	atomic_store(&a->rs_stop, false);
+	atomic_store(&a->rs_moving, true);
+	e = pthread_create(&a->rs_thread, NULL, md_reshape_thread, a);
+	if (e) {
+		atomic_store(&a->rs_moving, false);
 		return err_set(-e, "%s: cannot start the reshape thread", a->vol.name);
+	}
 	a->rs_started = true;
 	return 0;
 }
@@ -634,4 +717,45 @@ void md_reshape_stop(struct md_array *a)
 	atomic_store(&a->rs_stop, true);
 	pthread_join(a->rs_thread, NULL);
 	a->rs_started = false;
+}
+
+int md_array_reshape_info(struct vol *v, struct md_reshape_info *out)
+{
+	struct md_array *a = md_of(v);
+	const struct md_reshape *rs;
+	struct md_reshape_vol *x;
+	int r = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!a)
+		return -EINVAL;
+	pthread_mutex_lock(&a->lock);
+	if (!a->reshaping) {
+		r = -ENOENT;
+		goto out;
+	}
+	rs = &a->reshape;
+	x = to_rv(a->raid);
+	out->moving = atomic_load(&a->rs_moving);
+	out->backwards = rs->backwards;
+	out->level = rs->from.level;
+	out->new_level = rs->to.level;
+	out->layout = rs->from.layout;
+	out->new_layout = rs->to.layout;
+	out->chunk = (uint32_t)rs->from.chunk;
+	out->new_chunk = (uint32_t)rs->to.chunk;
+	out->from_disks = rs->from.raid_disks;
+	out->to_disks = rs->to.raid_disks;
+	pthread_mutex_lock(&x->lock);
+	out->pos = x->pos;
+	pthread_mutex_unlock(&x->lock);
+	out->total = rs->to_end;
+	out->old_size = a->vol.size;
+	out->new_size = rs->to_end - rs->to_end % a->vol.block_min;
+	double secs = (double)(clock_now_ns() - a->rs_t0_ns) / 1e9;
+	if (out->moving && secs > 0 && out->pos > a->rs_pos0)
+		out->speed = (double)(out->pos - a->rs_pos0) / secs;
+out:
+	pthread_mutex_unlock(&a->lock);
+	return r;
 }
