@@ -53,6 +53,8 @@ uri="nbd+unix:///?socket=$sock"
 start_server "$sock" --control "$ctl" --sync-speed-max 3M "${m[@]}" 2>"$tmp/serve.log"
 /usr/bin/python3 "$tmp/client.py" "$uri" "$tmp/ref" "$tmp/stop" >"$tmp/client.out" 2>"$tmp/client.err" &
 client=$!
+"$URAID" monitor "$ctl" >"$tmp/mon.json" &
+monitor=$!
 sleep 0.3
 out=$("$URAID" grow -n 4 --add "$tmp/m3" "$ctl" 2>&1) || fail "grow through the control socket: $out"
 grep -q "reshaping 3 -> 4 devices" <<<"$out" || fail "grow said: $out"
@@ -70,6 +72,9 @@ assert 0 <= r["done"] <= r["total"], r' || fail "detail --json: the reshape's nu
 out=$("$URAID" grow -n 5 --add "$tmp/m4" "$ctl" 2>&1) && fail "a second grow: $out"
 grep -q "a reshape is under way already" <<<"$out" || fail "second grow said: $out"
 out=$("$URAID" add "$ctl" "$tmp/m4" 2>&1) && fail "add during a reshape: $out"
+grep -q "a reshape is under way" <<<"$out" || fail "add during a reshape said: $out"
+out=$("$URAID" check "$ctl" 2>&1) && fail "check during a reshape: $out"
+grep -q "a reshape is under way" <<<"$out" || fail "check during a reshape said: $out"
 echo "ok: started while serving; detail shows it; the refusals"
 
 seen=0
@@ -86,6 +91,10 @@ wait "$client" || fail "client: $(cat "$tmp/client.err")"
 [ "$(nbdinfo --size "$uri")" = "$((size / 2 * 3))" ] ||
     fail "a new connection after the reshape: $(nbdinfo --size "$uri"), not $((size / 2 * 3))"
 stop_server "$server_pid" || fail "serve did not stop cleanly: $(tail -5 "$tmp/serve.log")"
+wait "$monitor" 2>/dev/null || true
+ev=$(sed -n 's/.*"event": *"\([A-Za-z0-9]*\)".*/\1/p' "$tmp/mon.json" | tr '\n' ' ')
+grep -q "RebuildStarted .*Rebuild20 .*RebuildFinished" <<<"$ev" ||
+    fail "uraid monitor: no RebuildStarted, Rebuild20 ... RebuildFinished for the reshape: $ev"
 echo "ok: the reshape ended under $(cat "$tmp/client.out") client writes; new connections get the grown size"
 
 all=("${m[@]}" "$tmp/m3")
