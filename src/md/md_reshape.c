@@ -11,6 +11,7 @@
 #include "md_reshape.h"
 
 #include "core/clock.h"
+#include "core/exec.h"
 #include "core/log.h"
 #include "disc/slice.h"
 
@@ -149,6 +150,9 @@ struct md_reshape_vol {
 	uint64_t safe;     /* the position the superblocks record (<= pos) */
 	unsigned inflight;
 	bool draining;
+	/* A write went to the old geometry since the driver last flushed it:
+	 * its write-behind may hold bytes the members do not have yet. */
+	atomic_bool from_dirty;
 };
 
 static struct md_reshape_vol *to_rv(struct vol *v)
@@ -220,6 +224,10 @@ static int rv_write(struct vol *v, const void *buf, uint64_t len, uint64_t off, 
 	while (len && r == 0) {
 		struct vol *g = rv_place(x, pos, off, len, &n);
 		r = g->ops->write(g, buf, n, off, split ? flags & ~VOL_FUA : flags);
+		/* Once it returned: a window that begins after it flushes it out
+		 * of the old geometry's write-behind (md_reshape_raw_window). */
+		if (g == x->from)
+			atomic_store(&x->from_dirty, true);
 		buf = (const char *)buf + n;
 		off += n;
 		len -= n;
@@ -371,8 +379,10 @@ int md_reshape_open(struct md_array *a, const struct md_reshape *rs, const char 
 	r = md_reshape_vol_open(vfrom, vto, rs, a->readonly, name, &a->raid);
 	if (r < 0)
 		goto out;
-	for (unsigned role = 0; role < a->n; role++)
+	for (unsigned role = 0; role < a->n; role++) {
+		a->m[role].data = from[role];
 		a->m[role].rs_to = to[role];
+	}
 	a->reshape = *rs;
 	a->reshaping = true;
 	r = md_vol_init(a, name, a->readonly);
@@ -468,7 +478,12 @@ static int md_reshape_finish(struct md_array *a)
 }
 
 #define MD_RESHAPE_WINDOW_MAX (16u << 20) /* array bytes moved at a time, at most */
-#define MD_RESHAPE_RECORD_MAX (64u << 20) /* array bytes moved between records, at most */
+/* Between two records of the position, at most: array bytes moved, and
+ * time (raid5's reshape_request checkpoints every 10 s).  A record costs
+ * a flush and a superblock write on every member, each a seek away from
+ * the data; a crash redoes at most this much. */
+#define MD_RESHAPE_RECORD_MAX (256u << 20)
+#define MD_RESHAPE_RECORD_NS 10000000000ull
 
 /* The new geometry flushed, then pos recorded in every superblock
  * (events + 1), as the kernel's reshape_safe: what a restart starts from. */
@@ -489,6 +504,109 @@ static int md_reshape_record(struct md_array *a, struct md_reshape_vol *x, uint6
 		x->safe = pos;
 		pthread_cond_broadcast(&x->cond);
 		pthread_mutex_unlock(&x->lock);
+	}
+	return r;
+}
+
+/* Reading the old geometry straight from its members: each member's part
+ * of a window (its chunks of the window's rows, parity between them
+ * included) in one request, all members at once, then the data chunks
+ * put in array order.  A disk then reads one run per window instead of a
+ * request per chunk in whatever order the RAID read's pieces reach it
+ * (section 20 of BENCHMARKS.md: a head going back and forth); the parity
+ * read along costs what skipping it would (a forward gap). */
+struct md_reshape_raw {
+	unsigned n;        /* roles of the old geometry */
+	struct vol **area; /* their old data areas */
+	char **mbuf;       /* per role, cap bytes */
+	uint64_t cap, *lo, *hi;
+};
+
+static int md_reshape_raw_read(void *arg, unsigned i)
+{
+	struct md_reshape_raw *rr = arg;
+
+	if (rr->hi[i] <= rr->lo[i])
+		return 0;
+	return vol_read(rr->area[i], rr->mbuf[i], rr->hi[i] - rr->lo[i], rr->lo[i]);
+}
+
+static void md_reshape_raw_free(struct md_reshape_raw *rr)
+{
+	for (unsigned i = 0; rr->mbuf && i < rr->n; i++)
+		free(rr->mbuf[i]);
+	free(rr->mbuf);
+	free(rr->area);
+	free(rr->lo);
+	free(rr->hi);
+	memset(rr, 0, sizeof(*rr));
+}
+
+/* Set rr up for windows of at most wmax array bytes, when every role of
+ * the old geometry is there and in sync (else 0 with rr->n 0: the RAID
+ * vol's own reads, which reconstruct). */
+static int md_reshape_raw_init(struct md_array *a, struct md_reshape_raw *rr, uint64_t wmax)
+{
+	const struct raid_geom *g = &a->reshape.from;
+	unsigned nd = g->raid_disks - md_level_parity(g->level);
+
+	memset(rr, 0, sizeof(*rr));
+	for (unsigned role = 0; role < g->raid_disks; role++)
+		if (role >= a->n || !a->m[role].data || a->m[role].failed)
+			return 0;
+	rr->cap = (wmax / (g->chunk * nd) + 2) * g->chunk;
+	rr->area = calloc(g->raid_disks, sizeof(*rr->area));
+	rr->mbuf = calloc(g->raid_disks, sizeof(*rr->mbuf));
+	rr->lo = calloc(g->raid_disks, sizeof(*rr->lo));
+	rr->hi = calloc(g->raid_disks, sizeof(*rr->hi));
+	if (!rr->area || !rr->mbuf || !rr->lo || !rr->hi)
+		goto nomem;
+	rr->n = g->raid_disks;
+	for (unsigned role = 0; role < rr->n; role++) {
+		rr->area[role] = a->m[role].data;
+		if (!(rr->mbuf[role] = vol_buf_alloc(rr->cap)))
+			goto nomem;
+	}
+	return 0;
+nomem:
+	md_reshape_raw_free(rr);
+	return -ENOMEM;
+}
+
+/* Array bytes [pos, pos+len) of the old geometry into buf, through rr. */
+static int md_reshape_raw_window(struct md_reshape_vol *x, struct md_reshape_raw *rr,
+                                 uint64_t chunk, char *buf, uint64_t len, uint64_t pos)
+{
+	unsigned role;
+	uint64_t moff;
+	int p, q, r = 0;
+
+	/* What a client wrote to the old geometry may still be in its
+	 * write-behind: on the members first. */
+	if (atomic_exchange(&x->from_dirty, false) && (r = vol_flush(x->from)) < 0)
+		return r;
+	for (unsigned i = 0; i < rr->n; i++)
+		rr->lo[i] = UINT64_MAX, rr->hi[i] = 0;
+	for (uint64_t c = pos - pos % chunk; c < pos + len && r == 0; c += chunk) {
+		r = raid_log_locate(x->from, c, &role, &moff, &p, &q);
+		if (r == 0 && role >= rr->n)
+			r = -EIO;
+		if (r < 0)
+			break;
+		rr->lo[role] = moff < rr->lo[role] ? moff : rr->lo[role];
+		rr->hi[role] = moff + chunk > rr->hi[role] ? moff + chunk : rr->hi[role];
+		if (rr->hi[role] - rr->lo[role] > rr->cap)
+			r = -E2BIG;
+	}
+	if (r == 0)
+		r = exec_parallel(rr->n, md_reshape_raw_read, rr);
+	for (uint64_t c = pos - pos % chunk; c < pos + len && r == 0; c += chunk) {
+		uint64_t from = c < pos ? pos - c : 0;
+		uint64_t to = c + chunk > pos + len ? pos + len - c : chunk;
+		r = raid_log_locate(x->from, c, &role, &moff, &p, &q);
+		if (r == 0)
+			memcpy(buf + (c + from - pos),
+			       rr->mbuf[role] + (moff - rr->lo[role]) + from, to - from);
 	}
 	return r;
 }
@@ -537,6 +655,12 @@ int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *fin
 	wmax = wmax < unit ? unit : wmax;
 	if (!(buf = vol_buf_alloc(wmax)))
 		return -ENOMEM;
+	struct md_reshape_raw raw;
+	uint64_t rec_ns = clock_now_ns();
+	if ((r = md_reshape_raw_init(a, &raw, wmax)) < 0) {
+		free(buf);
+		return r;
+	}
 	for (;;) {
 		uint64_t pos = x->pos, w, n_old;
 		if (pos >= end || (o && o->stop_at && pos >= o->stop_at))
@@ -551,6 +675,7 @@ int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *fin
 			r = md_reshape_record(a, x, pos); /* then the window fits again */
 			if (r < 0)
 				break;
+			rec_ns = clock_now_ns();
 			continue;
 		}
 		if (!w) {
@@ -572,7 +697,20 @@ int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *fin
 		n_old = pos < old_end ? (old_end - pos < w ? old_end - pos : w) : 0;
 		memset(buf + n_old, 0, w - n_old); /* past the old end: zeros, as md writes */
 		uint64_t t0 = clock_now_ns();
-		r = n_old ? vol_read(x->from, buf, n_old, pos) : 0;
+		if (n_old && raw.n) {
+			r = md_reshape_raw_window(x, &raw, rs->from.chunk, buf, n_old, pos);
+			if (r < 0 && r != -ENOMEM) {
+				/* A member that fails: the RAID vol's own reads, which
+				 * reconstruct (and record the failure), from here on. */
+				log_warn("%s: reading the old geometry's members directly: %s; "
+				         "through the array from here on",
+				         v->name, strerror(-r));
+				md_reshape_raw_free(&raw);
+				r = vol_read(x->from, buf, n_old, pos);
+			}
+		} else if (n_old) {
+			r = vol_read(x->from, buf, n_old, pos);
+		}
 		uint64_t t1 = clock_now_ns();
 		if (r == 0)
 			r = vol_write(x->to, buf, w, pos, 0);
@@ -583,8 +721,12 @@ int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *fin
 		x->win = 0;
 		pthread_cond_broadcast(&x->cond);
 		pthread_mutex_unlock(&x->lock);
-		if (r == 0 && pos + w - x->safe >= MD_RESHAPE_RECORD_MAX)
+		bool due = pos + w - x->safe >= MD_RESHAPE_RECORD_MAX ||
+		           clock_now_ns() - rec_ns >= MD_RESHAPE_RECORD_NS;
+		if (r == 0 && due) {
 			r = md_reshape_record(a, x, pos + w);
+			rec_ns = clock_now_ns();
+		}
 		log_debug("%s: reshape window %llu KiB at %llu KiB: read %.1f ms, write %.1f ms, "
 		          "recorded %.1f ms",
 		          v->name, (unsigned long long)w / 1024, (unsigned long long)pos / 1024,
@@ -607,6 +749,7 @@ int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *fin
 			            err_detail(e));
 	}
 	free(buf);
+	md_reshape_raw_free(&raw);
 	if (r == 0 && x->pos >= end) {
 		pthread_mutex_lock(&a->lock);
 		r = md_reshape_finish(a);
