@@ -241,7 +241,8 @@ static int md_array_grow_busy(struct md_array *a)
 	else if (a->scrub.running || a->scrub.req != MD_CHECK_STOP)
 		why = "a check is running (`uraid check --stop` it first)";
 	else if (a->ppl || a->jn || a->jc || a->bm.map)
-		why = "it has a write-intent bitmap, a PPL or a journal";
+		why = "it has a write-intent bitmap, a PPL or a journal (uraid keeps none "
+		      "across a reshape; the kernel keeps a bitmap: docs/raid.md)";
 	for (unsigned r = 0; r < a->n && !why; r++)
 		if (!a->m[r].vol || !a->m[r].sb || a->m[r].failed || a->m[r].recovering)
 			why = "a role has no member in sync";
