@@ -234,6 +234,31 @@ static void detail_print_array(json_object *a)
 		printf("         Layout : %s\n", jstr(a, "layout"));
 	if (jint(a, "chunk"))
 		printf("     Chunk Size : %lldK\n", (long long)(jint(a, "chunk") >> 10));
+	json_object *rsh = jget(a, "reshape");
+	if (rsh) {
+		/* mdadm --detail's lines, the new ones only where they change. */
+		char ol[32];
+		snprintf(ol, sizeof(ol), "%s", jstr(a, "layout"));
+		printf(" Reshape Status : %d%% complete%s\n",
+		       (int)json_object_get_double(jget(rsh, "percent")),
+		       json_object_get_boolean(jget(rsh, "moving")) ? "" : " (not moving)");
+		printf("  Delta Devices : %lld, (%lld->%lld)\n",
+		       (long long)jint(rsh, "delta_devices"), (long long)jint(rsh, "from_devices"),
+		       (long long)jint(rsh, "to_devices"));
+		if (strcmp(jstr(rsh, "new_level"), jstr(a, "level")))
+			printf("      New Level : %s\n", jstr(rsh, "new_level"));
+		if (strcmp(jstr(rsh, "new_layout"), ol))
+			printf("     New Layout : %s\n", jstr(rsh, "new_layout"));
+		if (jint(rsh, "new_chunk") != jint(a, "chunk"))
+			printf("  New Chunksize : %lldK\n",
+			       (long long)(jint(rsh, "new_chunk") >> 10));
+		printf(" New Array Size : %lld KiB (%s) once the reshape ends\n",
+		       (long long)(jint(rsh, "new_size") >> 10),
+		       human((uint64_t)jint(rsh, "new_size"), h, sizeof(h)));
+		if (jint(rsh, "speed"))
+			printf("  Reshape Speed : %.1f MiB/s\n",
+			       (double)jint(rsh, "speed") / 1048576.0);
+	}
 	if (rec)
 		printf(" Rebuild Status : %.1f%% complete (%.1f MiB/s)\n",
 		       json_object_get_double(jget(rec, "percent")),
@@ -255,9 +280,11 @@ static void detail_print_array(json_object *a)
 		printf("   Check Status : %s waiting for the recovery\n", jstr(chk, "action"));
 	if (last)
 		printf("     Last Check : %s %s, %lld bytes differ%s, %lld read errors\n",
-		       jstr(last, "action"), jstr(last, "status"), (long long)jint(last, "mismatched"),
+		       jstr(last, "action"), jstr(last, "status"),
+		       (long long)jint(last, "mismatched"),
 		       jint(last, "mismatched") && !strcmp(jstr(last, "action"), "repair")
-		           ? " (repaired)" : "",
+		           ? " (repaired)"
+		           : "",
 		       (long long)jint(last, "read_errors"));
 	printf("           Name : %s\n", jstr(a, "set_name"));
 	printf("           UUID : %s\n", jstr(a, "uuid"));

@@ -8,8 +8,12 @@
  *   uraid grow --raid-devices N [--add NEW]... [--no-rebuild] [--force] MEMBER...
  *   uraid grow --level L [--layout NAME] [--add NEW]... [--force] MEMBER...
  *   uraid grow --continue [--stop-at SECTOR] MEMBER...
+ *   uraid grow --raid-devices N --add NEW... [--array md/NAME] CONTROL
+ * (CONTROL: a running serve's control socket; the serve reshapes the array
+ * while it serves, ctl/control.c and md_array_grow()).
  */
 #include "cli.h"
+#include "ctl/control.h"
 #include "stack/stack.h"
 
 #include "core/log.h"
@@ -22,6 +26,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <json-c/json.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -157,6 +162,41 @@ static int grow_continue(char **specs, unsigned n, uint64_t stop_at)
 	return r < 0 ? cli_fail("grow", r) : 0;
 }
 
+/* `uraid grow -n N --add NEW... CONTROL`: the serve behind the control
+ * socket reshapes its array while it serves; `uraid detail` follows it. */
+static int grow_hot(const char *sock, unsigned n, char **news, unsigned nnew, bool force,
+                    const char *array)
+{
+	json_object *req = json_object_new_object(), *add = json_object_new_array();
+	json_object *reply = NULL, *v;
+	int rc = 1, r;
+
+	json_object_object_add(req, "op", json_object_new_string("grow"));
+	json_object_object_add(req, "raid_devices", json_object_new_int((int)n));
+	for (unsigned i = 0; i < nnew; i++)
+		json_object_array_add(add, json_object_new_string(news[i]));
+	json_object_object_add(req, "add", add);
+	if (force)
+		json_object_object_add(req, "force", json_object_new_boolean(true));
+	if (array)
+		json_object_object_add(req, "array", json_object_new_string(array));
+	err_clear();
+	r = ctl_request(sock, req, &reply);
+	if (r < 0) {
+		fprintf(stderr, "uraid: grow: %s\n", err_detail(r));
+	} else if (json_object_object_get_ex(reply, "ok", &v) && json_object_get_boolean(v)) {
+		json_object_object_get_ex(reply, "message", &v);
+		printf("uraid: %s\n", json_object_get_string(v));
+		rc = 0;
+	} else {
+		json_object_object_get_ex(reply, "error", &v);
+		fprintf(stderr, "uraid: grow: %s\n", v ? json_object_get_string(v) : "refused");
+	}
+	json_object_put(req);
+	json_object_put(reply);
+	return rc;
+}
+
 static void grow_usage(FILE *f)
 {
 	fprintf(
@@ -166,6 +206,7 @@ static void grow_usage(FILE *f)
 	    "       uraid grow --level L [--layout NAME] [--add NEW]... [--force] MEMBER...\n"
 	    "       uraid grow --size KIB|max MEMBER...\n"
 	    "       uraid grow --continue [--stop-at SECTOR] MEMBER...\n"
+	    "       uraid grow --raid-devices N --add NEW... [--array md/NAME] CONTROL\n"
 	    "Change the number of copies of the md RAID1 the MEMBERs hold (mdadm --grow\n"
 	    "--raid-devices), offline; give every member.  Growing leaves the new roles\n"
 	    "missing until a member takes them: each NEW does, and is rebuilt from the\n"
@@ -186,6 +227,9 @@ static void grow_usage(FILE *f)
 	    "  --continue            go on with the reshape the members record\n"
 	    "  --stop-at SECTOR      stop the reshape once it has reached array sector SECTOR\n"
 	    "                        (leaves it half-done; for tests)\n"
+	    "With CONTROL (a `uraid serve --control` socket) the serve reshapes its RAID5/6\n"
+	    "while it serves; `uraid detail CONTROL` shows the progress.\n"
+	    "  --array md/NAME       with CONTROL: the array, when it serves several\n"
 	    "  -v                    more messages\n");
 	grow_usage_takeovers(f);
 }
@@ -204,6 +248,7 @@ int cmd_grow(int argc, char **argv)
 	    {"readonly", no_argument, NULL, 'R'},
 	    {"continue", no_argument, NULL, 'C'},
 	    {"stop-at", required_argument, NULL, 'S'},
+	    {"array", required_argument, NULL, 'A'},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
@@ -216,6 +261,7 @@ int cmd_grow(int argc, char **argv)
 	unsigned nnew = 0, n = 0, nm = 0, fresh = 0;
 	bool no_rebuild = false, force = false, rebuilding = false, cont = false;
 	uint64_t stop_at = 0;
+	const char *array = NULL;
 	struct md_reshape_run_opts rso;
 	char name[48];
 	int c, r, rc = 1;
@@ -272,6 +318,9 @@ int cmd_grow(int argc, char **argv)
 			}
 			break;
 		}
+		case 'A':
+			array = optarg;
+			break;
 		case 'f':
 			force = true;
 			break;
@@ -304,6 +353,23 @@ int cmd_grow(int argc, char **argv)
 	if (go.size && (n || go.change_level || nnew)) {
 		fprintf(stderr, "uraid: grow: --size changes nothing else: give it alone (no "
 		                "--raid-devices, --level or --add); nothing was changed\n");
+		rc = 2;
+		goto out;
+	}
+	if (argc - optind == 1 && cli_is_control_socket(argv[optind])) {
+		if (!n || !nnew || cont || stop_at || go.change_level || go.size || no_rebuild) {
+			fprintf(stderr,
+			        "uraid: grow: with a control socket: --raid-devices N and "
+			        "--add NEW only (a reshape while serving); nothing was changed\n");
+			rc = 2;
+			goto out;
+		}
+		rc = grow_hot(argv[optind], n, news, nnew, force, array);
+		goto out;
+	}
+	if (array) {
+		fprintf(stderr, "uraid: grow: --array goes with a control socket; nothing was "
+		                "changed\n");
 		rc = 2;
 		goto out;
 	}

@@ -9,6 +9,7 @@
 
 #include "core/log.h"
 #include "md/md.h"
+#include "md/md_reshape.h"
 #include "member/member.h"
 
 #include <errno.h>
@@ -225,14 +226,16 @@ static json_object *ctl_array_json(const struct md_array_info *in, const char *p
 		json_object *chk = json_object_new_object();
 		double pct =
 		    in->check_total ? 100.0 * (double)in->check_done / (double)in->check_total : 0;
-		json_object_object_add(chk, "action",
-		                       json_object_new_string(in->check_repair ? "repair" : "check"));
+		json_object_object_add(
+		    chk, "action", json_object_new_string(in->check_repair ? "repair" : "check"));
 		json_object_object_add(chk, "running", json_object_new_boolean(in->checking));
 		json_object_object_add(chk, "percent",
 		                       json_object_new_double((int)(pct * 10) / 10.0));
 		json_object_object_add(chk, "done", json_object_new_int64((int64_t)in->check_done));
-		json_object_object_add(chk, "total", json_object_new_int64((int64_t)in->check_total));
-		json_object_object_add(chk, "speed", json_object_new_int64((int64_t)in->check_speed));
+		json_object_object_add(chk, "total",
+		                       json_object_new_int64((int64_t)in->check_total));
+		json_object_object_add(chk, "speed",
+		                       json_object_new_int64((int64_t)in->check_speed));
 		json_object_object_add(o, "check", chk);
 	}
 	if (in->check_ended) {
@@ -241,7 +244,8 @@ static json_object *ctl_array_json(const struct md_array_info *in, const char *p
 		                     : in->check_status == -EINTR ? "interrupted"
 		                                                  : "failed";
 		json_object_object_add(
-		    last, "action", json_object_new_string(in->check_ended_repair ? "repair" : "check"));
+		    last, "action",
+		    json_object_new_string(in->check_ended_repair ? "repair" : "check"));
 		json_object_object_add(last, "status", json_object_new_string(status));
 		if (in->check_status < 0 && in->check_status != -EINTR)
 			json_object_object_add(last, "error",
@@ -251,7 +255,8 @@ static json_object *ctl_array_json(const struct md_array_info *in, const char *p
 		/* md's mismatch_cnt counts 512-byte sectors. */
 		json_object_object_add(last, "mismatch_cnt",
 		                       json_object_new_int64((int64_t)(in->check_mismatched >> 9)));
-		json_object_object_add(last, "ranges", json_object_new_int64((int64_t)in->check_ranges));
+		json_object_object_add(last, "ranges",
+		                       json_object_new_int64((int64_t)in->check_ranges));
 		json_object_object_add(last, "repaired",
 		                       json_object_new_int64((int64_t)in->check_repaired));
 		json_object_object_add(last, "read_errors",
@@ -286,6 +291,43 @@ static json_object *ctl_array_json(const struct md_array_info *in, const char *p
 	return o;
 }
 
+/* A reshape under way on v into its detail object o, as mdadm --detail
+ * shows one ("reshaping" in the state, the progress, the delta and what
+ * changes), and the array's sizes before and after. */
+static void ctl_reshape_json(struct vol *v, json_object *o)
+{
+	struct md_reshape_info ri;
+	json_object *rs, *st;
+	char buf[96], layout[32];
+
+	if (md_array_reshape_info(v, &ri) < 0)
+		return;
+	rs = json_object_new_object();
+	double pct = ri.total ? 100.0 * (double)ri.pos / (double)ri.total : 0;
+	json_object_object_add(rs, "percent", json_object_new_double((int)(pct * 10) / 10.0));
+	json_object_object_add(rs, "done", ctl_int(ri.pos));
+	json_object_object_add(rs, "total", ctl_int(ri.total));
+	json_object_object_add(rs, "moving", json_object_new_boolean(ri.moving));
+	json_object_object_add(rs, "backwards", json_object_new_boolean(ri.backwards));
+	json_object_object_add(rs, "speed", ctl_int((uint64_t)ri.speed));
+	json_object_object_add(rs, "delta_devices",
+	                       json_object_new_int((int)ri.to_disks - (int)ri.from_disks));
+	json_object_object_add(rs, "from_devices", json_object_new_int((int)ri.from_disks));
+	json_object_object_add(rs, "to_devices", json_object_new_int((int)ri.to_disks));
+	const char *lvl = md_level_name(ri.new_level);
+	json_object_object_add(rs, "new_level", json_object_new_string(lvl ? lvl : "unknown"));
+	md_layout_name(ri.new_level, ri.new_layout, layout, sizeof(layout));
+	json_object_object_add(rs, "new_layout", json_object_new_string(layout));
+	json_object_object_add(rs, "new_chunk", ctl_int(ri.new_chunk));
+	json_object_object_add(rs, "old_size", ctl_int(ri.old_size));
+	json_object_object_add(rs, "new_size", ctl_int(ri.new_size));
+	json_object_object_add(o, "reshape", rs);
+	if (json_object_object_get_ex(o, "state", &st)) {
+		snprintf(buf, sizeof(buf), "%s, reshaping", json_object_get_string(st));
+		json_object_object_add(o, "state", json_object_new_string(buf));
+	}
+}
+
 static json_object *ctl_detail(const struct ctl_target *t)
 {
 	struct ctl_arrays *ca = calloc(1, sizeof(*ca));
@@ -307,7 +349,9 @@ static json_object *ctl_detail(const struct ctl_target *t)
 			for (unsigned j = 0; j < i; j++)
 				if (ca->v[j] == ca->parent[i])
 					parent = ca->info[j].name;
-			json_object_array_add(arr, ctl_array_json(&ca->info[i], parent));
+			json_object *ao = ctl_array_json(&ca->info[i], parent);
+			ctl_reshape_json(ca->v[i], ao);
+			json_object_array_add(arr, ao);
 		}
 		ctl_arrays_free(ca);
 		free(ca);
@@ -487,6 +531,106 @@ out:
 	return reply;
 }
 
+static const char *ctl_str(json_object *req, const char *key);
+
+/* The array a request names (array: md/NAME, or NULL for the one array
+ * served, or the one whose kind pick accepts): its index, or -1 with
+ * *reply set. */
+static int ctl_pick_array(struct ctl_arrays *ca, const char *array, const char *what,
+                          json_object **reply)
+{
+	int ai = -1;
+
+	for (unsigned i = 0; i < ca->n; i++)
+		if (array ? strcmp(ca->info[i].name, array) == 0
+		          : ca->info[i].level == 5 || ca->info[i].level == 6) {
+			if (ai >= 0 && !array) {
+				*reply = ctl_error("%u md arrays are served here: say which one %s "
+				                   "(--array md/NAME)",
+				                   ca->n, what);
+				return -1;
+			}
+			ai = (int)i;
+		}
+	if (ai < 0)
+		*reply = array   ? ctl_error("no md array %s is served here", array)
+		         : ca->n ? ctl_error("no raid5 or raid6 array is served here to %s", what)
+		                 : ctl_error("no md array is served here");
+	return ai;
+}
+
+/* Reshape a served RAID5/6 to raid_disks devices, the members add names
+ * taking the new roles (mdadm --grow --raid-devices --add, online). */
+static json_object *ctl_grow(const struct ctl_target *t, json_object *in)
+{
+	struct ctl_arrays *ca = calloc(1, sizeof(*ca));
+	json_object *add = NULL, *f;
+	struct vol *nv[CTL_MAX_ARRAYS] = {NULL};
+	json_object *reply = NULL;
+	const char *name;
+	size_t nnew = 0;
+	int ai, r = 0, n = 0;
+
+	if (!ca)
+		return ctl_error("out of memory");
+	if (json_object_object_get_ex(in, "raid_devices", &f) &&
+	    json_object_is_type(f, json_type_int))
+		n = json_object_get_int(f);
+	if (json_object_object_get_ex(in, "add", &add) && json_object_is_type(add, json_type_array))
+		nnew = json_object_array_length(add);
+	if (n < 1 || n >= (int)MD_SB_MAX_DEV || nnew > CTL_MAX_ARRAYS) {
+		reply = ctl_error("grow needs \"raid_devices\" (a device count) and \"add\" (at "
+		                  "most %u members)",
+		                  CTL_MAX_ARRAYS);
+		goto out;
+	}
+	ctl_arrays_load(t, ca);
+	ai = ctl_pick_array(ca, ctl_str(in, "array"), "to reshape", &reply);
+	if (ai < 0)
+		goto out;
+	for (size_t i = 0; i < nnew && r == 0; i++) {
+		json_object *e = json_object_array_get_idx(add, i);
+		const char *spec =
+		    json_object_is_type(e, json_type_string) ? json_object_get_string(e) : NULL;
+		if (!spec || !*spec) {
+			reply = ctl_error("grow: \"add\" holds member names (strings)");
+			goto out;
+		}
+		if (ctl_find_member(ca, spec, &name) >= 0) {
+			reply = ctl_error("%s is already a member of an array served here", spec);
+			goto out;
+		}
+		for (size_t j = 0; j < i; j++)
+			if (stack_same_member(spec, nv[j]->name)) {
+				reply = ctl_error("%s is given twice", spec);
+				goto out;
+			}
+		err_clear();
+		r = member_open(spec, t->member_flags, &nv[i]);
+	}
+	if (r == 0) {
+		err_clear();
+		r = md_array_grow(ca->v[ai], nv, (unsigned)nnew, (unsigned)n,
+		                  json_object_object_get_ex(in, "force", &f) &&
+		                      json_object_get_boolean(f));
+	}
+	if (r < 0) {
+		reply = ctl_error("%s", err_detail(r));
+		goto out;
+	}
+	memset(nv, 0, sizeof(nv)); /* the array's now */
+	reply = ctl_ok("%s: reshaping %u -> %d devices while serving (`uraid detail` shows "
+	               "its progress)",
+	               ca->info[ai].name, ca->info[ai].raid_disks, n);
+	json_object_object_add(reply, "array", json_object_new_string(ca->info[ai].name));
+out:
+	for (size_t i = 0; i < nnew && i < CTL_MAX_ARRAYS; i++)
+		vol_close(nv[i]);
+	ctl_arrays_free(ca);
+	free(ca);
+	return reply;
+}
+
 /* Start (or stop) a check of the array named array, or of the one array
  * with redundancy served here. */
 static json_object *ctl_check(const struct ctl_target *t, const char *action, const char *array)
@@ -598,13 +742,16 @@ char *ctl_handle(const struct ctl_target *t, const char *req, size_t len)
 			reply = ctl_member_op(t, op, member);
 	} else if (strcmp(op, "check") == 0) {
 		reply = ctl_check(t, ctl_str(in, "action"), ctl_str(in, "array"));
+	} else if (strcmp(op, "grow") == 0) {
+		reply = ctl_grow(t, in);
 	} else if (strcmp(op, "monitor") == 0) {
 		/* The socket's own loop streams it (ctl_monitor_begin). */
 		reply =
 		    ctl_error("monitor streams events: it is served on a connection of its own");
 	} else {
 		reply = ctl_error(
-		    "unknown op \"%.64s\" (detail, fail, remove, add, readd, check, monitor)", op);
+		    "unknown op \"%.64s\" (detail, fail, remove, add, readd, check, grow, monitor)",
+		    op);
 	}
 answer:
 	json_object_put(in);

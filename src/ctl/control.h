@@ -8,7 +8,9 @@
  * write side); the server answers with one JSON object and a newline,
  * then closes.  Requests: {"op":"detail"}, {"op":"fail","member":SPEC},
  * {"op":"remove","member":SPEC}, {"op":"add","member":SPEC[,"force":true]
- * [,"array":"md/NAME"]}, {"op":"monitor"[,"test":true]}.  Replies carry "ok": true (and, for
+ * [,"array":"md/NAME"]}, {"op":"grow","raid_devices":N,"add":[SPEC...]
+ * [,"force":true][,"array":"md/NAME"]} (a RAID5/6 reshape while serving),
+ * {"op":"monitor"[,"test":true]}.  Replies carry "ok": true (and, for
  * detail, "export" and "arrays"), or "ok": false and "error": a message.
  *
  * monitor is answered {"ok":true,"monitor":true} and then streams md

@@ -402,6 +402,9 @@ int md_array_add(struct vol *v, struct vol *nv, bool force, uint8_t devflags)
 	if (a->readonly)
 		return err_set(-EROFS, "%s is served read-only: no member can be added",
 		               a->vol.name);
+	if (a->reshaping)
+		return err_set(-EBUSY, "%s: a reshape is under way: add the member once it ended",
+		               a->vol.name);
 	if (!a->rec.enabled)
 		return err_set(-EINVAL,
 		               "%s: %s has no online recovery here (a level without redundancy, or "
@@ -529,6 +532,9 @@ int md_array_check(struct vol *v, enum md_check_action action)
 	if (!md_level_redundant(a->level))
 		return err_set(-EINVAL, "%s: %s keeps no second copy or parity to check",
 		               a->vol.name, md_level_name(a->level));
+	if (action != MD_CHECK_STOP && a->reshaping)
+		return err_set(-EBUSY, "%s: a reshape is under way: check it once it ended",
+		               a->vol.name);
 	if (action == MD_CHECK_REPAIR && a->readonly)
 		return err_set(-EROFS, "%s is served read-only: it can be checked, not repaired",
 		               a->vol.name);

@@ -611,6 +611,7 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 	r = md_array_init(a, fresh, slots, k, o);
 	if (r < 0)
 		goto fail;
+	a->rs_rec_enabled = a->rec.enabled;
 	if (reshaping)
 		a->rec.enabled = false; /* no recovery while the data moves */
 	md_set_roles(a, g, k, fresh, name, o);

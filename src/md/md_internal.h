@@ -40,6 +40,7 @@ struct md_member {
 	struct vol *slice; /* its data area (being recovered) */
 	bool slice_given;  /* the RAID vol owns slice */
 	struct vol *data;  /* its data area as the RAID vol holds it, or NULL */
+	struct vol *rs_to; /* during a reshape: its new data area (the new RAID vol's) */
 	bool bm_ok;        /* its write-intent bitmap on disk is ours */
 	/* Re-add (md_readd.c): failed by request (not retried), refused by
 	 * the rule (not retried until asked), when to try next and the
@@ -167,10 +168,16 @@ struct md_array {
 	 * vol over the two geometries. */
 	bool reshaping;
 	struct md_reshape reshape;
-	/* The thread that continues it while the array serves. */
+	/* The thread that continues it while the array serves: when it
+	 * began (at rs_pos0 array bytes), the next RebuildNN event, whether
+	 * it moves data now, and what rec.enabled is once the reshape ends. */
 	pthread_t rs_thread;
 	bool rs_started;
 	atomic_bool rs_stop;
+	atomic_bool rs_moving;
+	uint64_t rs_t0_ns, rs_pos0;
+	unsigned rs_ev_next;
+	bool rs_rec_enabled;
 };
 
 /* md_state.c: write the array state into every live member's (and
@@ -237,6 +244,12 @@ void md_bm_load(struct md_array *a, const struct md_super *fresh);
  * vol, the md vol over it.  0 or -errno with err_set(); the
  * members stay the caller's. */
 int md_reshape_open(struct md_array *a, const struct md_reshape *rs, const char *name);
+/* Start a's reshape rs on the running array (md_array_grow: its
+ * superblocks written, a->lock held and its requests held at the gate):
+ * the new geometry's RAID vol over the members' new data areas, and the
+ * reshape vol over it and the RAID vol serving now, in that one's place.
+ * 0, or -errno with err_set() and a as it was. */
+int md_reshape_begin(struct md_array *a, const struct md_reshape *rs);
 /* Continue a's reshape in a thread of its own (md_reshape_run at the
  * sync speed limits) until it ends or md_reshape_stop(): 0 or -errno. */
 int md_reshape_start(struct md_array *a);

@@ -11,6 +11,7 @@
 #include "md_reshape.h"
 
 #include "core/clock.h"
+#include "core/exec.h"
 #include "core/log.h"
 #include "disc/slice.h"
 
@@ -149,6 +150,9 @@ struct md_reshape_vol {
 	uint64_t safe;     /* the position the superblocks record (<= pos) */
 	unsigned inflight;
 	bool draining;
+	/* A write went to the old geometry since the driver last flushed it:
+	 * its write-behind may hold bytes the members do not have yet. */
+	atomic_bool from_dirty;
 };
 
 static struct md_reshape_vol *to_rv(struct vol *v)
@@ -220,6 +224,10 @@ static int rv_write(struct vol *v, const void *buf, uint64_t len, uint64_t off, 
 	while (len && r == 0) {
 		struct vol *g = rv_place(x, pos, off, len, &n);
 		r = g->ops->write(g, buf, n, off, split ? flags & ~VOL_FUA : flags);
+		/* Once it returned: a window that begins after it flushes it out
+		 * of the old geometry's write-behind (md_reshape_raw_window). */
+		if (g == x->from)
+			atomic_store(&x->from_dirty, true);
 		buf = (const char *)buf + n;
 		off += n;
 		len -= n;
@@ -260,10 +268,11 @@ static const struct vol_ops md_reshape_ops = {
     .close = rv_close,
 };
 
-int md_reshape_vol_open(struct vol *from, struct vol *to, const struct md_reshape *rs,
-                        bool readonly, const char *name, struct vol **out)
+/* The reshape vol over from and to; on failure they stay the caller's. */
+static int rv_new(struct vol *from, struct vol *to, const struct md_reshape *rs, bool readonly,
+                  const char *name, struct vol **out)
 {
-	struct md_reshape_vol *x = calloc(1, sizeof(*x));
+	struct md_reshape_vol *x;
 	uint32_t bmin = from->block_min > to->block_min ? from->block_min : to->block_min;
 	uint64_t size = rs->size;
 	unsigned caps = (from->caps | to->caps) & (VOL_CAP_FLUSH | VOL_CAP_READONLY);
@@ -274,16 +283,17 @@ int md_reshape_vol_open(struct vol *from, struct vol *to, const struct md_reshap
 	if (size > to->size)
 		size = to->size;
 	size -= size % bmin;
-	if (!x || rs->pos % bmin) {
-		r = x ? err_set(-EINVAL, "%s: reshape position %llu is not a multiple of %u bytes",
-		                name, (unsigned long long)rs->pos, bmin)
-		      : -ENOMEM;
-		goto fail;
-	}
+	if (rs->pos % bmin)
+		return err_set(-EINVAL, "%s: reshape position %llu is not a multiple of %u bytes",
+		               name, (unsigned long long)rs->pos, bmin);
+	if (!(x = calloc(1, sizeof(*x))))
+		return -ENOMEM;
 	r = vol_init(&x->vol, &md_reshape_ops, name, size, bmin,
 	             caps | (readonly ? VOL_CAP_READONLY : 0));
-	if (r < 0)
-		goto fail;
+	if (r < 0) {
+		free(x);
+		return r;
+	}
 	x->vol.block_pref = from->block_pref > to->block_pref ? from->block_pref : to->block_pref;
 	x->vol.block_max = from->block_max < to->block_max ? from->block_max : to->block_max;
 	x->from = from;
@@ -294,26 +304,57 @@ int md_reshape_vol_open(struct vol *from, struct vol *to, const struct md_reshap
 	pthread_cond_init(&x->cond, NULL);
 	*out = &x->vol;
 	return 0;
-fail:
-	free(x);
-	vol_close(from);
-	vol_close(to);
+}
+
+int md_reshape_vol_open(struct vol *from, struct vol *to, const struct md_reshape *rs,
+                        bool readonly, const char *name, struct vol **out)
+{
+	int r = rv_new(from, to, rs, readonly, name, out);
+
+	if (r < 0) {
+		vol_close(from);
+		vol_close(to);
+	}
 	return r;
 }
 
 /* ---- opening it (md_assemble.c) ---- */
 
-/* The RAID vol of geometry g over role's data areas areas[] (NULL where
- * missing), which it takes (closed here on failure). */
-static int md_reshape_raid(struct md_array *a, const struct raid_geom *g, struct vol **areas,
-                           const char *name, struct vol **out)
+/* The RAID vol of geometry g over the data areas of a's members in
+ * roles 0..g->raid_disks (missing ones left out): the new ones (newer:
+ * md_super_new_data_area) or the old ones.  areas[] (a->n entries) gets
+ * the slices the vol took.  0 or -errno with err_set() naming name. */
+static int md_reshape_raid(struct md_array *a, const struct raid_geom *g, bool newer,
+                           const char *name, struct vol **areas, struct vol **out)
 {
 	struct raid_events ev = {.member_failed = md_member_failed, .ctx = a};
-	int r = raid_open(g, areas, &ev, name, out);
+	int r = 0;
 
+	for (unsigned role = 0; role < g->raid_disks && role < a->n && r == 0; role++) {
+		struct md_member *mm = &a->m[role];
+		uint64_t off = mm->vol ? mm->sb->data_offset : 0,
+		         size = mm->vol ? mm->sb->data_size : 0;
+		if (!mm->vol)
+			continue;
+		if (mm->recovering) {
+			r = err_set(-ENOTSUP, "%s: %s is being rebuilt during a reshape", name,
+			            mm->vol->name);
+			break;
+		}
+		if (newer)
+			md_super_new_data_area(mm->sb, &off, &size);
+		r = slice_open(mm->vol, off * 512, size * 512, false, mm->vol->name, &areas[role]);
+		if (r < 0)
+			r = err_set(r, "%s: %s: cannot cut out the data areas", name,
+			            mm->vol->name);
+	}
+	if (r == 0)
+		r = raid_open(g, areas, &ev, name, out);
 	if (r < 0)
-		for (unsigned role = 0; role < g->raid_disks; role++)
+		for (unsigned role = 0; role < a->n; role++) {
 			vol_close(areas[role]);
+			areas[role] = NULL;
+		}
 	return r;
 }
 
@@ -327,41 +368,10 @@ int md_reshape_open(struct md_array *a, const struct md_reshape *rs, const char 
 		r = -ENOMEM;
 		goto out;
 	}
-	for (unsigned role = 0; role < a->n && r == 0; role++) {
-		struct md_member *mm = &a->m[role];
-		uint64_t off, size;
-		if (!mm->vol)
-			continue;
-		if (mm->recovering) {
-			r = err_set(-ENOTSUP, "%s: %s is being rebuilt during a reshape", name,
-			            mm->vol->name);
-			break;
-		}
-		md_super_new_data_area(mm->sb, &off, &size);
-		if (role < rs->from.raid_disks)
-			r = slice_open(mm->vol, mm->sb->data_offset * 512, mm->sb->data_size * 512,
-			               false, mm->vol->name, &from[role]);
-		if (r == 0 && role < rs->to.raid_disks)
-			r = slice_open(mm->vol, off * 512, size * 512, false, mm->vol->name,
-			               &to[role]);
-		if (r < 0)
-			r = err_set(r, "%s: %s: cannot cut out the data areas", name,
-			            mm->vol->name);
-	}
-	if (r < 0) {
-		for (unsigned role = 0; role < a->n; role++) {
-			vol_close(from[role]);
-			vol_close(to[role]);
-		}
+	r = md_reshape_raid(a, &rs->from, false, name, from, &vfrom);
+	if (r < 0)
 		goto out;
-	}
-	r = md_reshape_raid(a, &rs->from, from, name, &vfrom);
-	if (r < 0) {
-		for (unsigned role = 0; role < a->n; role++)
-			vol_close(to[role]);
-		goto out;
-	}
-	r = md_reshape_raid(a, &rs->to, to, name, &vto);
+	r = md_reshape_raid(a, &rs->to, true, name, to, &vto);
 	if (r < 0) {
 		vol_close(vfrom);
 		goto out;
@@ -369,6 +379,10 @@ int md_reshape_open(struct md_array *a, const struct md_reshape *rs, const char 
 	r = md_reshape_vol_open(vfrom, vto, rs, a->readonly, name, &a->raid);
 	if (r < 0)
 		goto out;
+	for (unsigned role = 0; role < a->n; role++) {
+		a->m[role].data = from[role];
+		a->m[role].rs_to = to[role];
+	}
 	a->reshape = *rs;
 	a->reshaping = true;
 	r = md_vol_init(a, name, a->readonly);
@@ -378,6 +392,37 @@ int md_reshape_open(struct md_array *a, const struct md_reshape *rs, const char 
 	}
 out:
 	free(from);
+	free(to);
+	return r;
+}
+
+int md_reshape_begin(struct md_array *a, const struct md_reshape *rs)
+{
+	struct vol **to = calloc(a->n, sizeof(*to)), *vto = NULL, *rv = NULL;
+	int r = to ? 0 : -ENOMEM;
+
+	if (r == 0)
+		r = md_reshape_raid(a, &rs->to, true, a->vol.name, to, &vto);
+	if (r == 0) {
+		r = rv_new(a->raid, vto, rs, false, a->vol.name, &rv);
+		if (r < 0)
+			vol_close(vto);
+	}
+	if (r == 0 && rv->size < a->vol.size) {
+		r = err_set(
+		    -EINVAL,
+		    "%s: the reshape would serve %llu bytes, fewer than the %llu served now",
+		    a->vol.name, (unsigned long long)rv->size, (unsigned long long)a->vol.size);
+		to_rv(rv)->from = NULL; /* still a->raid */
+		vol_close(rv);
+	}
+	if (r == 0) {
+		a->raid = rv;
+		for (unsigned role = 0; role < a->n; role++)
+			a->m[role].rs_to = to[role];
+		a->reshape = *rs;
+		a->reshaping = true;
+	}
 	free(to);
 	return r;
 }
@@ -433,7 +478,12 @@ static int md_reshape_finish(struct md_array *a)
 }
 
 #define MD_RESHAPE_WINDOW_MAX (16u << 20) /* array bytes moved at a time, at most */
-#define MD_RESHAPE_RECORD_MAX (64u << 20) /* array bytes moved between records, at most */
+/* Between two records of the position, at most: array bytes moved, and
+ * time (raid5's reshape_request checkpoints every 10 s).  A record costs
+ * a flush and a superblock write on every member, each a seek away from
+ * the data; a crash redoes at most this much. */
+#define MD_RESHAPE_RECORD_MAX (256u << 20)
+#define MD_RESHAPE_RECORD_NS 10000000000ull
 
 /* The new geometry flushed, then pos recorded in every superblock
  * (events + 1), as the kernel's reshape_safe: what a restart starts from. */
@@ -454,6 +504,109 @@ static int md_reshape_record(struct md_array *a, struct md_reshape_vol *x, uint6
 		x->safe = pos;
 		pthread_cond_broadcast(&x->cond);
 		pthread_mutex_unlock(&x->lock);
+	}
+	return r;
+}
+
+/* Reading the old geometry straight from its members: each member's part
+ * of a window (its chunks of the window's rows, parity between them
+ * included) in one request, all members at once, then the data chunks
+ * put in array order.  A disk then reads one run per window instead of a
+ * request per chunk in whatever order the RAID read's pieces reach it
+ * (section 20 of BENCHMARKS.md: a head going back and forth); the parity
+ * read along costs what skipping it would (a forward gap). */
+struct md_reshape_raw {
+	unsigned n;        /* roles of the old geometry */
+	struct vol **area; /* their old data areas */
+	char **mbuf;       /* per role, cap bytes */
+	uint64_t cap, *lo, *hi;
+};
+
+static int md_reshape_raw_read(void *arg, unsigned i)
+{
+	struct md_reshape_raw *rr = arg;
+
+	if (rr->hi[i] <= rr->lo[i])
+		return 0;
+	return vol_read(rr->area[i], rr->mbuf[i], rr->hi[i] - rr->lo[i], rr->lo[i]);
+}
+
+static void md_reshape_raw_free(struct md_reshape_raw *rr)
+{
+	for (unsigned i = 0; rr->mbuf && i < rr->n; i++)
+		free(rr->mbuf[i]);
+	free(rr->mbuf);
+	free(rr->area);
+	free(rr->lo);
+	free(rr->hi);
+	memset(rr, 0, sizeof(*rr));
+}
+
+/* Set rr up for windows of at most wmax array bytes, when every role of
+ * the old geometry is there and in sync (else 0 with rr->n 0: the RAID
+ * vol's own reads, which reconstruct). */
+static int md_reshape_raw_init(struct md_array *a, struct md_reshape_raw *rr, uint64_t wmax)
+{
+	const struct raid_geom *g = &a->reshape.from;
+	unsigned nd = g->raid_disks - md_level_parity(g->level);
+
+	memset(rr, 0, sizeof(*rr));
+	for (unsigned role = 0; role < g->raid_disks; role++)
+		if (role >= a->n || !a->m[role].data || a->m[role].failed)
+			return 0;
+	rr->cap = (wmax / (g->chunk * nd) + 2) * g->chunk;
+	rr->area = calloc(g->raid_disks, sizeof(*rr->area));
+	rr->mbuf = calloc(g->raid_disks, sizeof(*rr->mbuf));
+	rr->lo = calloc(g->raid_disks, sizeof(*rr->lo));
+	rr->hi = calloc(g->raid_disks, sizeof(*rr->hi));
+	if (!rr->area || !rr->mbuf || !rr->lo || !rr->hi)
+		goto nomem;
+	rr->n = g->raid_disks;
+	for (unsigned role = 0; role < rr->n; role++) {
+		rr->area[role] = a->m[role].data;
+		if (!(rr->mbuf[role] = vol_buf_alloc(rr->cap)))
+			goto nomem;
+	}
+	return 0;
+nomem:
+	md_reshape_raw_free(rr);
+	return -ENOMEM;
+}
+
+/* Array bytes [pos, pos+len) of the old geometry into buf, through rr. */
+static int md_reshape_raw_window(struct md_reshape_vol *x, struct md_reshape_raw *rr,
+                                 uint64_t chunk, char *buf, uint64_t len, uint64_t pos)
+{
+	unsigned role;
+	uint64_t moff;
+	int p, q, r = 0;
+
+	/* What a client wrote to the old geometry may still be in its
+	 * write-behind: on the members first. */
+	if (atomic_exchange(&x->from_dirty, false) && (r = vol_flush(x->from)) < 0)
+		return r;
+	for (unsigned i = 0; i < rr->n; i++)
+		rr->lo[i] = UINT64_MAX, rr->hi[i] = 0;
+	for (uint64_t c = pos - pos % chunk; c < pos + len && r == 0; c += chunk) {
+		r = raid_log_locate(x->from, c, &role, &moff, &p, &q);
+		if (r == 0 && role >= rr->n)
+			r = -EIO;
+		if (r < 0)
+			break;
+		rr->lo[role] = moff < rr->lo[role] ? moff : rr->lo[role];
+		rr->hi[role] = moff + chunk > rr->hi[role] ? moff + chunk : rr->hi[role];
+		if (rr->hi[role] - rr->lo[role] > rr->cap)
+			r = -E2BIG;
+	}
+	if (r == 0)
+		r = exec_parallel(rr->n, md_reshape_raw_read, rr);
+	for (uint64_t c = pos - pos % chunk; c < pos + len && r == 0; c += chunk) {
+		uint64_t from = c < pos ? pos - c : 0;
+		uint64_t to = c + chunk > pos + len ? pos + len - c : chunk;
+		r = raid_log_locate(x->from, c, &role, &moff, &p, &q);
+		if (r == 0)
+			memcpy(buf + (c + from - pos),
+			       rr->mbuf[role] + (moff - rr->lo[role]) + from, to - from);
 	}
 	return r;
 }
@@ -502,6 +655,12 @@ int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *fin
 	wmax = wmax < unit ? unit : wmax;
 	if (!(buf = vol_buf_alloc(wmax)))
 		return -ENOMEM;
+	struct md_reshape_raw raw;
+	uint64_t rec_ns = clock_now_ns();
+	if ((r = md_reshape_raw_init(a, &raw, wmax)) < 0) {
+		free(buf);
+		return r;
+	}
 	for (;;) {
 		uint64_t pos = x->pos, w, n_old;
 		if (pos >= end || (o && o->stop_at && pos >= o->stop_at))
@@ -516,6 +675,7 @@ int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *fin
 			r = md_reshape_record(a, x, pos); /* then the window fits again */
 			if (r < 0)
 				break;
+			rec_ns = clock_now_ns();
 			continue;
 		}
 		if (!w) {
@@ -537,7 +697,20 @@ int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *fin
 		n_old = pos < old_end ? (old_end - pos < w ? old_end - pos : w) : 0;
 		memset(buf + n_old, 0, w - n_old); /* past the old end: zeros, as md writes */
 		uint64_t t0 = clock_now_ns();
-		r = n_old ? vol_read(x->from, buf, n_old, pos) : 0;
+		if (n_old && raw.n) {
+			r = md_reshape_raw_window(x, &raw, rs->from.chunk, buf, n_old, pos);
+			if (r < 0 && r != -ENOMEM) {
+				/* A member that fails: the RAID vol's own reads, which
+				 * reconstruct (and record the failure), from here on. */
+				log_warn("%s: reading the old geometry's members directly: %s; "
+				         "through the array from here on",
+				         v->name, strerror(-r));
+				md_reshape_raw_free(&raw);
+				r = vol_read(x->from, buf, n_old, pos);
+			}
+		} else if (n_old) {
+			r = vol_read(x->from, buf, n_old, pos);
+		}
 		uint64_t t1 = clock_now_ns();
 		if (r == 0)
 			r = vol_write(x->to, buf, w, pos, 0);
@@ -548,8 +721,12 @@ int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *fin
 		x->win = 0;
 		pthread_cond_broadcast(&x->cond);
 		pthread_mutex_unlock(&x->lock);
-		if (r == 0 && pos + w - x->safe >= MD_RESHAPE_RECORD_MAX)
+		bool due = pos + w - x->safe >= MD_RESHAPE_RECORD_MAX ||
+		           clock_now_ns() - rec_ns >= MD_RESHAPE_RECORD_NS;
+		if (r == 0 && due) {
 			r = md_reshape_record(a, x, pos + w);
+			rec_ns = clock_now_ns();
+		}
 		log_debug("%s: reshape window %llu KiB at %llu KiB: read %.1f ms, write %.1f ms, "
 		          "recorded %.1f ms",
 		          v->name, (unsigned long long)w / 1024, (unsigned long long)pos / 1024,
@@ -572,6 +749,7 @@ int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *fin
 			            err_detail(e));
 	}
 	free(buf);
+	md_reshape_raw_free(&raw);
 	if (r == 0 && x->pos >= end) {
 		pthread_mutex_lock(&a->lock);
 		r = md_reshape_finish(a);
@@ -588,15 +766,52 @@ int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *fin
 
 /* ---- in the background (serve) ---- */
 
-/* After each window: the speed limits (md_throttle.h), in bytes of each
- * member written so far. */
+/* After each window: RebuildNN events (mdadm --monitor reports a reshape
+ * as it reports a rebuild), and the speed limits (md_throttle.h), in
+ * bytes of each member written so far. */
 static void md_reshape_bg_progress(void *ctx, uint64_t done, uint64_t total)
 {
 	struct md_array *a = ctx;
 	unsigned nd = a->reshape.to.raid_disks - md_level_parity(a->reshape.to.level);
 
-	(void)total;
+	md_ev_progress(a, &a->rs_ev_next, done, total);
 	md_sync_throttle(a, done / nd, false, &a->rs_stop);
+}
+
+/* The reshape ended while the array serves: the new geometry's RAID vol
+ * serves alone from now on, at its full size (a new NBD connection sees
+ * it: NBD has no message for a size that changes, and a connection keeps
+ * the size it was given), and recovery and checks work again.  Requests
+ * wait at the gate meanwhile. */
+static void md_reshape_settle(struct md_array *a)
+{
+	struct md_reshape_vol *x = to_rv(a->raid);
+	uint64_t size;
+	int r = md_io_hold(a);
+
+	if (r < 0) {
+		log_warn("%s: the reshape ended, but requests did not drain: the old size stays "
+		         "served until the next start",
+		         a->vol.name);
+		return;
+	}
+	pthread_mutex_lock(&a->lock);
+	a->raid = x->to;
+	x->to = NULL;
+	vol_close(&x->vol); /* the old geometry's vol and its slices */
+	for (unsigned role = 0; role < a->n; role++) {
+		a->m[role].data = a->m[role].rs_to;
+		a->m[role].rs_to = NULL;
+	}
+	size = a->reshape.to_end < a->raid->size ? a->reshape.to_end : a->raid->size;
+	size -= size % a->vol.block_min;
+	if (size > a->vol.size)
+		a->vol.size = size;
+	a->rec.enabled = a->rs_rec_enabled;
+	pthread_mutex_unlock(&a->lock);
+	md_io_release(a);
+	log_info("%s: now %llu bytes (%u devices)", a->vol.name, (unsigned long long)a->vol.size,
+	         a->reshape.to.raid_disks);
 }
 
 static void *md_reshape_thread(void *p)
@@ -608,21 +823,32 @@ static void *md_reshape_thread(void *p)
 	int r;
 
 	md_sync_throttle(a, 0, true, &a->rs_stop);
+	md_ev_progress_begin(a, &a->rs_ev_next, a->rs_pos0, a->reshape.to_end);
 	r = md_reshape_run(&a->vol, &o, &finished);
-	if (finished)
+	atomic_store(&a->rs_moving, false);
+	md_ev_finished(a, 0);
+	if (finished) {
 		log_info("%s: reshape finished (%u devices)", a->vol.name,
 		         a->reshape.to.raid_disks);
-	else if (r < 0 && r != -EINTR)
+		md_reshape_settle(a);
+	} else if (r < 0 && r != -EINTR)
 		log_warn("%s: reshape stopped: %s", a->vol.name, err_detail(r));
 	return NULL;
 }
 
 int md_reshape_start(struct md_array *a)
 {
-	int e = pthread_create(&a->rs_thread, NULL, md_reshape_thread, a);
+	int e;
 
-	if (e)
+	a->rs_t0_ns = clock_now_ns();
+	a->rs_pos0 = to_rv(a->raid)->pos;
+	atomic_store(&a->rs_stop, false);
+	atomic_store(&a->rs_moving, true);
+	e = pthread_create(&a->rs_thread, NULL, md_reshape_thread, a);
+	if (e) {
+		atomic_store(&a->rs_moving, false);
 		return err_set(-e, "%s: cannot start the reshape thread", a->vol.name);
+	}
 	a->rs_started = true;
 	return 0;
 }
@@ -634,4 +860,45 @@ void md_reshape_stop(struct md_array *a)
 	atomic_store(&a->rs_stop, true);
 	pthread_join(a->rs_thread, NULL);
 	a->rs_started = false;
+}
+
+int md_array_reshape_info(struct vol *v, struct md_reshape_info *out)
+{
+	struct md_array *a = md_of(v);
+	const struct md_reshape *rs;
+	struct md_reshape_vol *x;
+	int r = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!a)
+		return -EINVAL;
+	pthread_mutex_lock(&a->lock);
+	if (!a->reshaping) {
+		r = -ENOENT;
+		goto out;
+	}
+	rs = &a->reshape;
+	x = to_rv(a->raid);
+	out->moving = atomic_load(&a->rs_moving);
+	out->backwards = rs->backwards;
+	out->level = rs->from.level;
+	out->new_level = rs->to.level;
+	out->layout = rs->from.layout;
+	out->new_layout = rs->to.layout;
+	out->chunk = (uint32_t)rs->from.chunk;
+	out->new_chunk = (uint32_t)rs->to.chunk;
+	out->from_disks = rs->from.raid_disks;
+	out->to_disks = rs->to.raid_disks;
+	pthread_mutex_lock(&x->lock);
+	out->pos = x->pos;
+	pthread_mutex_unlock(&x->lock);
+	out->total = rs->to_end;
+	out->old_size = a->vol.size;
+	out->new_size = rs->to_end - rs->to_end % a->vol.block_min;
+	double secs = (double)(clock_now_ns() - a->rs_t0_ns) / 1e9;
+	if (out->moving && secs > 0 && out->pos > a->rs_pos0)
+		out->speed = (double)(out->pos - a->rs_pos0) / secs;
+out:
+	pthread_mutex_unlock(&a->lock);
+	return r;
 }

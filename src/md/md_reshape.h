@@ -103,4 +103,38 @@ int md_reshape_grow(char **specs, unsigned nm, struct vol **vols, struct md_supe
                     unsigned fresh, unsigned raid_disks, char **news, unsigned nnew, bool force,
                     const struct md_reshape_run_opts *o, const struct md_rebuild_out *out);
 
+/* ---- on a running array (`uraid serve`'s control socket) ---- */
+
+/* Start the reshape above on the running RAID5/6 v while it serves
+ * (mdadm --grow --raid-devices=N --add NEW... on an active array): the
+ * same checks as md_reshape_grow() (whole and in sync, no spare, rebuild
+ * or check under way, no bitmap, journal or PPL, room to move the data
+ * offset), then, with the array's requests held at its gate for the
+ * moment it takes, the superblocks written as the kernel writes them (the
+ * new members' first), the reshape vol put in place of the RAID vol, and
+ * the data moved by the array's reshape thread at the sync speed limits
+ * beside the clients.  When the reshape ends the new geometry serves
+ * alone, at its full size (new NBD connections see it).  news[0..nnew):
+ * the new members (opened by the caller, taken on success).  0, or -errno
+ * with err_set() detail naming the array; nothing is written before
+ * every check passed. */
+int md_array_grow(struct vol *v, struct vol **news, unsigned nnew, unsigned raid_disks, bool force);
+
+/* A reshape under way on a running array, as mdadm --detail shows it. */
+struct md_reshape_info {
+	bool moving; /* the array's thread moves data now (else it stands) */
+	bool backwards;
+	int level, new_level;
+	uint32_t layout, new_layout;
+	uint32_t chunk, new_chunk; /* bytes */
+	unsigned from_disks, to_disks;
+	uint64_t pos, total;         /* array bytes: reshape_position, of the new geometry's */
+	uint64_t old_size, new_size; /* array bytes served now and once it ends */
+	double speed;                /* array bytes/s moved since the thread started */
+};
+
+/* The reshape of the running md array v: 0, or -ENOENT when none is
+ * under way (-EINVAL when v is not an md array). */
+int md_array_reshape_info(struct vol *v, struct md_reshape_info *out);
+
 #endif

@@ -50,9 +50,6 @@ static int md_reshape_grow_check(struct md_super **sbs, unsigned nm, unsigned fr
 		               "%s: reshaping an array with a write-intent bitmap, a PPL or a "
 		               "journal: remove it first (mdadm --grow --bitmap=none)",
 		               name);
-	if (!md_super_clean(f))
-		return err_set(-EUCLEAN, "%s: not shut down cleanly: resync it first (uraid serve)",
-		               name);
 	if (raid_disks <= f->raid_disks)
 		return err_set(-ENOTSUP,
 		               "%s: %u -> %u devices: uraid reshapes a %s to more devices only",
@@ -108,6 +105,13 @@ int md_reshape_grow(char **specs, unsigned nm, struct vol **vols, struct md_supe
 	int r;
 
 	md_super_array_name(f, name, sizeof(name));
+	if (!md_super_clean(f)) { /* online, the array's own resync at its start did that */
+		for (unsigned i = 0; i < nm; i++)
+			vol_close(vols[i]);
+		r = err_set(-EUCLEAN, "%s: not shut down cleanly: resync it first (uraid serve)",
+		            name);
+		goto out;
+	}
 	if (!all || !nsb || !end_sb || !slot || !used) {
 		for (unsigned i = 0; i < nm; i++)
 			vol_close(vols[i]);
@@ -213,5 +217,237 @@ out:
 	free(end_sb);
 	free(slot);
 	free(used);
+	return r;
+}
+
+/* ---- on a running array (md_array_grow) ---- */
+
+/* Why the running array a cannot start a reshape now, or 0.  With
+ * a->lock held. */
+static int md_array_grow_busy(struct md_array *a)
+{
+	const char *why = NULL;
+
+	if (a->reshaping)
+		why = "a reshape is under way already";
+	else if (a->level != 5 && a->level != 6)
+		why = "uraid reshapes a served raid5 or raid6 only";
+	else if (md_degraded(a))
+		why = "it is degraded: rebuild it first";
+	else if (a->nspare)
+		why = "it has spares: remove them first (a spare would take no new role)";
+	else if (a->rec.running || a->readd.running)
+		why = "a rebuild is running";
+	else if (a->scrub.running || a->scrub.req != MD_CHECK_STOP)
+		why = "a check is running (`uraid check --stop` it first)";
+	else if (a->ppl || a->jn || a->jc || a->bm.map)
+		why = "it has a write-intent bitmap, a PPL or a journal (uraid keeps none "
+		      "across a reshape; the kernel keeps a bitmap: docs/raid.md)";
+	for (unsigned r = 0; r < a->n && !why; r++)
+		if (!a->m[r].vol || !a->m[r].sb || a->m[r].failed || a->m[r].recovering)
+			why = "a role has no member in sync";
+	return why ? err_set(-EBUSY, "%s: cannot start a reshape: %s", a->vol.name, why) : 0;
+}
+
+/* Undo what md_array_grow set in memory after its writes failed part-way
+ * (the superblocks written so far record a reshape at position 0, which
+ * is what the array holds: a start continues it). */
+static void md_array_grow_undo(struct md_array *a, unsigned old, const uint16_t *roles,
+                               uint32_t max_dev)
+{
+	for (unsigned r = old; r < a->n; r++)
+		free(a->m[r].sb);
+	memset(a->m + old, 0, (a->n - old) * sizeof(*a->m));
+	a->n = old;
+	memcpy(a->roles, roles, sizeof(a->roles));
+	a->max_dev = max_dev;
+}
+
+int md_array_grow(struct vol *v, struct vol **news, unsigned nnew, unsigned raid_disks, bool force)
+{
+	struct md_array *a = md_of(v);
+	struct md_super **sbs = NULL, tmpl, *nsb = NULL;
+	struct md_member *nm = NULL;
+	char **specs = NULL;
+	uint64_t *end_sb = NULL, shift = 0;
+	uint32_t *used = NULL, max_dev, old_max;
+	uint16_t roles[MD_SB_MAX_DEV], old_roles[MD_SB_MAX_DEV];
+	unsigned old = 0;
+	struct md_reshape rs;
+	bool wrote = false;
+	int r;
+
+	if (!a)
+		return err_set(-EINVAL, "%s is not an md array", v->name);
+	if (a->readonly)
+		return err_set(-EROFS, "%s is served read-only: it cannot be reshaped",
+		               a->vol.name);
+	for (unsigned i = 0; i < nnew; i++)
+		if (news[i]->block_min > a->vol.block_min)
+			return err_set(-EINVAL, "%s: %s has blocks of %u bytes, the array %u",
+			               a->vol.name, news[i]->name, news[i]->block_min,
+			               a->vol.block_min);
+	pthread_mutex_lock(&a->lock);
+	old = a->n;
+	sbs = calloc(old, sizeof(*sbs));
+	specs = calloc(old, sizeof(*specs));
+	end_sb = calloc(nnew + 1, sizeof(*end_sb));
+	used = calloc(old + nnew + a->nretired + 1, sizeof(*used));
+	nsb = calloc(nnew + 1, sizeof(*nsb));
+	r = sbs && specs && end_sb && used && nsb ? md_array_grow_busy(a) : -ENOMEM;
+	for (unsigned i = 0; i < old && r == 0; i++) {
+		sbs[i] = a->m[i].sb;
+		specs[i] = (char *)a->m[i].vol->name;
+	}
+	if (r == 0)
+		r = md_reshape_grow_check(sbs, old, 0, raid_disks, nnew, a->vol.name, specs,
+		                          &shift);
+	if (r == 0)
+		tmpl = *a->m[0].sb;
+	pthread_mutex_unlock(&a->lock);
+	/* The new members probed outside the lock (they may be slow): what
+	 * they are checked against never changes while the array serves. */
+	for (unsigned i = 0; i < nnew && r == 0; i++) {
+		err_clear();
+		r = md_manage_probe_new(news[i], news[i]->name, tmpl.set_uuid, a->vol.name, force,
+		                        &end_sb[i]);
+		if (r == 0)
+			r = md_manage_check_size(news[i], news[i]->name, &tmpl, a->vol.name);
+	}
+	if (r < 0)
+		goto out;
+	md_rec_stop(a); /* a thread left from a check: none may run during the move */
+	atomic_store(&a->rec.stop, false);
+	r = md_io_hold(a);
+	if (r < 0) {
+		r = err_set(r, "%s: requests in flight did not drain: no reshape started",
+		            a->vol.name);
+		goto out;
+	}
+	pthread_mutex_lock(&a->lock);
+	r = md_array_grow_busy(a);
+	if (r == 0 && a->n != old)
+		r = err_set(-EBUSY, "%s: its members changed meanwhile; try again", a->vol.name);
+	if (r == 0 && !(nm = realloc(a->m, raid_disks * sizeof(*nm))))
+		r = -ENOMEM;
+	if (r < 0)
+		goto unlock;
+	a->m = nm;
+	memset(a->m + old, 0, (raid_disks - old) * sizeof(*a->m));
+	memcpy(roles, a->roles, sizeof(roles));
+	memcpy(old_roles, a->roles, sizeof(roles));
+	max_dev = old_max = a->max_dev;
+	unsigned nused = 0;
+	for (unsigned i = 0; i < old; i++)
+		used[nused++] = a->m[i].sb->dev_number;
+	for (unsigned k = 0; k < a->nretired; k++)
+		if (a->retired[k].sb)
+			used[nused++] = a->retired[k].sb->dev_number;
+	/* The superblocks of a reshape at its start, as md_reshape_grow
+	 * writes them offline: the new members' first. */
+	tmpl.feature_map |= MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET;
+	tmpl.raid_disks = raid_disks;
+	tmpl.delta_disks = (int32_t)(raid_disks - old);
+	tmpl.new_level = tmpl.level;
+	tmpl.new_layout = tmpl.layout;
+	tmpl.new_chunk = tmpl.chunk;
+	tmpl.reshape_position = 0;
+	tmpl.new_offset = -(int32_t)shift;
+	for (unsigned i = 0; i < nnew && r == 0; i++) {
+		r = md_manage_pick_slot(roles, max_dev, raid_disks, used, nused, &tmpl,
+		                        a->vol.name);
+		if (r < 0)
+			break;
+		unsigned slot = (unsigned)r;
+		used[nused++] = slot;
+		for (uint32_t k = max_dev; k < slot; k++)
+			roles[k] = MD_ROLE_SPARE;
+		if (slot >= max_dev)
+			max_dev = slot + 1;
+		roles[slot] = (uint16_t)(old + i);
+		r = md_manage_new_super(news[i], news[i]->name, &tmpl, a->m[0].vol, slot, end_sb[i],
+		                        &nsb[i]);
+		if (r < 0)
+			break;
+		md_manage_set_state(&nsb[i], a->events + 1, max_dev, roles);
+		err_clear();
+		wrote = true;
+		r = md_super_write(news[i], &nsb[i]);
+	}
+	for (unsigned i = 0; i < nnew && r == 0; i++) {
+		struct md_super *sb = malloc(sizeof(*sb));
+		if (!sb) {
+			r = -ENOMEM;
+			break;
+		}
+		*sb = nsb[i];
+		a->m[old + i] = (struct md_member){.vol = news[i], .sb = sb};
+	}
+	if (r < 0) {
+		for (unsigned i = 0; i < nnew; i++)
+			free(a->m[old + i].sb);
+		memset(a->m + old, 0, (raid_disks - old) * sizeof(*a->m));
+		goto unlock;
+	}
+	a->n = raid_disks;
+	memcpy(a->roles, roles, sizeof(roles));
+	a->max_dev = max_dev;
+	for (unsigned i = 0; i < old; i++) {
+		struct md_super *sb = a->m[i].sb;
+		sb->feature_map |= MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET;
+		sb->raid_disks = raid_disks;
+		sb->delta_disks = tmpl.delta_disks;
+		sb->new_level = tmpl.new_level;
+		sb->new_layout = tmpl.new_layout;
+		sb->new_chunk = tmpl.new_chunk;
+		sb->reshape_position = 0;
+		sb->new_offset = tmpl.new_offset;
+	}
+	r = md_array_sync(a, atomic_load(&a->active));
+	if (r == 0)
+		r = md_reshape_parse(a->m[0].sb, a->vol.name, &rs);
+	if (r == 0)
+		r = md_reshape_begin(a, &rs);
+	if (r < 0) {
+		/* The members go on in the old geometry; the superblocks that
+		 * took the reshape's start are put back (a start would
+		 * otherwise continue it, which is just as safe). */
+		for (unsigned i = 0; i < old; i++) {
+			struct md_super *sb = a->m[i].sb;
+			sb->feature_map &= ~MD_FEATURE_RESHAPE;
+			sb->raid_disks = old;
+			sb->delta_disks = 0;
+			sb->new_offset = 0;
+		}
+		md_array_grow_undo(a, old, old_roles, old_max);
+		if (md_array_sync(a, atomic_load(&a->active)) < 0)
+			log_warn("%s: could not record that the reshape did not start",
+			         a->vol.name);
+		goto unlock;
+	}
+	a->rs_rec_enabled = a->rec.enabled;
+	a->rec.enabled = false;
+	a->rs_ev_next = 0;
+	log_info("%s: reshaping %u -> %u devices while serving (data offset %llu -> %llu "
+	         "sectors)",
+	         a->vol.name, old, raid_disks, (unsigned long long)tmpl.data_offset,
+	         (unsigned long long)(tmpl.data_offset - shift));
+unlock:
+	pthread_mutex_unlock(&a->lock);
+	md_io_release(a);
+	if (r == 0) {
+		int e = md_reshape_start(a);
+		if (e < 0)
+			log_warn("%s: %s; the reshape goes on at the next start", a->vol.name,
+			         err_detail(e));
+	}
+	if (r < 0 && wrote)
+		log_warn("%s: reshape not started: %s", a->vol.name, err_detail(r));
+out:
+	free(sbs);
+	free(specs);
+	free(end_sb);
+	free(used);
+	free(nsb);
 	return r;
 }

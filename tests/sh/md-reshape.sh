@@ -11,6 +11,7 @@
 #   - a last serve finishes it: mdadm --examine shows 4 devices and no
 #     reshape, the first bytes read back as the reference, and
 #     `uraid check` finds the parity consistent.
+# A read-only serve's `uraid detail` shows the reshape as it stands.
 # Refusals: --continue on an array with no reshape; add/rebuild of an
 # array under reshape (md_super_no_reshape) say why.
 . "$(dirname "$0")/nbd-lib.sh"
@@ -31,6 +32,18 @@ out=$("$URAID" grow -n 4 --add "$tmp/m3" --stop-at 1024 "${m[@]}" 2>&1) || fail 
 grep -q "stopped part-way" <<<"$out" || fail "grow --stop-at said: $out"
 mdadm --examine "$tmp/m0" | grep -q "Delta Devices : 1 (3->4)" || fail "mdadm sees no reshape"
 all=("${m[@]}" "$tmp/m3")
+# A read-only serve shows the recorded position, standing.
+start_server "$tmp/ro.sock" --readonly --control "$tmp/ro.ctl" "${all[@]}" 2>/dev/null
+out=$("$URAID" detail "$tmp/ro.ctl") || fail "detail of the read-only serve"
+grep -q "Reshape Status : [0-9]*% complete (not moving)" <<<"$out" || fail "detail (read-only): $out"
+grep -q "Delta Devices : 1, (3->4)" <<<"$out" || fail "detail (read-only): no delta: $out"
+kib=$(mdadm --examine "$tmp/m0" | sed -n "s/.*Reshape pos'n : \([0-9]*\).*/\1/p")
+"$URAID" detail --json "$tmp/ro.ctl" | /usr/bin/python3 -c '
+import json, sys
+r = json.load(sys.stdin)["arrays"][0]["reshape"]
+assert r["done"] == int(sys.argv[1]) * 1024 and not r["moving"], r' "$kib" ||
+    fail "detail --json: not the recorded position ($kib KiB, mdadm)"
+stop_server "$server_pid" || fail "the read-only serve did not stop cleanly"
 out=$("$URAID" rebuild "${all[@]}" 2>&1) && fail "rebuild of a reshaping array: $out"
 grep -q "reshape under way" <<<"$out" || fail "rebuild said: $out"
 echo "ok: started offline and stopped part-way; refusals"

@@ -1,0 +1,125 @@
+#!/bin/bash
+# md-reshape-online.sh — a RAID5 reshape (3 -> 4 devices) started through
+# the control socket of a running `uraid serve` (`uraid grow -n 4 --add
+# NEW CONTROL`), while a client writes at random against a flat reference
+# file:
+#   - `uraid detail` shows it as mdadm --detail does (Reshape Status,
+#     Delta Devices 1, (3->4)), and --json the same numbers;
+#   - new connections see the old size while the data moves, the grown
+#     size (3/2 of it: 3 data devices instead of 2) once it ended;
+#   - after the serve stops, mdadm --examine on every member (the new one
+#     too) shows 4 devices and no reshape, the array reads as the
+#     reference (the grown part as zeros, as md writes it), and
+#     `uraid check` finds the parity consistent.
+# Refused while it runs: a second grow, `uraid add` and `uraid check`;
+# on an array with a write-intent bitmap: the grow, nothing written.
+. "$(dirname "$0")/nbd-lib.sh"
+requires nbdinfo nbdcopy mdadm cmp
+[ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import nbd' 2>/dev/null ||
+    { echo "SKIP: python3-libnbd (nbdsh's module) missing"; exit 77; }
+
+for i in 0 1 2 3 4; do truncate -s 16M "$tmp/m$i"; done
+m=("$tmp/m0" "$tmp/m1" "$tmp/m2")
+"$URAID" create --level=5 --chunk=16 "${m[@]}" >/dev/null 2>&1 || fail "create"
+size=$("$URAID" serve --readonly --run 'nbdinfo --size "$uri"' "${m[@]}" 2>/dev/null)
+head -c "$size" /dev/urandom > "$tmp/ref"
+"$URAID" serve --run "nbdcopy '$tmp/ref' \"\$uri\"" "${m[@]}" 2>/dev/null || fail "fill"
+
+# The client: random writes of 4 KiB .. 128 KiB until $tmp/stop appears,
+# each applied to the reference once acknowledged; every 8th read back.
+cat > "$tmp/client.py" <<'PY'
+import nbd, os, random, sys
+uri, ref, stop = sys.argv[1], sys.argv[2], sys.argv[3]
+h = nbd.NBD()
+h.connect_uri(uri)
+size = h.get_size()
+rng = random.Random(19)
+n = 0
+with open(ref, "r+b") as f:
+    while not os.path.exists(stop) or n < 50:
+        ln = rng.randrange(1, 33) * 4096
+        off = rng.randrange(0, (size - ln) // 4096 + 1) * 4096
+        data = rng.randbytes(ln)
+        h.pwrite(data, off)
+        f.seek(off); f.write(data); f.flush()
+        if n % 8 == 0 and h.pread(ln, off) != data:
+            sys.exit("read after write at %d differs" % off)
+        n += 1
+h.flush()
+print(n)
+PY
+
+sock=$tmp/s.sock ctl=$tmp/s.ctl
+uri="nbd+unix:///?socket=$sock"
+start_server "$sock" --control "$ctl" --sync-speed-max 2M "${m[@]}" 2>"$tmp/serve.log"
+/usr/bin/python3 "$tmp/client.py" "$uri" "$tmp/ref" "$tmp/stop" >"$tmp/client.out" 2>"$tmp/client.err" &
+client=$!
+"$URAID" monitor --test "$ctl" >"$tmp/mon.json" &
+monitor=$!
+for _ in $(seq 100); do grep -q TestMessage "$tmp/mon.json" && break; sleep 0.1; done
+grep -q TestMessage "$tmp/mon.json" || fail "uraid monitor did not connect"
+out=$("$URAID" grow -n 4 --add "$tmp/m3" "$ctl" 2>&1) || fail "grow through the control socket: $out"
+grep -q "reshaping 3 -> 4 devices" <<<"$out" || fail "grow said: $out"
+out=$("$URAID" detail "$ctl") || fail "detail"
+grep -q "Reshape Status : [0-9]*% complete" <<<"$out" || fail "detail shows no reshape: $out"
+grep -q "Delta Devices : 1, (3->4)" <<<"$out" || fail "detail: no delta: $out"
+grep -q "State : .*reshaping" <<<"$out" || fail "detail: state: $out"
+"$URAID" detail --json "$ctl" | /usr/bin/python3 -c '
+import json, sys
+a = json.load(sys.stdin)["arrays"][0]; r = a["reshape"]
+assert r["from_devices"] == 3 and r["to_devices"] == 4 and r["delta_devices"] == 1, r
+assert r["new_size"] * 2 == r["old_size"] * 3 == a["array_size"] * 3, r
+assert 0 <= r["done"] <= r["total"], r' || fail "detail --json: the reshape's numbers"
+[ "$(nbdinfo --size "$uri")" = "$size" ] || fail "a new connection during the reshape: not the old size"
+out=$("$URAID" grow -n 5 --add "$tmp/m4" "$ctl" 2>&1) && fail "a second grow: $out"
+grep -q "a reshape is under way already" <<<"$out" || fail "second grow said: $out"
+out=$("$URAID" add "$ctl" "$tmp/m4" 2>&1) && fail "add during a reshape: $out"
+grep -q "a reshape is under way" <<<"$out" || fail "add during a reshape said: $out"
+out=$("$URAID" check "$ctl" 2>&1) && fail "check during a reshape: $out"
+grep -q "a reshape is under way" <<<"$out" || fail "check during a reshape said: $out"
+echo "ok: started while serving; detail shows it; the refusals"
+
+seen=0
+for _ in $(seq 600); do
+    out=$("$URAID" detail "$ctl") || fail "detail"
+    grep -q "Reshape Status" <<<"$out" || break
+    seen=$((seen + 1))
+    sleep 0.1
+done
+grep -q "Reshape Status" <<<"$out" && fail "the reshape did not end: $out"
+[ "$seen" -gt 0 ] || fail "the reshape ended before a second look; nothing was tested under load"
+touch "$tmp/stop"
+wait "$client" || fail "client: $(cat "$tmp/client.err")"
+[ "$(nbdinfo --size "$uri")" = "$((size / 2 * 3))" ] ||
+    fail "a new connection after the reshape: $(nbdinfo --size "$uri"), not $((size / 2 * 3))"
+stop_server "$server_pid" || fail "serve did not stop cleanly: $(tail -5 "$tmp/serve.log")"
+wait "$monitor" 2>/dev/null || true
+ev=$(sed -n 's/.*"event": *"\([A-Za-z0-9]*\)".*/\1/p' "$tmp/mon.json" | tr '\n' ' ')
+grep -q "RebuildStarted .*Rebuild20 .*RebuildFinished" <<<"$ev" ||
+    fail "uraid monitor: no RebuildStarted, Rebuild20 ... RebuildFinished for the reshape: $ev"
+echo "ok: the reshape ended under $(cat "$tmp/client.out") client writes; new connections get the grown size"
+
+all=("${m[@]}" "$tmp/m3")
+for f in "${all[@]}"; do
+    e=$(mdadm --examine "$f") || fail "mdadm --examine $f"
+    grep -q "Raid Devices : 4" <<<"$e" || fail "mdadm: $f not 4 devices: $e"
+    grep -q "Reshape\|Delta" <<<"$e" && fail "mdadm: $f still records a reshape: $e"
+    grep -q "State : clean" <<<"$e" || fail "mdadm: $f not clean: $e"
+done
+head -c $((size / 2)) /dev/zero >>"$tmp/ref"
+"$URAID" serve --readonly --run "nbdcopy \"\$uri\" - | cmp - '$tmp/ref'" "${all[@]}" 2>/dev/null ||
+    fail "the array differs from the reference"
+"$URAID" check "${all[@]}" >"$tmp/check.out" 2>&1 || fail "check: $(cat "$tmp/check.out")"
+grep -q "agree" "$tmp/check.out" || fail "check said: $(cat "$tmp/check.out")"
+echo "ok: mdadm sees 4 devices and no reshape; the array is the reference; its parity agrees"
+
+for i in 0 1 2 3; do truncate -s 8M "$tmp/b$i"; done
+b=("$tmp/b0" "$tmp/b1" "$tmp/b2")
+"$URAID" create --level=5 --bitmap=internal "${b[@]}" >/dev/null 2>&1 || fail "create with a bitmap"
+start_server "$tmp/b.sock" --control "$tmp/b.ctl" "${b[@]}" 2>"$tmp/b.log"
+before=$(cat "${b[@]}" "$tmp/b3" | sha256sum)
+out=$("$URAID" grow -n 4 --add "$tmp/b3" "$tmp/b.ctl" 2>&1) && fail "grow with a bitmap: $out"
+grep -q "write-intent bitmap" <<<"$out" || fail "grow with a bitmap said: $out"
+[ "$(cat "${b[@]}" "$tmp/b3" | sha256sum)" = "$before" ] || fail "a refused grow wrote"
+stop_server "$server_pid" || fail "serve (bitmap) did not stop cleanly"
+echo "ok: refused on an array with a bitmap, nothing written"
