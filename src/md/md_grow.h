@@ -18,6 +18,9 @@ struct md_grow_opts {
 	bool change_level;
 	int level;
 	const char *layout;
+	/* --chunk (sectors; 0: unchanged) and --layout without a level: a
+	 * RAID5/6 restripes to them (md_reshape_restripe()). */
+	uint32_t chunk;
 	/* --size: the sectors each member uses (MD_GROW_SIZE_MAX: all they
 	 * hold); 0: unchanged.  Alone: no other change with it. */
 	uint64_t size;

@@ -103,4 +103,26 @@ int md_reshape_grow(char **specs, unsigned nm, struct vol **vols, struct md_supe
                     unsigned fresh, unsigned raid_disks, char **news, unsigned nnew, bool force,
                     const struct md_reshape_run_opts *o, const struct md_rebuild_out *out);
 
+/* What a reshape started by uraid changes (mdadm --grow --raid-devices,
+ * --layout, --chunk; any of them at once, as the kernel's raid5
+ * check_reshape takes them). */
+struct md_reshape_to {
+	unsigned raid_disks; /* 0: unchanged */
+	bool layout_set;     /* layout: md's layout word for the level */
+	uint32_t layout;
+	uint32_t chunk; /* sectors; 0: unchanged */
+};
+
+/* md_reshape_grow() for any change of to: the new layout one the level
+ * takes, the new chunk a power of two of 4 KiB or more that divides the
+ * member size (mdadm's rule), the data offset moved down by whole chunks
+ * of the larger of the two (the kernel's rule for a reshape without a
+ * backup file: at least a chunk of each), forwards.  nnew members only
+ * when raid_disks grows.  A request that changes nothing is said and
+ * returns 0, nothing written. */
+int md_reshape_restripe(char **specs, unsigned nm, struct vol **vols, struct md_super **sbs,
+                        unsigned fresh, const struct md_reshape_to *to, char **news, unsigned nnew,
+                        bool force, const struct md_reshape_run_opts *o,
+                        const struct md_rebuild_out *out);
+
 #endif

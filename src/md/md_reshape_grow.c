@@ -1,7 +1,7 @@
 /* md_reshape_grow.c — starting a RAID5/6 reshape offline (`uraid grow -n N
- * --add NEW...`, md_reshape.h): the checks, the superblocks of a reshape at
- * its start as the kernel writes them, then the array assembled from them
- * and md_reshape_run() (md_reshape.c) on it. */
+ * --add NEW...`, --chunk, --layout; md_reshape.h): the checks, the
+ * superblocks of a reshape at its start as the kernel writes them, then the
+ * array assembled from them and md_reshape_run() (md_reshape.c) on it. */
 #include "md_internal.h"
 #include "md_manage.h"
 #include "md_rebuild.h"
@@ -12,6 +12,7 @@
 #include "member/member.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,11 +31,43 @@ static uint64_t md_reshape_room(const struct md_super *sb)
 	return sb->data_offset > lo ? sb->data_offset - lo : 0;
 }
 
+/* The new layout and chunk of t (the old ones where t keeps them) as the
+ * kernel's raid5 check_reshape and mdadm take them: a layout the level
+ * names, a chunk a power of two of at least 4 KiB (a page) that divides
+ * the member size (mdadm: "component size is not a multiple of
+ * chunksize"). */
+static int md_reshape_to_check(const struct md_super *f, const struct md_reshape_to *t,
+                               const char *name, uint32_t *layout, uint32_t *chunk)
+{
+	const struct md_level_info *lv = md_level_info(f->level);
+	bool named = false;
+
+	*layout = t->layout_set ? t->layout : f->layout;
+	*chunk = t->chunk ? t->chunk : f->chunk;
+	for (unsigned i = 0; lv && i < lv->nlayouts; i++)
+		named |= lv->layouts[i].layout == *layout;
+	if (!named)
+		return err_set(-EINVAL, "%s: layout %u is not one %s takes", name, *layout,
+		               md_level_name(f->level));
+	if (*chunk < 8 || (*chunk & (*chunk - 1)) || *chunk > (1u << 30) / 512)
+		return err_set(-EINVAL,
+		               "%s: chunk %u KiB: md takes a power of two from 4 KiB to 1 GiB",
+		               name, *chunk / 2);
+	if (f->size % *chunk)
+		return err_set(
+		    -EINVAL,
+		    "%s: component size %lluK is not a multiple of chunksize %uK (mdadm's "
+		    "rule): shrink it first (--size)",
+		    name, (unsigned long long)f->size / 2, *chunk / 2);
+	return 0;
+}
+
 /* The checks of md_reshape_grow, before anything is written: *shift gets
- * the sectors the data offset moves down by. */
+ * the sectors the data offset moves down by (whole chunks of the larger of
+ * old and new, chunk). */
 static int md_reshape_grow_check(struct md_super **sbs, unsigned nm, unsigned fresh,
-                                 unsigned raid_disks, unsigned nnew, const char *name, char **specs,
-                                 uint64_t *shift)
+                                 unsigned raid_disks, unsigned nnew, uint32_t chunk,
+                                 const char *name, char **specs, uint64_t *shift)
 {
 	const struct md_super *f = sbs[fresh];
 	uint64_t room = UINT64_MAX;
@@ -53,7 +86,7 @@ static int md_reshape_grow_check(struct md_super **sbs, unsigned nm, unsigned fr
 	if (!md_super_clean(f))
 		return err_set(-EUCLEAN, "%s: not shut down cleanly: resync it first (uraid serve)",
 		               name);
-	if (raid_disks <= f->raid_disks)
+	if (raid_disks < f->raid_disks)
 		return err_set(-ENOTSUP,
 		               "%s: %u -> %u devices: uraid reshapes a %s to more devices only",
 		               name, f->raid_disks, raid_disks, md_level_name(f->level));
@@ -78,19 +111,33 @@ static int md_reshape_grow_check(struct md_super **sbs, unsigned nm, unsigned fr
 		if (!held[role])
 			return err_set(-ENODEV, "%s: role %u is missing: reshape a whole array",
 			               name, role);
-	/* Half the room, in whole chunks (mdadm moves it by what it can). */
-	*shift = room / 2 / f->chunk * f->chunk;
-	if (*shift < f->chunk)
+	/* Half the room, in whole chunks (mdadm moves it by what it can);
+	 * the kernel runs a reshape without a backup file only when the
+	 * offset moves by a chunk of each geometry or more (raid5 run()). */
+	if (chunk < f->chunk)
+		chunk = f->chunk;
+	*shift = room / 2 / chunk * chunk;
+	if (*shift < chunk)
 		return err_set(-ENOSPC,
 		               "%s: %llu sectors before the data are too few to move it by a "
 		               "chunk (%u sectors); uraid does not use a backup file",
-		               name, (unsigned long long)room, f->chunk);
+		               name, (unsigned long long)room, chunk);
 	return 0;
 }
 
 int md_reshape_grow(char **specs, unsigned nm, struct vol **vols, struct md_super **sbs,
                     unsigned fresh, unsigned raid_disks, char **news, unsigned nnew, bool force,
                     const struct md_reshape_run_opts *o, const struct md_rebuild_out *out)
+{
+	const struct md_reshape_to t = {.raid_disks = raid_disks};
+
+	return md_reshape_restripe(specs, nm, vols, sbs, fresh, &t, news, nnew, force, o, out);
+}
+
+int md_reshape_restripe(char **specs, unsigned nm, struct vol **vols, struct md_super **sbs,
+                        unsigned fresh, const struct md_reshape_to *to, char **news, unsigned nnew,
+                        bool force, const struct md_reshape_run_opts *o,
+                        const struct md_rebuild_out *out)
 {
 	struct md_super *f = sbs[fresh], tmpl;
 	struct vol **all = calloc(nm + nnew, sizeof(*all));
@@ -101,6 +148,8 @@ int md_reshape_grow(char **specs, unsigned nm, struct vol **vols, struct md_supe
 	unsigned old = f->raid_disks, nall = 0;
 	uint16_t roles[MD_SB_MAX_DEV];
 	uint32_t max_dev = f->max_dev < MD_SB_MAX_DEV ? f->max_dev : MD_SB_MAX_DEV;
+	unsigned raid_disks = to->raid_disks ? to->raid_disks : old;
+	uint32_t layout = f->layout, chunk = f->chunk;
 	uint64_t shift = 0, events = f->events + 1;
 	struct vol *arr = NULL;
 	bool finished = false;
@@ -117,7 +166,15 @@ int md_reshape_grow(char **specs, unsigned nm, struct vol **vols, struct md_supe
 	for (unsigned i = 0; i < nm; i++)
 		all[nall++] = vols[i];
 	memcpy(roles, f->roles, sizeof(roles));
-	r = md_reshape_grow_check(sbs, nm, fresh, raid_disks, nnew, name, specs, &shift);
+	r = md_reshape_to_check(f, to, name, &layout, &chunk);
+	if (r == 0 && raid_disks == old && layout == f->layout && chunk == f->chunk && !nnew) {
+		md_say(out, "%s: no change requested (%u devices, layout and chunk as they are)",
+		       name, old);
+		goto out;
+	}
+	if (r == 0)
+		r = md_reshape_grow_check(sbs, nm, fresh, raid_disks, nnew, chunk, name, specs,
+		                          &shift);
 	for (unsigned i = 0; i < nnew && r == 0; i++) {
 		err_clear();
 		r = member_open(news[i], 0, &all[nall]);
@@ -154,8 +211,8 @@ int md_reshape_grow(char **specs, unsigned nm, struct vol **vols, struct md_supe
 	tmpl.raid_disks = raid_disks;
 	tmpl.delta_disks = (int32_t)(raid_disks - old);
 	tmpl.new_level = f->level;
-	tmpl.new_layout = f->layout;
-	tmpl.new_chunk = f->chunk;
+	tmpl.new_layout = layout;
+	tmpl.new_chunk = chunk;
 	tmpl.reshape_position = 0;
 	tmpl.new_offset = -(int32_t)shift;
 	for (unsigned i = 0; i < nnew && r == 0; i++) {
@@ -183,8 +240,16 @@ int md_reshape_grow(char **specs, unsigned nm, struct vol **vols, struct md_supe
 	}
 	if (r < 0)
 		goto out;
-	md_say(out, "%s: reshaping %u -> %u devices (data offset %llu -> %llu sectors)", name, old,
-	       raid_disks, (unsigned long long)f->data_offset,
+	char what[160] = "", ln[2][32];
+	if (layout != f->layout)
+		snprintf(what, sizeof(what), ", layout %s -> %s",
+		         md_layout_name(f->level, f->layout, ln[0], sizeof(ln[0])),
+		         md_layout_name(f->level, layout, ln[1], sizeof(ln[1])));
+	if (chunk != f->chunk)
+		snprintf(what + strlen(what), sizeof(what) - strlen(what), ", chunk %uK -> %uK",
+		         f->chunk / 2, chunk / 2);
+	md_say(out, "%s: reshaping %u -> %u devices%s (data offset %llu -> %llu sectors)", name,
+	       old, raid_disks, what, (unsigned long long)f->data_offset,
 	       (unsigned long long)(f->data_offset - shift));
 
 	/* Then the same as continuing it: the array assembled from what was
