@@ -46,24 +46,17 @@ static int grow_parse_takeover(int c, const char *arg, struct md_grow_opts *go)
 
 /* --size as mdadm takes it (a bare number is KiB, else a size with its
  * unit; "max": all the members hold) into go->size, sectors; and
- * --array-size, which md does not store (see below). */
+ * --array-size the same way into go->array_size (no "max"): md does not
+ * store it (mdadm --grow --array-size writes the running array's sysfs
+ * array_size, gone at the next start), so uraid, offline, takes it with
+ * the --raid-devices that shrinks a RAID5/6, in one command. */
 static int grow_parse_size(int c, const char *arg, struct md_grow_opts *go)
 {
 	uint64_t bytes;
 	char *end;
 	unsigned long long v;
 
-	if (c == 'Z') {
-		/* md's superblock has no array-size field: mdadm --grow
-		 * --array-size writes the running array's sysfs array_size,
-		 * gone at the next start.  Offline there is nothing to set. */
-		fprintf(stderr,
-		        "uraid: grow: --array-size: md keeps no array size on disk (mdadm sets it "
-		        "on a running array, until it stops), and uraid grows offline: use "
-		        "--size to change what each member holds; nothing was changed\n");
-		return -ENOTSUP;
-	}
-	if (strcmp(arg, "max") == 0) {
+	if (c != 'Z' && strcmp(arg, "max") == 0) {
 		go->size = MD_GROW_SIZE_MAX;
 		return 0;
 	}
@@ -73,10 +66,14 @@ static int grow_parse_size(int c, const char *arg, struct md_grow_opts *go)
 	else if (parse_size(arg, &bytes) < 0)
 		bytes = 0;
 	if (bytes < 1024 || bytes % 1024 || bytes / 512 >= MD_GROW_SIZE_MAX) {
-		fprintf(stderr, "uraid: grow: --size %s: not a size in KiB (or max)\n", arg);
+		fprintf(stderr, "uraid: grow: --%s %s: not a size in KiB%s\n",
+		        c == 'Z' ? "array-size" : "size", arg, c == 'Z' ? "" : " (or max)");
 		return -EINVAL;
 	}
-	go->size = bytes / 512;
+	if (c == 'Z')
+		go->array_size = bytes / 512;
+	else
+		go->size = bytes / 512;
 	return 0;
 }
 
@@ -201,7 +198,8 @@ static void grow_usage(FILE *f)
 	    "                        alone (RAID5/6): restripe to it, a reshape\n"
 	    "  -c, --chunk KIB       RAID5/6: restripe to this chunk, a reshape\n"
 	    "  -z, --size KIB|max    the KiB each member uses (max: all they hold; RAID1/5/6/10)\n"
-	    "  -Z, --array-size S    refused: md keeps no array size on disk (see the man page)\n"
+	    "  -Z, --array-size S    with -n: the size a RAID5/6 shrinks to (KiB; md keeps\n"
+	    "                        no array size on disk, so uraid takes both at once)\n"
 	    "  -a, --add NEW         a new member, taking a missing role (repeatable)\n"
 	    "  --no-rebuild          only write the superblocks; `uraid rebuild` does the rest\n"
 	    "  --force               overwrite a NEW that holds an md superblock or LUKS header\n"
@@ -329,6 +327,15 @@ int cmd_grow(int argc, char **argv)
 	if (go.chunk && go.change_level) {
 		fprintf(stderr, "uraid: grow: --chunk with --level: a takeover keeps the chunk "
 		                "(restripe after it); nothing was changed\n");
+		rc = 2;
+		goto out;
+	}
+	if (go.array_size && (!n || go.change_level)) {
+		fprintf(stderr, "uraid: grow: --array-size: md keeps no array size on disk (mdadm "
+		                "sets it on a running array, until it stops), and uraid grows "
+		                "offline: give it with the --raid-devices that shrinks a RAID5/6 "
+		                "(or --size to change what each member holds); nothing was "
+		                "changed\n");
 		rc = 2;
 		goto out;
 	}

@@ -584,8 +584,8 @@ static int md_journal_start(struct md_array *a, const struct md_super *fresh,
 /* An array whose freshest superblock fresh records a reshape under way:
  * its rules (md_reshape_parse into *rs), every member of the same events
  * recording the same reshape, and a start uraid can give it:
- * (read-only, any; writable, a forwards one of an array without a
- * bitmap, which md_reshape_run() continues; found unclean, it is resynced
+ * (read-only, any; writable, one of an array without a bitmap, which
+ * md_reshape_run() continues, forwards or backwards; found unclean, it is resynced
  * first, through both geometries, as any array is). */
 static int md_set_reshape(struct md_cand **g, unsigned k, const struct md_super *fresh,
                           const char *name, const struct md_assemble_opts *o, struct md_reshape *rs)
@@ -597,8 +597,7 @@ static int md_set_reshape(struct md_cand **g, unsigned k, const struct md_super 
 			r = md_reshape_same(g[i]->sb, g[i]->v->name, fresh, g[0]->v->name, name);
 	if (r < 0 || o->readonly)
 		return r;
-	const char *why = rs->backwards ? "it runs backwards (a shrink)"
-	                  : (fresh->feature_map & MD_FEATURE_BITMAP_OFFSET)
+	const char *why = (fresh->feature_map & MD_FEATURE_BITMAP_OFFSET)
 	                      ? "the array has a write-intent bitmap"
 	                      : NULL;
 	if (why)

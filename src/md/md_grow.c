@@ -632,7 +632,8 @@ out:
 static int grow_restripe(char **specs, unsigned nm, struct vol **vols, struct md_super **sbs,
                          unsigned fresh, const struct md_grow_opts *o)
 {
-	struct md_reshape_to t = {.raid_disks = o->raid_disks, .chunk = o->chunk};
+	struct md_reshape_to t = {
+	    .raid_disks = o->raid_disks, .chunk = o->chunk, .array_size = o->array_size};
 	char name[48];
 	int r = 0;
 
@@ -669,12 +670,12 @@ int md_grow(char **specs, unsigned nm, struct vol **vols, struct md_super **sbs,
 		return grow_size(specs, nm, vols, sbs, fresh, o);
 	if (sbs[fresh]->level == 5 || sbs[fresh]->level == 6)
 		return grow_restripe(specs, nm, vols, sbs, fresh, o);
-	if (o->chunk || o->layout) {
+	if (o->chunk || o->layout || o->array_size) {
 		char name[48];
 		md_super_array_name(sbs[fresh], name, sizeof(name));
 		r = err_set(-ENOTSUP,
-		            "%s is %s: a new chunk or layout restripes the data, which uraid "
-		            "does for raid5 and raid6 only",
+		            "%s is %s: a new chunk or layout, or a shrink to an --array-size, "
+		            "restripes the data, which uraid does for raid5 and raid6 only",
 		            name, md_level_name(sbs[fresh]->level));
 		for (unsigned i = 0; i < nm; i++) {
 			vol_close(vols[i]);

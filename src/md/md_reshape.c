@@ -167,6 +167,17 @@ static struct vol *rv_place(struct md_reshape_vol *x, uint64_t pos, uint64_t off
 	return below != x->backwards ? x->to : x->from;
 }
 
+/* Whether a write of [off, off+len) must wait (with x->lock): it touches
+ * the window being moved or what was moved since the superblocks last
+ * recorded the position, [safe, pos + win) forwards, [pos - win, safe)
+ * backwards. */
+static bool rv_guarded(const struct md_reshape_vol *x, uint64_t off, uint64_t len)
+{
+	if (x->backwards)
+		return x->pos - x->win < x->safe && off < x->safe && off + len > x->pos - x->win;
+	return x->pos + x->win > x->safe && off < x->pos + x->win && off + len > x->safe;
+}
+
 /* Count a request of [off, off+len) in (write: it waits out the window);
  * returns the position it goes by. */
 static uint64_t rv_enter(struct md_reshape_vol *x, uint64_t off, uint64_t len, bool write)
@@ -174,8 +185,7 @@ static uint64_t rv_enter(struct md_reshape_vol *x, uint64_t off, uint64_t len, b
 	uint64_t pos;
 
 	pthread_mutex_lock(&x->lock);
-	while (x->draining ||
-	       (write && x->pos + x->win > x->safe && off < x->pos + x->win && off + len > x->safe))
+	while (x->draining || (write && rv_guarded(x, off, len)))
 		pthread_cond_wait(&x->cond, &x->lock);
 	x->inflight++;
 	pos = x->pos;
@@ -429,6 +439,11 @@ static int md_reshape_finish(struct md_array *a)
 		sb->new_offset = 0;
 		sb->reshape_position = 0;
 	}
+	/* Shrunk: the roles past the new count are spares (raid5's
+	 * finish_reshape takes them out of the array). */
+	for (unsigned s = 0; s < a->max_dev && s < MD_SB_MAX_DEV; s++)
+		if (a->roles[s] < MD_ROLE_MAX && a->roles[s] >= a->reshape.to.raid_disks)
+			a->roles[s] = MD_ROLE_SPARE;
 	return md_array_sync(a, atomic_load(&a->active));
 }
 
@@ -458,6 +473,142 @@ static int md_reshape_record(struct md_array *a, struct md_reshape_vol *x, uint6
 	return r;
 }
 
+/* ---- backwards (a shrink, or a chunk or layout change with the data
+ * offset moving up): md_reshape_run_back ----
+ * The mirror image of the forwards move: [pos, end) holds the new
+ * geometry and [0, pos) the old; windows are moved from pos down, and
+ * the members' new data area starts shift bytes after the old one, so
+ * that a window's new-geometry writes stay above the old bytes a restart
+ * still needs (those below the recorded position, up to the end of its
+ * old stripe). */
+
+/* The largest window [pos - w, pos), at most want bytes in whole units,
+ * whose new-geometry writes (from the new stripe holding pos - w on) lie
+ * at or above the end of the old stripe holding safe - 1, shift bytes
+ * lower; 0 when not even one unit fits. */
+static uint64_t md_reshape_window_back(const struct md_reshape *rs, uint64_t safe, uint64_t pos,
+                                       uint64_t want, uint64_t unit, uint64_t shift)
+{
+	unsigned par = md_level_parity(rs->from.level);
+	uint64_t so = rs->from.chunk * (rs->from.raid_disks - par);
+	uint64_t sn = rs->to.chunk * (rs->to.raid_disks - par);
+	uint64_t old_end = (safe + so - 1) / so * rs->from.chunk;
+
+	if (want > pos)
+		want = pos;
+	for (uint64_t w = want / unit * unit; w >= unit; w -= unit)
+		if ((pos - w) / sn * rs->to.chunk + shift >= old_end)
+			return w;
+	return 0;
+}
+
+static int md_reshape_run_back(struct md_array *a, struct md_reshape_vol *x,
+                               const struct md_reshape_run_opts *o, bool *finished)
+{
+	const struct md_reshape *rs = &a->reshape;
+	struct vol *v = &a->vol;
+	unsigned par = md_level_parity(rs->from.level);
+	uint64_t chunk = rs->from.chunk > rs->to.chunk ? rs->from.chunk : rs->to.chunk;
+	uint64_t unit = chunk * (rs->to.raid_disks - par), end = rs->to_end, shift = UINT64_MAX;
+	char *buf = NULL;
+	int r = 0;
+
+	for (unsigned role = 0; role < a->n; role++) {
+		const struct md_super *sb = a->m[role].sb;
+		uint64_t off, size;
+		if (!a->m[role].vol)
+			continue;
+		md_super_new_data_area(sb, &off, &size);
+		if (off < sb->data_offset || (off - sb->data_offset) * 512 < chunk)
+			return err_set(
+			    -ENOTSUP,
+			    "%s: %s: a backwards reshape whose new data area (sector "
+			    "%llu) does not lie after the old one (sector %llu) by a "
+			    "chunk or more needs a backup file, which uraid does not use",
+			    v->name, a->m[role].vol->name, (unsigned long long)off,
+			    (unsigned long long)sb->data_offset);
+		if ((off - sb->data_offset) * 512 < shift)
+			shift = (off - sb->data_offset) * 512;
+	}
+	uint64_t wmax =
+	    o && o->window && o->window < MD_RESHAPE_WINDOW_MAX ? o->window : MD_RESHAPE_WINDOW_MAX;
+	wmax = wmax < unit ? unit : wmax;
+	if (!(buf = vol_buf_alloc(wmax)))
+		return -ENOMEM;
+	for (;;) {
+		uint64_t pos = x->pos, w, n_old;
+		if (pos == 0 || (o && o->stop_at && pos <= o->stop_at))
+			break;
+		if (o && o->stop && atomic_load(o->stop)) {
+			r = -EINTR;
+			break;
+		}
+		w = md_reshape_window_back(rs, x->safe, pos, wmax, unit, shift);
+		if (!w && x->safe > pos) {
+			r = md_reshape_record(a, x, pos);
+			if (r < 0)
+				break;
+			continue;
+		}
+		if (!w) {
+			r = err_set(
+			    -ENOSPC,
+			    "%s: at %llu KiB the data offset has not moved far enough to go "
+			    "on without overwriting data not yet moved",
+			    v->name, (unsigned long long)pos / 1024);
+			break;
+		}
+		pthread_mutex_lock(&x->lock);
+		x->draining = true;
+		while (x->inflight)
+			pthread_cond_wait(&x->cond, &x->lock);
+		x->win = w;
+		x->draining = false;
+		pthread_cond_broadcast(&x->cond);
+		pthread_mutex_unlock(&x->lock);
+		uint64_t lo = pos - w;
+		n_old = lo < rs->from_end ? (rs->from_end - lo < w ? rs->from_end - lo : w) : 0;
+		memset(buf + n_old, 0, w - n_old); /* past the old end: zeros, as md writes */
+		r = n_old ? vol_read(x->from, buf, n_old, lo) : 0;
+		if (r == 0)
+			r = vol_write(x->to, buf, w, lo, 0);
+		pthread_mutex_lock(&x->lock);
+		if (r == 0)
+			x->pos = lo;
+		x->win = 0;
+		pthread_cond_broadcast(&x->cond);
+		pthread_mutex_unlock(&x->lock);
+		if (r == 0 && x->safe - lo >= MD_RESHAPE_RECORD_MAX)
+			r = md_reshape_record(a, x, lo);
+		if (r < 0) {
+			r = err_set(r, "%s: reshape at %llu KiB: %s", v->name,
+			            (unsigned long long)lo / 1024, err_detail(r));
+			break;
+		}
+		if (o && o->progress)
+			o->progress(o->ctx, end - lo, end);
+	}
+	if ((r == 0 || r == -EINTR) && x->safe > x->pos) {
+		int e = md_reshape_record(a, x, x->pos);
+		if (e < 0)
+			r = err_set(e, "%s: recording the reshape position: %s", v->name,
+			            err_detail(e));
+	}
+	free(buf);
+	if (r == 0 && x->pos == 0) {
+		pthread_mutex_lock(&a->lock);
+		r = md_reshape_finish(a);
+		if (r == 0)
+			a->reshaping = false;
+		pthread_mutex_unlock(&a->lock);
+		if (r < 0)
+			return err_set(r, "%s: recording the end of the reshape: %s", v->name,
+			               err_detail(r));
+		*finished = true;
+	}
+	return r;
+}
+
 int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *finished)
 {
 	struct md_array *a = md_of(v);
@@ -475,6 +626,8 @@ int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *fin
 		return err_set(-EROFS, "%s: read-only: the reshape stays where it is", v->name);
 	x = to_rv(a->raid);
 	rs = &a->reshape;
+	if (rs->backwards)
+		return md_reshape_run_back(a, x, o, finished);
 	par = md_level_parity(rs->from.level);
 	chunk = rs->from.chunk > rs->to.chunk ? rs->from.chunk : rs->to.chunk;
 	unit = chunk * (rs->to.raid_disks - par);

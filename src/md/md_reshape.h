@@ -110,7 +110,8 @@ struct md_reshape_to {
 	unsigned raid_disks; /* 0: unchanged */
 	bool layout_set;     /* layout: md's layout word for the level */
 	uint32_t layout;
-	uint32_t chunk; /* sectors; 0: unchanged */
+	uint32_t chunk;      /* sectors; 0: unchanged */
+	uint64_t array_size; /* sectors: a shrink's --array-size (required for one) */
 };
 
 /* md_reshape_grow() for any change of to: the new layout one the level
@@ -118,8 +119,11 @@ struct md_reshape_to {
  * member size (mdadm's rule), the data offset moved down by whole chunks
  * of the larger of the two (the kernel's rule for a reshape without a
  * backup file: at least a chunk of each), forwards.  nnew members only
- * when raid_disks grows.  A request that changes nothing is said and
- * returns 0, nothing written. */
+ * when raid_disks grows.  Fewer devices (a shrink) need array_size, which
+ * must fit in them: each member then keeps what that needs, the data
+ * offset moves up into what it frees, and the reshape runs backwards from
+ * the new end, as the kernel's; the roles past the new count end spares.  A request that changes
+ * nothing is said and returns 0, nothing written. */
 int md_reshape_restripe(char **specs, unsigned nm, struct vol **vols, struct md_super **sbs,
                         unsigned fresh, const struct md_reshape_to *to, char **news, unsigned nnew,
                         bool force, const struct md_reshape_run_opts *o,

@@ -12,11 +12,12 @@
 # same again; uraid makes u5 (raid5 3 -> 4) and u6 (raid6 4 -> 5) with
 # random data and stops their `uraid grow -n N --add NEW` part-way
 # (--stop-at), and uc5 (raid5 of 4, `uraid grow --chunk 32 --layout
-# right-asymmetric`: chunk 64 -> 32 KiB and another layout at once) too.
-# boot 2: the kernel assembles the six: the three uraid finished read the
-# same and md's check finds 0 mismatches; the three uraid stopped are
+# right-asymmetric`: chunk 64 -> 32 KiB and another layout at once) and
+# us5 (a shrink, raid5 4 -> 3 devices with --array-size, backwards) too.
+# boot 2: the kernel assembles the seven: the three uraid finished read the
+# same and md's check finds 0 mismatches; the four uraid stopped are
 # continued by the kernel to the end, read the same, check 0 (uc5 at the
-# new chunk and layout).
+# new chunk and layout, us5 on 3 devices).
 # Each reshape must really have been stopped part-way (the superblock
 # recording its position), or the test fails.
 # Skips (77) when the linux-peer harness or a package it needs is missing.
@@ -30,6 +31,7 @@ add_images c5 4 24M
 add_images u5 4 24M
 add_images u6 5 24M
 add_images uc5 4 24M
+add_images us5 4 24M
 
 # guest_half NAME MD LEVEL CHUNK N GROW...: guest lines in which mdadm
 # makes NAME (the first N of its devices), fills it, prints "before NAME
@@ -113,10 +115,13 @@ for name in g5 g6 c5; do
 done
 
 # u5, u6, uc5: ours, stopped part-way (N devices, M after)
-for spec in "u5 5 3 4" "u6 6 4 5" "uc5 5 4 4"; do
+# us5: 2 x 23296 KiB, leaving each member 256 KiB after its data to move it up into
+for spec in "u5 5 3 4" "u6 6 4 5" "uc5 5 4 4" "us5 5 4 3"; do
     read -r name level n m <<< "$spec"
     all=(${files[$name]})
-    if [ "$m" -gt "$n" ]; then how=(-n "$m" --add "${all[$n]}"); else how=(--chunk 32 --layout right-asymmetric); fi
+    if [ "$m" -gt "$n" ]; then how=(-n "$m" --add "${all[$n]}")
+    elif [ "$m" -lt "$n" ]; then how=(-n "$m" --array-size 46592K)
+    else how=(--chunk 32 --layout right-asymmetric); fi
     $URAID create --level=$level --chunk=64 "${all[@]:0:$n}" >/dev/null 2>&1 || { echo "FAIL: create $name"; exit 1; }
     want_size[$name]=$($URAID serve --readonly --run 'nbdinfo --size "$uri"' "${all[@]:0:$n}" 2>/dev/null)
     head -c "${want_size[$name]}" /dev/urandom > "$D/$name.data"
@@ -127,6 +132,10 @@ for spec in "u5 5 3 4" "u6 6 4 5" "uc5 5 4 4"; do
     stop=$((want_size[$name] / (n - p) * (m - p) / 512 / 3))
     $URAID grow "${how[@]}" --stop-at $stop "${all[@]:0:$n}" >"$D/$name.grow" 2>&1 ||
         { echo "FAIL: $name: uraid grow: $(cat "$D/$name.grow")"; fail=1; continue; }
+    if [ "$m" -lt "$n" ]; then # what is left: the shrunk array's bytes
+        want_size[$name]=$((46592 * 1024))
+        want_sha[$name]=$(head -c "${want_size[$name]}" "$D/$name.data" | sha256sum | cut -d' ' -f1)
+    fi
     if mdadm --examine "${all[0]}" 2>/dev/null | grep -q "Reshape pos'n"; then
         echo "ok: $name: uraid's reshape stopped part-way ($(mdadm --examine "${all[0]}" | grep "Reshape pos'n" | sed 's/ *Reshape pos.n : //'))"
     else
@@ -137,15 +146,19 @@ done
 {
     guest_header
     md=0
-    for name in g5 g6 c5 u5 u6 uc5; do
+    for name in g5 g6 c5 u5 u6 uc5 us5; do
         guest_after $name $md "${want_size[$name]:-0}"
         md=$((md + 1))
     done
     echo 'exit 0'
 } > "$D/job.sh"
 LINUX_PEER_SMP=${LINUX_PEER_SMP:-1} run_peer "${imgs[@]}"
-for name in g5 g6 c5 u5 u6 uc5; do
+for name in g5 g6 c5 u5 u6 uc5 us5; do
     line=$(grep "^after $name " <<< "$out" || true)
+    if [ $name = us5 ] && [ "$(cut -d' ' -f4-5 <<< "$line")" != "$((46592 * 1024)) 3" ]; then
+        echo "FAIL: us5: the kernel ended at size and devices '$(cut -d' ' -f4-5 <<< "$line")', want $((46592 * 1024)) 3"
+        fail=1
+    fi
     if [ $name = uc5 ] && [ "$(cut -d' ' -f6- <<< "$line")" != "32768 1" ]; then
         echo "FAIL: uc5: the kernel ended at chunk and layout '$(cut -d' ' -f6- <<< "$line")', want 32768 1"
         fail=1

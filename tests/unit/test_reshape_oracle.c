@@ -1,6 +1,7 @@
 /* test_reshape_oracle.c — the reshape oracle (issue 19): seeded random
  * cases over the RAID5/6 reshapes uraid starts (md_reshape_restripe():
- * more devices, another chunk, another layout, or several at once; raid5
+ * more devices, another chunk, another layout, or several at once, and
+ * fewer devices to an --array-size, backwards; raid5
  * and raid6, every layout each takes, 3..8 members, chunks 4 KiB..1 MiB).
  * Each case makes an array on member files (md_create), fills it at
  * random through the array (kept in a flat reference), starts the
@@ -41,7 +42,8 @@ struct ocase {
 	unsigned from_disks, to_disks;
 	uint32_t from_chunk, to_chunk; /* KiB */
 	uint32_t from_layout, to_layout;
-	uint64_t window; /* array bytes moved at a time, at most */
+	uint64_t array_size; /* sectors: a shrink's */
+	uint64_t window;     /* array bytes moved at a time, at most */
 	bool stop_by_flag;
 };
 
@@ -53,11 +55,11 @@ static uint32_t pick_layout(int level, unsigned long long *rs)
 	return level == 5 ? raid5_layouts[check_rand(rs) % 6] : raid6_layouts[check_rand(rs) % 11];
 }
 
-/* Each member's data area (bytes) for chunks up to big KiB: a few
- * stripes of the largest chunk, about 2 MiB. */
+/* Each member's data area (bytes) for chunks up to big KiB: 8 stripes
+ * of the largest chunk, at least 2 MiB. */
 static uint64_t data_bytes(uint32_t big)
 {
-	uint64_t b = (uint64_t)big * 1024 * 4;
+	uint64_t b = (uint64_t)big * 1024 * 8;
 	return b < (2u << 20) ? 2u << 20 : b;
 }
 
@@ -95,7 +97,8 @@ static void pick(unsigned long long seed, struct ocase *c)
 	c->to_chunk = c->from_chunk;
 	c->to_layout = c->from_layout;
 	what = 1 + (unsigned)(check_rand(&rs) % 7); /* bits: devices, chunk, layout */
-	if (what & 1) {
+	bool shrink = c->from_disks > min && check_rand(&rs) % 4 == 0;
+	if (what & 1 && !shrink) {
 		unsigned most = MAX_DISKS - c->from_disks;
 		c->to_disks += 1 + (unsigned)(check_rand(&rs) % (most < 2 ? most : 2));
 	}
@@ -115,8 +118,17 @@ static void pick(unsigned long long seed, struct ocase *c)
 		while (c->to_layout == c->from_layout)
 			c->to_layout = pick_layout(c->level, &rs);
 	if (c->to_disks == c->from_disks && c->to_chunk == c->from_chunk &&
-	    c->to_layout == c->from_layout)
+	    c->to_layout == c->from_layout && !shrink)
 		c->to_disks++; /* the chunk fell back to the old one */
+	if (shrink) {
+		/* Fewer devices, to an array size that leaves each member two
+		 * or three chunks of the larger to move the data up into. */
+		unsigned most = c->from_disks - min;
+		c->to_disks -= 1 + (unsigned)(check_rand(&rs) % (most < 2 ? most : 2));
+		uint32_t big = c->from_chunk > c->to_chunk ? c->from_chunk : c->to_chunk;
+		uint64_t chunks = data_bytes(big) / 1024 / big - 2 - check_rand(&rs) % 2;
+		c->array_size = chunks * big * 2 * (c->to_disks - (c->level == 6 ? 2 : 1));
+	}
 	c->window = (uint64_t)(1 + check_rand(&rs) % 8) * 64 * 1024;
 	c->stop_by_flag = check_rand(&rs) % 2;
 }
@@ -224,8 +236,11 @@ static int start(const struct ocase *c)
 	struct md_reshape_to to = {.raid_disks = c->to_disks,
 	                           .layout_set = true,
 	                           .layout = c->to_layout,
-	                           .chunk = c->to_chunk * 2};
-	struct md_reshape_run_opts o = {.stop_at = 1, .window = c->window};
+	                           .chunk = c->to_chunk * 2,
+	                           .array_size = c->array_size};
+	/* Backwards (a shrink) the position comes down from the new end. */
+	struct md_reshape_run_opts o = {.stop_at = c->array_size ? c->array_size * 512 - 1 : 1,
+	                                .window = c->window};
 
 	for (unsigned i = 0; i < c->from_disks; i++) {
 		specs[i] = (char *)path((int)i);
@@ -236,8 +251,9 @@ static int start(const struct ocase *c)
 	for (unsigned i = c->from_disks; i < c->to_disks; i++)
 		news[i - c->from_disks] = (char *)path((int)i);
 	err_clear();
-	int r = md_reshape_restripe(specs, c->from_disks, vols, sbs, 0, &to, news,
-	                            c->to_disks - c->from_disks, false, &o, NULL);
+	unsigned nnew = c->to_disks > c->from_disks ? c->to_disks - c->from_disks : 0;
+	int r = md_reshape_restripe(specs, c->from_disks, vols, sbs, 0, &to, news, nnew, false, &o,
+	                            NULL);
 	if (r < 0)
 		fprintf(stderr, "oracle: start: %s\n", err_detail(r));
 	return r;
@@ -254,17 +270,18 @@ static void run_case(unsigned long long seed)
 	int r;
 
 	pick(seed, &c);
+	unsigned nm = c.to_disks > c.from_disks ? c.to_disks : c.from_disks;
 	uint32_t big = c.from_chunk > c.to_chunk ? c.from_chunk : c.to_chunk;
 	uint64_t msize = member_size(data_bytes(big), c.from_chunk);
-	printf("oracle case %llu: raid%d %u -> %u devices, chunk %uK -> %uK, %s -> %s, window "
+	printf("oracle case %llu: raid%d %u -> %u devices%s, chunk %uK -> %uK, %s -> %s, window "
 	       "%lluK, stop by %s\n",
-	       seed, c.level, c.from_disks, c.to_disks, c.from_chunk, c.to_chunk,
-	       md_layout_name(c.level, c.from_layout, l0, sizeof(l0)),
+	       seed, c.level, c.from_disks, c.to_disks, c.array_size ? " (a shrink)" : "",
+	       c.from_chunk, c.to_chunk, md_layout_name(c.level, c.from_layout, l0, sizeof(l0)),
 	       md_layout_name(c.level, c.to_layout, l1, sizeof(l1)),
 	       (unsigned long long)c.window / 1024, c.stop_by_flag ? "flag" : "position");
 	fflush(stdout);
 	for (unsigned i = 0; i < MAX_DISKS; i++)
-		member_file_make((int)i, i < c.to_disks ? msize : 4096);
+		member_file_make((int)i, i < nm ? msize : 4096);
 	char lv[16], ck[32], ly[48];
 	snprintf(lv, sizeof(lv), "--level=%d", c.level);
 	snprintf(ck, sizeof(ck), "--chunk=%u", c.from_chunk);
@@ -291,7 +308,7 @@ static void run_case(unsigned long long seed)
 		return;
 	}
 	/* Phase 1: stopped at a random point, by position or by the flag. */
-	CHECK_EQ(assemble(c.to_disks, false, &ru.v), 0);
+	CHECK_EQ(assemble(nm, false, &ru.v), 0);
 	uint64_t size = ru.v->size; /* the smaller geometry's, until the end */
 	CHECK(size <= old_size);
 	ru.o = (struct md_reshape_run_opts){.window = c.window};
@@ -301,16 +318,18 @@ static void run_case(unsigned long long seed)
 	else
 		ru.o.stop_at = check_rand(&rs) % size + 1;
 	r = phase(&ru, ref, size, &rs, stop_after, &writes);
+	if (r < 0 && r != -EINTR)
+		fprintf(stderr, "oracle: run: %s\n", err_detail(r));
 	CHECK(r == 0 || r == -EINTR);
 	bool done_early = ru.finished;
 	vol_close(ru.v);
-	CHECK_EQ(assemble(c.to_disks, true, &v), 0);
+	CHECK_EQ(assemble(nm, true, &v), 0);
 	CHECK(reads_ref(v, ref, size, "after the stop"));
 	vol_close(v);
 
 	/* Phase 2: to the end. */
 	if (!done_early) {
-		CHECK_EQ(assemble(c.to_disks, false, &ru.v), 0);
+		CHECK_EQ(assemble(nm, false, &ru.v), 0);
 		ru.o = (struct md_reshape_run_opts){.window = c.window};
 		r = phase(&ru, ref, size, &rs, 0, &writes);
 		if (r < 0)
@@ -322,7 +341,7 @@ static void run_case(unsigned long long seed)
 
 	/* The new geometry alone: the reference, zeros after it, parity agrees. */
 	struct raid_check_report rep;
-	CHECK_EQ(assemble(c.to_disks, true, &v), 0);
+	CHECK_EQ(assemble(nm, true, &v), 0);
 	CHECK(strcmp(md_array_raid(v)->ops->kind, "md-reshape") != 0);
 	CHECK(reads_ref(v, ref, size, "after the end"));
 	uint8_t *zero = calloc(1, 1 << 20), *got = malloc(1 << 20);
@@ -342,6 +361,12 @@ static void run_case(unsigned long long seed)
 	CHECK_EQ(sb.chunk, c.to_chunk * 2);
 	CHECK_EQ(sb.layout, c.to_layout);
 	vol_close(m0);
+	for (unsigned i = c.to_disks; i < c.from_disks; i++) {
+		CHECK_EQ(member_open(path((int)i), MEMBER_READONLY, &m0), 0);
+		CHECK_EQ(md_super_read(m0, &sb), 0);
+		CHECK_EQ(md_super_role(&sb), MD_ROLE_SPARE); /* shrunk: left a spare */
+		vol_close(m0);
+	}
 	printf("  %s: %u client writes beside the move, %llu -> %llu KiB\n",
 	       check_failures ? "FAILED" : "ok", writes, (unsigned long long)size / 1024,
 	       (unsigned long long)v->size / 1024);
