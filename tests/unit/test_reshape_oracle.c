@@ -7,14 +7,17 @@
  * random through the array (kept in a flat reference), starts the
  * reshape, and then, in two phases, runs md_reshape_run() in a thread
  * while a client writes and reads at random (every read compared with
- * the reference): the first phase stopped at a random point (by position,
- * stop_at, or by the stop flag after a random number of writes), the
- * array closed, reassembled and read whole against the reference, the
- * second run to the end.  Then the array, reassembled, holds the new
- * geometry alone, reads the reference (zeros past it, where it grew) and
- * its parity agrees.  Stops and crashes at the member level (kill -9,
- * power cut) are tests/sh/md-reshape.sh's and the kernel's side is
- * tests/sh/md-kernel-reshape.sh's.
+ * the reference): the first phase stopped at a random point (by
+ * position, stop_at, or by the stop flag after a random number of writes,
+ * or killed by a power cut of every member: crash members, fault:crash=,
+ * the client flushing every few writes), the array closed, reassembled and
+ * read whole against the reference (after a cut, the blocks written since
+ * the last completed FLUSH are not judged: they may hold anything of their
+ * writes; what they read becomes the reference), the second run to the
+ * end.  Then the array, reassembled, holds the new geometry alone, reads
+ * the reference (zeros past it, where it grew) and its parity agrees.
+ * Kills of a serving process are tests/sh/md-reshape.sh's and the
+ * kernel's side is tests/sh/md-kernel-reshape.sh's.
  *
  * RESHAPE_ORACLE_CASES=N (default 8) and RESHAPE_ORACLE_SEED=S (default
  * 1) choose the cases; each is printed, with the seed that repeats it. */
@@ -44,8 +47,10 @@ struct ocase {
 	uint32_t from_layout, to_layout;
 	uint64_t array_size; /* sectors: a shrink's */
 	uint64_t window;     /* array bytes moved at a time, at most */
-	bool stop_by_flag;
+	enum { STOP_POSITION, STOP_FLAG, STOP_POWER_CUT } stop;
 };
+
+static const char *const stop_names[] = {"position", "flag", "power cut"};
 
 static const uint32_t raid5_layouts[] = {0, 1, 2, 3, 4, 5};
 static const uint32_t raid6_layouts[] = {0, 1, 2, 3, 4, 5, 16, 17, 18, 19, 20};
@@ -130,7 +135,7 @@ static void pick(unsigned long long seed, struct ocase *c)
 		c->array_size = chunks * big * 2 * (c->to_disks - (c->level == 6 ? 2 : 1));
 	}
 	c->window = (uint64_t)(1 + check_rand(&rs) % 8) * 64 * 1024;
-	c->stop_by_flag = check_rand(&rs) % 2;
+	c->stop = seed % 3; /* each kind in any three cases running */
 }
 
 /* Open members [0, n) writable (or read-only) and assemble them, the
@@ -225,6 +230,86 @@ static int phase(struct runner *ru, uint8_t *ref, uint64_t size, unsigned long l
 	return ru->r;
 }
 
+/* Phase 1 of a crash case: members [0, nm) as crash members of one power
+ * group, md_reshape_run() in a thread, the client writing with a FLUSH
+ * every few writes, and after cut_after writes the power of every member
+ * cut.  dirty[b]: 4 KiB block b was written since the last completed
+ * FLUSH (a cut may lose or tear it). */
+static void crash_phase(unsigned nm, unsigned long long seed, uint8_t *ref, bool *dirty,
+                        uint64_t size, unsigned long long *rs, unsigned cut_after, uint64_t window,
+                        unsigned *writes)
+{
+	struct md_assemble_opts ao = {.no_reshape = true};
+	struct vol *m[MAX_DISKS];
+	struct runner ru = {.o = {.window = window}};
+	uint8_t *buf = malloc(128 << 10);
+	char group[32], spec[192];
+	unsigned w = 0, flush_at = 1 + (unsigned)(check_rand(rs) % 8);
+	pthread_t t;
+
+	snprintf(group, sizeof(group), "oracle%llu", seed);
+	for (unsigned i = 0; i < nm; i++) {
+		snprintf(spec, sizeof(spec), "fault:crash=%s,seed=%llu:%s", group, seed,
+		         path((int)i));
+		CHECK_EQ(member_open(spec, 0, &m[i]), 0);
+	}
+	err_clear();
+	CHECK_EQ(md_assemble_one(m, nm, &ao, &ru.v), 0);
+	ru.o.stop = &ru.stop;
+	CHECK_EQ(pthread_create(&t, NULL, run_thread, &ru), 0);
+	while (w < cut_after && !atomic_load(&ru.done)) {
+		uint64_t len = (check_rand(rs) % 32 + 1) * 4096;
+		uint64_t off = check_rand(rs) % ((size - len) / 4096 + 1) * 4096;
+		for (uint64_t k = 0; k < len; k += 8) {
+			uint64_t x = check_rand(rs);
+			memcpy(buf + k, &x, 8);
+		}
+		CHECK_EQ(vol_write(ru.v, buf, len, off, 0), 0);
+		memcpy(ref + off, buf, len);
+		for (uint64_t b = off / 4096; b < (off + len) / 4096; b++)
+			dirty[b] = true;
+		if (++w == flush_at) {
+			if (vol_flush(ru.v) == 0)
+				memset(dirty, 0, size / 4096);
+			flush_at = w + 1 + (unsigned)(check_rand(rs) % 8);
+		}
+	}
+	log_verbosity = LOG_ERROR; /* the failures the cut makes are expected */
+	CHECK_EQ(fault_power_cut(group), 0);
+	pthread_join(t, NULL);
+	vol_close(ru.v); /* cannot mark it clean: the power is gone */
+	log_verbosity = LOG_WARN;
+	*writes += w;
+	free(buf);
+}
+
+/* After a cut: the array (the plain files, writable: resynced as it
+ * starts) reads ref in every block not dirty; what it reads becomes ref. */
+static void crash_check(unsigned nm, uint8_t *ref, const bool *dirty, uint64_t size)
+{
+	uint8_t *got = malloc(4096);
+	unsigned bad = 0, judged = 0;
+	struct vol *v;
+
+	log_verbosity = LOG_ERROR; /* "not shut down cleanly; resyncing" */
+	CHECK_EQ(assemble(nm, false, &v), 0);
+	log_verbosity = LOG_WARN;
+	for (uint64_t b = 0; b < size / 4096; b++) {
+		CHECK_EQ(vol_read(v, got, 4096, b * 4096), 0);
+		if (!dirty[b]) {
+			judged++;
+			if (memcmp(got, ref + b * 4096, 4096) != 0 && bad++ < 4)
+				fprintf(stderr, "oracle: after the power cut: block %llu differs\n",
+				        (unsigned long long)b);
+		}
+		memcpy(ref + b * 4096, got, 4096);
+	}
+	CHECK_EQ(bad, 0);
+	CHECK(judged > 0);
+	vol_close(v);
+	free(got);
+}
+
 /* Start the reshape of c on the array of members [0, from_disks) with
  * new members [from_disks, to_disks): one window moved (stop_at), so that
  * the phases find it under way.  0 or -errno. */
@@ -278,7 +363,7 @@ static void run_case(unsigned long long seed)
 	       seed, c.level, c.from_disks, c.to_disks, c.array_size ? " (a shrink)" : "",
 	       c.from_chunk, c.to_chunk, md_layout_name(c.level, c.from_layout, l0, sizeof(l0)),
 	       md_layout_name(c.level, c.to_layout, l1, sizeof(l1)),
-	       (unsigned long long)c.window / 1024, c.stop_by_flag ? "flag" : "position");
+	       (unsigned long long)c.window / 1024, stop_names[c.stop]);
 	fflush(stdout);
 	for (unsigned i = 0; i < MAX_DISKS; i++)
 		member_file_make((int)i, i < nm ? msize : 4096);
@@ -313,22 +398,31 @@ static void run_case(unsigned long long seed)
 	CHECK(size <= old_size);
 	ru.o = (struct md_reshape_run_opts){.window = c.window};
 	unsigned stop_after = 0;
-	if (c.stop_by_flag)
-		stop_after = 1 + (unsigned)(check_rand(&rs) % 40);
-	else
-		ru.o.stop_at = check_rand(&rs) % size + 1;
-	r = phase(&ru, ref, size, &rs, stop_after, &writes);
-	if (r < 0 && r != -EINTR)
-		fprintf(stderr, "oracle: run: %s\n", err_detail(r));
-	CHECK(r == 0 || r == -EINTR);
-	bool done_early = ru.finished;
-	vol_close(ru.v);
+	if (c.stop == STOP_POWER_CUT) {
+		vol_close(ru.v);
+		bool *dirty = calloc(size / 4096, sizeof(*dirty));
+		crash_phase(nm, seed, ref, dirty, size, &rs, 1 + (unsigned)(check_rand(&rs) % 60),
+		            c.window, &writes);
+		crash_check(nm, ref, dirty, size);
+		free(dirty);
+	} else {
+		if (c.stop == STOP_FLAG)
+			stop_after = 1 + (unsigned)(check_rand(&rs) % 40);
+		else
+			ru.o.stop_at = check_rand(&rs) % size + 1;
+		r = phase(&ru, ref, size, &rs, stop_after, &writes);
+		if (r < 0 && r != -EINTR)
+			fprintf(stderr, "oracle: run: %s\n", err_detail(r));
+		CHECK(r == 0 || r == -EINTR);
+		vol_close(ru.v);
+	}
 	CHECK_EQ(assemble(nm, true, &v), 0);
 	CHECK(reads_ref(v, ref, size, "after the stop"));
+	bool under_way = strcmp(md_array_raid(v)->ops->kind, "md-reshape") == 0;
 	vol_close(v);
 
 	/* Phase 2: to the end. */
-	if (!done_early) {
+	if (under_way) {
 		CHECK_EQ(assemble(nm, false, &ru.v), 0);
 		ru.o = (struct md_reshape_run_opts){.window = c.window};
 		r = phase(&ru, ref, size, &rs, 0, &writes);
