@@ -473,19 +473,13 @@ static int md_reshape_record(struct md_array *a, struct md_reshape_vol *x, uint6
 	return r;
 }
 
-/* ---- backwards (a shrink, or a chunk or layout change with the data
- * offset moving up): md_reshape_run_back ----
- * The mirror image of the forwards move: [pos, end) holds the new
- * geometry and [0, pos) the old; windows are moved from pos down, and
- * the members' new data area starts shift bytes after the old one, so
- * that a window's new-geometry writes stay above the old bytes a restart
- * still needs (those below the recorded position, up to the end of its
- * old stripe). */
-
-/* The largest window [pos - w, pos), at most want bytes in whole units,
- * whose new-geometry writes (from the new stripe holding pos - w on) lie
- * at or above the end of the old stripe holding safe - 1, shift bytes
- * lower; 0 when not even one unit fits. */
+/* Backwards (a shrink): the mirror image of md_reshape_window.  [pos,
+ * end) holds the new geometry and [0, pos) the old; windows are moved
+ * from pos down, and the members' new data area starts shift bytes after
+ * the old one.  The largest window [pos - w, pos), at most want bytes in
+ * whole units, whose new-geometry writes (from the new stripe holding
+ * pos - w on) lie at or above the end of the old stripe holding safe - 1,
+ * the old bytes a restart still needs; 0 when not even one unit fits. */
 static uint64_t md_reshape_window_back(const struct md_reshape *rs, uint64_t safe, uint64_t pos,
                                        uint64_t want, uint64_t unit, uint64_t shift)
 {
@@ -502,113 +496,6 @@ static uint64_t md_reshape_window_back(const struct md_reshape *rs, uint64_t saf
 	return 0;
 }
 
-static int md_reshape_run_back(struct md_array *a, struct md_reshape_vol *x,
-                               const struct md_reshape_run_opts *o, bool *finished)
-{
-	const struct md_reshape *rs = &a->reshape;
-	struct vol *v = &a->vol;
-	unsigned par = md_level_parity(rs->from.level);
-	uint64_t chunk = rs->from.chunk > rs->to.chunk ? rs->from.chunk : rs->to.chunk;
-	uint64_t unit = chunk * (rs->to.raid_disks - par), end = rs->to_end, shift = UINT64_MAX;
-	char *buf = NULL;
-	int r = 0;
-
-	for (unsigned role = 0; role < a->n; role++) {
-		const struct md_super *sb = a->m[role].sb;
-		uint64_t off, size;
-		if (!a->m[role].vol)
-			continue;
-		md_super_new_data_area(sb, &off, &size);
-		if (off < sb->data_offset || (off - sb->data_offset) * 512 < chunk)
-			return err_set(
-			    -ENOTSUP,
-			    "%s: %s: a backwards reshape whose new data area (sector "
-			    "%llu) does not lie after the old one (sector %llu) by a "
-			    "chunk or more needs a backup file, which uraid does not use",
-			    v->name, a->m[role].vol->name, (unsigned long long)off,
-			    (unsigned long long)sb->data_offset);
-		if ((off - sb->data_offset) * 512 < shift)
-			shift = (off - sb->data_offset) * 512;
-	}
-	uint64_t wmax =
-	    o && o->window && o->window < MD_RESHAPE_WINDOW_MAX ? o->window : MD_RESHAPE_WINDOW_MAX;
-	wmax = wmax < unit ? unit : wmax;
-	if (!(buf = vol_buf_alloc(wmax)))
-		return -ENOMEM;
-	for (;;) {
-		uint64_t pos = x->pos, w, n_old;
-		if (pos == 0 || (o && o->stop_at && pos <= o->stop_at))
-			break;
-		if (o && o->stop && atomic_load(o->stop)) {
-			r = -EINTR;
-			break;
-		}
-		w = md_reshape_window_back(rs, x->safe, pos, wmax, unit, shift);
-		if (!w && x->safe > pos) {
-			r = md_reshape_record(a, x, pos);
-			if (r < 0)
-				break;
-			continue;
-		}
-		if (!w) {
-			r = err_set(
-			    -ENOSPC,
-			    "%s: at %llu KiB the data offset has not moved far enough to go "
-			    "on without overwriting data not yet moved",
-			    v->name, (unsigned long long)pos / 1024);
-			break;
-		}
-		pthread_mutex_lock(&x->lock);
-		x->draining = true;
-		while (x->inflight)
-			pthread_cond_wait(&x->cond, &x->lock);
-		x->win = w;
-		x->draining = false;
-		pthread_cond_broadcast(&x->cond);
-		pthread_mutex_unlock(&x->lock);
-		uint64_t lo = pos - w;
-		n_old = lo < rs->from_end ? (rs->from_end - lo < w ? rs->from_end - lo : w) : 0;
-		memset(buf + n_old, 0, w - n_old); /* past the old end: zeros, as md writes */
-		r = n_old ? vol_read(x->from, buf, n_old, lo) : 0;
-		if (r == 0)
-			r = vol_write(x->to, buf, w, lo, 0);
-		pthread_mutex_lock(&x->lock);
-		if (r == 0)
-			x->pos = lo;
-		x->win = 0;
-		pthread_cond_broadcast(&x->cond);
-		pthread_mutex_unlock(&x->lock);
-		if (r == 0 && x->safe - lo >= MD_RESHAPE_RECORD_MAX)
-			r = md_reshape_record(a, x, lo);
-		if (r < 0) {
-			r = err_set(r, "%s: reshape at %llu KiB: %s", v->name,
-			            (unsigned long long)lo / 1024, err_detail(r));
-			break;
-		}
-		if (o && o->progress)
-			o->progress(o->ctx, end - lo, end);
-	}
-	if ((r == 0 || r == -EINTR) && x->safe > x->pos) {
-		int e = md_reshape_record(a, x, x->pos);
-		if (e < 0)
-			r = err_set(e, "%s: recording the reshape position: %s", v->name,
-			            err_detail(e));
-	}
-	free(buf);
-	if (r == 0 && x->pos == 0) {
-		pthread_mutex_lock(&a->lock);
-		r = md_reshape_finish(a);
-		if (r == 0)
-			a->reshaping = false;
-		pthread_mutex_unlock(&a->lock);
-		if (r < 0)
-			return err_set(r, "%s: recording the end of the reshape: %s", v->name,
-			               err_detail(r));
-		*finished = true;
-	}
-	return r;
-}
-
 int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *finished)
 {
 	struct md_array *a = md_of(v);
@@ -616,6 +503,7 @@ int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *fin
 	const struct md_reshape *rs;
 	uint64_t unit, shift = UINT64_MAX, end, old_end, chunk;
 	unsigned par;
+	bool back;
 	char *buf = NULL;
 	int r = 0;
 
@@ -626,8 +514,7 @@ int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *fin
 		return err_set(-EROFS, "%s: read-only: the reshape stays where it is", v->name);
 	x = to_rv(a->raid);
 	rs = &a->reshape;
-	if (rs->backwards)
-		return md_reshape_run_back(a, x, o, finished);
+	back = rs->backwards;
 	par = md_level_parity(rs->from.level);
 	chunk = rs->from.chunk > rs->to.chunk ? rs->from.chunk : rs->to.chunk;
 	unit = chunk * (rs->to.raid_disks - par);
@@ -639,16 +526,19 @@ int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *fin
 		if (!a->m[role].vol)
 			continue;
 		md_super_new_data_area(sb, &off, &size);
-		if (off > sb->data_offset || (sb->data_offset - off) * 512 < chunk)
+		/* Forwards the new data area lies before the old one, backwards
+		 * after it, by a chunk or more (else md needs a backup file). */
+		uint64_t lo = back ? sb->data_offset : off, hi = back ? off : sb->data_offset;
+		if (hi < lo || (hi - lo) * 512 < chunk)
 			return err_set(
 			    -ENOTSUP,
-			    "%s: %s: the new data area (sector %llu) does not lie before "
-			    "the old one (sector %llu) by a chunk or more; uraid moves "
-			    "data forwards only, without a backup file",
+			    "%s: %s: the new data area (sector %llu) does not lie %s the old "
+			    "one (sector %llu) by a chunk or more; that reshape needs a "
+			    "backup file, which uraid does not use",
 			    v->name, a->m[role].vol->name, (unsigned long long)off,
-			    (unsigned long long)sb->data_offset);
-		if ((sb->data_offset - off) * 512 < shift)
-			shift = (sb->data_offset - off) * 512;
+			    back ? "after" : "before", (unsigned long long)sb->data_offset);
+		if ((hi - lo) * 512 < shift)
+			shift = (hi - lo) * 512;
 	}
 	uint64_t wmax =
 	    o && o->window && o->window < MD_RESHAPE_WINDOW_MAX ? o->window : MD_RESHAPE_WINDOW_MAX;
@@ -656,16 +546,18 @@ int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *fin
 	if (!(buf = vol_buf_alloc(wmax)))
 		return -ENOMEM;
 	for (;;) {
-		uint64_t pos = x->pos, w, n_old;
-		if (pos >= end || (o && o->stop_at && pos >= o->stop_at))
+		uint64_t pos = x->pos, w, n_old, lo, next;
+		if (back ? pos == 0 || (o && o->stop_at && pos <= o->stop_at)
+		         : pos >= end || (o && o->stop_at && pos >= o->stop_at))
 			break;
 		if (o && o->stop && atomic_load(o->stop)) {
 			r = -EINTR;
 			break;
 		}
-		w = md_reshape_window(rs, x->safe, pos, end - pos < wmax ? end - pos : wmax, unit,
-		                      shift);
-		if (!w && x->safe < pos) {
+		w = back ? md_reshape_window_back(rs, x->safe, pos, wmax, unit, shift)
+		         : md_reshape_window(rs, x->safe, pos, end - pos < wmax ? end - pos : wmax,
+		                             unit, shift);
+		if (!w && x->safe != pos) {
 			r = md_reshape_record(a, x, pos); /* then the window fits again */
 			if (r < 0)
 				break;
@@ -687,22 +579,24 @@ int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *fin
 		x->draining = false;
 		pthread_cond_broadcast(&x->cond);
 		pthread_mutex_unlock(&x->lock);
-		n_old = pos < old_end ? (old_end - pos < w ? old_end - pos : w) : 0;
+		lo = back ? pos - w : pos;
+		next = back ? lo : pos + w;
+		n_old = lo < old_end ? (old_end - lo < w ? old_end - lo : w) : 0;
 		memset(buf + n_old, 0, w - n_old); /* past the old end: zeros, as md writes */
 		uint64_t t0 = clock_now_ns();
-		r = n_old ? vol_read(x->from, buf, n_old, pos) : 0;
+		r = n_old ? vol_read(x->from, buf, n_old, lo) : 0;
 		uint64_t t1 = clock_now_ns();
 		if (r == 0)
-			r = vol_write(x->to, buf, w, pos, 0);
+			r = vol_write(x->to, buf, w, lo, 0);
 		uint64_t t2 = clock_now_ns();
 		pthread_mutex_lock(&x->lock);
 		if (r == 0)
-			x->pos = pos + w;
+			x->pos = next;
 		x->win = 0;
 		pthread_cond_broadcast(&x->cond);
 		pthread_mutex_unlock(&x->lock);
-		if (r == 0 && pos + w - x->safe >= MD_RESHAPE_RECORD_MAX)
-			r = md_reshape_record(a, x, pos + w);
+		if (r == 0 && (back ? x->safe - next : next - x->safe) >= MD_RESHAPE_RECORD_MAX)
+			r = md_reshape_record(a, x, next);
 		log_debug("%s: reshape window %llu KiB at %llu KiB: read %.1f ms, write %.1f ms, "
 		          "recorded %.1f ms",
 		          v->name, (unsigned long long)w / 1024, (unsigned long long)pos / 1024,
@@ -714,18 +608,18 @@ int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *fin
 			break;
 		}
 		if (o && o->progress)
-			o->progress(o->ctx, pos + w, end);
+			o->progress(o->ctx, back ? end - next : next, end);
 	}
 	/* Stopped or done: what was moved recorded (after an error, the
 	 * last record stands and a restart moves the rest again). */
-	if ((r == 0 || r == -EINTR) && x->safe < x->pos) {
+	if ((r == 0 || r == -EINTR) && x->safe != x->pos) {
 		int e = md_reshape_record(a, x, x->pos);
 		if (e < 0)
 			r = err_set(e, "%s: recording the reshape position: %s", v->name,
 			            err_detail(e));
 	}
 	free(buf);
-	if (r == 0 && x->pos >= end) {
+	if (r == 0 && (back ? x->pos == 0 : x->pos >= end)) {
 		pthread_mutex_lock(&a->lock);
 		r = md_reshape_finish(a);
 		if (r == 0)
