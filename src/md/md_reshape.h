@@ -62,8 +62,9 @@ int md_reshape_vol_open(struct vol *from, struct vol *to, const struct md_reshap
 /* How a reshape run shows itself and stops (each may be NULL). */
 struct md_reshape_run_opts {
 	/* Stop once the position reaches this many array bytes (rounded up
-	 * to a window), leaving the reshape half-done on disk for whoever
-	 * continues it: `uraid grow --stop-at`, tests.  0: run to the end. */
+	 * to a window; backwards, once it comes down to it), leaving the
+	 * reshape half-done on disk for whoever continues it: `uraid grow
+	 * --stop-at`, tests.  0: run to the end. */
 	uint64_t stop_at;
 	const atomic_bool *stop; /* set: stop after the window being moved */
 	uint64_t window;         /* array bytes moved at a time, at most (rounded up to
@@ -74,7 +75,8 @@ struct md_reshape_run_opts {
 };
 
 /* Move the data of the md array v (assembled writable with a reshape
- * under way, forwards) window after window to the new geometry: each
+ * under way, forwards, or backwards from the end down) window after
+ * window to the new geometry: each
  * window read in the old geometry, written in the new one (full stripes,
  * parity and all); every 64 MiB, before a window would overwrite old
  * bytes a restart still needs, and at the end, the members flushed and

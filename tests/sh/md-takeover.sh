@@ -152,6 +152,10 @@ blank s 5 3 --layout=left-symmetric
 refuse "only parity-last" grow --level=0 "${files[@]}"
 refuse "two-device raid5" grow --level=1 "${files[@]}"
 refuse "another count moves data" grow --level=6 --raid-devices=5 --add "$tmp/p.q" "${files[@]}"
+# a restripe's own rules (md_reshape_restripe), checked before a byte is written
+refuse "give --array-size" grow --raid-devices=2 "${files[@]}"
+refuse "power of two" grow --chunk=48 "${files[@]}"
+refuse "not a raid5 layout" grow --layout=left-symmetric-6 "${files[@]}"
 blank q 6 4
 refuse "rotates Q" grow --level=5 "${files[@]}"
 blank f 10 4 --layout=f2
