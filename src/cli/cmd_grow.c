@@ -7,6 +7,7 @@
  *
  *   uraid grow --raid-devices N [--add NEW]... [--no-rebuild] [--force] MEMBER...
  *   uraid grow --level L [--layout NAME] [--add NEW]... [--force] MEMBER...
+ *   uraid grow [--raid-devices N --add NEW...] [--chunk KIB] [--layout NAME] MEMBER...
  *   uraid grow --continue [--stop-at SECTOR] MEMBER...
  *   uraid grow --raid-devices N --add NEW... [--array md/NAME] CONTROL
  * (CONTROL: a running serve's control socket; the serve reshapes the array
@@ -50,24 +51,17 @@ static int grow_parse_takeover(int c, const char *arg, struct md_grow_opts *go)
 
 /* --size as mdadm takes it (a bare number is KiB, else a size with its
  * unit; "max": all the members hold) into go->size, sectors; and
- * --array-size, which md does not store (see below). */
+ * --array-size the same way into go->array_size (no "max"): md does not
+ * store it (mdadm --grow --array-size writes the running array's sysfs
+ * array_size, gone at the next start), so uraid, offline, takes it with
+ * the --raid-devices that shrinks a RAID5/6, in one command. */
 static int grow_parse_size(int c, const char *arg, struct md_grow_opts *go)
 {
 	uint64_t bytes;
 	char *end;
 	unsigned long long v;
 
-	if (c == 'Z') {
-		/* md's superblock has no array-size field: mdadm --grow
-		 * --array-size writes the running array's sysfs array_size,
-		 * gone at the next start.  Offline there is nothing to set. */
-		fprintf(stderr,
-		        "uraid: grow: --array-size: md keeps no array size on disk (mdadm sets it "
-		        "on a running array, until it stops), and uraid grows offline: use "
-		        "--size to change what each member holds; nothing was changed\n");
-		return -ENOTSUP;
-	}
-	if (strcmp(arg, "max") == 0) {
+	if (c != 'Z' && strcmp(arg, "max") == 0) {
 		go->size = MD_GROW_SIZE_MAX;
 		return 0;
 	}
@@ -77,10 +71,34 @@ static int grow_parse_size(int c, const char *arg, struct md_grow_opts *go)
 	else if (parse_size(arg, &bytes) < 0)
 		bytes = 0;
 	if (bytes < 1024 || bytes % 1024 || bytes / 512 >= MD_GROW_SIZE_MAX) {
-		fprintf(stderr, "uraid: grow: --size %s: not a size in KiB (or max)\n", arg);
+		fprintf(stderr, "uraid: grow: --%s %s: not a size in KiB%s\n",
+		        c == 'Z' ? "array-size" : "size", arg, c == 'Z' ? "" : " (or max)");
 		return -EINVAL;
 	}
-	go->size = bytes / 512;
+	if (c == 'Z')
+		go->array_size = bytes / 512;
+	else
+		go->size = bytes / 512;
+	return 0;
+}
+
+/* --chunk as mdadm takes it (a bare number is KiB, else a size with its
+ * unit) into go->chunk, sectors; md_reshape_restripe() checks it. */
+static int grow_parse_chunk(const char *arg, struct md_grow_opts *go)
+{
+	uint64_t bytes;
+	char *end;
+	unsigned long long v = strtoull(arg, &end, 10);
+
+	if (*arg >= '0' && *arg <= '9' && !*end)
+		bytes = (uint64_t)v * 1024;
+	else if (parse_size(arg, &bytes) < 0)
+		bytes = 0;
+	if (bytes < 1024 || bytes % 1024 || bytes / 512 > UINT32_MAX) {
+		fprintf(stderr, "uraid: grow: --chunk %s: not a size in KiB\n", arg);
+		return -EINVAL;
+	}
+	go->chunk = (uint32_t)(bytes / 512);
 	return 0;
 }
 
@@ -205,6 +223,8 @@ static void grow_usage(FILE *f)
 	    "MEMBER...\n"
 	    "       uraid grow --level L [--layout NAME] [--add NEW]... [--force] MEMBER...\n"
 	    "       uraid grow --size KIB|max MEMBER...\n"
+	    "       uraid grow [--raid-devices N --add NEW...] [--chunk KIB] [--layout NAME] "
+	    "MEMBER...\n"
 	    "       uraid grow --continue [--stop-at SECTOR] MEMBER...\n"
 	    "       uraid grow --raid-devices N --add NEW... [--array md/NAME] CONTROL\n"
 	    "Change the number of copies of the md RAID1 the MEMBERs hold (mdadm --grow\n"
@@ -215,14 +235,18 @@ static void grow_usage(FILE *f)
 	    "  -n, --raid-devices N  the new number of devices\n"
 	    "  -l, --level L         take the array over to level L without moving data\n"
 	    "                        (md's takeovers, listed below)\n"
-	    "  -p, --layout NAME     with --level: the new layout (5->6: preserve, the -6 one)\n"
+	    "  -p, --layout NAME     with --level: the new layout (5->6: preserve, the -6 one);\n"
+	    "                        alone (RAID5/6): restripe to it, a reshape\n"
+	    "  -c, --chunk KIB       RAID5/6: restripe to this chunk, a reshape\n"
 	    "  -z, --size KIB|max    the KiB each member uses (max: all they hold; RAID1/5/6/10)\n"
-	    "  -Z, --array-size S    refused: md keeps no array size on disk (see the man page)\n"
+	    "  -Z, --array-size S    with -n: the size a RAID5/6 shrinks to (KiB; md keeps\n"
+	    "                        no array size on disk, so uraid takes both at once)\n"
 	    "  -a, --add NEW         a new member, taking a missing role (repeatable)\n"
 	    "  --no-rebuild          only write the superblocks; `uraid rebuild` does the rest\n"
 	    "  --force               overwrite a NEW that holds an md superblock or LUKS header\n"
 	    "RAID5 and RAID6 are restriped (reshaped), as mdadm --grow does: each NEW takes a\n"
-	    "new role, the data moves to the new geometry, and a stop (signal) or a crash\n"
+	    "new role (or the chunk or layout changes), the data moves to the new geometry,\n"
+	    "and a stop (signal) or a crash\n"
 	    "leaves a state that --continue, or the kernel's md, goes on with.\n"
 	    "  --continue            go on with the reshape the members record\n"
 	    "  --stop-at SECTOR      stop the reshape once it has reached array sector SECTOR\n"
@@ -240,6 +264,7 @@ int cmd_grow(int argc, char **argv)
 	    {"raid-devices", required_argument, NULL, 'n'},
 	    {"level", required_argument, NULL, 'l'},
 	    {"layout", required_argument, NULL, 'p'},
+	    {"chunk", required_argument, NULL, 'c'},
 	    {"size", required_argument, NULL, 'z'},
 	    {"array-size", required_argument, NULL, 'Z'},
 	    {"add", required_argument, NULL, 'a'},
@@ -269,7 +294,7 @@ int cmd_grow(int argc, char **argv)
 	if (!news)
 		return cli_fail("grow", -ENOMEM);
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "n:l:p:z:Z:a:fvh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:l:p:c:z:Z:a:fvh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'z':
 		case 'Z':
@@ -281,6 +306,12 @@ int cmd_grow(int argc, char **argv)
 		case 'l':
 		case 'p':
 			if (grow_parse_takeover(c, optarg, &go) < 0) {
+				rc = 2;
+				goto out;
+			}
+			break;
+		case 'c':
+			if (grow_parse_chunk(optarg, &go) < 0) {
 				rc = 2;
 				goto out;
 			}
@@ -342,17 +373,25 @@ int cmd_grow(int argc, char **argv)
 			goto out;
 		}
 	}
-	if (go.layout && !go.change_level) {
-		fprintf(stderr,
-		        "uraid: grow: --layout %s without --level: a new layout at the "
-		        "same level restripes the data, a reshape; nothing was changed\n",
-		        go.layout);
+	if (go.chunk && go.change_level) {
+		fprintf(stderr, "uraid: grow: --chunk with --level: a takeover keeps the chunk "
+		                "(restripe after it); nothing was changed\n");
 		rc = 2;
 		goto out;
 	}
-	if (go.size && (n || go.change_level || nnew)) {
+	if (go.array_size && (!n || go.change_level)) {
+		fprintf(stderr, "uraid: grow: --array-size: md keeps no array size on disk (mdadm "
+		                "sets it on a running array, until it stops), and uraid grows "
+		                "offline: give it with the --raid-devices that shrinks a RAID5/6 "
+		                "(or --size to change what each member holds); nothing was "
+		                "changed\n");
+		rc = 2;
+		goto out;
+	}
+	if (go.size && (n || go.change_level || nnew || go.chunk || go.layout)) {
 		fprintf(stderr, "uraid: grow: --size changes nothing else: give it alone (no "
-		                "--raid-devices, --level or --add); nothing was changed\n");
+		                "--raid-devices, --level, --chunk, --layout or --add); nothing "
+		                "was changed\n");
 		rc = 2;
 		goto out;
 	}
@@ -377,7 +416,8 @@ int cmd_grow(int argc, char **argv)
 		rc = grow_continue(argv + optind, (unsigned)(argc - optind), stop_at);
 		goto out;
 	}
-	if (optind >= argc || (!n && !go.change_level && !go.size) || cont) {
+	if (optind >= argc || (!n && !go.change_level && !go.size && !go.chunk && !go.layout) ||
+	    cont) {
 		grow_usage(stderr);
 		rc = 2;
 		goto out;

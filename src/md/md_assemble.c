@@ -75,16 +75,32 @@ static const char *md_first_present(const struct md_array *a)
 	return "";
 }
 
-/* The freshest superblock of the k candidates of g (a copy, for the
+/* Whether candidate sb left the array the freshest superblock fresh
+ * describes: older, its slot no role in fresh's table (a level change
+ * dropped it, raid5 -> raid0's parity or a raid10 copy, as the kernel
+ * writes the table), and its own superblock of another geometry.  mdadm
+ * assembles from the freshest and leaves such a device out. */
+static bool md_cand_left(const struct md_super *sb, const struct md_super *fresh)
+{
+	unsigned slot = sb->dev_number;
+
+	return sb->events < fresh->events &&
+	       (slot >= fresh->max_dev || slot >= MD_SB_MAX_DEV ||
+	        fresh->roles[slot] >= fresh->raid_disks) &&
+	       md_super_same_geometry(sb, "", fresh, "", "") < 0 && (err_clear(), true);
+}
+
+/* The freshest superblock of the *k candidates of g (a copy, for the
  * members' own may be freed), every member checked against it, and the
- * array's name.  0, or -errno with err_set() detail. */
-static int md_set_fresh(struct md_cand **g, unsigned k, struct md_super **freshp, char name[48])
+ * array's name; a device that left the array (md_cand_left) is closed and
+ * taken out of g (*k less).  0, or -errno with err_set() detail. */
+static int md_set_fresh(struct md_cand **g, unsigned *k, struct md_super **freshp, char name[48])
 {
 	struct md_super *fresh;
 	unsigned fi = 0;
 	int r;
 
-	for (unsigned i = 1; i < k; i++)
+	for (unsigned i = 1; i < *k; i++)
 		if (g[i]->sb->events > g[fi]->sb->events)
 			fi = i;
 	*freshp = fresh = malloc(sizeof(*fresh));
@@ -92,7 +108,27 @@ static int md_set_fresh(struct md_cand **g, unsigned k, struct md_super **freshp
 		return -ENOMEM;
 	*fresh = *g[fi]->sb;
 	md_super_array_name(fresh, name, 48);
-	for (unsigned i = 0; i < k; i++) {
+	for (unsigned i = 0; i < *k; i++) {
+		if (md_cand_left(g[i]->sb, fresh)) {
+			struct md_cand *c = g[i];
+			log_warn(
+			    "%s: %s (events %llu, newest %llu) left out: it left the array (its "
+			    "slot %u has no role now, its superblock records an older "
+			    "geometry); nothing is written to it",
+			    name, c->v->name, (unsigned long long)c->sb->events,
+			    (unsigned long long)fresh->events, c->sb->dev_number);
+			vol_close(c->v);
+			free(c->sb);
+			c->v = NULL;
+			c->sb = NULL;
+			unsigned last = --*k;
+			g[i] = g[last];
+			g[last] = c;
+			if (fi == last)
+				fi = i; /* the freshest moved into i's place */
+			i--;
+			continue;
+		}
 		r = md_super_same_geometry(g[i]->sb, g[i]->v->name, fresh, g[fi]->v->name, name);
 		if (r < 0)
 			return r;
@@ -548,8 +584,8 @@ static int md_journal_start(struct md_array *a, const struct md_super *fresh,
 /* An array whose freshest superblock fresh records a reshape under way:
  * its rules (md_reshape_parse into *rs), every member of the same events
  * recording the same reshape, and a start uraid can give it:
- * (read-only, any; writable, a forwards one of an array without a
- * bitmap, which md_reshape_run() continues; found unclean, it is resynced
+ * (read-only, any; writable, one of an array without a bitmap, which
+ * md_reshape_run() continues, forwards or backwards; found unclean, it is resynced
  * first, through both geometries, as any array is). */
 static int md_set_reshape(struct md_cand **g, unsigned k, const struct md_super *fresh,
                           const char *name, const struct md_assemble_opts *o, struct md_reshape *rs)
@@ -561,8 +597,7 @@ static int md_set_reshape(struct md_cand **g, unsigned k, const struct md_super 
 			r = md_reshape_same(g[i]->sb, g[i]->v->name, fresh, g[0]->v->name, name);
 	if (r < 0 || o->readonly)
 		return r;
-	const char *why = rs->backwards ? "it runs backwards (a shrink)"
-	                  : (fresh->feature_map & MD_FEATURE_BITMAP_OFFSET)
+	const char *why = (fresh->feature_map & MD_FEATURE_BITMAP_OFFSET)
 	                      ? "the array has a write-intent bitmap"
 	                      : NULL;
 	if (why)
@@ -590,7 +625,7 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 	bool redundant, reshaping;
 	int r = 0;
 
-	r = md_set_fresh(g, k, &fresh, name);
+	r = md_set_fresh(g, &k, &fresh, name);
 	if (r < 0)
 		goto fail;
 	md_uuid_format(fresh->set_uuid, uuid);

@@ -627,6 +627,35 @@ out:
 	return r;
 }
 
+/* A RAID5/6: --raid-devices, --chunk, --layout by a reshape
+ * (md_reshape_restripe()). */
+static int grow_restripe(char **specs, unsigned nm, struct vol **vols, struct md_super **sbs,
+                         unsigned fresh, const struct md_grow_opts *o)
+{
+	struct md_reshape_to t = {
+	    .raid_disks = o->raid_disks, .chunk = o->chunk, .array_size = o->array_size};
+	char name[48];
+	int r = 0;
+
+	if (o->layout) {
+		md_super_array_name(sbs[fresh], name, sizeof(name));
+		t.layout_set = true;
+		r = md_layout_parse(sbs[fresh]->level, o->layout, &t.layout);
+		if (r < 0)
+			r = err_set(-EINVAL, "%s: --layout %s: not a %s layout", name, o->layout,
+			            md_level_name(sbs[fresh]->level));
+	}
+	if (r < 0) {
+		for (unsigned i = 0; i < nm; i++) {
+			vol_close(vols[i]);
+			free(sbs[i]);
+		}
+		return r;
+	}
+	return md_reshape_restripe(specs, nm, vols, sbs, fresh, &t, o->news, o->nnew, o->force,
+	                           o->reshape, o->rebuild ? o->rebuild->out : NULL);
+}
+
 int md_grow(char **specs, unsigned nm, struct vol **vols, struct md_super **sbs, unsigned fresh,
             const struct md_grow_opts *o)
 {
@@ -640,8 +669,20 @@ int md_grow(char **specs, unsigned nm, struct vol **vols, struct md_super **sbs,
 	if (o->size)
 		return grow_size(specs, nm, vols, sbs, fresh, o);
 	if (sbs[fresh]->level == 5 || sbs[fresh]->level == 6)
-		return md_reshape_grow(specs, nm, vols, sbs, fresh, n, o->news, o->nnew, o->force,
-		                       o->reshape, out);
+		return grow_restripe(specs, nm, vols, sbs, fresh, o);
+	if (o->chunk || o->layout || o->array_size) {
+		char name[48];
+		md_super_array_name(sbs[fresh], name, sizeof(name));
+		r = err_set(-ENOTSUP,
+		            "%s is %s: a new chunk or layout, or a shrink to an --array-size, "
+		            "restripes the data, which uraid does for raid5 and raid6 only",
+		            name, md_level_name(sbs[fresh]->level));
+		for (unsigned i = 0; i < nm; i++) {
+			vol_close(vols[i]);
+			free(sbs[i]);
+		}
+		return r;
+	}
 
 	r = grow_load(specs, nm, vols, sbs, fresh, false, &s);
 	if (r < 0)

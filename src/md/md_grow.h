@@ -18,6 +18,13 @@ struct md_grow_opts {
 	bool change_level;
 	int level;
 	const char *layout;
+	/* --chunk (sectors; 0: unchanged) and --layout without a level: a
+	 * RAID5/6 restripes to them (md_reshape_restripe()). */
+	uint32_t chunk;
+	/* --array-size (sectors; 0: none): with --raid-devices, the size a
+	 * RAID5/6 shrinks to (mdadm asks for it first; md keeps it only in
+	 * the running array, so uraid takes both in one command). */
+	uint64_t array_size;
 	/* --size: the sectors each member uses (MD_GROW_SIZE_MAX: all they
 	 * hold); 0: unchanged.  Alone: no other change with it. */
 	uint64_t size;

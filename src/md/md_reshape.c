@@ -171,6 +171,17 @@ static struct vol *rv_place(struct md_reshape_vol *x, uint64_t pos, uint64_t off
 	return below != x->backwards ? x->to : x->from;
 }
 
+/* Whether a write of [off, off+len) must wait (with x->lock): it touches
+ * the window being moved or what was moved since the superblocks last
+ * recorded the position, [safe, pos + win) forwards, [pos - win, safe)
+ * backwards. */
+static bool rv_guarded(const struct md_reshape_vol *x, uint64_t off, uint64_t len)
+{
+	if (x->backwards)
+		return x->pos - x->win < x->safe && off < x->safe && off + len > x->pos - x->win;
+	return x->pos + x->win > x->safe && off < x->pos + x->win && off + len > x->safe;
+}
+
 /* Count a request of [off, off+len) in (write: it waits out the window);
  * returns the position it goes by. */
 static uint64_t rv_enter(struct md_reshape_vol *x, uint64_t off, uint64_t len, bool write)
@@ -178,8 +189,7 @@ static uint64_t rv_enter(struct md_reshape_vol *x, uint64_t off, uint64_t len, b
 	uint64_t pos;
 
 	pthread_mutex_lock(&x->lock);
-	while (x->draining ||
-	       (write && x->pos + x->win > x->safe && off < x->pos + x->win && off + len > x->safe))
+	while (x->draining || (write && rv_guarded(x, off, len)))
 		pthread_cond_wait(&x->cond, &x->lock);
 	x->inflight++;
 	pos = x->pos;
@@ -474,6 +484,11 @@ static int md_reshape_finish(struct md_array *a)
 		sb->new_offset = 0;
 		sb->reshape_position = 0;
 	}
+	/* Shrunk: the roles past the new count are spares (raid5's
+	 * finish_reshape takes them out of the array). */
+	for (unsigned s = 0; s < a->max_dev && s < MD_SB_MAX_DEV; s++)
+		if (a->roles[s] < MD_ROLE_MAX && a->roles[s] >= a->reshape.to.raid_disks)
+			a->roles[s] = MD_ROLE_SPARE;
 	return md_array_sync(a, atomic_load(&a->active));
 }
 
@@ -611,6 +626,29 @@ static int md_reshape_raw_window(struct md_reshape_vol *x, struct md_reshape_raw
 	return r;
 }
 
+/* Backwards (a shrink): the mirror image of md_reshape_window.  [pos,
+ * end) holds the new geometry and [0, pos) the old; windows are moved
+ * from pos down, and the members' new data area starts shift bytes after
+ * the old one.  The largest window [pos - w, pos), at most want bytes in
+ * whole units, whose new-geometry writes (from the new stripe holding
+ * pos - w on) lie at or above the end of the old stripe holding safe - 1,
+ * the old bytes a restart still needs; 0 when not even one unit fits. */
+static uint64_t md_reshape_window_back(const struct md_reshape *rs, uint64_t safe, uint64_t pos,
+                                       uint64_t want, uint64_t unit, uint64_t shift)
+{
+	unsigned par = md_level_parity(rs->from.level);
+	uint64_t so = rs->from.chunk * (rs->from.raid_disks - par);
+	uint64_t sn = rs->to.chunk * (rs->to.raid_disks - par);
+	uint64_t old_end = (safe + so - 1) / so * rs->from.chunk;
+
+	if (want > pos)
+		want = pos;
+	for (uint64_t w = want / unit * unit; w >= unit; w -= unit)
+		if ((pos - w) / sn * rs->to.chunk + shift >= old_end)
+			return w;
+	return 0;
+}
+
 int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *finished)
 {
 	struct md_array *a = md_of(v);
@@ -618,6 +656,7 @@ int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *fin
 	const struct md_reshape *rs;
 	uint64_t unit, shift = UINT64_MAX, end, old_end, chunk;
 	unsigned par;
+	bool back;
 	char *buf = NULL;
 	int r = 0;
 
@@ -628,6 +667,7 @@ int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *fin
 		return err_set(-EROFS, "%s: read-only: the reshape stays where it is", v->name);
 	x = to_rv(a->raid);
 	rs = &a->reshape;
+	back = rs->backwards;
 	par = md_level_parity(rs->from.level);
 	chunk = rs->from.chunk > rs->to.chunk ? rs->from.chunk : rs->to.chunk;
 	unit = chunk * (rs->to.raid_disks - par);
@@ -639,16 +679,19 @@ int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *fin
 		if (!a->m[role].vol)
 			continue;
 		md_super_new_data_area(sb, &off, &size);
-		if (off > sb->data_offset || (sb->data_offset - off) * 512 < chunk)
+		/* Forwards the new data area lies before the old one, backwards
+		 * after it, by a chunk or more (else md needs a backup file). */
+		uint64_t lo = back ? sb->data_offset : off, hi = back ? off : sb->data_offset;
+		if (hi < lo || (hi - lo) * 512 < chunk)
 			return err_set(
 			    -ENOTSUP,
-			    "%s: %s: the new data area (sector %llu) does not lie before "
-			    "the old one (sector %llu) by a chunk or more; uraid moves "
-			    "data forwards only, without a backup file",
+			    "%s: %s: the new data area (sector %llu) does not lie %s the old "
+			    "one (sector %llu) by a chunk or more; that reshape needs a "
+			    "backup file, which uraid does not use",
 			    v->name, a->m[role].vol->name, (unsigned long long)off,
-			    (unsigned long long)sb->data_offset);
-		if ((sb->data_offset - off) * 512 < shift)
-			shift = (sb->data_offset - off) * 512;
+			    back ? "after" : "before", (unsigned long long)sb->data_offset);
+		if ((hi - lo) * 512 < shift)
+			shift = (hi - lo) * 512;
 	}
 	uint64_t wmax =
 	    o && o->window && o->window < MD_RESHAPE_WINDOW_MAX ? o->window : MD_RESHAPE_WINDOW_MAX;
@@ -662,16 +705,18 @@ int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *fin
 		return r;
 	}
 	for (;;) {
-		uint64_t pos = x->pos, w, n_old;
-		if (pos >= end || (o && o->stop_at && pos >= o->stop_at))
+		uint64_t pos = x->pos, w, n_old, lo, next;
+		if (back ? pos == 0 || (o && o->stop_at && pos <= o->stop_at)
+		         : pos >= end || (o && o->stop_at && pos >= o->stop_at))
 			break;
 		if (o && o->stop && atomic_load(o->stop)) {
 			r = -EINTR;
 			break;
 		}
-		w = md_reshape_window(rs, x->safe, pos, end - pos < wmax ? end - pos : wmax, unit,
-		                      shift);
-		if (!w && x->safe < pos) {
+		w = back ? md_reshape_window_back(rs, x->safe, pos, wmax, unit, shift)
+		         : md_reshape_window(rs, x->safe, pos, end - pos < wmax ? end - pos : wmax,
+		                             unit, shift);
+		if (!w && x->safe != pos) {
 			r = md_reshape_record(a, x, pos); /* then the window fits again */
 			if (r < 0)
 				break;
@@ -694,11 +739,13 @@ int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *fin
 		x->draining = false;
 		pthread_cond_broadcast(&x->cond);
 		pthread_mutex_unlock(&x->lock);
-		n_old = pos < old_end ? (old_end - pos < w ? old_end - pos : w) : 0;
+		lo = back ? pos - w : pos;
+		next = back ? lo : pos + w;
+		n_old = lo < old_end ? (old_end - lo < w ? old_end - lo : w) : 0;
 		memset(buf + n_old, 0, w - n_old); /* past the old end: zeros, as md writes */
 		uint64_t t0 = clock_now_ns();
 		if (n_old && raw.n) {
-			r = md_reshape_raw_window(x, &raw, rs->from.chunk, buf, n_old, pos);
+			r = md_reshape_raw_window(x, &raw, rs->from.chunk, buf, n_old, lo);
 			if (r < 0 && r != -ENOMEM) {
 				/* A member that fails: the RAID vol's own reads, which
 				 * reconstruct (and record the failure), from here on. */
@@ -706,25 +753,25 @@ int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *fin
 				         "through the array from here on",
 				         v->name, strerror(-r));
 				md_reshape_raw_free(&raw);
-				r = vol_read(x->from, buf, n_old, pos);
+				r = vol_read(x->from, buf, n_old, lo);
 			}
 		} else if (n_old) {
-			r = vol_read(x->from, buf, n_old, pos);
+			r = vol_read(x->from, buf, n_old, lo);
 		}
 		uint64_t t1 = clock_now_ns();
 		if (r == 0)
-			r = vol_write(x->to, buf, w, pos, 0);
+			r = vol_write(x->to, buf, w, lo, 0);
 		uint64_t t2 = clock_now_ns();
 		pthread_mutex_lock(&x->lock);
 		if (r == 0)
-			x->pos = pos + w;
+			x->pos = next;
 		x->win = 0;
 		pthread_cond_broadcast(&x->cond);
 		pthread_mutex_unlock(&x->lock);
-		bool due = pos + w - x->safe >= MD_RESHAPE_RECORD_MAX ||
+		bool due = (back ? x->safe - next : next - x->safe) >= MD_RESHAPE_RECORD_MAX ||
 		           clock_now_ns() - rec_ns >= MD_RESHAPE_RECORD_NS;
 		if (r == 0 && due) {
-			r = md_reshape_record(a, x, pos + w);
+			r = md_reshape_record(a, x, next);
 			rec_ns = clock_now_ns();
 		}
 		log_debug("%s: reshape window %llu KiB at %llu KiB: read %.1f ms, write %.1f ms, "
@@ -738,11 +785,11 @@ int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *fin
 			break;
 		}
 		if (o && o->progress)
-			o->progress(o->ctx, pos + w, end);
+			o->progress(o->ctx, back ? end - next : next, end);
 	}
 	/* Stopped or done: what was moved recorded (after an error, the
 	 * last record stands and a restart moves the rest again). */
-	if ((r == 0 || r == -EINTR) && x->safe < x->pos) {
+	if ((r == 0 || r == -EINTR) && x->safe != x->pos) {
 		int e = md_reshape_record(a, x, x->pos);
 		if (e < 0)
 			r = err_set(e, "%s: recording the reshape position: %s", v->name,
@@ -750,7 +797,7 @@ int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *fin
 	}
 	free(buf);
 	md_reshape_raw_free(&raw);
-	if (r == 0 && x->pos >= end) {
+	if (r == 0 && (back ? x->pos == 0 : x->pos >= end)) {
 		pthread_mutex_lock(&a->lock);
 		r = md_reshape_finish(a);
 		if (r == 0)

@@ -62,8 +62,9 @@ int md_reshape_vol_open(struct vol *from, struct vol *to, const struct md_reshap
 /* How a reshape run shows itself and stops (each may be NULL). */
 struct md_reshape_run_opts {
 	/* Stop once the position reaches this many array bytes (rounded up
-	 * to a window), leaving the reshape half-done on disk for whoever
-	 * continues it: `uraid grow --stop-at`, tests.  0: run to the end. */
+	 * to a window; backwards, once it comes down to it), leaving the
+	 * reshape half-done on disk for whoever continues it: `uraid grow
+	 * --stop-at`, tests.  0: run to the end. */
 	uint64_t stop_at;
 	const atomic_bool *stop; /* set: stop after the window being moved */
 	uint64_t window;         /* array bytes moved at a time, at most (rounded up to
@@ -74,7 +75,8 @@ struct md_reshape_run_opts {
 };
 
 /* Move the data of the md array v (assembled writable with a reshape
- * under way, forwards) window after window to the new geometry: each
+ * under way, forwards, or backwards from the end down) window after
+ * window to the new geometry: each
  * window read in the old geometry, written in the new one (full stripes,
  * parity and all); every 64 MiB, before a window would overwrite old
  * bytes a restart still needs, and at the end, the members flushed and
@@ -136,5 +138,30 @@ struct md_reshape_info {
 /* The reshape of the running md array v: 0, or -ENOENT when none is
  * under way (-EINVAL when v is not an md array). */
 int md_array_reshape_info(struct vol *v, struct md_reshape_info *out);
+/* What a reshape started by uraid changes (mdadm --grow --raid-devices,
+ * --layout, --chunk; any of them at once, as the kernel's raid5
+ * check_reshape takes them). */
+struct md_reshape_to {
+	unsigned raid_disks; /* 0: unchanged */
+	bool layout_set;     /* layout: md's layout word for the level */
+	uint32_t layout;
+	uint32_t chunk;      /* sectors; 0: unchanged */
+	uint64_t array_size; /* sectors: a shrink's --array-size (required for one) */
+};
+
+/* md_reshape_grow() for any change of to: the new layout one the level
+ * takes, the new chunk a power of two of 4 KiB or more that divides the
+ * member size (mdadm's rule), the data offset moved down by whole chunks
+ * of the larger of the two (the kernel's rule for a reshape without a
+ * backup file: at least a chunk of each), forwards.  nnew members only
+ * when raid_disks grows.  Fewer devices (a shrink) need array_size, which
+ * must fit in them: each member then keeps what that needs, the data
+ * offset moves up into what it frees, and the reshape runs backwards from
+ * the new end, as the kernel's; the roles past the new count end spares.  A request that changes
+ * nothing is said and returns 0, nothing written. */
+int md_reshape_restripe(char **specs, unsigned nm, struct vol **vols, struct md_super **sbs,
+                        unsigned fresh, const struct md_reshape_to *to, char **news, unsigned nnew,
+                        bool force, const struct md_reshape_run_opts *o,
+                        const struct md_rebuild_out *out);
 
 #endif

@@ -1,7 +1,7 @@
 /* md_reshape_grow.c — starting a RAID5/6 reshape offline (`uraid grow -n N
- * --add NEW...`, md_reshape.h): the checks, the superblocks of a reshape at
- * its start as the kernel writes them, then the array assembled from them
- * and md_reshape_run() (md_reshape.c) on it. */
+ * --add NEW...`, --chunk, --layout; md_reshape.h): the checks, the
+ * superblocks of a reshape at its start as the kernel writes them, then the
+ * array assembled from them and md_reshape_run() (md_reshape.c) on it. */
 #include "md_internal.h"
 #include "md_manage.h"
 #include "md_rebuild.h"
@@ -12,6 +12,7 @@
 #include "member/member.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,11 +31,75 @@ static uint64_t md_reshape_room(const struct md_super *sb)
 	return sb->data_offset > lo ? sb->data_offset - lo : 0;
 }
 
+/* The new layout and chunk of t (the old ones where t keeps them) as the
+ * kernel's raid5 check_reshape and mdadm take them: a layout the level
+ * names, a chunk a power of two of at least 4 KiB (a page) that divides
+ * the member size (mdadm: "component size is not a multiple of
+ * chunksize"). */
+static int md_reshape_to_check(const struct md_super *f, const struct md_reshape_to *t,
+                               const char *name, uint32_t *layout, uint32_t *chunk)
+{
+	const struct md_level_info *lv = md_level_info(f->level);
+	bool named = false;
+
+	*layout = t->layout_set ? t->layout : f->layout;
+	*chunk = t->chunk ? t->chunk : f->chunk;
+	for (unsigned i = 0; lv && i < lv->nlayouts; i++)
+		named |= lv->layouts[i].layout == *layout;
+	if (!named)
+		return err_set(-EINVAL, "%s: layout %u is not one %s takes", name, *layout,
+		               md_level_name(f->level));
+	if (*chunk < 8 || (*chunk & (*chunk - 1)) || *chunk > (1u << 30) / 512)
+		return err_set(-EINVAL,
+		               "%s: chunk %u KiB: md takes a power of two from 4 KiB to 1 GiB",
+		               name, *chunk / 2);
+	if (f->size % *chunk)
+		return err_set(
+		    -EINVAL,
+		    "%s: component size %lluK is not a multiple of chunksize %uK (mdadm's "
+		    "rule): shrink it first (--size)",
+		    name, (unsigned long long)f->size / 2, *chunk / 2);
+	return 0;
+}
+
+/* A shrink to raid_disks (mdadm --grow --array-size S, then
+ * --raid-devices): the array size array_size (sectors) asked for, which
+ * must fit in the new count, into *size, the sectors each member keeps
+ * (in whole chunks of the larger of old and new, chunk). */
+static int md_reshape_shrink_size(const struct md_super *f, unsigned raid_disks,
+                                  uint64_t array_size, uint32_t chunk, const char *name,
+                                  uint64_t *size)
+{
+	const struct md_level_info *lv = md_level_info(f->level);
+	unsigned nd = raid_disks - md_level_parity(f->level);
+	uint64_t most;
+
+	if (!lv || raid_disks < lv->min_disks)
+		return err_set(-EINVAL, "%s: %u devices: a %s needs at least %u", name, raid_disks,
+		               md_level_name(f->level), lv ? lv->min_disks : 0);
+	most = f->size / chunk * chunk * nd;
+	if (!array_size)
+		return err_set(-EINVAL,
+		               "%s: %u -> %u devices reduces the size of the array: give "
+		               "--array-size (at most %lluK) with it, as mdadm asks for first; "
+		               "what lies past it is lost",
+		               name, f->raid_disks, raid_disks, (unsigned long long)most / 2);
+	if (array_size > most)
+		return err_set(-ENOSPC,
+		               "%s: --array-size %lluK does not fit in %u devices (at most %lluK)",
+		               name, (unsigned long long)array_size / 2, raid_disks,
+		               (unsigned long long)most / 2);
+	*size = (array_size + (uint64_t)nd * chunk - 1) / ((uint64_t)nd * chunk) * chunk;
+	return 0;
+}
+
 /* The checks of md_reshape_grow, before anything is written: *shift gets
- * the sectors the data offset moves down by. */
+ * the sectors the data offset moves by (whole chunks of the larger of old
+ * and new, chunk): down, or up for a shrink (back), each member then
+ * keeping size sectors. */
 static int md_reshape_grow_check(struct md_super **sbs, unsigned nm, unsigned fresh,
-                                 unsigned raid_disks, unsigned nnew, const char *name, char **specs,
-                                 uint64_t *shift)
+                                 unsigned raid_disks, unsigned nnew, uint32_t chunk, bool back,
+                                 uint64_t size, const char *name, char **specs, uint64_t *shift)
 {
 	const struct md_super *f = sbs[fresh];
 	uint64_t room = UINT64_MAX;
@@ -50,11 +115,10 @@ static int md_reshape_grow_check(struct md_super **sbs, unsigned nm, unsigned fr
 		               "%s: reshaping an array with a write-intent bitmap, a PPL or a "
 		               "journal: remove it first (mdadm --grow --bitmap=none)",
 		               name);
-	if (raid_disks <= f->raid_disks)
-		return err_set(-ENOTSUP,
-		               "%s: %u -> %u devices: uraid reshapes a %s to more devices only",
-		               name, f->raid_disks, raid_disks, md_level_name(f->level));
-	if (nnew != raid_disks - f->raid_disks)
+	if (back && nnew)
+		return err_set(-EINVAL, "%s: %u -> %u devices takes no new member (--add)", name,
+		               f->raid_disks, raid_disks);
+	if (!back && nnew != raid_disks - f->raid_disks)
 		return err_set(-EINVAL,
 		               "%s: %u -> %u devices takes %u new members (--add NEW), %u given",
 		               name, f->raid_disks, raid_disks, raid_disks - f->raid_disks, nnew);
@@ -68,26 +132,48 @@ static int md_reshape_grow_check(struct md_super **sbs, unsigned nm, unsigned fr
 			    "or being rebuilt): give the array's members in sync only",
 			    name, specs[i]);
 		held[role] = true;
-		uint64_t r = md_reshape_room(sbs[i]);
+		uint64_t r = !back                      ? md_reshape_room(sbs[i])
+		             : sbs[i]->data_size > size ? sbs[i]->data_size - size
+		                                        : 0;
 		room = r < room ? r : room;
 	}
 	for (unsigned role = 0; role < f->raid_disks; role++)
 		if (!held[role])
 			return err_set(-ENODEV, "%s: role %u is missing: reshape a whole array",
 			               name, role);
-	/* Half the room, in whole chunks (mdadm moves it by what it can). */
-	*shift = room / 2 / f->chunk * f->chunk;
-	if (*shift < f->chunk)
+	/* Half the room, in whole chunks (mdadm moves it by what it can);
+	 * the kernel runs a reshape without a backup file only when the
+	 * offset moves by a chunk of each geometry or more (raid5 run()). */
+	if (chunk < f->chunk)
+		chunk = f->chunk;
+	*shift = room / 2 / chunk * chunk;
+	if (*shift < chunk && back)
+		return err_set(-ENOSPC,
+		               "%s: %llu sectors after what each member keeps are too few to move "
+		               "the data up by a chunk (%u sectors); uraid does not use a backup "
+		               "file: give a smaller --array-size",
+		               name, (unsigned long long)room, chunk);
+	if (*shift < chunk)
 		return err_set(-ENOSPC,
 		               "%s: %llu sectors before the data are too few to move it by a "
 		               "chunk (%u sectors); uraid does not use a backup file",
-		               name, (unsigned long long)room, f->chunk);
+		               name, (unsigned long long)room, chunk);
 	return 0;
 }
 
 int md_reshape_grow(char **specs, unsigned nm, struct vol **vols, struct md_super **sbs,
                     unsigned fresh, unsigned raid_disks, char **news, unsigned nnew, bool force,
                     const struct md_reshape_run_opts *o, const struct md_rebuild_out *out)
+{
+	const struct md_reshape_to t = {.raid_disks = raid_disks};
+
+	return md_reshape_restripe(specs, nm, vols, sbs, fresh, &t, news, nnew, force, o, out);
+}
+
+int md_reshape_restripe(char **specs, unsigned nm, struct vol **vols, struct md_super **sbs,
+                        unsigned fresh, const struct md_reshape_to *to, char **news, unsigned nnew,
+                        bool force, const struct md_reshape_run_opts *o,
+                        const struct md_rebuild_out *out)
 {
 	struct md_super *f = sbs[fresh], tmpl;
 	struct vol **all = calloc(nm + nnew, sizeof(*all));
@@ -98,7 +184,10 @@ int md_reshape_grow(char **specs, unsigned nm, struct vol **vols, struct md_supe
 	unsigned old = f->raid_disks, nall = 0;
 	uint16_t roles[MD_SB_MAX_DEV];
 	uint32_t max_dev = f->max_dev < MD_SB_MAX_DEV ? f->max_dev : MD_SB_MAX_DEV;
-	uint64_t shift = 0, events = f->events + 1;
+	unsigned raid_disks = to->raid_disks ? to->raid_disks : old;
+	uint32_t layout = f->layout, chunk = f->chunk;
+	uint64_t shift = 0, events = f->events + 1, size = f->size;
+	bool back = raid_disks < old;
 	struct vol *arr = NULL;
 	bool finished = false;
 	char name[48];
@@ -121,7 +210,23 @@ int md_reshape_grow(char **specs, unsigned nm, struct vol **vols, struct md_supe
 	for (unsigned i = 0; i < nm; i++)
 		all[nall++] = vols[i];
 	memcpy(roles, f->roles, sizeof(roles));
-	r = md_reshape_grow_check(sbs, nm, fresh, raid_disks, nnew, name, specs, &shift);
+	r = md_reshape_to_check(f, to, name, &layout, &chunk);
+	if (r == 0 && raid_disks == old && layout == f->layout && chunk == f->chunk && !nnew &&
+	    !to->array_size) {
+		md_say(out, "%s: no change requested (%u devices, layout and chunk as they are)",
+		       name, old);
+		goto out;
+	}
+	uint32_t big = chunk > f->chunk ? chunk : f->chunk;
+	if (r == 0 && back)
+		r = md_reshape_shrink_size(f, raid_disks, to->array_size, big, name, &size);
+	else if (r == 0 && to->array_size)
+		r = err_set(-EINVAL,
+		            "%s: --array-size goes with the --raid-devices that shrinks the array",
+		            name);
+	if (r == 0)
+		r = md_reshape_grow_check(sbs, nm, fresh, raid_disks, nnew, chunk, back, size, name,
+		                          specs, &shift);
 	for (unsigned i = 0; i < nnew && r == 0; i++) {
 		err_clear();
 		r = member_open(news[i], 0, &all[nall]);
@@ -154,14 +259,21 @@ int md_reshape_grow(char **specs, unsigned nm, struct vol **vols, struct md_supe
 	 * layout, chunk, the move in delta_disks and new_offset), the new
 	 * members' first, then the members'. */
 	tmpl = *f;
-	tmpl.feature_map |= MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET;
+	/* A shrink runs backwards, from the end of the new geometry down,
+	 * the data offset moving up (the kernel's rule for a backwards
+	 * reshape), each member keeping size sectors. */
+	uint32_t bits = MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET |
+	                (back ? MD_FEATURE_RESHAPE_BACKWARDS : 0);
+	uint64_t start = back ? size * (raid_disks - md_level_parity(f->level)) : 0;
+	tmpl.feature_map |= bits;
+	tmpl.size = size;
 	tmpl.raid_disks = raid_disks;
 	tmpl.delta_disks = (int32_t)(raid_disks - old);
 	tmpl.new_level = f->level;
-	tmpl.new_layout = f->layout;
-	tmpl.new_chunk = f->chunk;
-	tmpl.reshape_position = 0;
-	tmpl.new_offset = -(int32_t)shift;
+	tmpl.new_layout = layout;
+	tmpl.new_chunk = chunk;
+	tmpl.reshape_position = start;
+	tmpl.new_offset = back ? (int32_t)shift : -(int32_t)shift;
 	for (unsigned i = 0; i < nnew && r == 0; i++) {
 		r = md_manage_new_super(all[nm + i], news[i], &tmpl, vols[fresh], slot[i],
 		                        end_sb[i], &nsb[i]);
@@ -173,13 +285,14 @@ int md_reshape_grow(char **specs, unsigned nm, struct vol **vols, struct md_supe
 	}
 	for (unsigned i = 0; i < nm && r == 0; i++) {
 		struct md_super *sb = sbs[i];
-		sb->feature_map |= MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET;
+		sb->feature_map |= bits;
+		sb->size = size;
 		sb->raid_disks = raid_disks;
 		sb->delta_disks = tmpl.delta_disks;
 		sb->new_level = tmpl.new_level;
 		sb->new_layout = tmpl.new_layout;
 		sb->new_chunk = tmpl.new_chunk;
-		sb->reshape_position = 0;
+		sb->reshape_position = start;
 		sb->new_offset = tmpl.new_offset;
 		md_manage_set_state(sb, events, max_dev, roles);
 		err_clear();
@@ -187,9 +300,20 @@ int md_reshape_grow(char **specs, unsigned nm, struct vol **vols, struct md_supe
 	}
 	if (r < 0)
 		goto out;
-	md_say(out, "%s: reshaping %u -> %u devices (data offset %llu -> %llu sectors)", name, old,
-	       raid_disks, (unsigned long long)f->data_offset,
-	       (unsigned long long)(f->data_offset - shift));
+	char what[160] = "", ln[2][32];
+	if (layout != f->layout)
+		snprintf(what, sizeof(what), ", layout %s -> %s",
+		         md_layout_name(f->level, f->layout, ln[0], sizeof(ln[0])),
+		         md_layout_name(f->level, layout, ln[1], sizeof(ln[1])));
+	if (chunk != f->chunk)
+		snprintf(what + strlen(what), sizeof(what) - strlen(what), ", chunk %uK -> %uK",
+		         f->chunk / 2, chunk / 2);
+	if (back)
+		snprintf(what + strlen(what), sizeof(what) - strlen(what),
+		         ", array size %lluK, backwards", (unsigned long long)start / 2);
+	md_say(out, "%s: reshaping %u -> %u devices%s (data offset %llu -> %llu sectors)", name,
+	       old, raid_disks, what, (unsigned long long)f->data_offset,
+	       (unsigned long long)(back ? f->data_offset + shift : f->data_offset - shift));
 
 	/* Then the same as continuing it: the array assembled from what was
 	 * written, the driver run on it. */
@@ -299,9 +423,14 @@ int md_array_grow(struct vol *v, struct vol **news, unsigned nnew, unsigned raid
 		sbs[i] = a->m[i].sb;
 		specs[i] = (char *)a->m[i].vol->name;
 	}
+	if (r == 0 && raid_disks <= old)
+		r = err_set(-ENOTSUP,
+		            "%s: %u -> %u devices: a served array is reshaped to more devices only "
+		            "(stop the serve to shrink it)",
+		            a->vol.name, old, raid_disks);
 	if (r == 0)
-		r = md_reshape_grow_check(sbs, old, 0, raid_disks, nnew, a->vol.name, specs,
-		                          &shift);
+		r = md_reshape_grow_check(sbs, old, 0, raid_disks, nnew, sbs[0]->chunk, false,
+		                          sbs[0]->size, a->vol.name, specs, &shift);
 	if (r == 0)
 		tmpl = *a->m[0].sb;
 	pthread_mutex_unlock(&a->lock);

@@ -11,10 +11,13 @@
 # geometries), then `uraid grow --continue` finishes each and it reads the
 # same again; uraid makes u5 (raid5 3 -> 4) and u6 (raid6 4 -> 5) with
 # random data and stops their `uraid grow -n N --add NEW` part-way
-# (--stop-at).
-# boot 2: the kernel assembles the five: the three uraid finished read the
-# same and md's check finds 0 mismatches; the two uraid stopped are
-# continued by the kernel to the end, read the same, check 0.
+# (--stop-at), and uc5 (raid5 of 4, `uraid grow --chunk 32 --layout
+# right-asymmetric`: chunk 64 -> 32 KiB and another layout at once) and
+# us5 (a shrink, raid5 4 -> 3 devices with --array-size, backwards) too.
+# boot 2: the kernel assembles the seven: the three uraid finished read the
+# same and md's check finds 0 mismatches; the four uraid stopped are
+# continued by the kernel to the end, read the same, check 0 (uc5 at the
+# new chunk and layout, us5 on 3 devices).
 # Each reshape must really have been stopped part-way (the superblock
 # recording its position), or the test fails.
 # Skips (77) when the linux-peer harness or a package it needs is missing.
@@ -27,6 +30,9 @@ add_images g6 5 24M
 add_images c5 4 24M
 add_images u5 4 24M
 add_images u6 5 24M
+# uc5 and us5 small: boot 2's time goes to the sha256 of each array under TCG
+add_images uc5 4 8M
+add_images us5 4 8M
 
 # guest_half NAME MD LEVEL CHUNK N GROW...: guest lines in which mdadm
 # makes NAME (the first N of its devices), fills it, prints "before NAME
@@ -54,12 +60,13 @@ guest_half() {
 
 # guest_after NAME MD BYTES: guest lines that assemble NAME as /dev/mdMD,
 # let the kernel finish any reshape it records, print "after NAME SHA256
-# (of the first BYTES) SIZE DISKS" and "mismatch NAME COUNT" (md's check).
+# (of the first BYTES) SIZE DISKS CHUNK LAYOUT" and "mismatch NAME COUNT"
+# (md's check).
 guest_after() {
     local name=$1 md=$2 bytes=$3
     echo "mdadm --assemble /dev/md$md ${devs[$name]} >/tmp/a.log 2>&1 || { echo 'after $name assemble-failed'; cat /tmp/a.log; }"
     echo "for t in \$(seq 1500); do [ \"\$(cat /sys/block/md$md/md/reshape_position)\" = none ] && [ \"\$(cat /sys/block/md$md/md/sync_action)\" = idle ] && break; sleep 0.2; done"
-    echo "echo \"after $name \$(head -c $bytes /dev/md$md | sha256sum | cut -d' ' -f1) \$(blockdev --getsize64 /dev/md$md) \$(cat /sys/block/md$md/md/raid_disks)\""
+    echo "echo \"after $name \$(head -c $bytes /dev/md$md | sha256sum | cut -d' ' -f1) \$(blockdev --getsize64 /dev/md$md) \$(cat /sys/block/md$md/md/raid_disks) \$(cat /sys/block/md$md/md/chunk_size) \$(cat /sys/block/md$md/md/layout)\""
     echo "echo check > /sys/block/md$md/md/sync_action"
     echo "while [ \"\$(cat /sys/block/md$md/md/sync_action)\" != idle ]; do sleep 0.2; done"
     echo "echo \"mismatch $name \$(cat /sys/block/md$md/md/mismatch_cnt)\""
@@ -108,10 +115,14 @@ for name in g5 g6 c5; do
         { echo "FAIL: $name: after uraid's --continue it reads '$got'"; fail=1; }
 done
 
-# u5, u6: ours, stopped part-way
-for spec in "u5 5 3" "u6 6 4"; do
-    read -r name level n <<< "$spec"
+# u5, u6, uc5: ours, stopped part-way (N devices, M after)
+# us5: 2 x 6912 KiB (of 7168 a member holds), leaving each 256 KiB after its data to move it up into
+for spec in "u5 5 3 4" "u6 6 4 5" "uc5 5 4 4" "us5 5 4 3"; do
+    read -r name level n m <<< "$spec"
     all=(${files[$name]})
+    if [ "$m" -gt "$n" ]; then how=(-n "$m" --add "${all[$n]}")
+    elif [ "$m" -lt "$n" ]; then how=(-n "$m" --array-size 13824K)
+    else how=(--chunk 32 --layout right-asymmetric); fi
     $URAID create --level=$level --chunk=64 "${all[@]:0:$n}" >/dev/null 2>&1 || { echo "FAIL: create $name"; exit 1; }
     want_size[$name]=$($URAID serve --readonly --run 'nbdinfo --size "$uri"' "${all[@]:0:$n}" 2>/dev/null)
     head -c "${want_size[$name]}" /dev/urandom > "$D/$name.data"
@@ -119,9 +130,13 @@ for spec in "u5 5 3" "u6 6 4"; do
     $URAID serve --run "nbdcopy '$D/$name.data' \"\$uri\"" "${all[@]:0:$n}" 2>/dev/null
     # a third of the new array's sectors (level - 4 parity members)
     p=$((level - 4))
-    stop=$((want_size[$name] / (n - p) * (n + 1 - p) / 512 / 3))
-    $URAID grow -n $((n + 1)) --add "${all[$n]}" --stop-at $stop "${all[@]:0:$n}" >"$D/$name.grow" 2>&1 ||
+    stop=$((want_size[$name] / (n - p) * (m - p) / 512 / 3))
+    $URAID grow "${how[@]}" --stop-at $stop "${all[@]:0:$n}" >"$D/$name.grow" 2>&1 ||
         { echo "FAIL: $name: uraid grow: $(cat "$D/$name.grow")"; fail=1; continue; }
+    if [ "$m" -lt "$n" ]; then # what is left: the shrunk array's bytes
+        want_size[$name]=$((13824 * 1024))
+        want_sha[$name]=$(head -c "${want_size[$name]}" "$D/$name.data" | sha256sum | cut -d' ' -f1)
+    fi
     if mdadm --examine "${all[0]}" 2>/dev/null | grep -q "Reshape pos'n"; then
         echo "ok: $name: uraid's reshape stopped part-way ($(mdadm --examine "${all[0]}" | grep "Reshape pos'n" | sed 's/ *Reshape pos.n : //'))"
     else
@@ -132,15 +147,23 @@ done
 {
     guest_header
     md=0
-    for name in g5 g6 c5 u5 u6; do
+    for name in g5 g6 c5 u5 u6 uc5 us5; do
         guest_after $name $md "${want_size[$name]:-0}"
         md=$((md + 1))
     done
     echo 'exit 0'
 } > "$D/job.sh"
 LINUX_PEER_SMP=${LINUX_PEER_SMP:-1} run_peer "${imgs[@]}"
-for name in g5 g6 c5 u5 u6; do
+for name in g5 g6 c5 u5 u6 uc5 us5; do
     line=$(grep "^after $name " <<< "$out" || true)
+    if [ $name = us5 ] && [ "$(cut -d' ' -f4-5 <<< "$line")" != "$((13824 * 1024)) 3" ]; then
+        echo "FAIL: us5: the kernel ended at size and devices '$(cut -d' ' -f4-5 <<< "$line")', want $((13824 * 1024)) 3"
+        fail=1
+    fi
+    if [ $name = uc5 ] && [ "$(cut -d' ' -f6- <<< "$line")" != "32768 1" ]; then
+        echo "FAIL: uc5: the kernel ended at chunk and layout '$(cut -d' ' -f6- <<< "$line")', want 32768 1"
+        fail=1
+    fi
     case $name in g*|c*) who="uraid finished" ;; *) who="the kernel finished uraid's" ;; esac
     if [ "$(cut -d' ' -f3 <<< "$line")" = "${want_sha[$name]}" ] && grep -q "^mismatch $name 0$" <<< "$out"; then
         echo "ok: $name: $who reshape; the kernel reads the same, check 0 ($(cut -d' ' -f4- <<< "$line"))"

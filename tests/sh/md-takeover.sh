@@ -10,6 +10,8 @@
 #                 parity device is left as it was;
 #   10 -> 0       near-2: one device of each pair stays, the others are
 #                 left as they were.
+# A device that left, given with the others, is left out by serve (the
+# freshest superblock decides, as mdadm's assembly) and not written.
 # After each: mdadm --examine reads the level, layout, chunk and array
 # state; the data reads back; `uraid check` finds parity (copies) agree.
 # Refusals name the rule and change no file.
@@ -126,6 +128,12 @@ grow --level=0 "${r0[@]}" "$tmp/z.p"
 geometry raid0 "" 512K AA "${r0[@]}"
 [ "$(md5sum < "$tmp/z.p")" = "$sum" ] || fail "5 -> 0 wrote to the parity device that left"
 reads z "${r0[@]}"
+# given with the device that left: assembled from the freshest, as mdadm does,
+# that device left out and not written, even by a writable start
+reads z "${r0[@]}" "$tmp/z.p"
+"$URAID" serve --run 'nbdinfo --size "$uri"' "${r0[@]}" "$tmp/z.p" > /dev/null 2>&1 ||
+    fail "5 -> 0: a writable serve with the parity device that left"
+[ "$(md5sum < "$tmp/z.p")" = "$sum" ] || fail "a serve wrote to the parity device that left"
 echo "ok: raid0 -> raid5 parity-last (parity rebuilt on a new device) -> raid0 (it leaves untouched)"
 
 # 10 -> 0
@@ -135,6 +143,8 @@ grow --level=0 "${files[@]}"
 geometry raid0 "" 512K AA "${files[0]}" "${files[2]}"
 [ "$(md5sum "${files[1]}" "${files[3]}")" = "$sums" ] || fail "10 -> 0 wrote to a copy that left"
 reads t "${files[0]}" "${files[2]}"
+reads t "${files[@]}"
+[ "$(md5sum "${files[1]}" "${files[3]}")" = "$sums" ] || fail "a serve wrote to a copy that left"
 echo "ok: raid10 n2 -> raid0: roles 0 and 2 stay, 1 and 3 leave untouched"
 
 # Refusals: the rule named, nothing changed.
@@ -142,6 +152,10 @@ blank s 5 3 --layout=left-symmetric
 refuse "only parity-last" grow --level=0 "${files[@]}"
 refuse "two-device raid5" grow --level=1 "${files[@]}"
 refuse "another count moves data" grow --level=6 --raid-devices=5 --add "$tmp/p.q" "${files[@]}"
+# a restripe's own rules (md_reshape_restripe), checked before a byte is written
+refuse "give --array-size" grow --raid-devices=2 "${files[@]}"
+refuse "power of two" grow --chunk=48 "${files[@]}"
+refuse "not a raid5 layout" grow --layout=left-symmetric-6 "${files[@]}"
 blank q 6 4
 refuse "rotates Q" grow --level=5 "${files[@]}"
 blank f 10 4 --layout=f2
@@ -150,5 +164,6 @@ refuse "no takeover between these levels" grow --level=5 "${files[@]}"
 blank w 1 3
 refuse "two-device raid1" grow --level=5 "${files[@]}"
 refuse "no takeover between these levels" grow --level=6 "${files[@]}"
-refuse "without --level" grow --layout=left-symmetric "${files[@]}"
+refuse "raid5 and raid6 only" grow --layout=left-symmetric "${files[@]}"
+refuse "raid5 and raid6 only" grow --chunk=128 "${files[@]}"
 echo "ok: transitions md does not make without moving data are refused, nothing written"
