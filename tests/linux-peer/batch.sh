@@ -19,7 +19,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 [ $# -ge 1 ] || { echo "usage: $0 MEMBER..." >&2; exit 2; }
 S=$(mktemp -d "${TMPDIR:-/tmp}/linux-peer-batch.XXXXXX")
 trap 'for p in "${pid[@]}"; do [ -z "$p" ] || kill "$p" 2>/dev/null; done; rm -rf "$S"' EXIT
-MAX_DISKS=30   # virtio-blk PCI slots on QEMU's pc machine
+MAX_DISKS=60   # what run.sh attaches: 29 on the root PCI bus, 31 behind a bridge
 members=("$@")
 N=${#members[@]}
 declare -a pid base reserved served rc
