@@ -1,7 +1,8 @@
 #!/bin/bash
 # test.sh — run the whole test suite on the sanitizer build and print the
 # closing line "N passed, N failed, N skipped".  Extra arguments go to
-# `meson test` (e.g. a test name, or --suite unit).
+# `meson test` (e.g. a test name, or --suite unit; then the kernel tests that a whole
+# run batches, suite peer-single, run alone too).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD:-build-test}
@@ -9,6 +10,9 @@ build=${BUILD:-build-test}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
+# A whole run leaves out the suite peer-single: those kernel tests run inside the
+# peer-batch-* tests (tests/meson.build), sharing VM boots; named, they run alone.
+[ $# -gt 0 ] || set -- --no-suite peer-single
 meson test -C "$build" --print-errorlogs --num-processes 2 "$@"
 rc=$?
 

@@ -63,6 +63,12 @@ for c in imsm0 imsm1 ddf0; do mdadm --stop /dev/md/$c >/dev/null 2>&1 || echo "s
 sync
 echo done
 EOF
+# In a batch (tests/linux-peer/batch.sh) the disks are others than vda..vdl: rename them
+# in the job, last first, so that no new name is renamed again.
+letters=(a b c d e f g h i j k l)
+for i in $(seq 11 -1 0); do
+    sed -i "s|/dev/vd${letters[$i]}\b|$(peer_dev "$i")|g" "$D/job.sh"
+done
 
 run_peer "${imgs[@]}"
 grep -q '^done$' <<< "$out" || { echo "$out"; echo "FAIL: the guest job did not finish"; exit 1; }

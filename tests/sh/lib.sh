@@ -1,7 +1,7 @@
 # lib.sh — what the shell tests share: strict mode, $URAID checked, a
 # scratch dir $tmp removed on exit after the registered cleanup hooks ran
 # (`cleanup_hooks+=('CMD')`), `requires TOOL...` (exit 77, a skip, when one
-# is missing) and `fail MSG`.  Area helpers (nbd-lib.sh, luks-lib.sh)
+# is missing), `fail MSG` and wait-lib.sh's waits.  Area helpers (nbd-lib.sh, luks-lib.sh)
 # source it and add their own.
 set -euo pipefail
 : "${URAID:?URAID must point at the uraid binary}"
@@ -46,9 +46,4 @@ kill_mid_writes() {
     rm -f "$sock"
 }
 
-# wait_log FILE PATTERN — until FILE has a line matching PATTERN (60 s);
-# 1 if it never does.
-wait_log() {
-    for _ in $(seq 600); do grep -q "$2" "$1" && return 0; sleep 0.1; done
-    return 1
-}
+. "$(dirname "${BASH_SOURCE[0]}")/wait-lib.sh"   # wait_until, wait_log

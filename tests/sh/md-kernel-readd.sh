@@ -50,13 +50,35 @@ serve() {
     rm -f "$sock" "$ctl"
     $URAID serve -f --socket "$sock" --control "$ctl" "$@" 2>>"$D/serve.log" &
     spid=$!
-    for _ in $(seq 100); do [ -S "$sock" ] && [ -S "$ctl" ] && break; sleep 0.1; done
+    wait_until 100 test -S "$sock" -a -S "$ctl" || true
+}
+# fill NAME FILES...: the pattern written through a serve closed clean (the bitmap
+# clear), then served again
+fill() {
+    local name=$1
+    shift
+    serve "$@"
+    nbdcopy --flush "$D/pat" "$uri" || { echo "FAIL: $name: fill"; exit 1; }
+    unserve
+    serve "$@"
+}
+# write_at8 NAME: the pattern again at MiB 8 (bitmap chunks 8-11), flushed
+write_at8() {
+    /usr/bin/python3 - "$uri" "$D/pat" <<'PY' || { echo "FAIL: $1: write while away"; exit 1; }
+import nbd, sys
+h = nbd.NBD()
+h.connect_uri(sys.argv[1])
+h.pwrite(open(sys.argv[2], 'rb').read(), 8 << 20)
+h.flush()
+h.shutdown()
+PY
 }
 unserve() { kill -TERM "$spid"; wait "$spid" || { cat "$D/serve.log"; echo "FAIL: serve exited badly"; exit 1; }; }
 jfield() {
     $URAID detail --json "$ctl" > "$D/j" || { echo "FAIL: detail"; exit 1; }
     python3 -c "import json,sys; j=json.load(open(sys.argv[1]))['arrays'][0]; print($1)" "$D/j"
 }
+readded() { [ "$(jfield "j['degraded']")" = False ]; }
 # host_dirty FILE: the dirty count mdadm -X gives a v1.2 member's bitmap
 host_dirty() {
     dd if="$1" of="$D/bm.img" bs=512 skip=16 count=8 2>/dev/null
@@ -66,20 +88,10 @@ host_dirty() {
 # ---- ua: uraid degrades, the kernel re-adds ----
 $URAID create --level=1 --bitmap=internal --bitmap-chunk=1024 --assume-clean ${files[ua]} >/dev/null ||
     { echo "FAIL: ua: create"; exit 1; }
-serve ${files[ua]}
-nbdcopy --flush "$D/pat" "$uri" || { echo "FAIL: ua: fill"; exit 1; }
-unserve
-serve ${files[ua]}
+# shellcheck disable=SC2086
+fill ua ${files[ua]}
 $URAID fail "$ctl" "$ua1" >/dev/null || { echo "FAIL: ua: uraid fail"; exit 1; }
-# the pattern again at MiB 8 (bitmap chunks 8-11)
-/usr/bin/python3 - "$uri" "$D/pat" <<'PY' || { echo "FAIL: ua: write while away"; exit 1; }
-import nbd, sys
-h = nbd.NBD()
-h.connect_uri(sys.argv[1])
-h.pwrite(open(sys.argv[2], 'rb').read(), 8 << 20)
-h.flush()
-h.shutdown()
-PY
+write_at8 ua
 unserve
 ua_dirty=$(host_dirty "$ua0")
 off=$($URAID examine "$ua1" | sed -n 's/ *Data Offset : \([0-9]*\) sectors/\1/p')
@@ -101,26 +113,15 @@ port=$((20000 + RANDOM % 20000))
 nbdkit -f -i 127.0.0.1 -p $port file "$2" 2>>"$D/nbdkit.log" &
 npid=$!
 ur_uri="nbd://127.0.0.1:$port/?timeout=1&reconnect=0.2"
-for _ in $(seq 100); do nbdinfo --size "nbd://127.0.0.1:$port/" >/dev/null 2>&1 && break; sleep 0.1; done
+wait_until 100 nbdinfo --size "nbd://127.0.0.1:$port/" >/dev/null 2>&1 || true
 $URAID create --level=1 --bitmap=internal --bitmap-chunk=1024 --assume-clean --write-behind=16 \
     "$ur0" --write-mostly "$ur_uri" >/dev/null || { echo "FAIL: ur: create"; exit 1; }
-serve "$ur0" "$ur_uri"
-nbdcopy --flush "$D/pat" "$uri" || { echo "FAIL: ur: fill"; exit 1; }
-unserve # closed clean: the bitmap clear
-serve "$ur0" "$ur_uri"
+fill ur "$ur0" "$ur_uri"
 kill -STOP $npid
-/usr/bin/python3 - "$uri" "$D/pat" <<'PY' || { echo "FAIL: ur: write while away"; exit 1; }
-import nbd, sys
-h = nbd.NBD()
-h.connect_uri(sys.argv[1])
-h.pwrite(open(sys.argv[2], 'rb').read(), 8 << 20)
-h.flush()
-h.shutdown()
-PY
+write_at8 ur
 grep -q "member 1 .* failed" "$D/serve.log" || { cat "$D/serve.log"; echo "FAIL: ur: the member did not fail"; exit 1; }
 kill -CONT $npid
-for _ in $(seq 300); do [ "$(jfield "j['degraded']")" = False ] && break; sleep 0.1; done
-[ "$(jfield "j['degraded']")" = False ] || { cat "$D/serve.log"; echo "FAIL: ur: not re-added"; exit 1; }
+wait_until 300 readded || { cat "$D/serve.log"; echo "FAIL: ur: not re-added"; exit 1; }
 ur_chunks=$(jfield "j['readd']['last_chunks']")
 unserve
 kill $npid
@@ -204,8 +205,7 @@ echo "ok: the kernel assembles the array whose remote member uraid re-added over
 
 # ---- kd: uraid re-adds the member the kernel failed ----
 serve ${files[kd]}
-for _ in $(seq 300); do [ "$(jfield "j['degraded']")" = False ] && break; sleep 0.1; done
-[ "$(jfield "j['degraded']")" = False ] || { cat "$D/serve.log"; echo "FAIL: kd: not re-added"; exit 1; }
+wait_until 300 readded || { cat "$D/serve.log"; echo "FAIL: kd: not re-added"; exit 1; }
 chunks=$(jfield "j['readd']['last_chunks']")
 bytes=$(jfield "j['readd']['last_bytes']")
 unserve
@@ -214,7 +214,7 @@ unserve
 echo "ok: uraid re-adds the member the kernel failed: $chunks chunks ($bytes bytes) resynced, the kernel's dirty count"
 {
     guest_header
-    echo "mdadm --assemble /dev/md1 /dev/vda /dev/vdb >/tmp/a.log 2>&1 || { echo kd assemble-failed; cat /tmp/a.log; }"
+    echo "mdadm --assemble /dev/md1 $(peer_dev 0) $(peer_dev 1) >/tmp/a.log 2>&1 || { echo kd assemble-failed; cat /tmp/a.log; }"
     echo "echo \"kd degraded \$(cat /sys/block/md1/md/degraded)\""
     echo "echo check > /sys/block/md1/md/sync_action; sleep 0.5"
     echo "for i in \$(seq 900); do [ \"\$(cat /sys/block/md1/md/sync_action 2>/dev/null || echo idle)\" = idle ] && break; sleep 0.2; done"
@@ -224,7 +224,7 @@ echo "ok: uraid re-adds the member the kernel failed: $chunks chunks ($bytes byt
     echo 'exit 0'
 } > "$D/job.sh"
 # shellcheck disable=SC2086
-run_peer ${files[kd]} # /dev/vda, /dev/vdb now
+run_peer ${files[kd]} # its first two disks now
 expect "kd degraded 0"
 expect "kd mismatch 0"
 expect "kd data $want8"

@@ -45,14 +45,15 @@ truncate -s $size "$D/member.img"
 
 {
     guest_header
+    echo "PAY=$(peer_dev 0) MEM=$(peer_dev 1)"  # the payload's disk, the member's
     cat <<'EOF'
 P=/tmp/payload
-mkdir -p $P && cd $P && tar -xf /dev/vda || echo "payload-failed"
+mkdir -p $P && cd $P && tar -xf $PAY || echo "payload-failed"
 LD=$P/lib/ld-linux-x86-64.so.2
 run() { $LD --library-path $P/lib "$@"; }
 insmod $P/nbd.ko || echo "insmod-failed"
 # Not through run(): $! must be the server itself, not a subshell.
-$LD --library-path $P/lib $P/uraid serve --foreground --socket /tmp/s.sock /dev/vdb \
+$LD --library-path $P/lib $P/uraid serve --foreground --socket /tmp/s.sock $MEM \
     </dev/null >/dev/null 2>/tmp/serve.err &
 spid=$!
 i=0; while [ ! -S /tmp/s.sock ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done

@@ -7,6 +7,7 @@
 set -euo pipefail
 
 . "$SRCDIR/tests/sh/peer-check.sh"
+. "$SRCDIR/tests/sh/wait-lib.sh"   # wait_until, wait_log
 command -v nbdcopy >/dev/null || { echo "skip: nbdcopy missing (libnbd-bin)"; exit 77; }
 
 D=$(mktemp -d)
@@ -20,8 +21,10 @@ want=$(sha256sum < "$D/pat" | cut -d' ' -f1)
 # (devs[NAME]: /dev/vda, /dev/vdb ...).
 imgs=()
 declare -A devs files
+# In a batch (tests/linux-peer/batch.sh) the test's first disk is not vda but the one
+# LINUX_PEER_DEV_BASE names.
 peer_dev() { # the guest's name for image index $1: vda ... vdz, vdaa ...
-    local i=$1 s=""
+    local i=$(($1 + ${LINUX_PEER_DEV_BASE:-0})) s=""
     while :; do s=$(printf "\\$(printf %o $((97 + i % 26)))")$s; i=$((i / 26 - 1)); [ $i -ge 0 ] || break; done
     echo "/dev/vd$s"
 }
