@@ -37,7 +37,12 @@
  * instead of following it (docs/write-path.md: received whole, a `mem:`
  * write cost twice `null:`'s).  With other requests in flight their vol
  * calls overlap this receive already, so it is received whole as before;
- * so is a FUA write (one durable write rather than segments and a flush). */
+ * so is a FUA write (one durable write rather than segments and a flush).
+ *
+ * A handed-over WRITE (no FUA) to a vol whose bytes are plain memory
+ * (VOL_CAP_FILL, vol.h: mem:) is received straight into that memory
+ * (fill_write below): no pool buffer and no copy after the receive, so a
+ * `mem:` write costs what `null:`'s does plus the pages it touches. */
 #include "internal.h"
 
 #include "core/exec.h"
@@ -51,6 +56,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -568,6 +574,71 @@ static int stream_write(struct nbd_conn *c, struct pending *p)
 	return r;
 }
 
+/* ---- Writes received into the vol's memory (see the top of the file) ---- */
+
+/* What lands in the vol's memory lands in whole blocks of the payload, as
+ * a received-then-written payload's segments do: a client that leaves
+ * mid-block leaves that block as it was (conn_abuse.py checks it). */
+#define FILL_BLOCK 4096u
+
+/* Not over TLS: the socket's queued bytes (below) are then ciphertext. */
+static bool fill_wanted(struct nbd_conn *c, const struct pending *p)
+{
+	return p->req.type == NBD_CMD_WRITE && !p->error && !p->inline_ && !c->tls &&
+	       !(p->req.flags & NBD_CMD_FLAG_FUA) && (c->exp->vol->caps & VOL_CAP_FILL);
+}
+
+/* Bytes that can be received now without waiting: the connection's input
+ * buffer and what the socket holds. */
+static uint64_t fill_ready(struct nbd_conn *c)
+{
+	int queued = 0;
+
+	if (ioctl(c->rfd, FIONREAD, &queued) < 0 || queued < 0)
+		queued = 0;
+	return nbd_conn_buffered(c) + (uint64_t)queued;
+}
+
+/* Whole blocks that have arrived go straight into place; a block still
+ * arriving (and the payload's tail) waits in a block of its own and is
+ * copied in once whole, so a receive that fails leaves no part-block. */
+static int fill_recv(void *arg, void *dst, uint64_t len, uint64_t off)
+{
+	struct nbd_conn *c = arg;
+	unsigned char *p = dst, stage[FILL_BLOCK];
+	int r = 0;
+
+	(void)off;
+	while (len > 0 && r == 0) {
+		uint64_t whole = len - len % FILL_BLOCK, ready = fill_ready(c);
+		uint64_t n = ready < whole ? ready - ready % FILL_BLOCK : whole;
+
+		if (n > 0) {
+			r = nbd_conn_recv(c, p, n);
+		} else {
+			n = len < FILL_BLOCK ? len : FILL_BLOCK;
+			r = nbd_conn_recv(c, stage, n);
+			if (r == 0)
+				memcpy(p, stage, n);
+		}
+		p += n;
+		len -= n;
+	}
+	return r;
+}
+
+/* Receive p's payload into the vol.  Returns the receive's error (the
+ * connection ends: the range is as after a failed write, vol.h), else 0
+ * with the request's result (done) in p. */
+static int fill_write(struct nbd_conn *c, struct pending *p)
+{
+	int r = vol_fill(c->exp->vol, p->req.len, p->req.offset, fill_recv, c);
+
+	p->streamed = true;
+	p->stream_err = 0;
+	return r;
+}
+
 /* Read and validate one request; the caller holds the read role.  Returns
  * 1 with *p filled, or 0 when the connection is over (EOF, DISC, protocol
  * error, quit, a reply that could not be sent). */
@@ -618,14 +689,19 @@ static int read_request(struct worker *w, struct pending *p)
 		return 0;
 	}
 	p->inline_ = serve_inline(t, req, p->error);
-	if ((req->type == NBD_CMD_READ || req->type == NBD_CMD_WRITE) && !p->error &&
+	bool fill = fill_wanted(c, p);
+	if (fill && batch_flush(t) < 0) /* handed over: as payload_place does */
+		return 0;
+	if ((req->type == NBD_CMD_READ || req->type == NBD_CMD_WRITE) && !p->error && !fill &&
 	    payload_place(w, p) < 0)
 		return 0;
 	if (req->type != NBD_CMD_WRITE)
 		return 1;
 	/* The payload follows whether or not the request is valid. */
 	r = flush_unless_buffered(t, req->len);
-	if (r == 0 && stream_wanted(c, p))
+	if (r == 0 && fill)
+		r = fill_write(c, p);
+	else if (r == 0 && stream_wanted(c, p))
 		r = stream_write(c, p);
 	else if (r == 0)
 		r = p->data ? nbd_conn_recv(c, p->data, req->len)
