@@ -53,6 +53,7 @@
 
 #include <endian.h>
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -588,43 +589,95 @@ static bool fill_wanted(struct nbd_conn *c, const struct pending *p)
 	       !(p->req.flags & NBD_CMD_FLAG_FUA) && (c->exp->vol->caps & VOL_CAP_FILL);
 }
 
-/* Bytes that can be received now without waiting: the connection's input
- * buffer and what the socket holds. */
-static uint64_t fill_ready(struct nbd_conn *c)
+/* Bytes of the socket that a read() returns now without waiting. */
+static uint64_t fill_queued(struct nbd_conn *c)
 {
 	int queued = 0;
 
 	if (ioctl(c->rfd, FIONREAD, &queued) < 0 || queued < 0)
-		queued = 0;
-	return nbd_conn_buffered(c) + (uint64_t)queued;
+		return 0;
+	return (uint64_t)queued;
 }
 
-/* Whole blocks that have arrived go straight into place; a block still
- * arriving (and the payload's tail) waits in a block of its own and is
- * copied in once whole, so a receive that fails leaves no part-block. */
+/* read() from the socket into dst: n bytes, or with some false, what one
+ * read gives (the socket holds n: all of it).  Past the input buffer, so
+ * that what follows it keeps its place in the payload's blocks. */
+static int fill_read(struct nbd_conn *c, unsigned char *dst, uint64_t n, bool all,
+                     uint64_t *got_out)
+{
+	uint64_t got = 0;
+
+	while (got < n) {
+		ssize_t k = read(c->rfd, dst + got, n - got);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			struct pollfd pfd = {.fd = c->rfd, .events = POLLIN};
+			if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+				return -errno;
+			continue;
+		}
+		if (k <= 0)
+			return k == 0 ? -ECONNRESET : -errno;
+		got += (uint64_t)k;
+		if (!all)
+			break;
+	}
+	*got_out = got;
+	return 0;
+}
+
+/* Whole blocks that have arrived go straight into place: from the
+ * connection's input buffer (what one read brought in with the header),
+ * else read() from the socket into place, never more than it holds (with
+ * nothing there, first wait for it to hold something); a block still
+ * arriving (and the payload's tail) waits in a block of its own, filled
+ * from the buffer and then the socket, and is copied in once whole, so a
+ * receive that fails leaves no part-block. */
 static int fill_recv(void *arg, void *dst, uint64_t len, uint64_t off)
 {
 	struct nbd_conn *c = arg;
 	unsigned char *p = dst, stage[FILL_BLOCK];
-	int r = 0;
 
 	(void)off;
-	while (len > 0 && r == 0) {
-		uint64_t whole = len - len % FILL_BLOCK, ready = fill_ready(c);
-		uint64_t n = ready < whole ? ready - ready % FILL_BLOCK : whole;
+	while (len > 0) {
+		uint64_t whole = len - len % FILL_BLOCK, buffered = nbd_conn_buffered(c), n = 0;
+		int r = 0;
 
-		if (n > 0) {
+		if (buffered) {
+			n = buffered < whole ? buffered - buffered % FILL_BLOCK : whole;
+		} else if (whole) {
+			uint64_t q = fill_queued(c);
+			if (q < FILL_BLOCK) {
+				struct pollfd pfd = {.fd = c->rfd, .events = POLLIN};
+				if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+					return -errno;
+				q = fill_queued(c);
+			}
+			n = q < whole ? q - q % FILL_BLOCK : whole;
+		}
+		if (n > 0 && buffered) {
 			r = nbd_conn_recv(c, p, n);
+		} else if (n > 0) {
+			r = fill_read(c, p, n, false, &n);
 		} else {
+			uint64_t have = 0, more = 0;
 			n = len < FILL_BLOCK ? len : FILL_BLOCK;
-			r = nbd_conn_recv(c, stage, n);
+			if (buffered) {
+				have = buffered < n ? buffered : n;
+				r = nbd_conn_recv(c, stage, have);
+			}
+			if (r == 0 && have < n)
+				r = fill_read(c, stage + have, n - have, true, &more);
 			if (r == 0)
 				memcpy(p, stage, n);
 		}
+		if (r < 0)
+			return r;
 		p += n;
 		len -= n;
 	}
-	return r;
+	return 0;
 }
 
 /* Receive p's payload into the vol.  Returns the receive's error (the
