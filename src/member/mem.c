@@ -175,15 +175,15 @@ static int mem_extents(struct vol *v, uint64_t len, uint64_t off, vol_extent_fn 
 }
 
 static const struct vol_ops mem_ops = {
-	.kind = "mem",
-	.read = mem_read,
-	.write = mem_write,
-	.trim = mem_zero,
-	.write_zeroes = mem_zero,
-	.close = mem_close,
-	.view = mem_view,
-	.extents = mem_extents,
-	.fill = mem_fill,
+    .kind = "mem",
+    .read = mem_read,
+    .write = mem_write,
+    .trim = mem_zero,
+    .write_zeroes = mem_zero,
+    .close = mem_close,
+    .view = mem_view,
+    .extents = mem_extents,
+    .fill = mem_fill,
 };
 
 int mem_member_open(const char *rest, unsigned flags, struct vol **out)
