@@ -9,12 +9,18 @@
 # that reads are of data.  Also the server's CPU per request (getrusage of
 # all its threads, through /usr/bin/time: the load-independent figure).
 #
+# Each ratio of build B (the only build when B is not given) is set
+# against issue 16's goal for it: the table says met or not.
+#
 #   A=OLD/uraid B=NEW/uraid bench/write-ab.sh [ROUNDS] [MIB_PER_RUN]
+#   A=build/src/uraid bench/write-ab.sh ...   (one build: issue 16's table)
 #   ROWS='mem|null' ...   (only those rows)   RAW=FILE ... (keep every run)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-5} mib=${2:-1024}
-A=${A:?A=path of build A\'s uraid} B=${B:?B=path of build B\'s uraid}
+A=${A:?A=path of build A\'s uraid}
+builds="A B"
+if [ -z "${B:-}" ]; then B=$A builds=B; fi
 dir=$(mktemp -d /dev/shm/write-ab.XXXXXX)
 pid=""
 trap '[ -n "$pid" ] && kill $pid 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"' EXIT
@@ -81,14 +87,14 @@ seq1m="write:1M:1 write:1M:16 read:1M:1 read:1M:16"
 w1m="write:1M:1 write:1M:16"
 for r in $(seq "$rounds"); do
     echo "== round $r" >&2
-    for b in A B; do serve_row $b null "$seq1m" -- null:1G; done
-    for b in A B; do serve_row $b mem "$seq1m" -- mem:1G; done
-    for b in A B; do serve_row $b single "$seq1m randwrite:4k:32" -- $single; done
-    for b in A B; do serve_row $b raid1x2 "$w1m randwrite:4k:32" -- $r1x2; done
-    for b in A B; do serve_row $b raid0x2 "$w1m" -- $r0x2; done
-    for b in A B; do serve_row $b raid0x4 "$w1m" -- $r0x4; done
-    for b in A B; do serve_row $b luks2 "$seq1m randwrite:4k:32" -- --key-file "$dir/key" $lsingle; done
-    for b in A B; do serve_row $b luks2-raid1 "$w1m" -- --key-file "$dir/key" $lr1; done
+    for b in $builds; do serve_row $b null "$seq1m" -- null:1G; done
+    for b in $builds; do serve_row $b mem "$seq1m" -- mem:1G; done
+    for b in $builds; do serve_row $b single "$seq1m randwrite:4k:32" -- $single; done
+    for b in $builds; do serve_row $b raid1x2 "$w1m randwrite:4k:32" -- $r1x2; done
+    for b in $builds; do serve_row $b raid0x2 "$w1m" -- $r0x2; done
+    for b in $builds; do serve_row $b raid0x4 "$w1m" -- $r0x4; done
+    for b in $builds; do serve_row $b luks2 "$seq1m randwrite:4k:32" -- --key-file "$dir/key" $lsingle; done
+    for b in $builds; do serve_row $b luks2-raid1 "$w1m" -- --key-file "$dir/key" $lr1; done
     serve_row A nbdkit "randwrite:4k:32" -- $single
 done
 
@@ -111,6 +117,29 @@ def ratio(k, base):
 def cell(b, k, base):
     r = ratio((b,) + k, (b,) + base)
     return f"{r:4.2f} ({med((b,) + k):.0f}/{med((b,) + base):.0f})" if r else "-"
+# Issue 16's goals, (qd1, qd16): a ratio at or above it is met.
+goals = {
+    "RAID1x2 write / one member": (0.85, 0.85),
+    "RAID0x2 write / one member": (1.0, 1.0),
+    "RAID0x4 write / one member": (1.0, 1.0),
+    "LUKS2 write / plain": (0.85, 0.9),
+    "LUKS2 read / plain": (0.9, 0.9),
+    "LUKS2 on RAID1 write / RAID1": (0.8, 0.8),
+    "mem: / null: write": (0.9, 0.9),
+    "mem: / null: read": (0.9, 0.9),
+    "4K randwrite RAID1x2 / nbdkit": (1.0, 1.0),
+    "4K randwrite LUKS2 / nbdkit": (1.0, 1.0),
+}
+def verdict(name, qd, rs):
+    g = goals.get(name)
+    if not g or not rs:
+        return f"{'(stated)':>8}"
+    g = g[0] if qd == "1" else g[1]
+    k = sum(r >= g for r in rs)
+    return f"{'>= %.2f' % g:>8} {'met' if k == len(rs) else 'NOT' if k == 0 else f'{k}/{len(rs)}'}"
+def rounds(k, base):
+    a, d = runs.get(k, []), runs.get(base, [])
+    return [x / y for x, y in zip(a, d) if y]
 rows = [
     ("RAID1x2 write / one member", "raid1x2", "write", "single", "write"),
     ("RAID0x2 write / one member", "raid0x2", "write", "single", "write"),
@@ -121,21 +150,30 @@ rows = [
     ("mem: / null: write", "mem", "write", "null", "write"),
     ("mem: / null: read", "mem", "read", "null", "read"),
 ]
-print("Ratios: median over rounds of the ratio inside a round (MiB/s medians)")
-print(f"{'row':34} {'qd':>3}  {'A':>18}  {'B':>18}")
+# One build (B not given): its column alone.
+single = not any(k[0] == "A" and k[1] != "nbdkit" for k in runs)
+def line(name, qd, a, b, v):
+    print(f"{name:34} {qd:>3}  " + ("" if single else f"{a:>18}  ") + f"{b:>18}  {v}")
+print("Ratios: median over rounds of the ratio inside a round (MiB/s medians);")
+print("met: every round's ratio at or above the goal, NOT: none, k/n: k rounds of n")
+line("row", "qd", "A", "B" if not single else "figure", f"{'goal':>8} met")
 for name, label, rw, base, brw in rows:
     for qd in ("1", "16"):
         k, bk = (label, rw, "1M", qd), (base, brw, "1M", qd)
-        print(f"{name:34} {qd:>3}  {cell('A', k, bk):>18}  {cell('B', k, bk):>18}")
+        line(name, qd, cell('A', k, bk), cell('B', k, bk),
+             verdict(name, qd, rounds(("B",) + k, ("B",) + bk)))
 for name, label, base in [("4K randwrite RAID1x2 / one member", "raid1x2", "single"),
                           ("4K randwrite LUKS2 / plain", "luks2", "single")]:
     k, bk = (label, "randwrite", "4k", "32"), (base, "randwrite", "4k", "32")
-    print(f"{name:34} {'32':>3}  {cell('A', k, bk):>18}  {cell('B', k, bk):>18}")
+    line(name, "32", cell('A', k, bk), cell('B', k, bk), verdict(name, "32", []))
 for name, label in [("4K randwrite RAID1x2 / nbdkit", "raid1x2"),
                     ("4K randwrite LUKS2 / nbdkit", "luks2")]:
     k = (label, "randwrite", "4k", "32")
-    cells = [f"{ratio((b,) + k, ('A', 'nbdkit', 'randwrite', '4k', '32')):4.2f}" for b in "AB"]
-    print(f"{name:34} {'32':>3}  {cells[0]:>18}  {cells[1]:>18}")
+    nk = ('A', 'nbdkit', 'randwrite', '4k', '32')
+    rs = [f"{ratio((b,) + k, nk):4.2f} ({med((b,) + k):.0f}/{med(nk):.0f})" for b in "AB"]
+    line(name, "32", rs[0], rs[1], verdict(name, "1", rounds(("B",) + k, nk)))
+if single:
+    sys.exit(0)  # no pairs
 print()
 print("B/A: median over rounds of B's run over A's run of the same row, back to back")
 print(f"{'row':14} {'op':10} {'bs':>3} {'qd':>3} {'A MiB/s':>8} {'B MiB/s':>8} {'B/A':>5}  A min-max  B min-max (n)")

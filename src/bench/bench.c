@@ -63,6 +63,7 @@ static void wl_init(void)
 	if (n_wl)
 		return;
 	wl_add("write", "dd: 1 MiB writes, one at a time", BENCH_WRITE, false, 1u << 20, 1, false);
+	wl_add("write-qd16", "1 MiB writes, QD16", BENCH_WRITE, false, 1u << 20, 16, false);
 	wl_add("fw", "fw: 4 KiB writes, then fsync", BENCH_WRITE, false, 4096, 1, true);
 	wl_add("randwrite-qd1", "4 KiB random writes, QD1", BENCH_WRITE, true, 4096, 1, false);
 	wl_add("randwrite-qd32", "4 KiB random writes, QD32", BENCH_WRITE, true, 4096, 32, false);
@@ -77,6 +78,7 @@ static void wl_init(void)
 		wl_add(name, "iozone write sweep", BENCH_WRITE, false, 512u << i, 1, false);
 	}
 	wl_add("read", "dd: 1 MiB reads, one at a time", BENCH_READ, false, 1u << 20, 1, false);
+	wl_add("read-qd16", "1 MiB reads, QD16", BENCH_READ, false, 1u << 20, 16, false);
 	wl_add("bonnie-read", "bonnie block read (8 KiB)", BENCH_READ, false, 8192, 1, false);
 	for (unsigned i = 0; i < 12; i++) {
 		snprintf(name, sizeof(name), "iozone-read-%s", sizes[i]);
@@ -113,6 +115,7 @@ static const struct {
     {"iozone", "iozone-*"},
     {"fs", "fs-*"},
     {"journal", "randwrite-sync,write,fs-touch,fs-retouch,fs-unlink"},
+    {"ram", "write,write-qd16,read,read-qd16,randwrite-qd32"},
     {"all", "*"},
 };
 
@@ -176,6 +179,7 @@ struct bench_opts {
 	bool time_based; /* no pass limit: every repetition runs --runtime */
 	bool ceilings;
 	bool cached;
+	bool layouts_set, workloads_set; /* given on the command line */
 };
 
 static void usage(FILE *f)
@@ -189,9 +193,10 @@ static void usage(FILE *f)
 	           "  --layout L[,L..]   layouts to run, or 'all' (default: single,luks,raid1,\n"
 	           "                     raid1+luks,raid0x4,raid10)\n"
 	           "  --members M        member kind (default sata80): a disk model, mem, file,\n"
-	           "                     null, or sim:OPTS\n"
+	           "                     null, sim:OPTS, or ram (mem with issue 16's layouts\n"
+	           "                     and workloads: the fast-member rows)\n"
 	           "  --workload W[,W..] workloads or groups (default: 'default'); groups:\n"
-	           "                     default dd fw rand bonnie iozone fs journal all\n"
+	           "                     default dd fw rand bonnie iozone fs journal ram all\n"
 	           "  --study ID         rerun a seed's study: 000 or 003\n"
 	           "  --size SIZE        bytes per member (default 128M)\n"
 	           "  --runtime T        cap per repetition (default 0.4s)\n"
@@ -388,6 +393,29 @@ static void ceil_note(const char *what, int r)
 	fprintf(stderr, "uraid bench: %s: %s (ceiling not measured)\n", what, err_detail(r));
 }
 
+/* RAM members (--members ram) are written once before their ceilings
+ * are measured, as the served members (files on tmpfs, allocated whole)
+ * are: a fresh mem: member's first touch of each page costs a fault and
+ * its zeroing, which would make the copy ceiling a page-fault rate. */
+static void ram_warm(struct vol **vols, unsigned n, const struct bench_kinds *k,
+                     const struct bench_opts *o)
+{
+	for (unsigned i = 0; i < n; i++) {
+		if (strcmp(k->m[i % k->n]->name, "ram") != 0)
+			continue;
+		struct bench_target t = {.vol = vols[i], .size = vols[i]->size};
+		struct bench_job j = {.op = BENCH_WRITE,
+		                      .bs = 1u << 20,
+		                      .qd = 1,
+		                      .seed = o->seed,
+		                      .max_ns = 10000000000ull};
+		struct bench_sample s;
+		j.region = t.size - t.size % j.bs;
+		j.max_bytes = j.region;
+		(void)bench_run(&t, &j, &s);
+	}
+}
+
 static void measure_ceilings(const struct wl_def *w, const struct bench_kinds *k,
                              const bool *counts, bool want_cipher, bool want_transport,
                              bool want_journal, struct bench_target *null_srv,
@@ -414,6 +442,7 @@ static void measure_ceilings(const struct wl_def *w, const struct bench_kinds *k
 		struct bench_kinds one = {.m = {k->m[i]}, .n = 1};
 		r = bench_members_open(&one, 1, o->size, !o->cached, o->dir, vols);
 		if (r == 0) {
+			ram_warm(vols, 1, &one, o);
 			struct bench_target t = {.vol = vols[0], .size = vols[0]->size};
 			struct bench_job j = make_job(w, vols[0]->size, o);
 			if ((r = measure(&t, NULL, 0, false, &j, o->reps, &tmp)) == 0)
@@ -428,6 +457,7 @@ static void measure_ceilings(const struct wl_def *w, const struct bench_kinds *k
 			continue;
 		r = bench_members_open(k, n, o->size, !o->cached, o->dir, vols);
 		if (r == 0) {
+			ram_warm(vols, n, k, o);
 			struct bench_job j = make_job(w, vols[0]->size, o);
 			if ((r = measure(NULL, vols, n, false, &j, o->reps, &tmp)) == 0)
 				c->all[n] = tmp.bw.med;
@@ -573,12 +603,14 @@ static int parse_opts(int argc, char **argv, struct bench_opts *o)
 		switch (c) {
 		case O_LAYOUT:
 			o->layouts = optarg;
+			o->layouts_set = true;
 			break;
 		case O_MEMBERS:
 			o->model_name = optarg;
 			break;
 		case O_WORKLOAD:
 			o->workloads = optarg;
+			o->workloads_set = true;
 			break;
 		case O_STUDY:
 			o->study = optarg;
@@ -786,6 +818,21 @@ int bench_main(int argc, char **argv)
 			return 2;
 		}
 	}
+	/* --members ram: mem members (served: files on tmpfs) with issue
+	 * 16's rows (RAID1x2, RAID0x2 and x4, LUKS2 alone and on RAID1,
+	 * beside one member; 1 MiB at QD1 and QD16, 4 KiB random writes at
+	 * QD32) unless the layouts or workloads are given, and the verdict's
+	 * RAM rules (verdict.c) when every member is of that kind. */
+	bool all_ram = true, ram_preset = false;
+	for (unsigned i = 0; i < kinds.n; i++) {
+		bool ram = strcmp(kinds.m[i]->name, "ram") == 0;
+		all_ram &= ram;
+		ram_preset |= ram;
+	}
+	if (ram_preset && !o.layouts_set)
+		o.layouts = "single,raid1,raid0x2,raid0x4,luks,raid1+luks";
+	if (ram_preset && !o.workloads_set)
+		o.workloads = "ram";
 	if (strcmp(o.layouts, "all") == 0) {
 		unsigned nl;
 		const struct bench_layout *all = bench_layouts(&nl);
@@ -999,6 +1046,7 @@ int bench_main(int argc, char **argv)
 			        : 0;
 			row->ceil.cpu_pct = row->usr_cpu + row->sys_cpu;
 			row->ceil.cpu_cap_pct = 100.0 * rep.cores;
+			row->ceil.ram = all_ram;
 			bench_verdict(row->bw.med, &row->ceil, &row->v);
 		}
 		if (fs_state > 0)

@@ -99,13 +99,19 @@ struct bench_ceilings {
 	                     * its flushes included; 0 = no journal */
 	double cpu_pct;     /* the server's usr+sys during the run, % of a core */
 	double cpu_cap_pct; /* 100 x cores available */
+	bool ram;           /* the members are RAM: their ceiling is the copy
+	                     * into them ("copy"), and a row the stages one
+	                     * after another explain is "series" */
 };
 
 struct bench_verdict {
 	double ideal;      /* the lowest ceiling, bytes/s (0: none known) */
 	double efficiency; /* measured / ideal */
-	const char *bound; /* "disks", "cipher", "transport", "journal",
+	const char *bound; /* "disks" ("copy" on RAM members), "cipher",
+	                    * "transport", "journal", "series" (RAM members),
 	                    * "cpu", "uraid itself" or "unknown" */
+	double series;     /* RAM members: the ceilings' stages run one after
+	                    * another, 1 / sum(1 / rate), bytes/s (else 0) */
 };
 
 /* Below this efficiency the lowest ceiling does not explain the figure. */

@@ -62,6 +62,7 @@ static const struct bench_model models[] = {
     {"u320-15k", "15k rpm U320 SCSI disk (seed 003)", "u320-15k", 76},
     {"ssd", "500 MB/s SATA SSD, 0.5 ms flush (sim:ssd)", "ssd", 500},
     {"mem", "RAM", NULL, 0},
+    {"ram", "RAM, issue 16's layouts and workloads, judged as copies", NULL, 0},
     {"file", "file on this machine's disk", NULL, 0},
     {"null", "null (reads zeros, drops writes)", NULL, 0},
 };

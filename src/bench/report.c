@@ -140,6 +140,12 @@ void bench_print_table(FILE *f, const struct bench_report *r)
 	fprintf(f, "\nceilings per row: disks (members alone/all at once, scaled for the layout), "
 	           "cipher (on null members), transport (uraid serve over null), journal (the "
 	           "journal device alone, " BENCH_JOURNAL_MODEL ")\n");
+	for (unsigned i = 0; i < r->n; i++)
+		if (r->rows[i].ceil.ram) {
+			fprintf(f, "RAM members: copy (the members alone: the copy into them), "
+			           "series (the ceilings one after another)\n");
+			break;
+		}
 }
 
 /* ---- JSON ---- */
@@ -209,6 +215,8 @@ int bench_write_json(const char *path, const struct bench_report *r)
 			json_object_object_add(c, "cipher", jd(row->ceil.cipher));
 			json_object_object_add(c, "transport", jd(row->ceil.transport));
 			json_object_object_add(c, "journal", jd(row->ceil.journal));
+			if (row->ceil.ram)
+				json_object_object_add(c, "series", jd(row->v.series));
 			json_object_object_add(o, "ceilings", c);
 			json_object_object_add(o, "ideal", jd(row->v.ideal));
 			json_object_object_add(o, "efficiency", jd(row->v.efficiency));
@@ -260,7 +268,7 @@ static const char *bound_colour(const char *bound)
 {
 	if (!bound)
 		return "#8c8c8c";
-	if (strcmp(bound, "disks") == 0)
+	if (strcmp(bound, "disks") == 0 || strcmp(bound, "copy") == 0)
 		return "#3a8f4f";
 	if (strcmp(bound, "cipher") == 0)
 		return "#d98a1c";

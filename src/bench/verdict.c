@@ -8,7 +8,16 @@
  * see it: its flush cost binds small synchronous writes).  When the figure
  * reaches most of the ideal that ceiling is the bound.  When it falls
  * short, the server was either out of CPU ("cpu") or nothing measured
- * explains the gap, and the loss is uraid's own ("uraid itself"). */
+ * explains the gap, and the loss is uraid's own ("uraid itself").
+ *
+ * On RAM members (issue 16) every ceiling is a CPU stage of the same
+ * request: the payload's receive (transport), its encryption (cipher),
+ * the copy into the members (the members' own ceiling, named "copy").
+ * A row below the lowest of them but at the rate of all of them one after
+ * another (1 / sum of 1 / rate) is bound by their running in series, not
+ * by any one ("series": overlapping them is what would gain).  On disks a
+ * request's stages overlap with other requests' waits, so no such sum is
+ * taken there. */
 #include "bench.h"
 
 #include "md/md.h"
@@ -21,21 +30,24 @@ void bench_verdict(double measured, const struct bench_ceilings *c, struct bench
 		double rate;
 		const char *name;
 	} ceil[] = {
-	    {c->disks, "disks"},
+	    {c->disks, c->ram ? "copy" : "disks"},
 	    {c->cipher, "cipher"},
 	    {c->transport, "transport"},
 	    {c->journal, "journal"},
 	};
 	const char *lowest = NULL;
-	double ideal = 0;
+	double ideal = 0, inverse = 0;
 
 	for (unsigned k = 0; k < sizeof(ceil) / sizeof(ceil[0]); k++) {
 		if (ceil[k].rate > 0 && (!lowest || ceil[k].rate < ideal)) {
 			ideal = ceil[k].rate;
 			lowest = ceil[k].name;
 		}
+		if (ceil[k].rate > 0)
+			inverse += 1 / ceil[k].rate;
 	}
 	v->ideal = ideal;
+	v->series = c->ram && inverse > 0 ? 1 / inverse : 0;
 	v->efficiency = ideal > 0 ? measured / ideal : 0;
 	bool cpu_full = c->cpu_cap_pct > 0 && c->cpu_pct >= BENCH_CPU_SATURATED * c->cpu_cap_pct;
 	if (!lowest)
@@ -44,6 +56,8 @@ void bench_verdict(double measured, const struct bench_ceilings *c, struct bench
 		v->bound = lowest;
 	else if (cpu_full)
 		v->bound = "cpu";
+	else if (v->series > 0 && measured >= BENCH_EXPLAINED * v->series)
+		v->bound = "series";
 	else
 		v->bound = "uraid itself";
 }

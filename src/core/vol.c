@@ -18,6 +18,8 @@ int vol_init(struct vol *v, const struct vol_ops *ops, const char *name,
 	v->block_pref = v->block_min > 4096 ? v->block_min : 4096;
 	v->block_max = 32u << 20;
 	v->caps = ops->view ? caps : caps & ~VOL_CAP_VIEW;
+	if (!ops->fill)
+		v->caps &= ~VOL_CAP_FILL;
 	return 0;
 }
 
@@ -113,6 +115,19 @@ int vol_view(struct vol *v, uint64_t len, uint64_t off, vol_view_fn fn, void *ar
 	if (len == 0)
 		return 0;
 	return v->ops->view(v, len, off, fn, arg);
+}
+
+int vol_fill(struct vol *v, uint64_t len, uint64_t off, vol_fill_fn fn, void *arg)
+{
+	if (!vol_range_ok(v, len, off))
+		return -EINVAL;
+	if (v->caps & VOL_CAP_READONLY)
+		return -EROFS;
+	if (!(v->caps & VOL_CAP_FILL))
+		return -ENOTSUP;
+	if (len == 0)
+		return 0;
+	return v->ops->fill(v, len, off, fn, arg);
 }
 
 int vol_extents(struct vol *v, uint64_t len, uint64_t off, vol_extent_fn fn, void *arg)

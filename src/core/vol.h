@@ -78,6 +78,7 @@
 #define VOL_CAP_VIEW 0x80u       /* view() works: a plain store (file, memory) */
 #define VOL_CAP_STREAM 0x100u    /* a large write may come in segments (above) */
 #define VOL_CAP_RAM 0x200u       /* the bytes live in memory (above) */
+#define VOL_CAP_FILL 0x400u      /* fill() works: plain memory (vol_fill_fn) */
 
 struct vol;
 
@@ -93,6 +94,18 @@ struct vol;
  * the view and is returned. */
 typedef int (*vol_view_fn)(void *arg, const void *src, uint64_t piece_len,
 			   uint64_t piece_off);
+
+/* A fill is a view for writing: fn is called over [off, off+len) in
+ * order, in pieces, each with dst pointing at piece_len bytes of the vol's
+ * own memory from piece_off, and stores the new contents there itself, in
+ * place of a write() of a copy (the NBD server receives a payload straight
+ * into a mem: vol: transmit.c).  What fn stored is the vol's as a write
+ * without VOL_FUA would leave it; when fn fails (its negative errno is
+ * returned) the range is as after a failed write: old data, new data or a
+ * mix.  Only a vol whose bytes are plain memory, read back as stored,
+ * offers it (mem:); vol_init clears VOL_CAP_FILL where the op is NULL, so
+ * no layer passes it on by accident. */
+typedef int (*vol_fill_fn)(void *arg, void *dst, uint64_t piece_len, uint64_t piece_off);
 
 /* Extents describe how a vol's bytes are stored, for NBD's
  * base:allocation context (clients such as nbdcopy and qemu-img skip
@@ -129,6 +142,8 @@ struct vol_ops {
 	 * negative errno. */
 	int (*extents)(struct vol *v, uint64_t len, uint64_t off, vol_extent_fn fn,
 		       void *arg);
+	/* Optional (see vol_fill_fn): 0 or fn's negative errno. */
+	int (*fill)(struct vol *v, uint64_t len, uint64_t off, vol_fill_fn fn, void *arg);
 };
 
 struct vol {
@@ -171,6 +186,9 @@ void vol_close(struct vol *v);
 int vol_read_any(struct vol *v, void *buf, uint64_t len, uint64_t off);
 /* The view op, or -ENOTSUP where the vol has none (no VOL_CAP_VIEW). */
 int vol_view(struct vol *v, uint64_t len, uint64_t off, vol_view_fn fn, void *arg);
+/* The fill op, or -ENOTSUP where the vol has none (no VOL_CAP_FILL);
+ * -EINVAL out of range, -EROFS on a read-only vol. */
+int vol_fill(struct vol *v, uint64_t len, uint64_t off, vol_fill_fn fn, void *arg);
 
 /* The extents op, or one data run of len where the vol has none. */
 int vol_extents(struct vol *v, uint64_t len, uint64_t off, vol_extent_fn fn, void *arg);

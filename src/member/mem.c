@@ -113,6 +113,18 @@ static int mem_write(struct vol *v, const void *buf, uint64_t len,
 	return 0;
 }
 
+/* The fill: the whole range is one piece of memory.  Its pages are marked
+ * written whatever fn did: a marked page reads what its memory holds,
+ * which is zeros, old data or what fn stored (vol.h's failed-write rule). */
+static int mem_fill(struct vol *v, uint64_t len, uint64_t off, vol_fill_fn fn, void *arg)
+{
+	struct mem_vol *m = container_of(v, struct mem_vol, vol);
+	int r = fn(arg, m->base + off, len, off);
+
+	pages_mark(m, off / m->page, (off + len - 1) / m->page, true);
+	return r;
+}
+
 /* Zero [off, off+len): memset the partial pages at the ends and hand the
  * whole pages in between back to the kernel, which reads them as zeros. */
 static int mem_zero(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
@@ -163,14 +175,15 @@ static int mem_extents(struct vol *v, uint64_t len, uint64_t off, vol_extent_fn 
 }
 
 static const struct vol_ops mem_ops = {
-	.kind = "mem",
-	.read = mem_read,
-	.write = mem_write,
-	.trim = mem_zero,
-	.write_zeroes = mem_zero,
-	.close = mem_close,
-	.view = mem_view,
-	.extents = mem_extents,
+    .kind = "mem",
+    .read = mem_read,
+    .write = mem_write,
+    .trim = mem_zero,
+    .write_zeroes = mem_zero,
+    .close = mem_close,
+    .view = mem_view,
+    .extents = mem_extents,
+    .fill = mem_fill,
 };
 
 int mem_member_open(const char *rest, unsigned flags, struct vol **out)
@@ -201,7 +214,7 @@ int mem_member_open(const char *rest, unsigned flags, struct vol **out)
 	}
 	snprintf(name, sizeof(name), "mem:%s", rest);
 	unsigned caps = VOL_CAP_TRIM | VOL_CAP_ZEROES | VOL_CAP_FAST_ZERO | VOL_CAP_MULTI_CONN |
-	                VOL_CAP_VIEW | VOL_CAP_STREAM | VOL_CAP_RAM;
+	                VOL_CAP_VIEW | VOL_CAP_STREAM | VOL_CAP_RAM | VOL_CAP_FILL;
 	if (flags & MEMBER_READONLY)
 		caps |= VOL_CAP_READONLY;
 	r = vol_init(&m->vol, &mem_ops, name, size, 1, caps);

@@ -37,7 +37,12 @@
  * instead of following it (docs/write-path.md: received whole, a `mem:`
  * write cost twice `null:`'s).  With other requests in flight their vol
  * calls overlap this receive already, so it is received whole as before;
- * so is a FUA write (one durable write rather than segments and a flush). */
+ * so is a FUA write (one durable write rather than segments and a flush).
+ *
+ * A handed-over WRITE (no FUA) to a vol whose bytes are plain memory
+ * (VOL_CAP_FILL, vol.h: mem:) is received straight into that memory
+ * (fill_write below): no pool buffer and no copy after the receive, so a
+ * `mem:` write costs what `null:`'s does plus the pages it touches. */
 #include "internal.h"
 
 #include "core/exec.h"
@@ -48,9 +53,11 @@
 
 #include <endian.h>
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -568,6 +575,123 @@ static int stream_write(struct nbd_conn *c, struct pending *p)
 	return r;
 }
 
+/* ---- Writes received into the vol's memory (see the top of the file) ---- */
+
+/* What lands in the vol's memory lands in whole blocks of the payload, as
+ * a received-then-written payload's segments do: a client that leaves
+ * mid-block leaves that block as it was (conn_abuse.py checks it). */
+#define FILL_BLOCK 4096u
+
+/* Not over TLS: the socket's queued bytes (below) are then ciphertext. */
+static bool fill_wanted(struct nbd_conn *c, const struct pending *p)
+{
+	return p->req.type == NBD_CMD_WRITE && !p->error && !p->inline_ && !c->tls &&
+	       !(p->req.flags & NBD_CMD_FLAG_FUA) && (c->exp->vol->caps & VOL_CAP_FILL);
+}
+
+/* Bytes of the socket that a read() returns now without waiting. */
+static uint64_t fill_queued(struct nbd_conn *c)
+{
+	int queued = 0;
+
+	if (ioctl(c->rfd, FIONREAD, &queued) < 0 || queued < 0)
+		return 0;
+	return (uint64_t)queued;
+}
+
+/* read() from the socket into dst: n bytes, or with some false, what one
+ * read gives (the socket holds n: all of it).  Past the input buffer, so
+ * that what follows it keeps its place in the payload's blocks. */
+static int fill_read(struct nbd_conn *c, unsigned char *dst, uint64_t n, bool all,
+                     uint64_t *got_out)
+{
+	uint64_t got = 0;
+
+	while (got < n) {
+		ssize_t k = read(c->rfd, dst + got, n - got);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			struct pollfd pfd = {.fd = c->rfd, .events = POLLIN};
+			if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+				return -errno;
+			continue;
+		}
+		if (k <= 0)
+			return k == 0 ? -ECONNRESET : -errno;
+		got += (uint64_t)k;
+		if (!all)
+			break;
+	}
+	*got_out = got;
+	return 0;
+}
+
+/* Whole blocks that have arrived go straight into place: from the
+ * connection's input buffer (what one read brought in with the header),
+ * else read() from the socket into place, never more than it holds (with
+ * nothing there, first wait for it to hold something); a block still
+ * arriving (and the payload's tail) waits in a block of its own, filled
+ * from the buffer and then the socket, and is copied in once whole, so a
+ * receive that fails leaves no part-block. */
+static int fill_recv(void *arg, void *dst, uint64_t len, uint64_t off)
+{
+	struct nbd_conn *c = arg;
+	unsigned char *p = dst, stage[FILL_BLOCK];
+
+	(void)off;
+	while (len > 0) {
+		uint64_t whole = len - len % FILL_BLOCK, buffered = nbd_conn_buffered(c), n = 0;
+		int r = 0;
+
+		if (buffered) {
+			n = buffered < whole ? buffered - buffered % FILL_BLOCK : whole;
+		} else if (whole) {
+			uint64_t q = fill_queued(c);
+			if (q < FILL_BLOCK) {
+				struct pollfd pfd = {.fd = c->rfd, .events = POLLIN};
+				if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+					return -errno;
+				q = fill_queued(c);
+			}
+			n = q < whole ? q - q % FILL_BLOCK : whole;
+		}
+		if (n > 0 && buffered) {
+			r = nbd_conn_recv(c, p, n);
+		} else if (n > 0) {
+			r = fill_read(c, p, n, false, &n);
+		} else {
+			uint64_t have = 0, more = 0;
+			n = len < FILL_BLOCK ? len : FILL_BLOCK;
+			if (buffered) {
+				have = buffered < n ? buffered : n;
+				r = nbd_conn_recv(c, stage, have);
+			}
+			if (r == 0 && have < n)
+				r = fill_read(c, stage + have, n - have, true, &more);
+			if (r == 0)
+				memcpy(p, stage, n);
+		}
+		if (r < 0)
+			return r;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* Receive p's payload into the vol.  Returns the receive's error (the
+ * connection ends: the range is as after a failed write, vol.h), else 0
+ * with the request's result (done) in p. */
+static int fill_write(struct nbd_conn *c, struct pending *p)
+{
+	int r = vol_fill(c->exp->vol, p->req.len, p->req.offset, fill_recv, c);
+
+	p->streamed = true;
+	p->stream_err = 0;
+	return r;
+}
+
 /* Read and validate one request; the caller holds the read role.  Returns
  * 1 with *p filled, or 0 when the connection is over (EOF, DISC, protocol
  * error, quit, a reply that could not be sent). */
@@ -618,14 +742,19 @@ static int read_request(struct worker *w, struct pending *p)
 		return 0;
 	}
 	p->inline_ = serve_inline(t, req, p->error);
-	if ((req->type == NBD_CMD_READ || req->type == NBD_CMD_WRITE) && !p->error &&
+	bool fill = fill_wanted(c, p);
+	if (fill && batch_flush(t) < 0) /* handed over: as payload_place does */
+		return 0;
+	if ((req->type == NBD_CMD_READ || req->type == NBD_CMD_WRITE) && !p->error && !fill &&
 	    payload_place(w, p) < 0)
 		return 0;
 	if (req->type != NBD_CMD_WRITE)
 		return 1;
 	/* The payload follows whether or not the request is valid. */
 	r = flush_unless_buffered(t, req->len);
-	if (r == 0 && stream_wanted(c, p))
+	if (r == 0 && fill)
+		r = fill_write(c, p);
+	else if (r == 0 && stream_wanted(c, p))
 		r = stream_write(c, p);
 	else if (r == 0)
 		r = p->data ? nbd_conn_recv(c, p->data, req->len)

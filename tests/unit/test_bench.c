@@ -166,9 +166,57 @@ static void test_tables(void)
 	CHECK(m && m->sim && strcmp(m->sim, "ssd") == 0);
 }
 
+/* RAM members (--members ram): the members' ceiling is the copy into
+ * them, and a row that the stages one after another explain is "series".
+ * Transport 2000 and copy 2000 MB/s in series: 1000 MB/s. */
+static void test_ram_bound(void)
+{
+	struct bench_verdict v;
+	struct bench_ceilings c = {
+	    .disks = 2000 * MB, .transport = 2000 * MB, .cpu_cap_pct = 200, .ram = true};
+
+	/* Near the lowest ceiling, the members' own: the copy binds. */
+	c.transport = 4000 * MB;
+	bench_verdict(1900 * MB, &c, &v);
+	CHECK(strcmp(v.bound, "copy") == 0);
+	CHECK(near(v.series, 1 / (1 / (2000 * MB) + 1 / (4000 * MB))));
+
+	/* Below both, at the two in series: the series binds. */
+	c.transport = 2000 * MB;
+	bench_verdict(900 * MB, &c, &v);
+	CHECK(near(v.ideal, 2000 * MB));
+	CHECK(near(v.series, 1000 * MB));
+	CHECK(strcmp(v.bound, "series") == 0);
+
+	/* Below the series too: uraid's own loss. */
+	bench_verdict(700 * MB, &c, &v);
+	CHECK(strcmp(v.bound, "uraid itself") == 0);
+
+	/* A full CPU explains it before the series does. */
+	c.cpu_pct = 190;
+	bench_verdict(900 * MB, &c, &v);
+	CHECK(strcmp(v.bound, "cpu") == 0);
+	c.cpu_pct = 0;
+
+	/* Three stages (LUKS): receive, cipher and copy, 1 / (1/2 + 1/2 + 1/2). */
+	c.cipher = 2000 * MB;
+	bench_verdict(600 * MB, &c, &v);
+	CHECK(near(v.series, 2000 * MB / 3));
+	CHECK(strcmp(v.bound, "series") == 0);
+
+	/* Disk members: no series rule, the same figure is uraid's loss. */
+	c.ram = false;
+	bench_verdict(600 * MB, &c, &v);
+	CHECK(v.series == 0);
+	CHECK(strcmp(v.bound, "uraid itself") == 0);
+	bench_verdict(1900 * MB, &c, &v);
+	CHECK(strcmp(v.bound, "disks") == 0);
+}
+
 int main(void)
 {
 	test_verdict_bounds();
+	test_ram_bound();
 	test_disk_ideal();
 	test_seed_000();
 	test_journal_bound();

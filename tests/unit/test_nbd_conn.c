@@ -197,6 +197,7 @@ struct rec_vol {
 	atomic_uint n;
 	uint64_t off[REC_MAX], len[REC_MAX];
 	unsigned flags[REC_MAX];
+	atomic_uint fills; /* fill() calls (VOL_CAP_FILL), not counted in n */
 };
 
 static int rec_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
@@ -219,6 +220,14 @@ static int rec_write(struct vol *v, const void *buf, uint64_t len, uint64_t off,
 	return vol_write(r->inner, buf, len, off, flags);
 }
 
+static int rec_fill(struct vol *v, uint64_t len, uint64_t off, vol_fill_fn fn, void *arg)
+{
+	struct rec_vol *r = container_of(v, struct rec_vol, vol);
+
+	atomic_fetch_add(&r->fills, 1);
+	return vol_fill(r->inner, len, off, fn, arg);
+}
+
 static void rec_close(struct vol *v)
 {
 	struct rec_vol *r = container_of(v, struct rec_vol, vol);
@@ -232,6 +241,7 @@ static const struct vol_ops rec_ops = {
     .read = rec_read,
     .write = rec_write,
     .close = rec_close,
+    .fill = rec_fill,
 };
 
 enum { REC_SIZE = 4 << 20, SEG = 256 << 10, BIGW = 1 << 20 };
@@ -421,6 +431,49 @@ static void check_stream_client_leaves(void)
 	vol_close(&r->vol);
 }
 
+/* A vol of plain memory (VOL_CAP_FILL) gets a large write received into
+ * it: no write() call; a FUA write still comes as one write(); a client
+ * that leaves 300000 bytes into a payload changes nothing past the last
+ * whole 4 KiB block it sent. */
+static void check_fill(void)
+{
+	struct rec_vol *r = rec_open(VOL_CAP_FILL | VOL_CAP_STREAM);
+	struct bytes in = {0}, cut = {0}, out;
+	int rc;
+
+	handshake(&in);
+	write_req(&in, 0, 1, SEG, BIGW, BIGW, 0xe1);
+	write_req(&in, NBD_CMD_FLAG_FUA, 2, 2 * BIGW, BIGW, BIGW, 0xe2);
+	request(&in, NBD_CMD_READ, 0, 3, SEG, 4096);
+	request(&in, NBD_CMD_DISC, 0, 4, 0, 0);
+	out = serve_big(&r->vol, &in, &rc);
+	CHECK_EQ(rc, 0);
+	size_t pos = skip_option_replies(&out, 18);
+	check_simple(&out, &pos, 0, 1);
+	check_simple(&out, &pos, 0, 2);
+	check_simple(&out, &pos, 0, 3);
+	CHECK(pos + 4096 == out.len && out.p[pos] == 0xe1);
+	CHECK_EQ(atomic_load(&r->fills), 1);
+	CHECK_EQ(atomic_load(&r->n), 1);
+	CHECK_EQ(r->flags[0], VOL_FUA);
+	CHECK(reads_as(&r->vol, SEG, BIGW, 0xe1));
+	CHECK(reads_as(&r->vol, 2 * BIGW, BIGW, 0xe2));
+	CHECK(reads_as(&r->vol, 0, SEG, 0x55));
+	free(out.p);
+
+	handshake(&cut);
+	write_req(&cut, 0, 5, 0, BIGW, 300000, 0xe3);
+	out = serve_big(&r->vol, &cut, &rc);
+	CHECK(rc != 0);
+	CHECK_EQ(skip_option_replies(&out, 18), out.len);
+	CHECK(reads_as(&r->vol, 300000 / 4096 * 4096, BIGW + SEG - 300000 / 4096 * 4096, 0xe1));
+	CHECK(reads_as(&r->vol, BIGW + SEG, BIGW - SEG, 0x55));
+	free(out.p);
+	free(in.p);
+	free(cut.p);
+	vol_close(&r->vol);
+}
+
 int main(void)
 {
 	struct vol *v;
@@ -497,5 +550,6 @@ int main(void)
 	check_stream_not_wanted();
 	check_stream_fails_segment2();
 	check_stream_client_leaves();
+	check_fill();
 	return check_done();
 }
