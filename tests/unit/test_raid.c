@@ -566,6 +566,76 @@ static void test_ra_concurrent(void)
 	free(ref);
 }
 
+/* One sequential stream read by several threads at once, each taking the
+ * next 64 KiB (a client at queue depth 8, as fio and nbdcopy read): the
+ * client keeps every member busy itself, so read-ahead must not read the
+ * same bytes again behind its back.  Every member byte is read about
+ * once (a first piece or two read ahead before the depth shows). */
+struct deep_reader {
+	struct vol *a;
+	const unsigned char *ref;
+	atomic_uint_fast64_t *next;
+	int bad;
+};
+
+static void *deep_reader_run(void *arg)
+{
+	struct deep_reader *t = arg;
+	const uint64_t len = 64u << 10;
+	unsigned char *buf = malloc(len);
+
+	for (;;) {
+		uint64_t off = atomic_fetch_add(t->next, len);
+		if (off + len > t->a->size)
+			break;
+		if (vol_read(t->a, buf, len, off) != 0 || memcmp(buf, t->ref + off, len) != 0)
+			t->bad++;
+	}
+	free(buf);
+	return NULL;
+}
+
+static void test_ra_deep_stream(void)
+{
+	struct vol *m[4], *a;
+	struct events ev = { 0 };
+	unsigned long long seed = 43;
+	struct deep_reader t[8];
+	pthread_t th[8];
+	atomic_uint_fast64_t next = 0;
+
+	struct raid_geom g = { .level = 0, .chunk = 16 << 10, .raid_disks = 4 };
+	struct raid_events rev = { on_failed, &ev };
+
+	for (unsigned i = 0; i < 4; i++)
+		CHECK_EQ(member_open("sim:ssd:mem:4M", 0, &m[i]), 0);
+	CHECK_EQ(raid_open(&g, m, &rev, "deep", &a), 0);
+	unsigned char *ref = malloc(a->size);
+	fill(ref, a->size, &seed);
+	CHECK_EQ(vol_write(a, ref, a->size, 0, 0), 0);
+	CHECK_EQ(raid_set_readahead(a, 1), 0);
+	for (int i = 0; i < 8; i++) {
+		t[i] = (struct deep_reader){ a, ref, &next, 0 };
+		pthread_create(&th[i], NULL, deep_reader_run, &t[i]);
+	}
+	for (int i = 0; i < 8; i++) {
+		pthread_join(th[i], NULL);
+		CHECK_EQ(t[i].bad, 0);
+	}
+	uint64_t read = 0;
+	for (unsigned r = 0; r < 4; r++) {
+		struct raid_io_stats st;
+		CHECK_EQ(raid_member_stats(a, r, &st), 0);
+		read += st.bytes[0];
+	}
+	if (getenv("DEEP") || read > a->size + a->size / 16)
+		fprintf(stderr, "deep stream: members read %llu bytes for %llu\n",
+			(unsigned long long)read, (unsigned long long)a->size);
+	CHECK(read <= a->size + a->size / 16);
+	vol_close(a);
+	free(ref);
+}
+
 struct par_writer {
 	struct vol *a;
 	bool stream;
@@ -1235,6 +1305,7 @@ int main(void)
 	test_ram_members_fast();
 	test_extents();
 	test_ra_concurrent();
+	test_ra_deep_stream();
 	test_wb_durable();
 	test_wb_parity_concurrent();
 	test_raid56();

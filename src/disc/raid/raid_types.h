@@ -193,8 +193,11 @@ struct raid_array {
 	 * events), and their end: raid_fail_settle() waits for them. */
 	atomic_uint fail_telling;
 	pthread_cond_t fail_told;
-	struct raid_par *par;       /* parity levels: stripe locks, row cache */
-	struct raid_ra *ra;         /* NULL without read-ahead */
+	struct raid_par *par; /* parity levels: stripe locks, row cache */
+	struct raid_ra *ra;   /* NULL without read-ahead */
+	/* Bytes of client reads inside the engine now (raid.c's raid_read):
+	 * read-ahead's measure of the client's own depth. */
+	atomic_uint_fast64_t reads_inflight;
 	struct raid_wb *wb;         /* NULL without write-behind */
 	struct raid_behind *behind; /* NULL until raid_set_write_behind() */
 	/* A stage's word that a member failed (read-ahead's: raid_ra.c). */
