@@ -193,13 +193,13 @@ struct raid_array {
 	 * events), and their end: raid_fail_settle() waits for them. */
 	atomic_uint fail_telling;
 	pthread_cond_t fail_told;
-	struct raid_par *par; /* parity levels: stripe locks, row cache */
-	struct raid_ra *ra;   /* NULL without read-ahead */
+	struct raid_par *par;       /* parity levels: stripe locks, row cache */
+	struct raid_ra *ra;         /* NULL without read-ahead */
+	struct raid_wb *wb;         /* NULL without write-behind */
+	struct raid_behind *behind; /* NULL until raid_set_write_behind() */
 	/* Bytes of client reads inside the engine now (raid.c's raid_read):
 	 * read-ahead's measure of the client's own depth. */
 	atomic_uint_fast64_t reads_inflight;
-	struct raid_wb *wb;         /* NULL without write-behind */
-	struct raid_behind *behind; /* NULL until raid_set_write_behind() */
 	/* A stage's word that a member failed (read-ahead's: raid_ra.c). */
 	void (*on_member_failed)(struct raid_array *a, unsigned role);
 	atomic_uint view_next; /* the copy the next view starts from */
