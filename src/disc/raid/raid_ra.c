@@ -665,9 +665,9 @@ int raid_ra_read(struct raid_array *a, char *buf, uint64_t len, uint64_t off)
 	 * a fifth of every link (BENCHMARKS, remote section).  Its reads go
 	 * direct and what is read ahead is dropped, unless the stream's
 	 * reader waits in here for a piece; one at a time again, the stream
-	 * is read ahead again. */
+	 * is read ahead again.  Not when read-ahead is forced on. */
 	uint64_t others = atomic_load(&a->reads_inflight) - len;
-	if (others > 0 && others + len >= ra->piece) {
+	if (ra->mode == 0 && others > 0 && others + len >= ra->piece) {
 		if (!ra->reading && ra->front < ra->npieces) {
 			ra->front = ra->npieces;
 			ra->served = false;
