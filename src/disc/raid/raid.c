@@ -160,11 +160,13 @@ static int raid_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
 	struct raid_array *a = to_raid(v);
 
 	raid_wb_wait_range(a, len, off);
+	atomic_fetch_add(&a->reads_inflight, len);
 	int r = raid_ra_read(a, buf, len, off);
 
-	if (r != -EAGAIN)
-		return r;
-	return raid_read_members(a, buf, len, off);
+	if (r == -EAGAIN)
+		r = raid_read_members(a, buf, len, off);
+	atomic_fetch_sub(&a->reads_inflight, len);
+	return r;
 }
 
 /* After a write registered with the barrier: the parity rows it touched

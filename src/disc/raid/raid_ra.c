@@ -658,6 +658,23 @@ int raid_ra_read(struct raid_array *a, char *buf, uint64_t len, uint64_t off)
 		ra->front = ra->npieces;
 		raid_ra_drop(ra);
 	}
+	/* A client with a piece's worth of reads in flight besides this one
+	 * keeps the members busy itself (fio or nbdcopy at queue depth 16,
+	 * qemu's own read-ahead): reading the same bytes ahead of it would
+	 * only read them twice.  Over four remote members at qd16 that was
+	 * a fifth of every link (BENCHMARKS, remote section).  Its reads go
+	 * direct and what is read ahead is dropped, unless the stream's
+	 * reader waits in here for a piece; one at a time again, the stream
+	 * is read ahead again.  Not when read-ahead is forced on. */
+	uint64_t others = atomic_load(&a->reads_inflight) - len;
+	if (ra->mode == 0 && others > 0 && others + len >= ra->piece) {
+		if (!ra->reading && ra->front < ra->npieces) {
+			ra->front = ra->npieces;
+			ra->served = false;
+			raid_ra_drop(ra);
+		}
+		goto out;
+	}
 	if (ra->mode < 0 || (ra->mode == 0 && ((ra->seq < RAID_RA_SEQ && !again) ||
 	                                       len < (64u << 10) || !raid_members_slow(a))))
 		goto out;

@@ -197,6 +197,9 @@ struct raid_array {
 	struct raid_ra *ra;         /* NULL without read-ahead */
 	struct raid_wb *wb;         /* NULL without write-behind */
 	struct raid_behind *behind; /* NULL until raid_set_write_behind() */
+	/* Bytes of client reads inside the engine now (raid.c's raid_read):
+	 * read-ahead's measure of the client's own depth. */
+	atomic_uint_fast64_t reads_inflight;
 	/* A stage's word that a member failed (read-ahead's: raid_ra.c). */
 	void (*on_member_failed)(struct raid_array *a, unsigned role);
 	atomic_uint view_next; /* the copy the next view starts from */
