@@ -658,8 +658,8 @@ int raid_ra_read(struct raid_array *a, char *buf, uint64_t len, uint64_t off)
 		ra->front = ra->npieces;
 		raid_ra_drop(ra);
 	}
-	/* A client with a piece's worth of reads in flight besides this one
-	 * keeps the members busy itself (fio or nbdcopy at queue depth 16,
+	/* A client with other reads in flight, a piece's worth with this
+	 * one, keeps the members busy itself (fio or nbdcopy at queue depth 16,
 	 * qemu's own read-ahead): reading the same bytes ahead of it would
 	 * only read them twice.  Over four remote members at qd16 that was
 	 * a fifth of every link (BENCHMARKS, remote section).  Its reads go
