@@ -161,6 +161,24 @@ static int md_reshape_grow_check(struct md_super **sbs, unsigned nm, unsigned fr
 	return 0;
 }
 
+/* The superblock of a reshape at its start (raid_disks the new count,
+ * the old geometry still in level, layout and chunk, the move in
+ * delta_disks, new_offset and the new_* fields), as the kernel writes it:
+ * sb takes the reshape fields of t, the template every member's start is
+ * made from, and keeps its own. */
+static void md_reshape_start_take(struct md_super *sb, const struct md_super *t)
+{
+	sb->feature_map |= t->feature_map & MD_FEATURE_RESHAPE;
+	sb->size = t->size;
+	sb->raid_disks = t->raid_disks;
+	sb->delta_disks = t->delta_disks;
+	sb->new_level = t->new_level;
+	sb->new_layout = t->new_layout;
+	sb->new_chunk = t->new_chunk;
+	sb->reshape_position = t->reshape_position;
+	sb->new_offset = t->new_offset;
+}
+
 int md_reshape_grow(char **specs, unsigned nm, struct vol **vols, struct md_super **sbs,
                     unsigned fresh, unsigned raid_disks, char **news, unsigned nnew, bool force,
                     const struct md_reshape_run_opts *o, const struct md_rebuild_out *out)
@@ -285,15 +303,7 @@ int md_reshape_restripe(char **specs, unsigned nm, struct vol **vols, struct md_
 	}
 	for (unsigned i = 0; i < nm && r == 0; i++) {
 		struct md_super *sb = sbs[i];
-		sb->feature_map |= bits;
-		sb->size = size;
-		sb->raid_disks = raid_disks;
-		sb->delta_disks = tmpl.delta_disks;
-		sb->new_level = tmpl.new_level;
-		sb->new_layout = tmpl.new_layout;
-		sb->new_chunk = tmpl.new_chunk;
-		sb->reshape_position = start;
-		sb->new_offset = tmpl.new_offset;
+		md_reshape_start_take(sb, &tmpl);
 		md_manage_set_state(sb, events, max_dev, roles);
 		err_clear();
 		r = md_super_write(vols[i], sb);
@@ -521,17 +531,8 @@ int md_array_grow(struct vol *v, struct vol **news, unsigned nnew, unsigned raid
 	a->n = raid_disks;
 	memcpy(a->roles, roles, sizeof(roles));
 	a->max_dev = max_dev;
-	for (unsigned i = 0; i < old; i++) {
-		struct md_super *sb = a->m[i].sb;
-		sb->feature_map |= MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET;
-		sb->raid_disks = raid_disks;
-		sb->delta_disks = tmpl.delta_disks;
-		sb->new_level = tmpl.new_level;
-		sb->new_layout = tmpl.new_layout;
-		sb->new_chunk = tmpl.new_chunk;
-		sb->reshape_position = 0;
-		sb->new_offset = tmpl.new_offset;
-	}
+	for (unsigned i = 0; i < old; i++)
+		md_reshape_start_take(a->m[i].sb, &tmpl);
 	r = md_array_sync(a, atomic_load(&a->active));
 	if (r == 0)
 		r = md_reshape_parse(a->m[0].sb, a->vol.name, &rs);
