@@ -10,7 +10,9 @@
  *   uraid grow [--raid-devices N --add NEW...] [--chunk KIB] [--layout NAME] MEMBER...
  *   uraid grow --continue [--stop-at SECTOR] MEMBER...
  *   uraid grow --raid-devices N --add NEW... [--array md/NAME] CONTROL
- * (CONTROL: a running serve's control socket; the serve reshapes the array
+ *   uraid grow --bitmap=internal|none [--bitmap-chunk=SIZE] [--write-behind[=N]] MEMBER...
+ * (--bitmap: md/md_bitmap_grow.c adds or removes the write-intent bitmap;
+ * CONTROL: a running serve's control socket; the serve reshapes the array
  * while it serves, ctl/control.c and md_array_grow()).
  */
 #include "cli.h"
@@ -20,6 +22,8 @@
 #include "core/log.h"
 #include "core/units.h"
 #include "md/md.h"
+#include "md/md_bitmap.h"
+#include "md/md_bitmap_grow.h"
 #include "md/md_grow.h"
 #include "md/md_takeover.h"
 #include "md/md_reshape.h"
@@ -99,6 +103,53 @@ static int grow_parse_chunk(const char *arg, struct md_grow_opts *go)
 		return -EINVAL;
 	}
 	go->chunk = (uint32_t)(bytes / 512);
+	return 0;
+}
+
+/* --bitmap, --bitmap-chunk and --write-behind (mdadm's words) into bo;
+ * *bitmap: 1 internal, 0 none. */
+static int grow_parse_bitmap(int c, const char *arg, int *bitmap, struct md_bitmap_grow_opts *bo)
+{
+	uint64_t bytes;
+	char *end;
+	unsigned long long v;
+
+	if (c == 'b') {
+		if (strcmp(arg, "internal") != 0 && strcmp(arg, "none") != 0) {
+			fprintf(stderr,
+			        "uraid: grow: --bitmap is 'internal' or 'none' (no bitmap "
+			        "files), not '%s'\n",
+			        arg);
+			return -EINVAL;
+		}
+		*bitmap = strcmp(arg, "internal") == 0;
+		bo->add = *bitmap == 1;
+		return 0;
+	}
+	if (c == 'W') {
+		v = arg ? strtoull(arg, &end, 10) : MD_BITMAP_WRITE_BEHIND_DEFAULT;
+		if (arg &&
+		    (*arg < '0' || *arg > '9' || *end || v < 1 || v > MD_BITMAP_WRITE_BEHIND_MAX)) {
+			fprintf(stderr, "uraid: grow: --write-behind is 1 to %u writes, not '%s'\n",
+			        MD_BITMAP_WRITE_BEHIND_MAX, arg);
+			return -EINVAL;
+		}
+		bo->write_behind = (uint32_t)v;
+		return 0;
+	}
+	v = strtoull(arg, &end, 10);
+	if (*arg >= '0' && *arg <= '9' && !*end)
+		bytes = (uint64_t)v * 1024;
+	else if (parse_size(arg, &bytes) < 0)
+		bytes = 0;
+	if (bytes < 4096 || (bytes & (bytes - 1)) || bytes > (1ull << 30)) {
+		fprintf(stderr,
+		        "uraid: grow: --bitmap-chunk %s: a power of two from 4K to 1G (KiB "
+		        "unless a unit is given)\n",
+		        arg);
+		return -EINVAL;
+	}
+	bo->chunk = bytes;
 	return 0;
 }
 
@@ -227,6 +278,8 @@ static void grow_usage(FILE *f)
 	    "MEMBER...\n"
 	    "       uraid grow --continue [--stop-at SECTOR] MEMBER...\n"
 	    "       uraid grow --raid-devices N --add NEW... [--array md/NAME] CONTROL\n"
+	    "       uraid grow --bitmap=internal|none [--bitmap-chunk=SIZE] "
+	    "[--write-behind[=N]] MEMBER...\n"
 	    "Change the number of copies of the md RAID1 the MEMBERs hold (mdadm --grow\n"
 	    "--raid-devices), offline; give every member.  Growing leaves the new roles\n"
 	    "missing until a member takes them: each NEW does, and is rebuilt from the\n"
@@ -254,6 +307,12 @@ static void grow_usage(FILE *f)
 	    "With CONTROL (a `uraid serve --control` socket) the serve reshapes its RAID5/6\n"
 	    "while it serves; `uraid detail CONTROL` shows the progress.\n"
 	    "  --array md/NAME       with CONTROL: the array, when it serves several\n"
+	    "--bitmap=internal adds an md write-intent bitmap to the array (where mdadm\n"
+	    "--grow puts one: after the superblock for 1.1/1.2, below it for 1.0), offline;\n"
+	    "--bitmap=none removes it.  Give every member; nothing else changes with it.\n"
+	    "  --bitmap-chunk SIZE   the bitmap's chunk (KiB unless a unit; default mdadm's)\n"
+	    "  --write-behind[=N]    RAID1, with --bitmap=internal: md's write-behind, up\n"
+	    "                        to N (256) writes to write-mostly members behind\n"
 	    "  -v                    more messages\n");
 	grow_usage_takeovers(f);
 }
@@ -274,6 +333,9 @@ int cmd_grow(int argc, char **argv)
 	    {"continue", no_argument, NULL, 'C'},
 	    {"stop-at", required_argument, NULL, 'S'},
 	    {"array", required_argument, NULL, 'A'},
+	    {"bitmap", required_argument, NULL, 'b'},
+	    {"bitmap-chunk", required_argument, NULL, 'B'},
+	    {"write-behind", optional_argument, NULL, 'W'},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
@@ -288,6 +350,8 @@ int cmd_grow(int argc, char **argv)
 	uint64_t stop_at = 0;
 	const char *array = NULL;
 	struct md_reshape_run_opts rso;
+	struct md_bitmap_grow_opts bo = {0};
+	int bitmap = -1;
 	char name[48];
 	int c, r, rc = 1;
 
@@ -352,6 +416,14 @@ int cmd_grow(int argc, char **argv)
 		case 'A':
 			array = optarg;
 			break;
+		case 'b':
+		case 'B':
+		case 'W':
+			if (grow_parse_bitmap(c, optarg, &bitmap, &bo) < 0) {
+				rc = 2;
+				goto out;
+			}
+			break;
 		case 'f':
 			force = true;
 			break;
@@ -395,6 +467,26 @@ int cmd_grow(int argc, char **argv)
 		rc = 2;
 		goto out;
 	}
+	if ((bo.chunk || bo.write_behind) && bitmap != 1) {
+		fprintf(stderr, "uraid: grow: --bitmap-chunk and --write-behind go with "
+		                "--bitmap=internal; nothing was changed\n");
+		rc = 2;
+		goto out;
+	}
+	if (bitmap != -1 && (n || go.change_level || nnew || go.chunk || go.layout || go.size ||
+	                     go.array_size || cont || stop_at || no_rebuild)) {
+		fprintf(stderr, "uraid: grow: --bitmap changes nothing else (mdadm changes one of "
+		                "size, devices, bitmap and layout at a time); nothing was "
+		                "changed\n");
+		rc = 2;
+		goto out;
+	}
+	if (bitmap != -1 && argc - optind == 1 && cli_is_control_socket(argv[optind])) {
+		fprintf(stderr, "uraid: grow: --bitmap on a served array is not supported: stop "
+		                "the serve and give the members; nothing was changed\n");
+		rc = 2;
+		goto out;
+	}
 	if (argc - optind == 1 && cli_is_control_socket(argv[optind])) {
 		if (!n || !nnew || cont || stop_at || go.change_level || go.size || no_rebuild) {
 			fprintf(stderr,
@@ -416,7 +508,8 @@ int cmd_grow(int argc, char **argv)
 		rc = grow_continue(argv + optind, (unsigned)(argc - optind), stop_at);
 		goto out;
 	}
-	if (optind >= argc || (!n && !go.change_level && !go.size && !go.chunk && !go.layout) ||
+	if (optind >= argc ||
+	    (!n && !go.change_level && !go.size && !go.chunk && !go.layout && bitmap == -1) ||
 	    cont) {
 		grow_usage(stderr);
 		rc = 2;
@@ -435,6 +528,15 @@ int cmd_grow(int argc, char **argv)
 			free(sbs[i]);
 		}
 		goto fail;
+	}
+	if (bitmap != -1) {
+		cli_rebuild_opts(&ro, false);
+		r = md_bitmap_grow(argv + optind, nm, vols, sbs, fresh, &bo, ro.out);
+		cli_rebuild_end();
+		if (r < 0)
+			goto fail;
+		rc = 0;
+		goto out;
 	}
 	/* The new members are not members, nor given twice (md_grow's
 	 * checks of the array first). */
