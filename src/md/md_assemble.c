@@ -584,28 +584,19 @@ static int md_journal_start(struct md_array *a, const struct md_super *fresh,
 /* An array whose freshest superblock fresh records a reshape under way:
  * its rules (md_reshape_parse into *rs), every member of the same events
  * recording the same reshape, and a start uraid can give it:
- * (read-only, any; writable, one of an array without a bitmap, which
- * md_reshape_run() continues, forwards or backwards; found unclean, it is resynced
- * first, through both geometries, as any array is). */
+ * (read-only, any; writable, one md_reshape_run() continues, forwards or
+ * backwards, its bitmap kept in both geometries, md_bm_load; found
+ * unclean, it is resynced first, through both geometries, as any array
+ * is). */
 static int md_set_reshape(struct md_cand **g, unsigned k, const struct md_super *fresh,
-                          const char *name, const struct md_assemble_opts *o, struct md_reshape *rs)
+                          const char *name, struct md_reshape *rs)
 {
 	int r = md_reshape_parse(fresh, name, rs);
 
 	for (unsigned i = 0; i < k && r == 0; i++)
 		if (g[i]->sb->events + 1 >= fresh->events)
 			r = md_reshape_same(g[i]->sb, g[i]->v->name, fresh, g[0]->v->name, name);
-	if (r < 0 || o->readonly)
-		return r;
-	const char *why = (fresh->feature_map & MD_FEATURE_BITMAP_OFFSET)
-	                      ? "the array has a write-intent bitmap"
-	                      : NULL;
-	if (why)
-		return err_set(-ENOTSUP,
-		               "%s: a reshape is under way (%u -> %u devices) and %s; uraid does "
-		               "not continue that one: --readonly serves the array as it stands",
-		               name, rs->from.raid_disks, rs->to.raid_disks, why);
-	return 0;
+	return r;
 }
 
 /* Assemble the k candidates in g[] (one array UUID), step by step: the
@@ -632,7 +623,7 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 	redundant = md_level_redundant(fresh->level);
 	reshaping = fresh->feature_map & MD_FEATURE_RESHAPE_ACTIVE;
 	if (reshaping) {
-		r = md_set_reshape(g, k, fresh, name, o, &rs);
+		r = md_set_reshape(g, k, fresh, name, &rs);
 		if (r < 0)
 			goto fail;
 	}

@@ -189,6 +189,63 @@ void md_bitmap_unmap(const struct md_bitmap_geom *g, uint64_t first, uint64_t en
 	*len = b - a;
 }
 
+int md_bitmap_geom_also(struct md_bitmap_geom *g, unsigned raid_disks, uint64_t chunk)
+{
+	unsigned parity = md_level_parity(g->level);
+
+	if (!md_bitmap_striped(g) || raid_disks <= parity || !chunk)
+		return -EINVAL;
+	g->also_data_disks = raid_disks - parity;
+	g->also_chunk = chunk;
+	return 0;
+}
+
+void md_bitmap_geom_swap(struct md_bitmap_geom *g)
+{
+	unsigned dd = g->data_disks;
+	uint64_t chunk = g->chunk;
+
+	if (!g->also_data_disks)
+		return;
+	g->data_disks = g->also_data_disks;
+	g->chunk = g->also_chunk;
+	g->also_data_disks = dd;
+	g->also_chunk = chunk;
+}
+
+/* g's other geometry as a geometry of its own. */
+static struct md_bitmap_geom md_bitmap_other(const struct md_bitmap_geom *g)
+{
+	struct md_bitmap_geom o = *g;
+
+	o.data_disks = g->also_data_disks;
+	o.chunk = g->also_chunk;
+	o.also_data_disks = 0;
+	return o;
+}
+
+unsigned md_bitmap_map_all(const struct md_bitmap_geom *g, uint64_t off, uint64_t len,
+                           uint64_t first[2], uint64_t end[2])
+{
+	md_bitmap_map(g, off, len, &first[0], &end[0]);
+	if (!g->also_data_disks)
+		return 1;
+	struct md_bitmap_geom o = md_bitmap_other(g);
+	md_bitmap_map(&o, off, len, &first[1], &end[1]);
+	return 2;
+}
+
+unsigned md_bitmap_unmap_all(const struct md_bitmap_geom *g, uint64_t first, uint64_t end,
+                             uint64_t off[2], uint64_t len[2])
+{
+	md_bitmap_unmap(g, first, end, &off[0], &len[0]);
+	if (!g->also_data_disks)
+		return 1;
+	struct md_bitmap_geom o = md_bitmap_other(g);
+	md_bitmap_unmap(&o, first, end, &off[1], &len[1]);
+	return 2;
+}
+
 uint64_t md_bitmap_pick_chunk(uint64_t index_bytes, uint64_t room_bytes, uint64_t want)
 {
 	uint64_t room = room_bytes, max_bits, bits, min_chunk = 4096;

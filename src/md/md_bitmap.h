@@ -102,6 +102,14 @@ struct md_bitmap_geom {
 	uint64_t chunk;      /* raid4/5/6: the RAID chunk, bytes */
 	uint64_t dev_size;   /* bytes of each member used */
 	uint64_t array_size; /* bytes */
+	/* raid5/6 under a reshape (md_bitmap_geom_also): the other
+	 * geometry's data disks and chunk (0: none).  md counts member
+	 * sectors from each geometry's own data offset and a reshape keeps
+	 * the member size, so the index space is one; a write is marked in
+	 * both geometries (a superset of the one it lands in, whatever the
+	 * position does meanwhile) and a dirty chunk resynced in both. */
+	unsigned also_data_disks;
+	uint64_t also_chunk;
 };
 
 /* The geometry of an md array (level, raid_disks, chunk in sectors,
@@ -109,6 +117,17 @@ struct md_bitmap_geom {
  * without a bitmap (not md_level_redundant(): raid4 neither). */
 int md_bitmap_geom_init(struct md_bitmap_geom *g, int level, unsigned raid_disks,
                         uint32_t chunk_sectors, uint64_t dev_sectors, uint64_t array_bytes);
+
+/* g's array is being reshaped to (or from) raid_disks devices of
+ * chunk bytes: md_bitmap_map_all and md_bitmap_unmap_all then give both
+ * geometries' ranges.  -EINVAL unless g is raid4/5/6 and the other
+ * geometry is one. */
+int md_bitmap_geom_also(struct md_bitmap_geom *g, unsigned raid_disks, uint64_t chunk);
+
+/* The reshape ended: the other geometry becomes g's own (the one it
+ * ended in kept as the other: writes still marked in both are a
+ * superset). */
+void md_bitmap_geom_swap(struct md_bitmap_geom *g);
 
 /* Bytes of the index space (the bitmap's sync_size * 512). */
 uint64_t md_bitmap_index_size(const struct md_bitmap_geom *g);
@@ -122,6 +141,13 @@ void md_bitmap_map(const struct md_bitmap_geom *g, uint64_t off, uint64_t len, u
  * index bytes [first, end) (may be a superset; clipped to the array). */
 void md_bitmap_unmap(const struct md_bitmap_geom *g, uint64_t first, uint64_t end, uint64_t *off,
                      uint64_t *len);
+
+/* md_bitmap_map and md_bitmap_unmap in each of g's geometries (two
+ * under a reshape, else one): the count of ranges filled. */
+unsigned md_bitmap_map_all(const struct md_bitmap_geom *g, uint64_t off, uint64_t len,
+                           uint64_t first[2], uint64_t end[2]);
+unsigned md_bitmap_unmap_all(const struct md_bitmap_geom *g, uint64_t first, uint64_t end,
+                             uint64_t off[2], uint64_t len[2]);
 
 /* The bitmap chunk mdadm picks for an index space of index_bytes with
  * room_bytes for the bitmap (superblock included) when none is asked for:

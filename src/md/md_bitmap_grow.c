@@ -348,3 +348,63 @@ out:
 	}
 	return r;
 }
+
+int md_bitmap_follow(struct vol **vols, unsigned n, struct vol *src, const struct md_super *f,
+                     uint64_t events, const char *name)
+{
+	struct md_bitmap_info h;
+	uint64_t at, end, len, nchunks;
+	uint8_t uuid[16], *buf = NULL;
+	int r;
+
+	if (!(f->feature_map & MD_FEATURE_BITMAP_OFFSET))
+		return 0;
+	r = md_super_bitmap_area(f, src->size, &at, &end);
+	if (r < 0)
+		return err_set(r, "%s: the write-intent bitmap's place is not on %s", name,
+		               src->name);
+	if (!(buf = vol_buf_alloc(4096)))
+		return -ENOMEM;
+	md_super_bitmap_uuid(f, uuid);
+	err_clear();
+	r = end - at < 4096 ? -ENOSPC : vol_read(src, buf, 4096, at);
+	if (r == 0)
+		r = md_bitmap_decode(buf, &h, src->name);
+	if (r == 0)
+		r = md_bitmap_check(&h, uuid, src->name);
+	if (r == 0 && (h.events < f->events || (h.state & MD_BITMAP_STALE)))
+		r = err_set(-ESTALE,
+		            "%s: the write-intent bitmap on %s is out of date (events %llu, the "
+		            "array's %llu): start the array once (uraid serve) to renew it",
+		            name, src->name, (unsigned long long)h.events,
+		            (unsigned long long)f->events);
+	free(buf);
+	buf = NULL;
+	if (r < 0)
+		return r;
+	nchunks = h.sync_size * 512 / h.chunksize + (h.sync_size * 512 % h.chunksize != 0);
+	len = (md_bitmap_bytes(nchunks) + 4095) / 4096 * 4096;
+	if (nchunks > MD_BITMAP_MAX_CHUNKS || len > end - at)
+		return err_set(-EUCLEAN, "%s: the write-intent bitmap on %s does not fit its room",
+		               name, src->name);
+	if (!(buf = vol_buf_alloc(len)))
+		return -ENOMEM;
+	r = vol_read(src, buf, len, at);
+	h.events = events;
+	md_bitmap_encode(&h, buf);
+	for (unsigned i = 0; i < n && r == 0; i++) {
+		if (at + len > vols[i]->size) {
+			r = err_set(-ENOSPC, "%s: no room for the write-intent bitmap",
+			            vols[i]->name);
+			break;
+		}
+		r = vol_write(vols[i], buf, len, at, 0);
+		if (r == 0)
+			r = vol_flush(vols[i]);
+		if (r < 0)
+			r = err_set(r, "%s: writing the write-intent bitmap: %s", vols[i]->name,
+			            strerror(-r));
+	}
+	free(buf);
+	return r;
+}

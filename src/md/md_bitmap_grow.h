@@ -43,4 +43,13 @@ int md_bitmap_grow(char **specs, unsigned nm, struct vol **vols, struct md_super
                    unsigned fresh, const struct md_bitmap_grow_opts *o,
                    const struct md_rebuild_out *out);
 
+/* Offline, before superblocks with events are written to the n members
+ * vols (1.1/1.2, one bitmap offset): the bitmap
+ * of the array of f (read from src, valid and not behind f's events)
+ * written to each, with events (the bitmap's events go first: never
+ * behind the superblock's, or md calls it out of date and resyncs all).
+ * 0 when f has no bitmap; -errno with err_set() detail naming name. */
+int md_bitmap_follow(struct vol **vols, unsigned n, struct vol *src, const struct md_super *f,
+                     uint64_t events, const char *name);
+
 #endif

@@ -51,6 +51,32 @@ static int md_bm_io_write(void *ctx, const uint8_t *img, size_t off, size_t len)
 	return written ? 0 : last;
 }
 
+/* The index space of a's bitmap: under a reshape (md_reshape_open, or
+ * md_reshape_begin on a served array) both geometries, the old one's
+ * first. */
+static int md_bm_geom(const struct md_array *a, const struct md_super *fresh,
+                      struct md_bitmap_geom *g)
+{
+	if (!a->reshaping)
+		return md_bitmap_geom_init(g, a->level, a->n, fresh->chunk, a->size, a->vol.size);
+	int r = md_bitmap_geom_init(g, a->level, a->reshape.from.raid_disks,
+	                            a->reshape.from.chunk / 512, a->size, a->vol.size);
+	return r < 0 ? r : md_bitmap_geom_also(g, a->reshape.to.raid_disks, a->reshape.to.chunk);
+}
+
+void md_bm_reshape(struct md_array *a, bool ended)
+{
+	if (!a->bm.map)
+		return;
+	if (ended) {
+		md_bitmap_geom_swap(&a->bm.geom);
+		a->bm.geom.array_size = a->vol.size;
+	} else if (md_bitmap_geom_also(&a->bm.geom, a->reshape.to.raid_disks, a->reshape.to.chunk) <
+	           0) {
+		log_warn("%s: the write-intent bitmap cannot follow the reshape", a->vol.name);
+	}
+}
+
 /* A writable start of an array whose superblock (fresh) records an
  * internal write-intent bitmap: a->bm.map is kept up from now on, and
  * a->bm.trusted says whether its bits may guide a resync (found valid on
@@ -74,8 +100,7 @@ void md_bm_load(struct md_array *a, const struct md_super *fresh)
 
 	if (!(fresh->feature_map & MD_FEATURE_BITMAP_OFFSET) || a->readonly)
 		return;
-	if (md_bitmap_geom_init(&a->bm.geom, a->level, a->n, fresh->chunk, a->size, a->vol.size) <
-	    0) {
+	if (md_bm_geom(a, fresh, &a->bm.geom) < 0) {
 		log_warn("%s: a write-intent bitmap on a %s array is not used", a->vol.name,
 		         md_level_name(a->level));
 		return;

@@ -238,6 +238,10 @@ void md_ev_finished(struct md_array *a, uint64_t mismatch_cnt);
 /* md_bitmap_load.c: a writable start of an array whose superblock fresh
  * records an internal bitmap: a->bm is kept from now on. */
 void md_bm_load(struct md_array *a, const struct md_super *fresh);
+/* md_bitmap_load.c: a's reshape began (a->reshape set) or ended (the new
+ * geometry serving alone): the bitmap's geometries follow.  With no
+ * request inside (md_io_hold). */
+void md_bm_reshape(struct md_array *a, bool ended);
 
 /* md_reshape.c: open the vols of an array with a reshape under way
  * (md_reshape.h) over a's members in their roles: a->raid is the reshape

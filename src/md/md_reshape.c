@@ -432,6 +432,7 @@ int md_reshape_begin(struct md_array *a, const struct md_reshape *rs)
 			a->m[role].rs_to = to[role];
 		a->reshape = *rs;
 		a->reshaping = true;
+		md_bm_reshape(a, false);
 	}
 	free(to);
 	return r;
@@ -854,6 +855,7 @@ static void md_reshape_settle(struct md_array *a)
 	size -= size % a->vol.block_min;
 	if (size > a->vol.size)
 		a->vol.size = size;
+	md_bm_reshape(a, true);
 	a->rec.enabled = a->rs_rec_enabled;
 	pthread_mutex_unlock(&a->lock);
 	md_io_release(a);

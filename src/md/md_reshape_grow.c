@@ -3,6 +3,7 @@
  * superblocks of a reshape at its start as the kernel writes them, then the
  * array assembled from them and md_reshape_run() (md_reshape.c) on it. */
 #include "md_internal.h"
+#include "md_bitmap_grow.h"
 #include "md_manage.h"
 #include "md_rebuild.h"
 #include "md_reshape.h"
@@ -17,17 +18,22 @@
 #include <string.h>
 
 /* How far the data area of sb's member can move down: from the end of
- * the metadata before it (the superblock's 4 KiB, a bad-block log) to
- * data_offset, in sectors. */
+ * the metadata before it (the superblock's 4 KiB, a bad-block log, the
+ * write-intent bitmap's room: the kernel's super_1_allow_new_offset keeps
+ * the new offset past all three) to data_offset, in sectors. */
 static uint64_t md_reshape_room(const struct md_super *sb)
 {
 	const struct md_sb1 *raw = (const struct md_sb1 *)sb->raw;
-	uint64_t lo = sb->super_offset + MD_SB_BLOCK / 512;
+	uint64_t lo = sb->super_offset + MD_SB_BLOCK / 512, bm_at, bm_end;
 	int32_t bb = (int32_t)md_le32(raw->bblog_offset);
 
 	if (md_le16(raw->bblog_size) && bb > 0 &&
 	    sb->super_offset + (uint64_t)bb + md_le16(raw->bblog_size) > lo)
 		lo = sb->super_offset + (uint64_t)bb + md_le16(raw->bblog_size);
+	if (md_super_bitmap_area(sb, (sb->data_offset + sb->data_size) * 512, &bm_at, &bm_end) ==
+	        0 &&
+	    bm_end / 512 > lo)
+		lo = bm_end / 512;
 	return sb->data_offset > lo ? sb->data_offset - lo : 0;
 }
 
@@ -110,10 +116,10 @@ static int md_reshape_grow_check(struct md_super **sbs, unsigned nm, unsigned fr
 		               "%s: a v%s array keeps its data from the member's start: moving it "
 		               "needs a backup file, which uraid does not use",
 		               name, md_super_version(f)->name);
-	if (f->feature_map & (MD_FEATURE_BITMAP_OFFSET | MD_FEATURE_ANY_PPL | MD_FEATURE_JOURNAL))
+	if (f->feature_map & (MD_FEATURE_ANY_PPL | MD_FEATURE_JOURNAL))
 		return err_set(-ENOTSUP,
-		               "%s: reshaping an array with a write-intent bitmap, a PPL or a "
-		               "journal: remove it first (mdadm --grow --bitmap=none)",
+		               "%s: reshaping an array with a PPL or a journal: uraid keeps "
+		               "neither across a reshape",
 		               name);
 	if (back && nnew)
 		return err_set(-EINVAL, "%s: %u -> %u devices takes no new member (--add)", name,
@@ -292,6 +298,7 @@ int md_reshape_restripe(char **specs, unsigned nm, struct vol **vols, struct md_
 	tmpl.new_chunk = chunk;
 	tmpl.reshape_position = start;
 	tmpl.new_offset = back ? (int32_t)shift : -(int32_t)shift;
+	r = md_bitmap_follow(vols, nm, vols[fresh], f, events, name); /* NEWs copy it */
 	for (unsigned i = 0; i < nnew && r == 0; i++) {
 		r = md_manage_new_super(all[nm + i], news[i], &tmpl, vols[fresh], slot[i],
 		                        end_sb[i], &nsb[i]);
@@ -374,9 +381,8 @@ static int md_array_grow_busy(struct md_array *a)
 		why = "a rebuild is running";
 	else if (a->scrub.running || a->scrub.req != MD_CHECK_STOP)
 		why = "a check is running (`uraid check --stop` it first)";
-	else if (a->ppl || a->jn || a->jc || a->bm.map)
-		why = "it has a write-intent bitmap, a PPL or a journal (uraid keeps none "
-		      "across a reshape; the kernel keeps a bitmap: docs/raid.md)";
+	else if (a->ppl || a->jn || a->jc)
+		why = "it has a PPL or a journal (uraid keeps neither across a reshape)";
 	for (unsigned r = 0; r < a->n && !why; r++)
 		if (!a->m[r].vol || !a->m[r].sb || a->m[r].failed || a->m[r].recovering)
 			why = "a role has no member in sync";

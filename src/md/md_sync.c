@@ -62,13 +62,16 @@ int md_resync(struct md_array *a)
 		         a->vol.name, (unsigned long long)dirty, (unsigned long long)n,
 		         h->chunksize);
 		for (uint64_t c = 0; c < n && r == 0; c++) {
-			uint64_t off, len;
+			uint64_t off[2], len[2];
 			if (!md_bitmap_test(a->bm.map, c))
 				continue;
-			md_bitmap_unmap(&a->bm.geom, c * h->chunksize, (c + 1) * h->chunksize, &off,
-			                &len);
-			r = md_resync_range(a, buf, piece, off, off + len);
-			done += len;
+			/* Under a reshape, where the chunk lies in both geometries. */
+			unsigned k = md_bitmap_unmap_all(&a->bm.geom, c * h->chunksize,
+			                                 (c + 1) * h->chunksize, off, len);
+			for (unsigned i = 0; i < k && r == 0; i++) {
+				r = md_resync_range(a, buf, piece, off[i], off[i] + len[i]);
+				done += len[i];
+			}
 		}
 	} else if (r == 0) {
 		log_warn("%s: array was not shut down cleanly; resyncing its %llu bytes%s",

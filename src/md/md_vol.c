@@ -131,33 +131,42 @@ static void md_io_release_gate(struct md_array *a)
 	pthread_mutex_unlock(&a->gate.lock);
 }
 
-/* Before a write of array bytes [off, off+len): its chunks' bits durable.
- * On success the caller calls md_bm_end once the write is done. */
+/* Before a write of array bytes [off, off+len): its chunks' bits durable
+ * (in both geometries during a reshape: md_bitmap_map_all).  On success
+ * the caller calls md_bm_end once the write is done; the geometries
+ * change only with no request inside (md_io_hold). */
 static int md_bm_start(struct md_array *a, uint64_t off, uint64_t len)
 {
-	uint64_t first, end;
-	int r;
+	uint64_t first[2], end[2];
+	unsigned n, i;
+	int r = 0;
 
 	if (!a->bm.map || !len)
 		return 0;
-	md_bitmap_map(&a->bm.geom, off, len, &first, &end);
-	if (md_bitmap_start(a->bm.map, first, end))
-		return 0;
-	pthread_mutex_lock(&a->lock);
-	r = md_bitmap_mark(a->bm.map, first, end);
-	pthread_mutex_unlock(&a->lock);
-	if (r < 0)
-		md_bitmap_end(a->bm.map, first, end);
+	n = md_bitmap_map_all(&a->bm.geom, off, len, first, end);
+	for (i = 0; i < n; i++) {
+		if (md_bitmap_start(a->bm.map, first[i], end[i]))
+			continue;
+		pthread_mutex_lock(&a->lock);
+		r = md_bitmap_mark(a->bm.map, first[i], end[i]);
+		pthread_mutex_unlock(&a->lock);
+		if (r < 0)
+			break;
+	}
+	if (r < 0) /* ranges [0, i] are counted in */
+		for (unsigned j = 0; j <= i; j++)
+			md_bitmap_end(a->bm.map, first[j], end[j]);
 	return r;
 }
 
 static int md_bm_end(struct md_array *a, uint64_t off, uint64_t len, int r)
 {
-	uint64_t first, end;
+	uint64_t first[2], end[2];
 
 	if (a->bm.map && len) {
-		md_bitmap_map(&a->bm.geom, off, len, &first, &end);
-		md_bitmap_end(a->bm.map, first, end);
+		unsigned n = md_bitmap_map_all(&a->bm.geom, off, len, first, end);
+		for (unsigned i = 0; i < n; i++)
+			md_bitmap_end(a->bm.map, first[i], end[i]);
 	}
 	return r;
 }

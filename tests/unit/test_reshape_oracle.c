@@ -16,6 +16,10 @@
  * writes; what they read becomes the reference), the second run to the
  * end.  Then the array, reassembled, holds the new geometry alone, reads
  * the reference (zeros past it, where it grew) and its parity agrees.
+ * Half the cases keep a write-intent bitmap (64 KiB chunks) through it:
+ * a power cut is then resynced from the bitmap alone (checked to be
+ * trusted), so a client write not marked in the geometry it landed in
+ * leaves parity that the final check finds wrong.
  * Kills of a serving process are tests/sh/md-reshape.sh's and the
  * kernel's side is tests/sh/md-kernel-reshape.sh's.
  *
@@ -27,6 +31,7 @@
 #include "core/log.h"
 #include "disc/raid/raid.h"
 #include "md/md.h"
+#include "md/md_bitmap.h"
 #include "md/md_reshape.h"
 #include "member/member.h"
 
@@ -48,6 +53,7 @@ struct ocase {
 	uint64_t array_size; /* sectors: a shrink's */
 	uint64_t window;     /* array bytes moved at a time, at most */
 	enum { STOP_POSITION, STOP_FLAG, STOP_POWER_CUT } stop;
+	bool bitmap; /* a write-intent bitmap kept through the reshape */
 };
 
 static const char *const stop_names[] = {"position", "flag", "power cut"};
@@ -136,6 +142,7 @@ static void pick(unsigned long long seed, struct ocase *c)
 	}
 	c->window = (uint64_t)(1 + check_rand(&rs) % 8) * 64 * 1024;
 	c->stop = seed % 3; /* each kind in any three cases running */
+	c->bitmap = (seed / 3) % 2;
 }
 
 /* Open members [0, n) writable (or read-only) and assemble them, the
@@ -285,12 +292,26 @@ static void crash_phase(unsigned nm, unsigned long long seed, uint8_t *ref, bool
 
 /* After a cut: the array (the plain files, writable: resynced as it
  * starts) reads ref in every block not dirty; what it reads becomes ref. */
-static void crash_check(unsigned nm, uint8_t *ref, const bool *dirty, uint64_t size)
+static void crash_check(unsigned nm, uint8_t *ref, const bool *dirty, uint64_t size, bool bitmap)
 {
 	uint8_t *got = malloc(4096);
 	unsigned bad = 0, judged = 0;
 	struct vol *v;
 
+	if (bitmap) {
+		/* The bitmap must be trusted (not behind the superblock), so
+		 * that the resync below visits its dirty chunks alone. */
+		struct md_super sb;
+		struct md_bitmap_info h;
+		uint64_t at, end;
+		CHECK_EQ(member_open(path(0), MEMBER_READONLY, &v), 0);
+		CHECK_EQ(md_super_read(v, &sb), 0);
+		CHECK_EQ(md_super_bitmap_area(&sb, v->size, &at, &end), 0);
+		CHECK_EQ(vol_read(v, got, 4096, at), 0);
+		CHECK_EQ(md_bitmap_decode(got, &h, "oracle"), 0);
+		CHECK(h.events >= sb.events && !(h.state & MD_BITMAP_STALE));
+		vol_close(v);
+	}
 	log_verbosity = LOG_ERROR; /* "not shut down cleanly; resyncing" */
 	CHECK_EQ(assemble(nm, false, &v), 0);
 	log_verbosity = LOG_WARN;
@@ -359,11 +380,12 @@ static void run_case(unsigned long long seed)
 	uint32_t big = c.from_chunk > c.to_chunk ? c.from_chunk : c.to_chunk;
 	uint64_t msize = member_size(data_bytes(big), c.from_chunk);
 	printf("oracle case %llu: raid%d %u -> %u devices%s, chunk %uK -> %uK, %s -> %s, window "
-	       "%lluK, stop by %s\n",
+	       "%lluK, stop by %s%s\n",
 	       seed, c.level, c.from_disks, c.to_disks, c.array_size ? " (a shrink)" : "",
 	       c.from_chunk, c.to_chunk, md_layout_name(c.level, c.from_layout, l0, sizeof(l0)),
 	       md_layout_name(c.level, c.to_layout, l1, sizeof(l1)),
-	       (unsigned long long)c.window / 1024, stop_names[c.stop]);
+	       (unsigned long long)c.window / 1024, stop_names[c.stop],
+	       c.bitmap ? ", with a bitmap" : "");
 	fflush(stdout);
 	for (unsigned i = 0; i < MAX_DISKS; i++)
 		member_file_make((int)i, i < nm ? msize : 4096);
@@ -374,7 +396,10 @@ static void run_case(unsigned long long seed)
 	const char *m[MAX_DISKS] = {NULL};
 	for (unsigned i = 0; i < c.from_disks; i++)
 		m[i] = path((int)i);
-	CHECK_EQ(create(lv, ck, ly, m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], NULL), 0);
+	const char *bm = c.bitmap ? "--bitmap=internal" : "--bitmap=none";
+	const char *bmc = c.bitmap ? "--bitmap-chunk=64" : "--bitmap=none";
+	CHECK_EQ(create(lv, ck, ly, bm, bmc, m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], NULL),
+	         0);
 
 	/* Random data through the array, kept in ref. */
 	CHECK_EQ(assemble(c.from_disks, false, &v), 0);
@@ -403,7 +428,7 @@ static void run_case(unsigned long long seed)
 		bool *dirty = calloc(size / 4096, sizeof(*dirty));
 		crash_phase(nm, seed, ref, dirty, size, &rs, 1 + (unsigned)(check_rand(&rs) % 60),
 		            c.window, &writes);
-		crash_check(nm, ref, dirty, size);
+		crash_check(nm, ref, dirty, size, c.bitmap);
 		free(dirty);
 	} else {
 		if (c.stop == STOP_FLAG)
@@ -454,6 +479,7 @@ static void run_case(unsigned long long seed)
 	CHECK_EQ(sb.raid_disks, c.to_disks);
 	CHECK_EQ(sb.chunk, c.to_chunk * 2);
 	CHECK_EQ(sb.layout, c.to_layout);
+	CHECK_EQ(!!(sb.feature_map & MD_FEATURE_BITMAP_OFFSET), c.bitmap);
 	vol_close(m0);
 	for (unsigned i = c.to_disks; i < c.from_disks; i++) {
 		CHECK_EQ(member_open(path((int)i), MEMBER_READONLY, &m0), 0);
