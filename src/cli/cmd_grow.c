@@ -10,7 +10,7 @@
  *   uraid grow [--raid-devices N --add NEW...] [--chunk KIB] [--layout NAME] MEMBER...
  *   uraid grow --continue [--stop-at SECTOR] MEMBER...
  *   uraid grow --raid-devices N --add NEW... [--array md/NAME] CONTROL
- *   uraid grow --bitmap=internal|none [--bitmap-chunk=SIZE] [--write-behind[=N]] MEMBER...
+ *   uraid grow --bitmap=internal|none [--bitmap-chunk=SIZE] [--write-behind[=N]] MEMBER...|CONTROL
  * (--bitmap: md/md_bitmap_grow.c adds or removes the write-intent bitmap;
  * CONTROL: a running serve's control socket; the serve reshapes the array
  * while it serves, ctl/control.c and md_array_grow()).
@@ -266,6 +266,41 @@ static int grow_hot(const char *sock, unsigned n, char **news, unsigned nnew, bo
 	return rc;
 }
 
+/* `uraid grow --bitmap=internal|none ... CONTROL`: the serve behind the
+ * control socket adds or removes its array's bitmap. */
+static int grow_hot_bitmap(const char *sock, const struct md_bitmap_grow_opts *bo,
+                           const char *array)
+{
+	json_object *req = json_object_new_object(), *reply = NULL, *v;
+	int rc = 1, r;
+
+	json_object_object_add(req, "op", json_object_new_string("bitmap"));
+	json_object_object_add(req, "bitmap",
+	                       json_object_new_string(bo->add ? "internal" : "none"));
+	if (bo->chunk)
+		json_object_object_add(req, "chunk", json_object_new_int64((int64_t)bo->chunk));
+	if (bo->write_behind)
+		json_object_object_add(req, "write_behind",
+		                       json_object_new_int((int)bo->write_behind));
+	if (array)
+		json_object_object_add(req, "array", json_object_new_string(array));
+	err_clear();
+	r = ctl_request(sock, req, &reply);
+	if (r < 0) {
+		fprintf(stderr, "uraid: grow: %s\n", err_detail(r));
+	} else if (json_object_object_get_ex(reply, "ok", &v) && json_object_get_boolean(v)) {
+		json_object_object_get_ex(reply, "message", &v);
+		printf("uraid: %s\n", json_object_get_string(v));
+		rc = 0;
+	} else {
+		json_object_object_get_ex(reply, "error", &v);
+		fprintf(stderr, "uraid: grow: %s\n", v ? json_object_get_string(v) : "refused");
+	}
+	json_object_put(req);
+	json_object_put(reply);
+	return rc;
+}
+
 static void grow_usage(FILE *f)
 {
 	fprintf(
@@ -279,7 +314,7 @@ static void grow_usage(FILE *f)
 	    "       uraid grow --continue [--stop-at SECTOR] MEMBER...\n"
 	    "       uraid grow --raid-devices N --add NEW... [--array md/NAME] CONTROL\n"
 	    "       uraid grow --bitmap=internal|none [--bitmap-chunk=SIZE] "
-	    "[--write-behind[=N]] MEMBER...\n"
+	    "[--write-behind[=N]] MEMBER...|CONTROL\n"
 	    "Change the number of copies of the md RAID1 the MEMBERs hold (mdadm --grow\n"
 	    "--raid-devices), offline; give every member.  Growing leaves the new roles\n"
 	    "missing until a member takes them: each NEW does, and is rebuilt from the\n"
@@ -309,7 +344,8 @@ static void grow_usage(FILE *f)
 	    "  --array md/NAME       with CONTROL: the array, when it serves several\n"
 	    "--bitmap=internal adds an md write-intent bitmap to the array (where mdadm\n"
 	    "--grow puts one: after the superblock for 1.1/1.2, below it for 1.0), offline;\n"
-	    "--bitmap=none removes it.  Give every member; nothing else changes with it.\n"
+	    "--bitmap=none removes it.  Give every member (or CONTROL: the serve does it\n"
+	    "while it serves); nothing else changes with it.\n"
 	    "  --bitmap-chunk SIZE   the bitmap's chunk (KiB unless a unit; default mdadm's)\n"
 	    "  --write-behind[=N]    RAID1, with --bitmap=internal: md's write-behind, up\n"
 	    "                        to N (256) writes to write-mostly members behind\n"
@@ -482,9 +518,7 @@ int cmd_grow(int argc, char **argv)
 		goto out;
 	}
 	if (bitmap != -1 && argc - optind == 1 && cli_is_control_socket(argv[optind])) {
-		fprintf(stderr, "uraid: grow: --bitmap on a served array is not supported: stop "
-		                "the serve and give the members; nothing was changed\n");
-		rc = 2;
+		rc = grow_hot_bitmap(argv[optind], &bo, array);
 		goto out;
 	}
 	if (argc - optind == 1 && cli_is_control_socket(argv[optind])) {

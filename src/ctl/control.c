@@ -9,6 +9,7 @@
 
 #include "core/log.h"
 #include "md/md.h"
+#include "md/md_bitmap_grow.h"
 #include "md/md_reshape.h"
 #include "member/member.h"
 
@@ -631,6 +632,55 @@ out:
 	return reply;
 }
 
+/* Add ("bitmap": "internal", with "chunk" bytes and "write_behind") or
+ * remove ("none") the write-intent bitmap of the array named "array", or
+ * of the one array served (mdadm --grow --bitmap, online). */
+static json_object *ctl_bitmap(const struct ctl_target *t, json_object *in)
+{
+	struct ctl_arrays *ca = calloc(1, sizeof(*ca));
+	const char *how = ctl_str(in, "bitmap"), *array = ctl_str(in, "array");
+	struct md_bitmap_grow_opts o = {0};
+	json_object *reply = NULL, *f;
+	int ai = -1, r;
+
+	if (!ca)
+		return ctl_error("out of memory");
+	if (!how || (strcmp(how, "internal") != 0 && strcmp(how, "none") != 0)) {
+		reply = ctl_error("bitmap needs \"bitmap\": \"internal\" or \"none\"");
+		goto out;
+	}
+	o.add = strcmp(how, "internal") == 0;
+	if (json_object_object_get_ex(in, "chunk", &f))
+		o.chunk = (uint64_t)json_object_get_int64(f);
+	if (json_object_object_get_ex(in, "write_behind", &f))
+		o.write_behind = (uint32_t)json_object_get_int(f);
+	if (o.chunk && (o.chunk < 4096 || (o.chunk & (o.chunk - 1)) || o.chunk > (1u << 30))) {
+		reply = ctl_error("bitmap: \"chunk\" is a power of two from 4096 to 1 GiB");
+		goto out;
+	}
+	ctl_arrays_load(t, ca);
+	for (unsigned i = 0; i < ca->n; i++)
+		if (array ? strcmp(ca->info[i].name, array) == 0 : ca->n == 1)
+			ai = (int)i;
+	if (ai < 0) {
+		reply = array   ? ctl_error("no md array %s is served here", array)
+		        : ca->n ? ctl_error("%u md arrays are served here: say which one (--array "
+		                            "md/NAME)",
+		                            ca->n)
+		                : ctl_error("no md array is served here");
+		goto out;
+	}
+	err_clear();
+	r = md_array_bitmap(ca->v[ai], &o);
+	reply = r < 0 ? ctl_error("%s", err_detail(r))
+	              : ctl_ok("%s: write-intent bitmap %s", ca->info[ai].name,
+	                       o.add ? "added" : "removed");
+out:
+	ctl_arrays_free(ca);
+	free(ca);
+	return reply;
+}
+
 /* Start (or stop) a check of the array named array, or of the one array
  * with redundancy served here. */
 static json_object *ctl_check(const struct ctl_target *t, const char *action, const char *array)
@@ -744,13 +794,16 @@ char *ctl_handle(const struct ctl_target *t, const char *req, size_t len)
 		reply = ctl_check(t, ctl_str(in, "action"), ctl_str(in, "array"));
 	} else if (strcmp(op, "grow") == 0) {
 		reply = ctl_grow(t, in);
+	} else if (strcmp(op, "bitmap") == 0) {
+		reply = ctl_bitmap(t, in);
 	} else if (strcmp(op, "monitor") == 0) {
 		/* The socket's own loop streams it (ctl_monitor_begin). */
 		reply =
 		    ctl_error("monitor streams events: it is served on a connection of its own");
 	} else {
 		reply = ctl_error(
-		    "unknown op \"%.64s\" (detail, fail, remove, add, readd, check, grow, monitor)",
+		    "unknown op \"%.64s\" (detail, fail, remove, add, readd, check, grow, bitmap, "
+		    "monitor)",
 		    op);
 	}
 answer:

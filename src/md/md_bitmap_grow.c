@@ -16,6 +16,7 @@
  * events + 1.  The codec is md_bitmap.c's, the upkeep md_bitmap_load.c's. */
 #include "md_bitmap_grow.h"
 #include "md_bitmap.h"
+#include "md_internal.h"
 #include "md_journal.h"
 #include "md_manage.h"
 #include "md_sb090.h"
@@ -406,5 +407,127 @@ int md_bitmap_follow(struct vol **vols, unsigned n, struct vol *src, const struc
 			            strerror(-r));
 	}
 	free(buf);
+	return r;
+}
+
+/* md_array_bitmap with a->lock held and no request inside. */
+static int bmg_online(struct md_array *a, const struct md_bitmap_grow_opts *o)
+{
+	const struct md_super *f = NULL;
+	struct md_bitmap_info hdr = {0};
+	struct md_bitmap_geom g;
+	uint64_t chunk = o->chunk, index;
+	uint32_t room = 0;
+	int32_t offset = 0;
+	const char *why = NULL;
+	int r;
+
+	for (unsigned i = 0; i < a->n && !f; i++)
+		if (a->m[i].vol && a->m[i].sb && !a->m[i].failed)
+			f = a->m[i].sb;
+	if (!f)
+		return err_set(-ENODEV, "%s: no member in sync", a->vol.name);
+	if (a->reshaping)
+		why = "a reshape is under way";
+	else if (a->rec.running || a->readd.running)
+		why = "a rebuild is running";
+	else if (a->scrub.running || a->scrub.req != MD_CHECK_STOP)
+		why = "a check is running";
+	if (why) /* the kernel's EBUSY; mdadm: "Cannot add bitmap while array is resyncing..." */
+		return err_set(-EBUSY, "%s: cannot change the write-intent bitmap: %s", a->vol.name,
+		               why);
+	if ((r = bmg_refusals(f, o, a->vol.name)) < 0)
+		return r;
+	if (!o->add) {
+		md_bitmap_free(a->bm.map);
+		a->bm.map = NULL;
+		a->bm.trusted = false;
+	} else {
+		if ((r = bmg_index(f, a->vol.name, &g)) < 0)
+			return r;
+		index = md_bitmap_index_size(&g);
+		for (unsigned i = 0; i < a->n; i++) {
+			struct md_member *mm = &a->m[i];
+			int32_t off;
+			uint32_t rm;
+			if (!mm->vol || !mm->sb || mm->failed)
+				continue;
+			err_clear();
+			r = md_bitmap_place(mm->sb, mm->vol->size, index, chunk, mm->vol->name,
+			                    &off, &chunk, &rm);
+			if (r == 0 && room && off != offset)
+				r = err_set(-EINVAL,
+				            "%s: the bitmap would lie at %d sectors from the "
+				            "superblock on one member, %d on %s",
+				            a->vol.name, (int)offset, (int)off, mm->vol->name);
+			if (r < 0)
+				return r;
+			offset = off;
+			room = !room || rm < room ? rm : room;
+		}
+		hdr.version = MD_BITMAP_V;
+		md_super_bitmap_uuid(f, hdr.uuid);
+		hdr.events = hdr.events_cleared = a->events;
+		hdr.sync_size = index / 512;
+		hdr.chunksize = (uint32_t)chunk;
+		hdr.daemon_sleep = MD_BITMAP_DEFAULT_SLEEP;
+		hdr.write_behind = o->write_behind;
+		hdr.sectors_reserved = room;
+		r = md_bm_attach(a, f, &hdr, offset, (uint64_t)room * 512,
+		                 md_degraded(a) || a->unclean);
+		if (r < 0)
+			return r;
+	}
+	/* The superblocks (spares' too) name it, or no longer. */
+	for (unsigned k = 0; k < a->n + a->nspare; k++) {
+		struct md_super *sb = k < a->n ? a->m[k].sb : a->spare[k - a->n].sb;
+		if (!sb)
+			continue;
+		struct md_sb1 *raw = (struct md_sb1 *)sb->raw;
+		if (o->add) {
+			sb->feature_map |= MD_FEATURE_BITMAP_OFFSET;
+			raw->bitmap_offset = htole32((uint32_t)offset);
+		} else {
+			sb->feature_map &= ~MD_FEATURE_BITMAP_OFFSET;
+			raw->bitmap_offset = 0;
+		}
+	}
+	r = md_array_sync(a, atomic_load(&a->active));
+	if (r == 0 && a->level == 1)
+		raid_set_write_behind(a->raid, o->add ? o->write_behind : 0);
+	if (r == 0 && o->add)
+		log_info(
+		    "%s: write-intent bitmap added (%llu chunks of %llu bytes, %d sectors from "
+		    "the superblock)",
+		    a->vol.name, (unsigned long long)md_bitmap_chunks(a->bm.map),
+		    (unsigned long long)chunk, (int)offset);
+	else if (r == 0)
+		log_info("%s: write-intent bitmap removed", a->vol.name);
+	return r;
+}
+
+int md_array_bitmap(struct vol *v, const struct md_bitmap_grow_opts *o)
+{
+	struct md_array *a = md_of(v);
+	int r;
+
+	if (!a)
+		return err_set(-EINVAL, "%s is not an md array", v->name);
+	if (a->readonly)
+		return err_set(-EROFS, "%s is served read-only", a->vol.name);
+	r = md_io_hold(a);
+	if (r < 0)
+		return err_set(r, "%s: requests in flight did not drain", a->vol.name);
+	/* What was acknowledged reaches every copy before a clear bit
+	 * says that its chunk's copies agree. */
+	for (unsigned i = 0; i < a->n && r == 0; i++)
+		if (a->m[i].vol && !a->m[i].failed && o->add && vol_flush(a->m[i].vol) < 0)
+			r = err_set(-EIO, "%s: flushing %s failed", a->vol.name, a->m[i].vol->name);
+	if (r == 0) {
+		pthread_mutex_lock(&a->lock);
+		r = bmg_online(a, o);
+		pthread_mutex_unlock(&a->lock);
+	}
+	md_io_release(a);
 	return r;
 }

@@ -43,6 +43,15 @@ int md_bitmap_grow(char **specs, unsigned nm, struct vol **vols, struct md_super
                    unsigned fresh, const struct md_bitmap_grow_opts *o,
                    const struct md_rebuild_out *out);
 
+/* The same on the array v that `uraid serve` serves (writable; the
+ * control socket's "bitmap"): requests held and drained, the members
+ * flushed (what was acknowledged is on every copy, so clear bits are
+ * true), the bitmap written, the superblocks with events + 1, the
+ * bitmap then kept (or, removing, dropped).  Refused while a reshape,
+ * rebuild, re-add, check or resync runs.  0 or -errno with err_set()
+ * detail. */
+int md_array_bitmap(struct vol *v, const struct md_bitmap_grow_opts *o);
+
 /* Offline, before superblocks with events are written to the n members
  * vols (1.1/1.2, one bitmap offset): the bitmap
  * of the array of f (read from src, valid and not behind f's events)

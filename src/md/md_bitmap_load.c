@@ -218,3 +218,49 @@ unusable:
 	         "array is resynced",
 	         a->vol.name, why);
 }
+
+int md_bm_attach(struct md_array *a, const struct md_super *fresh, const struct md_bitmap_info *hdr,
+                 int64_t off, uint64_t room, bool all_set)
+{
+	struct md_bitmap_io io = {.write = md_bm_io_write, .ctx = a};
+	struct md_bitmap_geom g;
+	struct md_bitmap *b = NULL;
+	uint8_t *img = NULL;
+	uint32_t unit = 512;
+	size_t len;
+	int r;
+
+	r = md_bm_geom(a, fresh, &g);
+	if (r < 0)
+		return err_set(-ENOTSUP, "%s: a write-intent bitmap on a %s array is not kept",
+		               a->vol.name, md_level_name(a->level));
+	for (unsigned i = 0; i < a->n; i++)
+		if (a->m[i].vol && a->m[i].vol->block_min > unit)
+			unit = a->m[i].vol->block_min;
+	if (all_set) {
+		uint64_t n = md_bitmap_bytes(md_bitmap_index_size(&g) / hdr->chunksize + 1);
+		if (!(img = malloc(n)))
+			return -ENOMEM;
+		memset(img, 0xff, n);
+	}
+	err_clear();
+	r = md_bitmap_new(hdr, md_bitmap_index_size(&g), unit, room, img, &io, a->vol.name, &b);
+	free(img);
+	if (r < 0)
+		return r;
+	a->bm.off = off;
+	a->bm.geom = g;
+	for (unsigned i = 0; i < a->n; i++)
+		a->m[i].bm_ok = false; /* each gets the whole image */
+	img = (uint8_t *)md_bitmap_image(b, &len);
+	a->bm.map = b; /* the writer asks it for the image's length */
+	r = md_bm_io_write(a, img, 0, len);
+	if (r < 0) {
+		a->bm.map = NULL;
+		md_bitmap_free(b);
+		return err_set(r, "%s: writing the write-intent bitmap: %s", a->vol.name,
+		               err_detail(r));
+	}
+	a->bm.trusted = true;
+	return 0;
+}

@@ -242,6 +242,13 @@ void md_bm_load(struct md_array *a, const struct md_super *fresh);
  * geometry serving alone): the bitmap's geometries follow.  With no
  * request inside (md_io_hold). */
 void md_bm_reshape(struct md_array *a, bool ended);
+/* md_bitmap_load.c: a bitmap of header hdr (fresh: a member's superblock; at off sectors from each
+ * superblock, room bytes) added to the running array a, with no request
+ * inside: written whole to every live member (its bits all set with
+ * all_set, else clear), then kept as md_bm_load keeps one.  With a->lock
+ * held; 0 or -errno with err_set() detail. */
+int md_bm_attach(struct md_array *a, const struct md_super *fresh, const struct md_bitmap_info *hdr,
+                 int64_t off, uint64_t room, bool all_set);
 
 /* md_reshape.c: open the vols of an array with a reshape under way
  * (md_reshape.h) over a's members in their roles: a->raid is the reshape

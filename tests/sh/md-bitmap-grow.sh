@@ -10,6 +10,9 @@
 #  - a 1.0 RAID1 gets it below the superblock (negative offset), with
 #    --write-behind=100 (mdadm -X: "Allow write behind, max 100"), kept;
 #  - an array left active (not clean) gets every bit set;
+#  - on a served RAID1 (through its control socket): added while it
+#    serves, one write after, SIGKILL: that chunk alone dirty and resynced;
+#    removed while it serves the next time (mdadm -E: none);
 #  - refused, no file changed: raid0, a member left out, a bitmap already
 #    there, none to remove, write-behind on raid5, --bitmap with -n.
 . "$(dirname "$0")/md-lib.sh"
@@ -116,6 +119,31 @@ x=$(examine_bitmap "$tmp/d.0" 16)
 n=$(sed -n 's/.*Bitmap : \([0-9]*\) bits.*/\1/p' <<<"$x")
 grep -q "Bitmap : $n bits (chunks), $n dirty" <<<"$x" || fail "dirty: not every bit set: $x"
 echo "ok: an array not shut down cleanly gets every bit set"
+
+# Served: through the control socket.
+truncate -s "$SIZE" "$tmp/o.0" "$tmp/o.1"
+"$URAID" create --level=1 --bitmap=none "$tmp/o.0" "$tmp/o.1" >/dev/null 2>&1 || fail "served: create"
+start_server "$sock" --control "$tmp/o.ctl" "$tmp/o.0" "$tmp/o.1" 2>"$tmp/o.log"
+qemu-io -f raw -c "write -P 0x51 0 1M" "nbd+unix:///?socket=$sock" >/dev/null || fail "served: qemu-io"
+out=$("$URAID" grow --bitmap=internal --bitmap-chunk=1M "$tmp/o.ctl" 2>&1) || fail "served: grow: $out"
+qemu-io -f raw -c "write -P 0x52 5M 64k" -c flush "nbd+unix:///?socket=$sock" >/dev/null ||
+    fail "served: qemu-io after"
+kill -KILL "$server_pid"
+wait "$server_pid" 2>/dev/null || true
+rm -f "$sock" "$tmp/o.ctl"
+for f in "$tmp/o.0" "$tmp/o.1"; do
+    [ "$(dirty_chunks "$f" 8192)" = "5 " ] || fail "served: $f: dirty '$(dirty_chunks "$f" 8192)', expected 5"
+done
+start_server "$sock" --control "$tmp/o.ctl" "$tmp/o.0" "$tmp/o.1" 2>"$tmp/o.log"
+out=$("$URAID" grow --bitmap=none "$tmp/o.ctl" 2>&1) || fail "served: --bitmap=none: $out"
+stop_server "$server_pid" || fail "served: stop"
+grep -q "resyncing the 1 of [0-9]* write-intent bitmap chunks" "$tmp/o.log" ||
+    fail "served: not a resync of the one dirty chunk: $(cat "$tmp/o.log")"
+rm -f "$sock" "$tmp/o.ctl"
+mdadm --examine "$tmp/o.0" | grep -q "Internal Bitmap" && fail "served: bitmap left after none"
+out=$("$URAID" check "$tmp/o.0" "$tmp/o.1" 2>&1) || fail "served: check: $out"
+grep -q "agree" <<<"$out" || fail "served: check: $out"
+echo "ok: served RAID1: added and removed through the control socket; a crash after resyncs the one chunk written"
 
 # Refusals.
 truncate -s "$SIZE" "$tmp/z.0" "$tmp/z.1"
