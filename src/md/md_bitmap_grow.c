@@ -42,7 +42,8 @@ int md_bitmap_place(const struct md_super *sb, uint64_t member_bytes, uint64_t i
 	int64_t room, off, reserve;
 	uint64_t c;
 
-	if (sb->super_offset > member_bytes / 512 || sb->data_offset > member_bytes / 512)
+	if (sb->super_offset > member_bytes / 512 || sb->data_offset > member_bytes / 512 ||
+	    sb->data_size > member_bytes / 512)
 		return err_set(-EUCLEAN, "%s: superblock offsets past the member's end", name);
 	if (!md_sb_version_data_first(md_super_version(sb))) {
 		/* superblock | 4 KiB | bitmap ... | bad-block log | data */
@@ -383,7 +384,9 @@ int md_bitmap_follow(struct vol **vols, unsigned n, struct vol *src, const struc
 	buf = NULL;
 	if (r < 0)
 		return r;
-	nchunks = h.sync_size * 512 / h.chunksize + (h.sync_size * 512 % h.chunksize != 0);
+	/* raid5/6 (a reshape's levels): member sectors, whatever the header says. */
+	h.sync_size = f->size;
+	nchunks = f->size * 512 / h.chunksize + (f->size * 512 % h.chunksize != 0);
 	len = (md_bitmap_bytes(nchunks) + 4095) / 4096 * 4096;
 	if (nchunks > MD_BITMAP_MAX_CHUNKS || len > end - at)
 		return err_set(-EUCLEAN, "%s: the write-intent bitmap on %s does not fit its room",
