@@ -91,9 +91,10 @@ int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *fin
 /* Start a reshape of the RAID5/6 of the nm members (vols, superblocks
  * sbs, fresh the freshest, specs their names; all consumed) to raid_disks
  * devices, the nnew members news[] taking the new roles (mdadm --grow
- * --raid-devices=N --add NEW...): checked first (clean, whole, no bitmap,
- * journal or PPL, v1.1/v1.2 with room before the data to move the data
- * offset down, as mdadm does so that no backup file is needed), then the
+ * --raid-devices=N --add NEW...): checked first (clean, whole, no
+ * journal or PPL, v1.1/v1.2 with room before the data, past a bitmap's,
+ * to move the data offset down, as mdadm does so that no backup file is
+ * needed), then the bitmap's events (a bitmap is kept), then the
  * superblocks written as the kernel writes them at the start of a reshape
  * (new ones first), then md_reshape_run() on the array assembled from
  * them.  force: overwrite what a NEW holds.  say: a line for the user.
@@ -110,8 +111,8 @@ int md_reshape_grow(char **specs, unsigned nm, struct vol **vols, struct md_supe
 /* Start the reshape above on the running RAID5/6 v while it serves
  * (mdadm --grow --raid-devices=N --add NEW... on an active array): the
  * same checks as md_reshape_grow() (whole and in sync, no spare, rebuild
- * or check under way, no bitmap, journal or PPL, room to move the data
- * offset), then, with the array's requests held at its gate for the
+ * or check under way, no journal or PPL, room to move the data
+ * offset; a bitmap is kept, in both geometries), then, with the array's requests held at its gate for the
  * moment it takes, the superblocks written as the kernel writes them (the
  * new members' first), the reshape vol put in place of the RAID vol, and
  * the data moved by the array's reshape thread at the sync speed limits
