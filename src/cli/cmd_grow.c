@@ -231,22 +231,13 @@ static int grow_continue(char **specs, unsigned n, uint64_t stop_at)
 	return r < 0 ? cli_fail("grow", r) : 0;
 }
 
-/* `uraid grow -n N --add NEW... CONTROL`: the serve behind the control
- * socket reshapes its array while it serves; `uraid detail` follows it. */
-static int grow_hot(const char *sock, unsigned n, char **news, unsigned nnew, bool force,
-                    const char *array)
+/* Send req (with "array" when given; req is consumed) to the serve behind
+ * the control socket sock and print its answer: 0, or 1 when refused. */
+static int grow_ctl_call(const char *sock, json_object *req, const char *array)
 {
-	json_object *req = json_object_new_object(), *add = json_object_new_array();
 	json_object *reply = NULL, *v;
 	int rc = 1, r;
 
-	json_object_object_add(req, "op", json_object_new_string("grow"));
-	json_object_object_add(req, "raid_devices", json_object_new_int((int)n));
-	for (unsigned i = 0; i < nnew; i++)
-		json_object_array_add(add, json_object_new_string(news[i]));
-	json_object_object_add(req, "add", add);
-	if (force)
-		json_object_object_add(req, "force", json_object_new_boolean(true));
 	if (array)
 		json_object_object_add(req, "array", json_object_new_string(array));
 	err_clear();
@@ -266,13 +257,29 @@ static int grow_hot(const char *sock, unsigned n, char **news, unsigned nnew, bo
 	return rc;
 }
 
+/* `uraid grow -n N --add NEW... CONTROL`: the serve behind the control
+ * socket reshapes its array while it serves; `uraid detail` follows it. */
+static int grow_hot(const char *sock, unsigned n, char **news, unsigned nnew, bool force,
+                    const char *array)
+{
+	json_object *req = json_object_new_object(), *add = json_object_new_array();
+
+	json_object_object_add(req, "op", json_object_new_string("grow"));
+	json_object_object_add(req, "raid_devices", json_object_new_int((int)n));
+	for (unsigned i = 0; i < nnew; i++)
+		json_object_array_add(add, json_object_new_string(news[i]));
+	json_object_object_add(req, "add", add);
+	if (force)
+		json_object_object_add(req, "force", json_object_new_boolean(true));
+	return grow_ctl_call(sock, req, array);
+}
+
 /* `uraid grow --bitmap=internal|none ... CONTROL`: the serve behind the
  * control socket adds or removes its array's bitmap. */
 static int grow_hot_bitmap(const char *sock, const struct md_bitmap_grow_opts *bo,
                            const char *array)
 {
-	json_object *req = json_object_new_object(), *reply = NULL, *v;
-	int rc = 1, r;
+	json_object *req = json_object_new_object();
 
 	json_object_object_add(req, "op", json_object_new_string("bitmap"));
 	json_object_object_add(req, "bitmap",
@@ -282,23 +289,7 @@ static int grow_hot_bitmap(const char *sock, const struct md_bitmap_grow_opts *b
 	if (bo->write_behind)
 		json_object_object_add(req, "write_behind",
 		                       json_object_new_int((int)bo->write_behind));
-	if (array)
-		json_object_object_add(req, "array", json_object_new_string(array));
-	err_clear();
-	r = ctl_request(sock, req, &reply);
-	if (r < 0) {
-		fprintf(stderr, "uraid: grow: %s\n", err_detail(r));
-	} else if (json_object_object_get_ex(reply, "ok", &v) && json_object_get_boolean(v)) {
-		json_object_object_get_ex(reply, "message", &v);
-		printf("uraid: %s\n", json_object_get_string(v));
-		rc = 0;
-	} else {
-		json_object_object_get_ex(reply, "error", &v);
-		fprintf(stderr, "uraid: grow: %s\n", v ? json_object_get_string(v) : "refused");
-	}
-	json_object_put(req);
-	json_object_put(reply);
-	return rc;
+	return grow_ctl_call(sock, req, array);
 }
 
 static void grow_usage(FILE *f)

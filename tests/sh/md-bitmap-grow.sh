@@ -16,33 +16,9 @@
 #  - refused, no file changed: raid0, a member left out, a bitmap already
 #    there, none to remove, write-behind on raid5, --bitmap with -n.
 . "$(dirname "$0")/md-lib.sh"
+. "$(dirname "$0")/bitmap-lib.sh"
 requires mdadm qemu-io nbdinfo nbdcopy od
 SIZE=32M
-
-# mdadm -X of a member: through a read-only loop device when we may make
-# one, else of a copy of the bitmap area at sector AT.
-examine_bitmap() {
-    local l
-    if l=$(losetup -f --show -r "$1" 2>/dev/null); then
-        mdadm -X "$l" 2>&1 || true
-        losetup -d "$l"
-    else
-        dd if="$1" of="$tmp/bm.img" bs=512 skip="$2" count=8 2>/dev/null
-        mdadm -X "$tmp/bm.img" 2>&1 || true
-    fi
-}
-bm_field() { sed -n "s/^ *$1 : \([0-9]*\).*/\1/p"; }
-# The set bits of a member's bitmap at byte AT (chunk numbers), first 8 bytes.
-dirty_chunks() {
-    local i=0 b k
-    for b in $(od -An -tu1 -j $(($2 + 256)) -N 8 "$1"); do
-        for k in 0 1 2 3 4 5 6 7; do
-            (( (b >> k) & 1 )) && printf '%s ' $((i * 8 + k))
-        done
-        i=$((i + 1))
-    done
-    echo
-}
 
 # RAID5 on 3, 64 KiB chunks: array MiB 2k is member MiB k (bitmap chunk k).
 make_array r5 5 3 --chunk=64 --bitmap=none

@@ -12,34 +12,8 @@
 # `uraid examine` agrees on the dirty count.
 # (An mdadm-made array needs the kernel: md-kernel-bitmap.sh does that.)
 . "$(dirname "$0")/md-lib.sh"
+. "$(dirname "$0")/bitmap-lib.sh"
 requires mdadm qemu-io od
-
-# mdadm -X of a member: through a read-only loop device when we may make
-# one (mdadm finds the bitmap from the superblock), else of a copy of the
-# bitmap area (8 sectors after the superblock), which mdadm reads as a
-# bitmap file.
-examine_bitmap() {
-    local l
-    if l=$(losetup -f --show -r "$1" 2>/dev/null); then
-        mdadm -X "$l" 2>&1 || true
-        losetup -d "$l"
-    else
-        dd if="$1" of="$tmp/bm.img" bs=512 skip=16 count=8 2>/dev/null
-        mdadm -X "$tmp/bm.img" 2>&1 || true
-    fi
-}
-bm_field() { sed -n "s/^ *$1 : \([0-9]*\).*/\1/p"; }
-# The set bits of a member's bitmap (chunk numbers), from its first 8 bytes.
-dirty_chunks() {
-    local i=0 b k
-    for b in $(od -An -tu1 -j $((8192 + 256)) -N 8 "$1"); do
-        for k in 0 1 2 3 4 5 6 7; do
-            (( (b >> k) & 1 )) && printf '%s ' $((i * 8 + k))
-        done
-        i=$((i + 1))
-    done
-    echo
-}
 
 for geometry in "1 2 1" "5 3 2 --chunk=64"; do
     read -r level disks step opts <<<"$geometry"
@@ -48,7 +22,7 @@ for geometry in "1 2 1" "5 3 2 --chunk=64"; do
     # shellcheck disable=SC2086
     "$URAID" create --level="$level" $opts --bitmap=internal --bitmap-chunk=1M "${files[@]}" \
         >/dev/null || fail "raid$level: create"
-    out=$(examine_bitmap "${files[0]}")
+    out=$(examine_bitmap "${files[0]}" 16)
     grep -q "Chunksize : 1 MB" <<<"$out" || fail "raid$level: mdadm -X after create: $out"
     grep -q "0 dirty" <<<"$out" || fail "raid$level: dirty after create: $out"
 
@@ -62,9 +36,9 @@ for geometry in "1 2 1" "5 3 2 --chunk=64"; do
     wait "$server_pid" 2>/dev/null || true
     rm -f "$sock"
     for f in "${files[@]}"; do
-        [ "$(dirty_chunks "$f")" = "3 10 40 " ] ||
-            fail "raid$level: $f: dirty chunks '$(dirty_chunks "$f")', expected 3 10 40"
-        out=$(examine_bitmap "$f")
+        [ "$(dirty_chunks "$f" 8192)" = "3 10 40 " ] ||
+            fail "raid$level: $f: dirty chunks '$(dirty_chunks "$f" 8192)', expected 3 10 40"
+        out=$(examine_bitmap "$f" 16)
         grep -q "3 dirty" <<<"$out" || fail "raid$level: $f: mdadm -X: $out"
         "$URAID" examine "$f" | grep -q "Bitmap Status : 3 of [0-9]* chunks dirty, up to date" ||
             fail "raid$level: $f: uraid examine: $("$URAID" examine "$f" | grep Bitmap)"
@@ -85,7 +59,7 @@ for geometry in "1 2 1" "5 3 2 --chunk=64"; do
     out=$("$URAID" check "${files[@]}" 2>&1) || fail "raid$level: check: $out"
     grep -q "agree" <<<"$out" || fail "raid$level: check: $out"
     for f in "${files[@]}"; do
-        out=$(examine_bitmap "$f")
+        out=$(examine_bitmap "$f" 16)
         grep -q " 0 dirty" <<<"$out" || fail "raid$level: $f: after a clean stop: $out"
         ev=$(mdadm --examine "$f" | bm_field Events)
         [ "$(bm_field Events <<<"$out")" = "$ev" ] || fail "raid$level: $f: events after stop"
