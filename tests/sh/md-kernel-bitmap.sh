@@ -131,30 +131,23 @@ serve_and_crash r10 1
     echo "dmesg -c >/dev/null"
     echo "waitidle() { for i in \$(seq 600); do [ \"\$(cat /sys/block/md\$1/md/sync_action)\" = idle ] && break; sleep 0.2; done; }"
     echo "act() { echo \$2 > /sys/block/md\$1/md/sync_action; sleep 0.5; waitidle \$1; }"
-    for md in 0 1 2; do
-        name=r1; [ $md = 1 ] && name=r5; [ $md = 2 ] && name=r10
+    for md in 0 1 2 3 4; do
+        names=(r1 r5 r10 g5 g1)
+        name=${names[$md]}
         first=${devs[$name]%% *}
         echo "mdadm -X $first | sed -n 's/.* \\([0-9]*\\) dirty.*/md$md dirty \\1/p'"
         echo "bev=\$(mdadm -X $first | sed -n 's/^ *Events : //p'); sev=\$(mdadm -E $first | sed -n 's/^ *Events : //p')"
         echo "[ -n \"\$bev\" ] && [ \"\$bev\" = \"\$sev\" ] && echo md$md events-match"
         echo "mdadm --assemble /dev/md$md ${devs[$name]} >/tmp/a.log 2>&1 || { echo assemble-failed; cat /tmp/a.log; }"
         echo "dmesg | grep -q 'md$md: bitmap file is out of date' && echo md$md stale-bitmap"
-        echo "waitidle $md"
-        echo "dmesg | grep -q 'md: md$md: resync done' && echo md$md resynced"
-        echo "act $md check; echo \"md$md witness \$(cat /sys/block/md$md/md/mismatch_cnt)\""
-        echo "act $md repair; act $md check; echo \"md$md mismatch \$(cat /sys/block/md$md/md/mismatch_cnt)\""
-        echo "echo \"md$md data \$(dd if=/dev/md$md bs=1M count=\$MB 2>/dev/null | sha256sum | cut -d' ' -f1)\""
-        echo "mdadm --stop /dev/md$md >/dev/null 2>&1"
-    done
-    for md in 3 4; do
-        name=g5; [ $md = 4 ] && name=g1
-        first=${devs[$name]%% *}
-        echo "mdadm -X $first | sed -n 's/.* \\([0-9]*\\) dirty.*/md$md dirty \\1/p'"
-        echo "bev=\$(mdadm -X $first | sed -n 's/^ *Events : //p'); sev=\$(mdadm -E $first | sed -n 's/^ *Events : //p')"
-        echo "[ -n \"\$bev\" ] && [ \"\$bev\" = \"\$sev\" ] && echo md$md events-match"
-        echo "mdadm --assemble /dev/md$md ${devs[$name]} >/tmp/a.log 2>&1 || { echo assemble-failed; cat /tmp/a.log; }"
-        echo "dmesg | grep -q 'md$md: bitmap file is out of date' && echo md$md stale-bitmap"
-        echo "echo \"md$md backlog \$(cat /sys/block/md$md/md/bitmap/backlog)\""
+        if [ $md -le 2 ]; then # crashed by uraid: resynced from the bitmap, the witness left
+            echo "waitidle $md"
+            echo "dmesg | grep -q 'md: md$md: resync done' && echo md$md resynced"
+            echo "act $md check; echo \"md$md witness \$(cat /sys/block/md$md/md/mismatch_cnt)\""
+            echo "act $md repair"
+        else # given a bitmap by uraid
+            echo "echo \"md$md backlog \$(cat /sys/block/md$md/md/bitmap/backlog)\""
+        fi
         echo "act $md check; echo \"md$md mismatch \$(cat /sys/block/md$md/md/mismatch_cnt)\""
         echo "echo \"md$md data \$(dd if=/dev/md$md bs=1M count=\$MB 2>/dev/null | sha256sum | cut -d' ' -f1)\""
         echo "mdadm --stop /dev/md$md >/dev/null 2>&1"
