@@ -111,14 +111,17 @@ int md_reshape_grow(char **specs, unsigned nm, struct vol **vols, struct md_supe
 /* Start the reshape above on the running RAID5/6 v while it serves
  * (mdadm --grow --raid-devices=N --add NEW... on an active array): the
  * same checks as md_reshape_grow() (whole and in sync, no spare, rebuild
- * or check under way, no journal or PPL, room to move the data
- * offset; a bitmap is kept, in both geometries), then, with the array's requests held at its gate
- * for the moment it takes, the superblocks written as the kernel writes them (the new members'
- * first), the reshape vol put in place of the RAID vol, and the data moved by the array's reshape
- * thread at the sync speed limits beside the clients.  When the reshape ends the new geometry
- * serves alone, at its full size (new NBD connections see it).  news[0..nnew): the new members
- * (opened by the caller, taken on success).  0, or -errno with err_set() detail naming the array;
- * nothing is written before every check passed. */
+ * or check under way, no journal or PPL, room to move the data offset;
+ * a bitmap is kept, in both geometries), then, with the array's requests
+ * held at its gate for the
+ * moment it takes, the superblocks written as the kernel writes them (the
+ * new members' first), the reshape vol put in place of the RAID vol, and
+ * the data moved by the array's reshape thread at the sync speed limits
+ * beside the clients.  When the reshape ends the new geometry serves
+ * alone, at its full size (new NBD connections see it).  news[0..nnew):
+ * the new members (opened by the caller, taken on success).  0, or -errno
+ * with err_set() detail naming the array; nothing is written before
+ * every check passed. */
 int md_array_grow(struct vol *v, struct vol **news, unsigned nnew, unsigned raid_disks, bool force);
 
 /* A reshape under way on a running array, as mdadm --detail shows it. */
