@@ -1288,6 +1288,85 @@ static void test_ram_members_fast(void)
 	}
 }
 
+/* Where a write's copies run: a member over mem: that records the thread
+ * of its write, role 0's waiting (up to wait_ms) for another copy to
+ * begin, so a copy handed to a pool thread shows as another thread.  On
+ * members in RAM a small write's copies run on the caller (the pool's
+ * hand-off cost more than the copy: docs/write-path.md); a large one's,
+ * or a small one's on members not known to be fast, in parallel. */
+struct who {
+	struct vol vol;
+	struct vol *child;
+	unsigned role, wait_ms;
+	atomic_uint *begun;
+	pthread_t thread;
+};
+
+static int who_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
+{
+	return vol_read(container_of(v, struct who, vol)->child, buf, len, off);
+}
+
+static int who_write(struct vol *v, const void *buf, uint64_t len, uint64_t off, unsigned flags)
+{
+	struct who *w = container_of(v, struct who, vol);
+
+	w->thread = pthread_self();
+	atomic_fetch_add(w->begun, 1);
+	for (unsigned ms = 0; w->role == 0 && ms < w->wait_ms && atomic_load(w->begun) < 2; ms++)
+		usleep(1000);
+	return vol_write(w->child, buf, len, off, flags);
+}
+
+static void who_close(struct vol *v)
+{
+	struct who *w = container_of(v, struct who, vol);
+	vol_close(w->child);
+	vol_fini(v);
+	free(w);
+}
+
+static const struct vol_ops who_ops = {
+    .kind = "who", .read = who_read, .write = who_write, .close = who_close};
+
+/* Write len at 0 to a RAID1x2 of who members with caps; whether both
+ * copies ran on this thread. */
+static bool copies_here(unsigned caps, uint64_t len, unsigned wait_ms)
+{
+	struct raid_geom g = {.level = 1, .raid_disks = 2};
+	struct vol *m[2], *a = NULL;
+	struct who *w[2];
+	atomic_uint begun = 0;
+	bool here = false;
+	void *buf = calloc(1, len);
+
+	for (unsigned i = 0; i < 2; i++) {
+		w[i] = calloc(1, sizeof(*w[i]));
+		CHECK_EQ(member_open("mem:2M", 0, &w[i]->child), 0);
+		CHECK_EQ(vol_init(&w[i]->vol, &who_ops, "who", 2 << 20, 512, caps), 0);
+		w[i]->role = i;
+		w[i]->wait_ms = wait_ms;
+		w[i]->begun = &begun;
+		m[i] = &w[i]->vol;
+	}
+	CHECK_EQ(raid_open(&g, m, NULL, "who", &a), 0);
+	if (a && buf) {
+		CHECK_EQ(vol_write(a, buf, len, 0, 0), 0);
+		here = pthread_equal(w[0]->thread, pthread_self()) &&
+		       pthread_equal(w[1]->thread, pthread_self());
+		vol_close(a);
+	}
+	free(buf);
+	return here;
+}
+
+static void test_write_copies_where(void)
+{
+	CHECK(copies_here(VOL_CAP_RAM, 4096, 200));
+	CHECK(!copies_here(VOL_CAP_RAM, 1 << 20, 5000));
+	CHECK(!copies_here(0, 4096, 5000));
+}
+
 int main(void)
 {
 	unsigned long long seed = 0x5eed1234abcdULL;
@@ -1332,6 +1411,7 @@ int main(void)
 	test_edges();
 	test_view();
 	test_ram_members_fast();
+	test_write_copies_where();
 	test_extents();
 	test_ra_concurrent();
 	test_ra_deep_stream();

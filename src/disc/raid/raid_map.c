@@ -117,28 +117,47 @@ static void raid_sub_add(struct raid_req *q, unsigned *last, unsigned role, unsi
 }
 
 /* Is the request so cheap that handing pieces to other threads would cost
- * more than doing them here?  True for small reads on members measured
- * faster than RAID_INLINE_NS_PER_MIB (memory, page cache), where a wake-up
- * costs as much as copying the data. */
+ * more than doing them here?  Only on members that are fast: in RAM
+ * (VOL_CAP_RAM) or measured faster than RAID_INLINE_NS_PER_MIB (memory,
+ * page cache), where a hand-off to a pool thread and back (a futex wake,
+ * two context switches, the pool's lock) costs as much as copying the
+ * data.  A read up to RAID_INLINE_MAX; a write while what the calling
+ * thread does beyond its largest group is at most RAID_INLINE_WRITE_EXTRA:
+ * a mirror's second 4 KiB copy is a few microseconds of page-cache work,
+ * and with many small writes in flight their own threads keep the cores
+ * busy (4 KiB random writes at qd32 on RAID1x2 spent more on the pool's
+ * wakes and lock than on the copies: docs/write-path.md).  A large write
+ * keeps its copies in parallel. */
 #define RAID_INLINE_NS_PER_MIB 250000u /* over ~4 GiB/s */
 #define RAID_INLINE_MAX (4u << 20)
+#define RAID_INLINE_WRITE_EXTRA (32u << 10)
+
+static bool raid_member_fast(const struct raid_member *m)
+{
+	uint64_t ns = atomic_load(&m->ns_per_mib);
+
+	if (m->vol && (m->vol->caps & VOL_CAP_RAM))
+		return true;
+	return ns != 0 && ns < RAID_INLINE_NS_PER_MIB;
+}
 
 static bool raid_req_inline(const struct raid_req *q)
 {
-	uint64_t total = 0;
+	uint64_t total = 0, largest = 0;
 
-	if (q->op != RAID_READ || q->ngroups < 2)
-		return false;
-	for (unsigned i = 0; i < q->nsubs; i++)
-		total += q->subs[i].len;
-	if (total > RAID_INLINE_MAX)
+	if (q->ngroups < 2 || (q->op != RAID_READ && q->op != RAID_WRITE))
 		return false;
 	for (unsigned g = 0; g < q->ngroups; g++) {
-		uint64_t ns = atomic_load(&q->a->m[q->subs[q->group[g]].role].ns_per_mib);
-		if (ns == 0 || ns >= RAID_INLINE_NS_PER_MIB)
+		uint64_t bytes = 0;
+		for (unsigned i = q->group[g]; i < q->group[g + 1]; i++)
+			bytes += q->subs[i].behind ? 0 : q->subs[i].len;
+		total += bytes;
+		largest = bytes > largest ? bytes : largest;
+		if (!raid_member_fast(&q->a->m[q->subs[q->group[g]].role]))
 			return false;
 	}
-	return true;
+	return q->op == RAID_READ ? total <= RAID_INLINE_MAX
+	                          : total - largest <= RAID_INLINE_WRITE_EXTRA;
 }
 
 /* Sort the subs by role (stable: each role keeps array order, which is
