@@ -79,7 +79,10 @@ static void probe_print(const struct stack_graph *g, unsigned i, const char *pre
 		printf("%s%s   refused: %s\n", prefix, root ? "" : last ? "  " : "│ ", nd->refused);
 	if (depth > 32)
 		return;
-	snprintf(pre, sizeof(pre), "%s%s", prefix, root ? "" : last ? "  " : "│ ");
+	/* At most 33 levels of 4 bytes: it fits; the check is for the compiler. */
+	const char *stem = root ? "" : last ? "  " : "│ ";
+	if (snprintf(pre, sizeof(pre), "%s%s", prefix, stem) >= (int)sizeof(pre))
+		return;
 	for (unsigned j = i + 1; j < g->n; j++)
 		nkids += probe_from(&g->node[j], i);
 	for (unsigned j = i + 1; j < g->n; j++)
