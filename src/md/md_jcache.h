@@ -31,6 +31,7 @@ struct md_jcache_stats {
 	uint64_t whole_pages;  /* of their pages, in rows destaged with no member read */
 	uint64_t read_pages;   /* pages destage read from the array (not cached) */
 	uint64_t cached_pages; /* pages held now */
+	uint64_t through_rows; /* whole stripe rows written through, not cached */
 };
 
 /* Open the cache for array (a RAID4/5/6 vol: ndata data chunks of chunk

@@ -497,11 +497,15 @@ static void test_wb_whole(int level)
 	CHECK_EQ(rig_journal(&g, &st, true), 0);
 	CHECK_EQ(md_jcache_open(g.j, g.array, g.chunk, g.n - g.m, 0, &c), 0);
 	md_jcache_pause(c, true); /* nothing destaged until the drain */
-	/* rows 2..5, each in three pieces of its own size */
-	for (uint64_t off = 2 * row; off < 6 * row; off += row / 3) {
-		fill(flat + off, row / 3, &seed);
-		CHECK_EQ(md_jcache_write(c, flat + off, row / 3, off, 0), 0);
-	}
+	/* rows 2..5, each in three pieces of its own size, the last first
+	 * (a write that ends a row the cache holds the rest of goes through:
+	 * test_wb_through) */
+	for (uint64_t at = 2 * row; at < 6 * row; at += row)
+		for (int k = 0; k < 3; k++) {
+			uint64_t off = at + (uint64_t)(k + 2) % 3 * (row / 3);
+			fill(flat + off, row / 3, &seed);
+			CHECK_EQ(md_jcache_write(c, flat + off, row / 3, off, 0), 0);
+		}
 	md_jcache_stats(c, &cs);
 	CHECK_EQ(cs.cached_pages, 4 * row / 4096);
 	CHECK_EQ(md_jcache_read(c, buf, g.asize, 0), 0);
@@ -528,6 +532,58 @@ static void test_wb_whole(int level)
  * The first batch's pages are torn on the members with their parity;
  * the replay rewrites them from the log (data and parity) and writes the
  * second's stripes, data-only, through the array. */
+/* Write-back: a write's whole stripe rows go through (data and parity
+ * logged, then the members), as write-through writes them, and so does
+ * the row it completes from pages cached before it; the rest is cached.
+ * A crash then (pages cached, the through rows torn on the members)
+ * replays to what was written, the through row's data over the older
+ * page cached in it. */
+static void test_wb_through(int level)
+{
+	struct rig g;
+	struct md_journal_stats st;
+	struct md_jcache *c;
+	struct md_jcache_stats cs;
+	unsigned long long seed = 0x6d + (unsigned)level;
+
+	rig_open(&g, level, 8 << 20);
+	uint64_t row = (uint64_t)g.chunk * (g.n - g.m), pg = 4096;
+	unsigned char *flat = calloc(1, g.asize), *buf = malloc(g.asize);
+	CHECK_EQ(rig_journal(&g, &st, true), 0);
+	unsigned tails = g.tails;
+	CHECK_EQ(md_jcache_open(g.j, g.array, g.chunk, g.n - g.m, 0, &c), 0);
+	md_jcache_pause(c, true); /* nothing destaged: the cache shows what it took */
+	/* an older page in row 3, the first half of row 1 */
+	fill(flat + 3 * row + pg, pg, &seed);
+	CHECK_EQ(md_jcache_write(c, flat + 3 * row + pg, pg, 3 * row + pg, 0), 0);
+	fill(flat + row, row / 2, &seed);
+	CHECK_EQ(md_jcache_write(c, flat + row, row / 2, row, 0), 0);
+	/* the rest of row 1, rows 2-4 whole, a page of row 5 */
+	uint64_t off = row + row / 2, len = 4 * row - row / 2 + pg;
+	fill(flat + off, len, &seed);
+	CHECK_EQ(md_jcache_write(c, flat + off, len, off, 0), 0);
+	md_jcache_stats(c, &cs);
+	CHECK_EQ(cs.through_rows, 4);
+	CHECK_EQ(cs.cached_pages, 1);
+	CHECK_EQ(md_jcache_read(c, buf, g.asize, 0), 0);
+	CHECK(memcmp(buf, flat, g.asize) == 0);
+	md_jcache_close(c); /* paused: the crash, the page stays in the log only */
+	CHECK_EQ(g.tails, tails);
+	rig_crash(&g);
+	for (uint64_t at = row; at < 5 * row; at += 5 * pg)
+		tear_page(&g, at, &seed);
+	CHECK(rig_mismatch(&g) > 0);
+	CHECK_EQ(rig_journal(&g, &st, false), 0);
+	CHECK(st.data_parity > 0);
+	CHECK(st.data_only > 0);
+	CHECK_EQ(vol_read(g.array, buf, g.asize, 0), 0);
+	CHECK(memcmp(buf, flat, g.asize) == 0);
+	CHECK_EQ(rig_mismatch(&g), 0);
+	rig_close(&g);
+	free(buf);
+	free(flat);
+}
+
 static void test_wb_replay(int level)
 {
 	struct rig g;
@@ -749,6 +805,7 @@ int main(void)
 		test_concurrent(level);
 		test_wb_whole(level);
 		test_wb_replay(level);
+		test_wb_through(level);
 	}
 	test_corrupt_ends_log();
 	test_log_ahead();
