@@ -10,7 +10,8 @@
  * its pages all go in one write, the hull from the first to the last, the
  * pages between read from the array and written back unchanged), and no
  * write may log data into a row between a destage's start and its end
- * (writers wait; a destage skips a row with a writer inside).
+ * (writers wait; a destage skips a row with a writer inside).  A write
+ * that goes through (jc_write_rows) holds its rows as a destage does.
  * Lock order: c->mu, then the journal's own. */
 #include "md_jcache.h"
 

@@ -3,7 +3,10 @@
  * front of a RAID4/5/6 whose journal (md_journal.h) holds them durably.
  *
  * A write is acknowledged once its pages are on the journal (DATA
- * payloads, flushed); they stay here, and reads see them.  Destage
+ * payloads, flushed); they stay here, and reads see them.  Its whole
+ * stripe rows (and the row it completes from pages held here) go through
+ * instead, as write-through writes them: DATA and PARITY logged, then the
+ * members, acknowledged after (through_rows).  Destage
  * threads (several rows at once) write them to the array later, a stripe
  * row each, in member order (oldest first, what pins the journal's tail,
  * once the log is half full), through md_journal_destage: the
