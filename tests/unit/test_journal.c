@@ -532,6 +532,21 @@ static void test_wb_whole(int level)
  * The first batch's pages are torn on the members with their parity;
  * the replay rewrites them from the log (data and parity) and writes the
  * second's stripes, data-only, through the array. */
+/* After a write-back crash with the members torn: the replay finds
+ * data-parity and data-only stripes and brings back flat, consistent. */
+static void rig_replay_both(struct rig *g, const unsigned char *flat, unsigned char *buf)
+{
+	struct md_journal_stats st;
+
+	CHECK(rig_mismatch(g) > 0);
+	CHECK_EQ(rig_journal(g, &st, false), 0);
+	CHECK(st.data_parity > 0);
+	CHECK(st.data_only > 0);
+	CHECK_EQ(vol_read(g->array, buf, g->asize, 0), 0);
+	CHECK(memcmp(buf, flat, g->asize) == 0);
+	CHECK_EQ(rig_mismatch(g), 0);
+}
+
 /* Write-back: a write's whole stripe rows go through (data and parity
  * logged, then the members), as write-through writes them, and so does
  * the row it completes from pages cached before it; the rest is cached.
@@ -572,13 +587,7 @@ static void test_wb_through(int level)
 	rig_crash(&g);
 	for (uint64_t at = row; at < 5 * row; at += 5 * pg)
 		tear_page(&g, at, &seed);
-	CHECK(rig_mismatch(&g) > 0);
-	CHECK_EQ(rig_journal(&g, &st, false), 0);
-	CHECK(st.data_parity > 0);
-	CHECK(st.data_only > 0);
-	CHECK_EQ(vol_read(g.array, buf, g.asize, 0), 0);
-	CHECK(memcmp(buf, flat, g.asize) == 0);
-	CHECK_EQ(rig_mismatch(&g), 0);
+	rig_replay_both(&g, flat, buf);
 	rig_close(&g);
 	free(buf);
 	free(flat);
@@ -616,13 +625,7 @@ static void test_wb_replay(int level)
 	rig_crash(&g);
 	for (int i = 0; i < 12; i++)
 		tear_page(&g, first[i], &seed);
-	CHECK(rig_mismatch(&g) > 0);
-	CHECK_EQ(rig_journal(&g, &st, false), 0);
-	CHECK(st.data_parity > 0);
-	CHECK(st.data_only > 0);
-	CHECK_EQ(vol_read(g.array, buf, g.asize, 0), 0);
-	CHECK(memcmp(buf, flat, g.asize) == 0);
-	CHECK_EQ(rig_mismatch(&g), 0);
+	rig_replay_both(&g, flat, buf);
 	rig_close(&g);
 	free(buf);
 	free(flat);
@@ -698,6 +701,19 @@ static void gate_set(struct gate *g, bool shut)
 	pthread_mutex_unlock(&g->mu);
 }
 
+/* The end of a stream test: written behind, flushed, it reads back and
+ * the parity agrees; frees flat, buf and the rig. */
+static void stream_done(struct rig *g, unsigned char *flat, unsigned char *buf, uint64_t len)
+{
+	CHECK_EQ(vol_flush(g->array), 0);
+	CHECK_EQ(vol_read(g->array, buf, len, 0), 0);
+	CHECK(memcmp(buf, flat, len) == 0);
+	CHECK_EQ(rig_mismatch(g), 0);
+	free(buf);
+	free(flat);
+	rig_close(g);
+}
+
 /* Write-behind under the journal logs a sealed piece while the member
  * lanes still write the one before, lane 0's member included: with
  * member 0's writes held, a stream of two pieces reaches the log as two
@@ -743,13 +759,7 @@ static void test_log_ahead(void)
 	pthread_mutex_unlock(&lg->mu);
 	CHECK(appends >= 2);
 	gate_set(g0, false);
-	CHECK_EQ(vol_flush(g.array), 0);
-	CHECK_EQ(vol_read(g.array, buf, 2 * piece, 0), 0);
-	CHECK(memcmp(buf, flat, 2 * piece) == 0);
-	CHECK_EQ(rig_mismatch(&g), 0);
-	free(buf);
-	free(flat);
-	rig_close(&g);
+	stream_done(&g, flat, buf, 2 * piece);
 }
 
 /* Write-behind under the journal prepares and numbers a sealed piece
@@ -785,13 +795,7 @@ static void test_log_two_ahead(void)
 	}
 	CHECK(moved >= 2 * sectors);
 	gate_set(lg, false);
-	CHECK_EQ(vol_flush(g.array), 0);
-	CHECK_EQ(vol_read(g.array, buf, 2 * piece, 0), 0);
-	CHECK(memcmp(buf, flat, 2 * piece) == 0);
-	CHECK_EQ(rig_mismatch(&g), 0);
-	free(buf);
-	free(flat);
-	rig_close(&g);
+	stream_done(&g, flat, buf, 2 * piece);
 }
 
 int main(void)
