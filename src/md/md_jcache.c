@@ -10,7 +10,8 @@
  * its pages all go in one write, the hull from the first to the last, the
  * pages between read from the array and written back unchanged), and no
  * write may log data into a row between a destage's start and its end
- * (writers wait; a destage skips a row with a writer inside).
+ * (writers wait; a destage skips a row with a writer inside).  A write
+ * that goes through (jc_write_rows) holds its rows as a destage does.
  * Lock order: c->mu, then the journal's own. */
 #include "md_jcache.h"
 
@@ -535,7 +536,93 @@ out:
 	return e;
 }
 
-static int jc_write_aligned(struct md_jcache *c, const char *buf, uint64_t len, uint64_t off)
+/* Write [off, hi) (hi at a row boundary, off inside row off / row_bytes
+ * or at its start) through the array, as write-through does: data and
+ * parity logged, then the members, no page cached; with the cached pages
+ * of that row before off when the cache holds all of them (the row the
+ * write completes: *start is then that row's start, else the first row
+ * boundary at or after off, and [off, *start) is left to the caller).
+ * The rows are held as a destage holds them (writers wait, destages skip
+ * them) and the pages they held leave the cache: the through write's
+ * data and parity follow their DATA in the log, so replay pairs the two
+ * and writes the newer (the kernel's write-out of a stripe with data in
+ * the journal logs its parity the same way). */
+static int jc_write_rows(struct md_jcache *c, const char *buf, uint64_t off, uint64_t hi,
+                         uint64_t *start)
+{
+	uint64_t rb = c->row_bytes, h = off / rb * rb, lo = (off + rb - 1) / rb * rb;
+	char *merged = NULL;
+	int e = 0;
+
+	pthread_mutex_lock(&c->mu);
+	for (;;) {
+		bool busy = false;
+		for (uint64_t row = h / rb; row < hi / rb && !busy; row++) {
+			struct jc_row *r = jc_find(c, row);
+			busy = r && (r->destaging || r->writers);
+		}
+		if (c->err || !busy)
+			break;
+		pthread_cond_wait(&c->cond, &c->mu);
+	}
+	if (c->err) {
+		e = c->err;
+		pthread_mutex_unlock(&c->mu);
+		return e;
+	}
+	if (h < off) {
+		/* the head row: through only if the cache holds [h, off) */
+		struct jc_row *r = jc_find(c, h / rb);
+		uint32_t want = (uint32_t)((off - h) / JC_PAGE), have = 0;
+		for (unsigned i = 0; r && i < r->npg; i++)
+			have += r->pg[i].idx < want;
+		if (r && have == want && (merged = vol_buf_alloc(hi - h))) {
+			for (unsigned i = 0; i < r->npg; i++)
+				if (r->pg[i].idx < want)
+					memcpy(merged + (uint64_t)r->pg[i].idx * JC_PAGE,
+					       r->pg[i].data, JC_PAGE);
+			memcpy(merged + (off - h), buf, hi - off);
+			lo = h;
+		}
+	}
+	*start = lo;
+	uint64_t held = lo / rb;
+	for (; held < hi / rb; held++) {
+		struct jc_row *r = jc_get(c, held);
+		if (!r) {
+			e = -ENOMEM;
+			break;
+		}
+		r->destaging = true;
+	}
+	pthread_mutex_unlock(&c->mu);
+	if (e == 0 && hi > lo)
+		e = vol_write(c->array, merged ? merged : buf + (lo - off), hi - lo, lo, 0);
+	pthread_mutex_lock(&c->mu);
+	for (uint64_t row = lo / rb; row < held; row++) {
+		struct jc_row *r = jc_find(c, row);
+		r->destaging = false;
+		if (e == 0) {
+			for (unsigned i = 0; i < r->npg; i++) {
+				md_journal_unpin(c->j, r->pg[i].unit);
+				free(r->pg[i].data);
+			}
+			c->pages -= r->npg;
+			c->stripes -= r->nstripes;
+			r->npg = r->nstripes = 0;
+			c->st.through_rows++;
+		}
+		if (!r->npg && !r->writers)
+			jc_remove(c, r);
+	}
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->mu);
+	free(merged);
+	return e;
+}
+
+/* Log and hold [off, off+len) page-aligned, pieces of at most c->piece. */
+static int jc_write_cached(struct md_jcache *c, const char *buf, uint64_t len, uint64_t off)
 {
 	int e = 0;
 
@@ -549,6 +636,27 @@ static int jc_write_aligned(struct md_jcache *c, const char *buf, uint64_t len, 
 		off += n * JC_PAGE;
 		len -= n * JC_PAGE;
 	}
+	return e;
+}
+
+/* A write's whole stripe rows, and the row it completes, go through the
+ * array (jc_write_rows); the rest is cached.  A stream of writes then
+ * reaches the members as write-through's does, in order, without the
+ * destage writing each row it left whole behind the disks' heads. */
+static int jc_write_aligned(struct md_jcache *c, const char *buf, uint64_t len, uint64_t off)
+{
+	uint64_t rb = c->row_bytes, hi = (off + len) / rb * rb, start = off;
+	int e = 0;
+
+	if (hi >= off / rb * rb + rb) {
+		e = jc_write_rows(c, buf, off, hi, &start);
+		if (e == 0 && start > off)
+			e = jc_write_cached(c, buf, start - off, off);
+	} else {
+		hi = off;
+	}
+	if (e == 0)
+		e = jc_write_cached(c, buf + (hi - off), off + len - hi, hi);
 	return e;
 }
 

@@ -3,7 +3,10 @@
  * front of a RAID4/5/6 whose journal (md_journal.h) holds them durably.
  *
  * A write is acknowledged once its pages are on the journal (DATA
- * payloads, flushed); they stay here, and reads see them.  Destage
+ * payloads, flushed); they stay here, and reads see them.  Its whole
+ * stripe rows (and the row it completes from pages held here) go through
+ * instead, as write-through writes them: DATA and PARITY logged, then the
+ * members, acknowledged after (through_rows).  Destage
  * threads (several rows at once) write them to the array later, a stripe
  * row each, in member order (oldest first, what pins the journal's tail,
  * once the log is half full), through md_journal_destage: the
@@ -31,6 +34,7 @@ struct md_jcache_stats {
 	uint64_t whole_pages;  /* of their pages, in rows destaged with no member read */
 	uint64_t read_pages;   /* pages destage read from the array (not cached) */
 	uint64_t cached_pages; /* pages held now */
+	uint64_t through_rows; /* whole stripe rows written through, not cached */
 };
 
 /* Open the cache for array (a RAID4/5/6 vol: ndata data chunks of chunk

@@ -288,6 +288,14 @@ uint64_t md_journal_tail(struct md_journal *j)
 	return t;
 }
 
+uint64_t md_journal_head(struct md_journal *j)
+{
+	pthread_mutex_lock(&j->mu);
+	uint64_t h = j->head;
+	pthread_mutex_unlock(&j->mu);
+	return h;
+}
+
 /* ---- replay ---- */
 
 /* A 4 KiB stripe seen in the log: for each role, where its page is in the
@@ -1010,7 +1018,7 @@ static int jn_log(void *ctx, const struct raid_log_stripe *s, unsigned n, unsign
 	char *buf = NULL;
 	int r;
 
-	(void)flags; /* every append is flushed: FUA comes free */
+	(void)flags;                /* every append is flushed: FUA comes free */
 	bool cached = jn_destaging; /* the data pages are in the log already */
 	/* Count the meta blocks and pages: a stripe's payloads never span
 	 * two meta blocks (the kernel's r5l_get_meta). */
@@ -1120,7 +1128,8 @@ static void jn_done(void *ctx, const struct raid_log_stripe *s, unsigned n, int 
 
 void md_journal_log_ops(struct md_journal *j, struct raid_log_ops *ops)
 {
-	*ops = (struct raid_log_ops){.log = jn_log, .done = jn_done, .ctx = j, .align = R5L_PAGE, .overlap = true};
+	*ops = (struct raid_log_ops){
+	    .log = jn_log, .done = jn_done, .ctx = j, .align = R5L_PAGE, .overlap = true};
 }
 
 void md_journal_close(struct md_journal *j)

@@ -151,6 +151,10 @@ int md_journal_checkpoint(struct md_journal *j);
 /* Where the tail is now (sectors). */
 uint64_t md_journal_tail(struct md_journal *j);
 
+/* Where the next append goes (sectors): past every append numbered so
+ * far, durable or still being written. */
+uint64_t md_journal_head(struct md_journal *j);
+
 /* ---- write-back (md_jcache.h's cache keeps the pages) ----
  * A write-back write is acknowledged once its data pages are on the log
  * (DATA payloads only, flushed: the kernel's caching phase); the cache

@@ -21,6 +21,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const uint8_t uuid[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
 
@@ -496,11 +497,15 @@ static void test_wb_whole(int level)
 	CHECK_EQ(rig_journal(&g, &st, true), 0);
 	CHECK_EQ(md_jcache_open(g.j, g.array, g.chunk, g.n - g.m, 0, &c), 0);
 	md_jcache_pause(c, true); /* nothing destaged until the drain */
-	/* rows 2..5, each in three pieces of its own size */
-	for (uint64_t off = 2 * row; off < 6 * row; off += row / 3) {
-		fill(flat + off, row / 3, &seed);
-		CHECK_EQ(md_jcache_write(c, flat + off, row / 3, off, 0), 0);
-	}
+	/* rows 2..5, each in three pieces of its own size, the last first
+	 * (a write that ends a row the cache holds the rest of goes through:
+	 * test_wb_through) */
+	for (uint64_t at = 2 * row; at < 6 * row; at += row)
+		for (int k = 0; k < 3; k++) {
+			uint64_t off = at + (uint64_t)(k + 2) % 3 * (row / 3);
+			fill(flat + off, row / 3, &seed);
+			CHECK_EQ(md_jcache_write(c, flat + off, row / 3, off, 0), 0);
+		}
 	md_jcache_stats(c, &cs);
 	CHECK_EQ(cs.cached_pages, 4 * row / 4096);
 	CHECK_EQ(md_jcache_read(c, buf, g.asize, 0), 0);
@@ -527,6 +532,67 @@ static void test_wb_whole(int level)
  * The first batch's pages are torn on the members with their parity;
  * the replay rewrites them from the log (data and parity) and writes the
  * second's stripes, data-only, through the array. */
+/* After a write-back crash with the members torn: the replay finds
+ * data-parity and data-only stripes and brings back flat, consistent. */
+static void rig_replay_both(struct rig *g, const unsigned char *flat, unsigned char *buf)
+{
+	struct md_journal_stats st;
+
+	CHECK(rig_mismatch(g) > 0);
+	CHECK_EQ(rig_journal(g, &st, false), 0);
+	CHECK(st.data_parity > 0);
+	CHECK(st.data_only > 0);
+	CHECK_EQ(vol_read(g->array, buf, g->asize, 0), 0);
+	CHECK(memcmp(buf, flat, g->asize) == 0);
+	CHECK_EQ(rig_mismatch(g), 0);
+}
+
+/* Write-back: a write's whole stripe rows go through (data and parity
+ * logged, then the members), as write-through writes them, and so does
+ * the row it completes from pages cached before it; the rest is cached.
+ * A crash then (pages cached, the through rows torn on the members)
+ * replays to what was written, the through row's data over the older
+ * page cached in it. */
+static void test_wb_through(int level)
+{
+	struct rig g;
+	struct md_journal_stats st;
+	struct md_jcache *c;
+	struct md_jcache_stats cs;
+	unsigned long long seed = 0x6d + (unsigned)level;
+
+	rig_open(&g, level, 8 << 20);
+	uint64_t row = (uint64_t)g.chunk * (g.n - g.m), pg = 4096;
+	unsigned char *flat = calloc(1, g.asize), *buf = malloc(g.asize);
+	CHECK_EQ(rig_journal(&g, &st, true), 0);
+	unsigned tails = g.tails;
+	CHECK_EQ(md_jcache_open(g.j, g.array, g.chunk, g.n - g.m, 0, &c), 0);
+	md_jcache_pause(c, true); /* nothing destaged: the cache shows what it took */
+	/* an older page in row 3, the first half of row 1 */
+	fill(flat + 3 * row + pg, pg, &seed);
+	CHECK_EQ(md_jcache_write(c, flat + 3 * row + pg, pg, 3 * row + pg, 0), 0);
+	fill(flat + row, row / 2, &seed);
+	CHECK_EQ(md_jcache_write(c, flat + row, row / 2, row, 0), 0);
+	/* the rest of row 1, rows 2-4 whole, a page of row 5 */
+	uint64_t off = row + row / 2, len = 4 * row - row / 2 + pg;
+	fill(flat + off, len, &seed);
+	CHECK_EQ(md_jcache_write(c, flat + off, len, off, 0), 0);
+	md_jcache_stats(c, &cs);
+	CHECK_EQ(cs.through_rows, 4);
+	CHECK_EQ(cs.cached_pages, 1);
+	CHECK_EQ(md_jcache_read(c, buf, g.asize, 0), 0);
+	CHECK(memcmp(buf, flat, g.asize) == 0);
+	md_jcache_close(c); /* paused: the crash, the page stays in the log only */
+	CHECK_EQ(g.tails, tails);
+	rig_crash(&g);
+	for (uint64_t at = row; at < 5 * row; at += 5 * pg)
+		tear_page(&g, at, &seed);
+	rig_replay_both(&g, flat, buf);
+	rig_close(&g);
+	free(buf);
+	free(flat);
+}
+
 static void test_wb_replay(int level)
 {
 	struct rig g;
@@ -559,13 +625,7 @@ static void test_wb_replay(int level)
 	rig_crash(&g);
 	for (int i = 0; i < 12; i++)
 		tear_page(&g, first[i], &seed);
-	CHECK(rig_mismatch(&g) > 0);
-	CHECK_EQ(rig_journal(&g, &st, false), 0);
-	CHECK(st.data_parity > 0);
-	CHECK(st.data_only > 0);
-	CHECK_EQ(vol_read(g.array, buf, g.asize, 0), 0);
-	CHECK(memcmp(buf, flat, g.asize) == 0);
-	CHECK_EQ(rig_mismatch(&g), 0);
+	rig_replay_both(&g, flat, buf);
 	rig_close(&g);
 	free(buf);
 	free(flat);
@@ -641,6 +701,19 @@ static void gate_set(struct gate *g, bool shut)
 	pthread_mutex_unlock(&g->mu);
 }
 
+/* The end of a stream test: written behind, flushed, it reads back and
+ * the parity agrees; frees flat, buf and the rig. */
+static void stream_done(struct rig *g, unsigned char *flat, unsigned char *buf, uint64_t len)
+{
+	CHECK_EQ(vol_flush(g->array), 0);
+	CHECK_EQ(vol_read(g->array, buf, len, 0), 0);
+	CHECK(memcmp(buf, flat, len) == 0);
+	CHECK_EQ(rig_mismatch(g), 0);
+	free(buf);
+	free(flat);
+	rig_close(g);
+}
+
 /* Write-behind under the journal logs a sealed piece while the member
  * lanes still write the one before, lane 0's member included: with
  * member 0's writes held, a stream of two pieces reaches the log as two
@@ -686,13 +759,43 @@ static void test_log_ahead(void)
 	pthread_mutex_unlock(&lg->mu);
 	CHECK(appends >= 2);
 	gate_set(g0, false);
-	CHECK_EQ(vol_flush(g.array), 0);
-	CHECK_EQ(vol_read(g.array, buf, 2 * piece, 0), 0);
-	CHECK(memcmp(buf, flat, 2 * piece) == 0);
-	CHECK_EQ(rig_mismatch(&g), 0);
-	free(buf);
-	free(flat);
-	rig_close(&g);
+	stream_done(&g, flat, buf, 2 * piece);
+}
+
+/* Write-behind under the journal prepares and numbers a sealed piece
+ * while the log still writes the one before: with the log's writes held,
+ * a stream of two pieces is numbered in the log (its head past both)
+ * before either is written.  One log lane, busy writing the first, would
+ * number the second only after. */
+static void test_log_two_ahead(void)
+{
+	struct rig g;
+	struct md_journal_stats st;
+	unsigned long long seed = 0x4b;
+
+	rig_open_chunks(&g, 5, 32 << 20, 512);
+	struct gate *lg = gate_over(g.jmem);
+	g.jmem = &lg->vol;
+	CHECK_EQ(rig_journal(&g, &st, true), 0);
+	CHECK_EQ(raid_set_writebehind(g.array, 1), 0);
+
+	uint64_t piece = 64 * (uint64_t)g.chunk * (g.n - g.m); /* 64 stripes under a log */
+	uint64_t sectors = piece / (g.n - g.m) * g.n / 512;    /* its data and parity */
+	uint64_t size = g.jmem->size / 512, before = md_journal_head(g.j);
+	unsigned char *flat = malloc(2 * piece), *buf = malloc(2 * piece);
+	fill(flat, 2 * piece, &seed);
+	gate_set(lg, true);
+	CHECK_EQ(vol_write(g.array, flat, piece, 0, 0), 0);
+	CHECK_EQ(vol_write(g.array, flat + piece, piece, piece, 0), 0);
+	uint64_t moved = 0;
+	for (int i = 0; i < 2000 && moved < 2 * sectors; i++) {
+		struct timespec ms10 = {0, 10 * 1000 * 1000};
+		nanosleep(&ms10, NULL);
+		moved = (md_journal_head(g.j) + size - before) % size;
+	}
+	CHECK(moved >= 2 * sectors);
+	gate_set(lg, false);
+	stream_done(&g, flat, buf, 2 * piece);
 }
 
 int main(void)
@@ -706,8 +809,10 @@ int main(void)
 		test_concurrent(level);
 		test_wb_whole(level);
 		test_wb_replay(level);
+		test_wb_through(level);
 	}
 	test_corrupt_ends_log();
 	test_log_ahead();
+	test_log_two_ahead();
 	return check_done();
 }

@@ -49,11 +49,12 @@
  * same thread as log(): PPL holds its areas' locks in between).  Partial
  * stripes are logged by the direct path as ever, after that done().  A
  * log that allows it (overlap: the journal) is not waited for, and is
- * written by a lane of its own, the log lane, as soon as a piece is
- * sealed: the log's append and flush of the next piece run while every
- * member lane (lane 0's too) writes this one, as the kernel writes its
- * log ahead of the members; lane 0 waits for the log lane's answer, and
- * the last lane to pass a piece calls done().  A
+ * written by lanes of its own, the log lanes (two: one prepares a piece
+ * while the other's is written), as soon as a piece is sealed: the log's
+ * append and flush of the next pieces run while every member lane (lane
+ * 0's too) writes this one, as the kernel writes its log ahead of the
+ * members; lane 0 waits for the log lane's answer, and the last lane to
+ * pass a piece calls done().  A
  * log that refuses the call (full, or too many entries for a PPL header)
  * leaves the whole stripes to lane 0's direct path too, logged there in
  * its own batches.
@@ -91,6 +92,7 @@
 #define RAID_WB_MAX (64u << 20) /* all pieces' buffers together */
 #define RAID_WB_MIN_LEN (64u << 10)
 #define RAID_WB_HOLD_NS 10000000u /* a partial stripe held for a stalled stream */
+#define RAID_WB_LOG_LANES 2u      /* log lanes (parity levels): see raid_wb_log_run */
 
 enum raid_wb_state { WB_FREE, WB_OPEN, WB_SEALED };
 
@@ -129,10 +131,10 @@ struct raid_wb {
 	uint64_t tail, head; /* sealed: ring indices [tail, head) */
 	atomic_uint pending; /* slots open or sealed: lets reads skip the lock */
 	uint64_t *lane_at;   /* per role: the ring index its lane is at; [n]:
-	                      * the log lane's (parity levels) */
-	pthread_t *thread;   /* [n + 1]: the lanes, then the log lane */
+	                      * the next piece a log lane takes (parity levels) */
+	pthread_t *thread;   /* [n + RAID_WB_LOG_LANES]: the lanes, the log lanes */
 	unsigned started;    /* member lanes started */
-	bool log_lane;       /* the log lane is started */
+	unsigned log_lanes;  /* log lanes started */
 	bool stop;
 	int err;                 /* sticky: a piece that reached no copy */
 	atomic_int mode;         /* raid_set_writebehind(); read unlocked by writes */
@@ -228,7 +230,7 @@ static void raid_wb_seal(struct raid_array *a, struct raid_wb_slot *s)
 	s->logging = wb->row && a->log.log && s->listed && s->whole_hi > s->whole_lo;
 	s->logged = false;
 	s->log_err = s->write_err = 0;
-	s->left = a->n + wb->log_lane;
+	s->left = a->n + (wb->log_lanes > 0); /* and the log lane that takes it */
 	s->state = WB_SEALED;
 	wb->head++;
 	pthread_cond_broadcast(&wb->work);
@@ -448,7 +450,7 @@ static void raid_wb_lane_logged(struct raid_array *a, struct raid_wb_slot *s, bo
 	struct raid_wb *wb = a->wb;
 	int r;
 
-	if (a->log.overlap && wb->log_lane) {
+	if (a->log.overlap && wb->log_lanes) {
 		/* logged by the log lane, ahead of the member lanes */
 		while (!s->logged)
 			pthread_cond_wait(&wb->done, &wb->lock);
@@ -577,13 +579,19 @@ static void *raid_wb_lane_run(void *arg)
 	return NULL;
 }
 
-/* The log lane (parity levels): logs each sealed piece's whole stripes
- * for a log that allows overlap (the journal), as soon as the piece is
- * sealed, so that the log's append and flush of piece k+1 run while the
- * member lanes write piece k (the kernel writes the log ahead of the
- * members the same way); lane 0 waits for its answer instead of logging
- * (raid_wb_lane_logged).  It passes every piece, logged or not, so that
- * no slot is reused under it. */
+/* A log lane (parity levels): logs a sealed piece's whole stripes for a
+ * log that allows overlap (the journal), as soon as the piece is sealed,
+ * so that the log's append and flush of piece k+1 run while the member
+ * lanes write piece k (the kernel writes the log ahead of the members the
+ * same way); lane 0 waits for its answer instead of logging
+ * (raid_wb_lane_logged).  RAID_WB_LOG_LANES of them take the sealed
+ * pieces in turn, so that one computes a piece's parity and fills its
+ * append (CPU work as long as a third of the log device's write) while
+ * another waits for the log device: one lane alone left the log device
+ * idle for that time, and a piece's log took as long as its member
+ * writes (BENCHMARKS, j15).  The pieces' appends may reach the log in
+ * either order: they never share a stripe.  The lane that takes a piece
+ * passes it, logged or not, so that no slot is reused under it. */
 static void *raid_wb_log_run(void *arg)
 {
 	struct raid_array *a = arg;
@@ -599,6 +607,7 @@ static void *raid_wb_log_run(void *arg)
 			pthread_cond_wait(&wb->work, &wb->lock);
 			continue;
 		}
+		wb->lane_at[a->n]++; /* taken */
 		struct raid_wb_slot *s = raid_wb_at(wb, i);
 		if (s->logging && a->log.overlap) {
 			pthread_mutex_unlock(&wb->lock);
@@ -608,7 +617,6 @@ static void *raid_wb_log_run(void *arg)
 			s->logged = true;
 			pthread_cond_broadcast(&wb->done);
 		}
-		wb->lane_at[a->n]++;
 		raid_wb_passed(a, s);
 	}
 	pthread_mutex_unlock(&wb->lock);
@@ -631,11 +639,13 @@ static int raid_wb_start(struct raid_array *a)
 		}
 		wb->started++;
 	}
-	if (wb->row && !wb->log_lane) {
+	if (wb->row && !wb->log_lanes)
 		wb->lane_at[a->n] = wb->head;
-		if (pthread_create(&wb->thread[a->n], NULL, raid_wb_log_run, a) != 0)
+	while (wb->row && wb->log_lanes < RAID_WB_LOG_LANES) {
+		if (pthread_create(&wb->thread[a->n + wb->log_lanes], NULL, raid_wb_log_run, a) !=
+		    0)
 			return -EAGAIN;
-		wb->log_lane = true;
+		wb->log_lanes++;
 	}
 	return 0;
 }
@@ -882,7 +892,7 @@ int raid_wb_init(struct raid_array *a)
 	}
 	wb->slot = calloc(wb->nslots, sizeof(*wb->slot));
 	wb->lane_at = calloc(a->n + 1, sizeof(*wb->lane_at));
-	wb->thread = calloc(a->n + 1, sizeof(*wb->thread));
+	wb->thread = calloc(a->n + RAID_WB_LOG_LANES, sizeof(*wb->thread));
 	if (!wb->slot || !wb->lane_at || !wb->thread) {
 		free(wb->slot);
 		free(wb->lane_at);
@@ -913,8 +923,8 @@ void raid_wb_destroy(struct raid_array *a)
 	pthread_mutex_unlock(&wb->lock);
 	for (unsigned i = 0; i < wb->started; i++)
 		pthread_join(wb->thread[i], NULL);
-	if (wb->log_lane)
-		pthread_join(wb->thread[a->n], NULL);
+	for (unsigned i = 0; i < wb->log_lanes; i++)
+		pthread_join(wb->thread[a->n + i], NULL);
 	for (unsigned i = 0; i < wb->nslots; i++) {
 		raid_piece_map_free(&wb->slot[i].map);
 		free(wb->slot[i].buf);
