@@ -9,7 +9,8 @@
  *   uraid grow --level L [--layout NAME] [--add NEW]... [--force] MEMBER...
  *   uraid grow [--raid-devices N --add NEW...] [--chunk KIB] [--layout NAME] MEMBER...
  *   uraid grow --continue [--stop-at SECTOR] MEMBER...
- *   uraid grow --raid-devices N --add NEW... [--array md/NAME] CONTROL
+ *   uraid grow [--raid-devices N --add NEW...] [--chunk KIB] [--layout NAME]
+ *              [--array md/NAME] CONTROL
  * (CONTROL: a running serve's control socket; the serve reshapes the array
  * while it serves, ctl/control.c and md_array_grow()).
  */
@@ -180,20 +181,26 @@ static int grow_continue(char **specs, unsigned n, uint64_t stop_at)
 	return r < 0 ? cli_fail("grow", r) : 0;
 }
 
-/* `uraid grow -n N --add NEW... CONTROL`: the serve behind the control
- * socket reshapes its array while it serves; `uraid detail` follows it. */
-static int grow_hot(const char *sock, unsigned n, char **news, unsigned nnew, bool force,
-                    const char *array)
+/* `uraid grow [-n N --add NEW...] [--chunk KIB] [--layout NAME] CONTROL`:
+ * the serve behind the control socket reshapes its array while it serves;
+ * `uraid detail` follows it. */
+static int grow_hot(const char *sock, const struct md_grow_opts *go, unsigned n, char **news,
+                    unsigned nnew, bool force, const char *array)
 {
 	json_object *req = json_object_new_object(), *add = json_object_new_array();
 	json_object *reply = NULL, *v;
 	int rc = 1, r;
 
 	json_object_object_add(req, "op", json_object_new_string("grow"));
-	json_object_object_add(req, "raid_devices", json_object_new_int((int)n));
+	if (n)
+		json_object_object_add(req, "raid_devices", json_object_new_int((int)n));
 	for (unsigned i = 0; i < nnew; i++)
 		json_object_array_add(add, json_object_new_string(news[i]));
 	json_object_object_add(req, "add", add);
+	if (go->chunk)
+		json_object_object_add(req, "chunk", json_object_new_int((int)(go->chunk / 2)));
+	if (go->layout)
+		json_object_object_add(req, "layout", json_object_new_string(go->layout));
 	if (force)
 		json_object_object_add(req, "force", json_object_new_boolean(true));
 	if (array)
@@ -226,7 +233,8 @@ static void grow_usage(FILE *f)
 	    "       uraid grow [--raid-devices N --add NEW...] [--chunk KIB] [--layout NAME] "
 	    "MEMBER...\n"
 	    "       uraid grow --continue [--stop-at SECTOR] MEMBER...\n"
-	    "       uraid grow --raid-devices N --add NEW... [--array md/NAME] CONTROL\n"
+	    "       uraid grow [--raid-devices N --add NEW...] [--chunk KIB] [--layout NAME]\n"
+	    "                  [--array md/NAME] CONTROL\n"
 	    "Change the number of copies of the md RAID1 the MEMBERs hold (mdadm --grow\n"
 	    "--raid-devices), offline; give every member.  Growing leaves the new roles\n"
 	    "missing until a member takes them: each NEW does, and is rebuilt from the\n"
@@ -252,7 +260,8 @@ static void grow_usage(FILE *f)
 	    "  --stop-at SECTOR      stop the reshape once it has reached array sector SECTOR\n"
 	    "                        (leaves it half-done; for tests)\n"
 	    "With CONTROL (a `uraid serve --control` socket) the serve reshapes its RAID5/6\n"
-	    "while it serves; `uraid detail CONTROL` shows the progress.\n"
+	    "while it serves (more devices, a chunk, a layout); `uraid detail CONTROL` shows\n"
+	    "the progress.\n"
 	    "  --array md/NAME       with CONTROL: the array, when it serves several\n"
 	    "  -v                    more messages\n");
 	grow_usage_takeovers(f);
@@ -396,14 +405,15 @@ int cmd_grow(int argc, char **argv)
 		goto out;
 	}
 	if (argc - optind == 1 && cli_is_control_socket(argv[optind])) {
-		if (!n || !nnew || cont || stop_at || go.change_level || go.size || no_rebuild) {
-			fprintf(stderr,
-			        "uraid: grow: with a control socket: --raid-devices N and "
-			        "--add NEW only (a reshape while serving); nothing was changed\n");
+		if ((!n && !go.chunk && !go.layout) || (n && !nnew) || cont || stop_at ||
+		    go.change_level || go.size || go.array_size || no_rebuild) {
+			fprintf(stderr, "uraid: grow: with a control socket: --raid-devices N with "
+			                "--add NEW, --chunk, --layout (a reshape while serving); "
+			                "nothing was changed\n");
 			rc = 2;
 			goto out;
 		}
-		rc = grow_hot(argv[optind], n, news, nnew, force, array);
+		rc = grow_hot(argv[optind], &go, n, news, nnew, force, array);
 		goto out;
 	}
 	if (array) {

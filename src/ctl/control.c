@@ -303,9 +303,12 @@ static void ctl_reshape_json(struct vol *v, json_object *o)
 	if (md_array_reshape_info(v, &ri) < 0)
 		return;
 	rs = json_object_new_object();
-	double pct = ri.total ? 100.0 * (double)ri.pos / (double)ri.total : 0;
+	/* Backwards the position comes down from the end (md's sync_completed
+	 * counts up either way). */
+	uint64_t done = ri.backwards && ri.pos <= ri.total ? ri.total - ri.pos : ri.pos;
+	double pct = ri.total ? 100.0 * (double)done / (double)ri.total : 0;
 	json_object_object_add(rs, "percent", json_object_new_double((int)(pct * 10) / 10.0));
-	json_object_object_add(rs, "done", ctl_int(ri.pos));
+	json_object_object_add(rs, "done", ctl_int(done));
 	json_object_object_add(rs, "total", ctl_int(ri.total));
 	json_object_object_add(rs, "moving", json_object_new_boolean(ri.moving));
 	json_object_object_add(rs, "backwards", json_object_new_boolean(ri.backwards));
@@ -566,21 +569,25 @@ static json_object *ctl_grow(const struct ctl_target *t, json_object *in)
 	struct ctl_arrays *ca = calloc(1, sizeof(*ca));
 	json_object *add = NULL, *f;
 	struct vol *nv[CTL_MAX_ARRAYS] = {NULL};
+	struct md_reshape_to to = {0};
 	json_object *reply = NULL;
-	const char *name;
+	const char *name, *layout = ctl_str(in, "layout");
 	size_t nnew = 0;
-	int ai, r = 0, n = 0;
+	int ai, r = 0, n = 0, chunk = 0;
 
 	if (!ca)
 		return ctl_error("out of memory");
 	if (json_object_object_get_ex(in, "raid_devices", &f) &&
 	    json_object_is_type(f, json_type_int))
 		n = json_object_get_int(f);
+	if (json_object_object_get_ex(in, "chunk", &f) && json_object_is_type(f, json_type_int))
+		chunk = json_object_get_int(f);
 	if (json_object_object_get_ex(in, "add", &add) && json_object_is_type(add, json_type_array))
 		nnew = json_object_array_length(add);
-	if (n < 1 || n >= (int)MD_SB_MAX_DEV || nnew > CTL_MAX_ARRAYS) {
-		reply = ctl_error("grow needs \"raid_devices\" (a device count) and \"add\" (at "
-		                  "most %u members)",
+	if (n < 0 || n >= (int)MD_SB_MAX_DEV || chunk < 0 || chunk > (1 << 20) ||
+	    nnew > CTL_MAX_ARRAYS || (!n && !chunk && !layout)) {
+		reply = ctl_error("grow needs \"raid_devices\" (a device count) with \"add\" (at "
+		                  "most %u members), \"chunk\" (KiB) or \"layout\" (a name)",
 		                  CTL_MAX_ARRAYS);
 		goto out;
 	}
@@ -588,6 +595,14 @@ static json_object *ctl_grow(const struct ctl_target *t, json_object *in)
 	ai = ctl_pick_array(ca, ctl_str(in, "array"), "to reshape", &reply);
 	if (ai < 0)
 		goto out;
+	to.raid_disks = (unsigned)n;
+	to.chunk = (uint32_t)chunk * 2;
+	to.layout_set = layout != NULL;
+	if (layout && md_layout_parse(ca->info[ai].level, layout, &to.layout) < 0) {
+		reply = ctl_error("%s: layout %.32s: not a %s layout", ca->info[ai].name, layout,
+		                  md_level_name(ca->info[ai].level));
+		goto out;
+	}
 	for (size_t i = 0; i < nnew && r == 0; i++) {
 		json_object *e = json_object_array_get_idx(add, i);
 		const char *spec =
@@ -610,18 +625,20 @@ static json_object *ctl_grow(const struct ctl_target *t, json_object *in)
 	}
 	if (r == 0) {
 		err_clear();
-		r = md_array_grow(ca->v[ai], nv, (unsigned)nnew, (unsigned)n,
-		                  json_object_object_get_ex(in, "force", &f) &&
-		                      json_object_get_boolean(f));
+		r = md_array_restripe(ca->v[ai], &to, nv, (unsigned)nnew,
+		                      json_object_object_get_ex(in, "force", &f) &&
+		                          json_object_get_boolean(f));
 	}
 	if (r < 0) {
 		reply = ctl_error("%s", err_detail(r));
 		goto out;
 	}
 	memset(nv, 0, sizeof(nv)); /* the array's now */
-	reply = ctl_ok("%s: reshaping %u -> %d devices while serving (`uraid detail` shows "
+	reply = ctl_ok("%s: reshaping %u -> %u devices%s%s while serving (`uraid detail` shows "
 	               "its progress)",
-	               ca->info[ai].name, ca->info[ai].raid_disks, n);
+	               ca->info[ai].name, ca->info[ai].raid_disks,
+	               n ? (unsigned)n : ca->info[ai].raid_disks, chunk ? ", new chunk" : "",
+	               layout ? ", new layout" : "");
 	json_object_object_add(reply, "array", json_object_new_string(ca->info[ai].name));
 out:
 	for (size_t i = 0; i < nnew && i < CTL_MAX_ARRAYS; i++)

@@ -870,7 +870,9 @@ static void *md_reshape_thread(void *p)
 	int r;
 
 	md_sync_throttle(a, 0, true, &a->rs_stop);
-	md_ev_progress_begin(a, &a->rs_ev_next, a->rs_pos0, a->reshape.to_end);
+	md_ev_progress_begin(a, &a->rs_ev_next,
+	                     a->reshape.backwards ? a->reshape.to_end - a->rs_pos0 : a->rs_pos0,
+	                     a->reshape.to_end);
 	r = md_reshape_run(&a->vol, &o, &finished);
 	atomic_store(&a->rs_moving, false);
 	md_ev_finished(a, 0);
@@ -943,8 +945,9 @@ int md_array_reshape_info(struct vol *v, struct md_reshape_info *out)
 	out->old_size = a->vol.size;
 	out->new_size = rs->to_end - rs->to_end % a->vol.block_min;
 	double secs = (double)(clock_now_ns() - a->rs_t0_ns) / 1e9;
-	if (out->moving && secs > 0 && out->pos > a->rs_pos0)
-		out->speed = (double)(out->pos - a->rs_pos0) / secs;
+	uint64_t moved = out->backwards ? a->rs_pos0 - out->pos : out->pos - a->rs_pos0;
+	if (out->moving && secs > 0 && moved && moved <= out->total)
+		out->speed = (double)moved / secs;
 out:
 	pthread_mutex_unlock(&a->lock);
 	return r;

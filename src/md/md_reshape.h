@@ -164,4 +164,13 @@ int md_reshape_restripe(char **specs, unsigned nm, struct vol **vols, struct md_
                         bool force, const struct md_reshape_run_opts *o,
                         const struct md_rebuild_out *out);
 
+/* md_array_grow() for any change of to on the running RAID5/6 v (mdadm
+ * --grow --chunk, --layout, --raid-devices on an active array): the
+ * checks of md_reshape_restripe() (the data offset moved down, or up and
+ * the reshape backwards from the end where the room is after the data,
+ * as mdadm chooses), and those of md_array_grow(); fewer devices are
+ * refused.  A request that changes nothing is refused (-EINVAL). */
+int md_array_restripe(struct vol *v, const struct md_reshape_to *to, struct vol **news,
+                      unsigned nnew, bool force);
+
 #endif
