@@ -201,6 +201,9 @@ static int grow_hot(const char *sock, const struct md_grow_opts *go, unsigned n,
 		json_object_object_add(req, "chunk", json_object_new_int((int)(go->chunk / 2)));
 	if (go->layout)
 		json_object_object_add(req, "layout", json_object_new_string(go->layout));
+	if (go->array_size)
+		json_object_object_add(req, "array_size",
+		                       json_object_new_int64((int64_t)(go->array_size / 2)));
 	if (force)
 		json_object_object_add(req, "force", json_object_new_boolean(true));
 	if (array)
@@ -233,8 +236,8 @@ static void grow_usage(FILE *f)
 	    "       uraid grow [--raid-devices N --add NEW...] [--chunk KIB] [--layout NAME] "
 	    "MEMBER...\n"
 	    "       uraid grow --continue [--stop-at SECTOR] MEMBER...\n"
-	    "       uraid grow [--raid-devices N --add NEW...] [--chunk KIB] [--layout NAME]\n"
-	    "                  [--array md/NAME] CONTROL\n"
+	    "       uraid grow [--raid-devices N --add NEW...|--raid-devices N --array-size S]\n"
+	    "                  [--chunk KIB] [--layout NAME] [--array md/NAME] CONTROL\n"
 	    "Change the number of copies of the md RAID1 the MEMBERs hold (mdadm --grow\n"
 	    "--raid-devices), offline; give every member.  Growing leaves the new roles\n"
 	    "missing until a member takes them: each NEW does, and is rebuilt from the\n"
@@ -260,8 +263,8 @@ static void grow_usage(FILE *f)
 	    "  --stop-at SECTOR      stop the reshape once it has reached array sector SECTOR\n"
 	    "                        (leaves it half-done; for tests)\n"
 	    "With CONTROL (a `uraid serve --control` socket) the serve reshapes its RAID5/6\n"
-	    "while it serves (more devices, a chunk, a layout); `uraid detail CONTROL` shows\n"
-	    "the progress.\n"
+	    "while it serves (more or fewer devices, a chunk, a layout); `uraid detail\n"
+	    "CONTROL` shows the progress.  A shrink serves S from its start on.\n"
 	    "  --array md/NAME       with CONTROL: the array, when it serves several\n"
 	    "  -v                    more messages\n");
 	grow_usage_takeovers(f);
@@ -390,8 +393,8 @@ int cmd_grow(int argc, char **argv)
 	}
 	if (go.array_size && (!n || go.change_level)) {
 		fprintf(stderr, "uraid: grow: --array-size: md keeps no array size on disk (mdadm "
-		                "sets it on a running array, until it stops), and uraid grows "
-		                "offline: give it with the --raid-devices that shrinks a RAID5/6 "
+		                "sets it on a running array, until it stops): give it with the "
+		                "--raid-devices that shrinks a RAID5/6, offline or with CONTROL "
 		                "(or --size to change what each member holds); nothing was "
 		                "changed\n");
 		rc = 2;
@@ -405,11 +408,12 @@ int cmd_grow(int argc, char **argv)
 		goto out;
 	}
 	if (argc - optind == 1 && cli_is_control_socket(argv[optind])) {
-		if ((!n && !go.chunk && !go.layout) || (n && !nnew) || cont || stop_at ||
-		    go.change_level || go.size || go.array_size || no_rebuild) {
-			fprintf(stderr, "uraid: grow: with a control socket: --raid-devices N with "
-			                "--add NEW, --chunk, --layout (a reshape while serving); "
-			                "nothing was changed\n");
+		if ((!n && !go.chunk && !go.layout) || (n && !nnew && !go.array_size) || cont ||
+		    stop_at || go.change_level || go.size || no_rebuild) {
+			fprintf(stderr,
+			        "uraid: grow: with a control socket: --raid-devices N with "
+			        "--add NEW (more) or --array-size S (fewer), --chunk, "
+			        "--layout (a reshape while serving); nothing was changed\n");
 			rc = 2;
 			goto out;
 		}

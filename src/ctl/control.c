@@ -8,6 +8,9 @@
 #include "stack/stack.h"
 
 #include "core/log.h"
+#include "disc/part.h"
+#include "luks/luks.h"
+#include "lvm/lvm.h"
 #include "md/md.h"
 #include "md/md_reshape.h"
 #include "member/member.h"
@@ -564,6 +567,70 @@ static int ctl_pick_array(struct ctl_arrays *ca, const char *array, const char *
 
 /* Reshape a served RAID5/6 to raid_disks devices, the members add names
  * taking the new roles (mdadm --grow --raid-devices --add, online). */
+/* Whether what the md array v holds at its start fits in s bytes, for a
+ * shrink while serving (md serves --array-size from the shrink's start
+ * on): a LUKS header's data segment (LUKS1, and a LUKS2 segment to the
+ * device's end, take all of it: refused), an LVM2 PV (refused: its
+ * extents are pvresize's to move), a partition table's partitions (the
+ * last one's end).  A file system straight on the array is not looked
+ * at, as mdadm looks at nothing.  0, or -errno with err_set() naming the
+ * layer. */
+static int ctl_grow_claim_fits(struct vol *v, uint64_t s, const char *name)
+{
+	struct luks_hdr *h = NULL;
+	struct part_table *pt = NULL;
+	uint64_t end = 0;
+	int r;
+
+	err_clear();
+	if ((r = luks_probe(v)) > 0 && (r = luks_load(v, &h)) == 0) {
+		end = h->seg.size ? h->seg.offset + h->seg.size : UINT64_MAX;
+		r = h->version;
+		luks_hdr_free(h);
+		if (end == UINT64_MAX)
+			return err_set(
+			    -EBUSY,
+			    "%s: LUKS%d on it takes the array to its end (the data "
+			    "segment is dynamic): a shrink would cut off the end of what "
+			    "it holds; not shrunk",
+			    name, r);
+		if (end > s)
+			return err_set(-ENOSPC,
+			               "%s: the LUKS%d data segment on it ends at %lluK, past "
+			               "--array-size %lluK; not shrunk",
+			               name, r, (unsigned long long)end / 1024,
+			               (unsigned long long)s / 1024);
+		return 0;
+	}
+	if (r < 0)
+		return err_set(r, "%s: LUKS: %s; not shrunk", name, err_detail(r));
+	if ((r = lvm_probe(v)) != 0)
+		return err_set(r < 0 ? r : -EBUSY,
+		               "%s: it holds an LVM2 PV%s: shrink the PV first (pvresize "
+		               "--setphysicalvolumesize); not shrunk while serving",
+		               name, r < 0 ? " (damaged)" : "");
+	if ((r = part_scan(v, &pt)) < 0)
+		return err_set(r, "%s: %s; not shrunk", name, err_detail(r));
+	for (unsigned i = 0; r > 0 && i < pt->n; i++) {
+		const struct part *p = &pt->parts[i];
+		if (p->start + p->size > s) {
+			r = err_set(-ENOSPC,
+			            "%s: %s partition %u on it ends at %lluK, past --array-size "
+			            "%lluK; not shrunk",
+			            name, pt->scheme, p->number,
+			            (unsigned long long)(p->start + p->size) / 1024,
+			            (unsigned long long)s / 1024);
+			break;
+		}
+	}
+	if (r > 0 && strcmp(pt->scheme, "gpt") == 0)
+		log_warn("%s: the backup GPT header at the array's end is cut off: `sgdisk -e` "
+		         "writes it again at the new end",
+		         name);
+	part_table_free(pt);
+	return r < 0 ? r : 0;
+}
+
 static json_object *ctl_grow(const struct ctl_target *t, json_object *in)
 {
 	struct ctl_arrays *ca = calloc(1, sizeof(*ca));
@@ -574,6 +641,7 @@ static json_object *ctl_grow(const struct ctl_target *t, json_object *in)
 	const char *name, *layout = ctl_str(in, "layout");
 	size_t nnew = 0;
 	int ai, r = 0, n = 0, chunk = 0;
+	int64_t asize = 0;
 
 	if (!ca)
 		return ctl_error("out of memory");
@@ -582,10 +650,13 @@ static json_object *ctl_grow(const struct ctl_target *t, json_object *in)
 		n = json_object_get_int(f);
 	if (json_object_object_get_ex(in, "chunk", &f) && json_object_is_type(f, json_type_int))
 		chunk = json_object_get_int(f);
+	if (json_object_object_get_ex(in, "array_size", &f) &&
+	    json_object_is_type(f, json_type_int))
+		asize = json_object_get_int64(f);
 	if (json_object_object_get_ex(in, "add", &add) && json_object_is_type(add, json_type_array))
 		nnew = json_object_array_length(add);
-	if (n < 0 || n >= (int)MD_SB_MAX_DEV || chunk < 0 || chunk > (1 << 20) ||
-	    nnew > CTL_MAX_ARRAYS || (!n && !chunk && !layout)) {
+	if (n < 0 || n >= (int)MD_SB_MAX_DEV || chunk < 0 || chunk > (1 << 20) || asize < 0 ||
+	    asize > (INT64_MAX >> 11) || nnew > CTL_MAX_ARRAYS || (!n && !chunk && !layout)) {
 		reply = ctl_error("grow needs \"raid_devices\" (a device count) with \"add\" (at "
 		                  "most %u members), \"chunk\" (KiB) or \"layout\" (a name)",
 		                  CTL_MAX_ARRAYS);
@@ -597,6 +668,18 @@ static json_object *ctl_grow(const struct ctl_target *t, json_object *in)
 		goto out;
 	to.raid_disks = (unsigned)n;
 	to.chunk = (uint32_t)chunk * 2;
+	to.array_size = (uint64_t)asize * 2;
+	if (n && (unsigned)n < ca->info[ai].raid_disks && ca->parent[ai]) {
+		reply = ctl_error("%s is a member of %s: a shrink would cut off the end of that "
+		                  "array's member; not shrunk",
+		                  ca->info[ai].name, ca->parent[ai]->name);
+		goto out;
+	}
+	if (n && (unsigned)n < ca->info[ai].raid_disks && asize &&
+	    (r = ctl_grow_claim_fits(ca->v[ai], to.array_size * 512, ca->info[ai].name)) < 0) {
+		reply = ctl_error("%s", err_detail(r));
+		goto out;
+	}
 	to.layout_set = layout != NULL;
 	if (layout && md_layout_parse(ca->info[ai].level, layout, &to.layout) < 0) {
 		reply = ctl_error("%s: layout %.32s: not a %s layout", ca->info[ai].name, layout,

@@ -825,6 +825,34 @@ static void md_reshape_bg_progress(void *ctx, uint64_t done, uint64_t total)
 	md_sync_throttle(a, done / nd, false, &a->rs_stop);
 }
 
+/* Shrunk: the members past the new count stand by as spares from now on
+ * (md_reshape_finish recorded them so, as raid5's finish_reshape does).
+ * With a->lock held. */
+static void md_reshape_settle_spares(struct md_array *a)
+{
+	unsigned keep = a->reshape.to.raid_disks, more = a->n > keep ? a->n - keep : 0;
+	struct md_member *ns;
+
+	if (!more)
+		return;
+	if (a->nspare + more > a->spare_cap) {
+		if (!(ns = realloc(a->spare, (a->nspare + more) * sizeof(*ns)))) {
+			log_warn("%s: out of memory: the members past %u devices stay as they were "
+			         "until the next start",
+			         a->vol.name, keep);
+			return;
+		}
+		a->spare = ns;
+		a->spare_cap = a->nspare + more;
+	}
+	for (unsigned role = keep; role < a->n; role++) {
+		a->m[role].data = NULL;
+		a->spare[a->nspare++] = a->m[role];
+	}
+	memset(a->m + keep, 0, more * sizeof(*a->m));
+	a->n = keep;
+}
+
 /* The reshape ended while the array serves: the new geometry's RAID vol
  * serves alone from now on, at its full size (a new NBD connection sees
  * it: NBD has no message for a size that changes, and a connection keeps
@@ -852,8 +880,11 @@ static void md_reshape_settle(struct md_array *a)
 	}
 	size = a->reshape.to_end < a->raid->size ? a->reshape.to_end : a->raid->size;
 	size -= size % a->vol.block_min;
-	if (size > a->vol.size)
+	/* A shrink keeps serving its --array-size (md's array_size, set by
+	 * mdadm, stays until the array stops). */
+	if (size > a->vol.size && a->reshape.to_end > a->reshape.from_end)
 		a->vol.size = size;
+	md_reshape_settle_spares(a);
 	a->rec.enabled = a->rs_rec_enabled;
 	pthread_mutex_unlock(&a->lock);
 	md_io_release(a);

@@ -125,9 +125,8 @@ static uint64_t md_reshape_room_after(const struct md_super *sb, uint64_t size)
  * would overwrite old stripes not yet moved (raid5 run(): "reshape_position
  * too early for auto-recovery"), so mdadm takes a backup file, which
  * uraid does not use. */
-static int md_reshape_grow_check(struct md_super **sbs, unsigned nm, unsigned fresh,
-                                 unsigned nnew, const char *name, char **specs,
-                                 struct md_reshape_plan *p)
+static int md_reshape_grow_check(struct md_super **sbs, unsigned nm, unsigned fresh, unsigned nnew,
+                                 const char *name, char **specs, struct md_reshape_plan *p)
 {
 	const struct md_super *f = sbs[fresh];
 	uint64_t before = UINT64_MAX, after = UINT64_MAX, room;
@@ -148,10 +147,9 @@ static int md_reshape_grow_check(struct md_super **sbs, unsigned nm, unsigned fr
 		return err_set(-EINVAL, "%s: %u -> %u devices takes no new member (--add)", name,
 		               f->raid_disks, p->raid_disks);
 	if (p->raid_disks >= f->raid_disks && nnew != p->raid_disks - f->raid_disks)
-		return err_set(-EINVAL,
-		               "%s: %u -> %u devices takes %u new members (--add NEW), %u given",
-		               name, f->raid_disks, p->raid_disks, p->raid_disks - f->raid_disks,
-		               nnew);
+		return err_set(
+		    -EINVAL, "%s: %u -> %u devices takes %u new members (--add NEW), %u given",
+		    name, f->raid_disks, p->raid_disks, p->raid_disks - f->raid_disks, nnew);
 	for (unsigned i = 0; i < nm; i++) {
 		unsigned role = md_super_role(sbs[i]);
 		if (role >= f->raid_disks || sbs[i]->events != f->events ||
@@ -532,11 +530,6 @@ int md_array_restripe(struct vol *v, const struct md_reshape_to *to, struct vol 
 		sbs[i] = a->m[i].sb;
 		specs[i] = (char *)a->m[i].vol->name;
 	}
-	if (r == 0 && to->raid_disks && to->raid_disks < old)
-		r = err_set(-ENOTSUP,
-		            "%s: %u -> %u devices: a served array is not shrunk (stop the serve to "
-		            "shrink it)",
-		            a->vol.name, old, to->raid_disks);
 	if (r == 0)
 		r = md_reshape_plan_make(sbs, old, 0, to, nnew, a->vol.name, specs, &p);
 	if (r == 0 && p.none)
@@ -546,6 +539,16 @@ int md_array_restripe(struct vol *v, const struct md_reshape_to *to, struct vol 
 	if (r == 0) {
 		f0 = *a->m[0].sb;
 		raid_disks = p.raid_disks;
+	}
+	/* A shrink serves --array-size from its start on, as md's array_size
+	 * (mdadm sets it before the reshape): nothing past it is written. */
+	uint64_t size0 = a->vol.size, shrunk = size0;
+	if (r == 0 && raid_disks < old) {
+		shrunk = to->array_size * 512 - to->array_size * 512 % a->vol.block_min;
+		if (shrunk > size0)
+			r = err_set(-ENOSPC, "%s: --array-size %lluK is more than the %lluK served",
+			            a->vol.name, (unsigned long long)to->array_size / 2,
+			            (unsigned long long)size0 / 1024);
 	}
 	pthread_mutex_unlock(&a->lock);
 	/* The new members probed outside the lock (they may be slow): what
@@ -571,12 +574,15 @@ int md_array_restripe(struct vol *v, const struct md_reshape_to *to, struct vol 
 	r = md_array_grow_busy(a);
 	if (r == 0 && a->n != old)
 		r = err_set(-EBUSY, "%s: its members changed meanwhile; try again", a->vol.name);
-	if (r == 0 && !(nm = realloc(a->m, raid_disks * sizeof(*nm))))
+	if (r == 0 && raid_disks > old && !(nm = realloc(a->m, raid_disks * sizeof(*nm))))
 		r = -ENOMEM;
 	if (r < 0)
 		goto unlock;
-	a->m = nm;
-	memset(a->m + old, 0, (raid_disks - old) * sizeof(*a->m));
+	if (raid_disks > old) {
+		a->m = nm;
+		memset(a->m + old, 0, (raid_disks - old) * sizeof(*a->m));
+	}
+	a->vol.size = shrunk;
 	memcpy(roles, a->roles, sizeof(roles));
 	memcpy(old_roles, a->roles, sizeof(roles));
 	max_dev = old_max = a->max_dev;
@@ -622,10 +628,13 @@ int md_array_restripe(struct vol *v, const struct md_reshape_to *to, struct vol 
 	if (r < 0) {
 		for (unsigned i = 0; i < nnew; i++)
 			free(a->m[old + i].sb);
-		memset(a->m + old, 0, (raid_disks - old) * sizeof(*a->m));
+		if (raid_disks > old)
+			memset(a->m + old, 0, (raid_disks - old) * sizeof(*a->m));
+		a->vol.size = size0;
 		goto unlock;
 	}
-	a->n = raid_disks;
+	if (raid_disks > old)
+		a->n = raid_disks;
 	memcpy(a->roles, roles, sizeof(roles));
 	a->max_dev = max_dev;
 	for (unsigned i = 0; i < old; i++)
@@ -644,6 +653,7 @@ int md_array_restripe(struct vol *v, const struct md_reshape_to *to, struct vol 
 			md_reshape_start_take(a->m[i].sb, &f0);
 		}
 		md_array_grow_undo(a, old, old_roles, old_max);
+		a->vol.size = size0;
 		if (md_array_sync(a, atomic_load(&a->active)) < 0)
 			log_warn("%s: could not record that the reshape did not start",
 			         a->vol.name);
