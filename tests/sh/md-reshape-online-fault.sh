@@ -9,7 +9,7 @@
 #     the failed member; the next start without it continues the reshape
 #     degraded to the end; nothing acknowledged is lost (the array reads as
 #     the reference) and mdadm --examine sees the new chunk, no reshape.
-. "$(dirname "$0")/nbd-lib.sh"
+. "$(dirname "$0")/reshape-lib.sh"
 requires nbdinfo nbdcopy mdadm cmp
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import nbd' 2>/dev/null ||
     { echo "SKIP: python3-libnbd (nbdsh's module) missing"; exit 77; }
@@ -21,29 +21,7 @@ size=$("$URAID" serve --readonly --run 'nbdinfo --size "$uri"' "${m[@]}" 2>/dev/
 head -c "$size" /dev/urandom >"$tmp/ref"
 "$URAID" serve --run "nbdcopy '$tmp/ref' \"\$uri\"" "${m[@]}" 2>/dev/null || fail "fill"
 
-# The client: random writes until $tmp/stop appears, each applied to the
-# reference once acknowledged; every 8th read back.
-cat >"$tmp/client.py" <<'PY'
-import nbd, os, random, sys
-uri, ref, stop = sys.argv[1], sys.argv[2], sys.argv[3]
-h = nbd.NBD()
-h.connect_uri(uri)
-size = h.get_size()
-rng = random.Random(23)
-n = 0
-with open(ref, "r+b") as f:
-    while not os.path.exists(stop) or n < 20:
-        ln = rng.randrange(1, 17) * 4096
-        off = rng.randrange(0, (size - ln) // 4096 + 1) * 4096
-        data = rng.randbytes(ln)
-        h.pwrite(data, off)
-        f.seek(off); f.write(data); f.flush()
-        if n % 8 == 0 and h.pread(ln, off) != data:
-            sys.exit("read after write at %d differs" % off)
-        n += 1
-h.flush()
-print(n)
-PY
+reshape_client "$tmp/client.py"
 
 sock=$tmp/s.sock ctl=$tmp/s.ctl
 uri="nbd+unix:///?socket=$sock"
@@ -56,7 +34,7 @@ grep -q "a check is running" <<<"$out" || fail "the grow during a check said: $o
 mdadm --examine "${m[0]}" | grep -q "Reshape" && fail "a refused grow recorded a reshape"
 echo "ok: a grow during a check is refused, nothing recorded"
 
-/usr/bin/python3 "$tmp/client.py" "$uri" "$tmp/ref" "$tmp/stop" >"$tmp/client.out" 2>"$tmp/client.err" &
+/usr/bin/python3 "$tmp/client.py" "$uri" "$tmp/ref" "$tmp/stop" 23 16 >"$tmp/client.out" 2>"$tmp/client.err" &
 client=$!
 out=$("$URAID" grow --chunk 32 "$ctl" 2>&1) || fail "grow --chunk through the control socket: $out"
 for _ in $(seq 100); do

@@ -19,7 +19,7 @@
 # the client writing throughout; mdadm --examine sees the new chunk,
 # layout and offset.  On an array with a write-intent bitmap: the grow
 # refused, nothing written.
-. "$(dirname "$0")/nbd-lib.sh"
+. "$(dirname "$0")/reshape-lib.sh"
 requires nbdinfo nbdcopy mdadm cmp
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import nbd' 2>/dev/null ||
     { echo "SKIP: python3-libnbd (nbdsh's module) missing"; exit 77; }
@@ -31,29 +31,7 @@ size=$("$URAID" serve --readonly --run 'nbdinfo --size "$uri"' "${m[@]}" 2>/dev/
 head -c "$size" /dev/urandom > "$tmp/ref"
 "$URAID" serve --run "nbdcopy '$tmp/ref' \"\$uri\"" "${m[@]}" 2>/dev/null || fail "fill"
 
-# The client: random writes of 4 KiB .. 128 KiB until $tmp/stop appears,
-# each applied to the reference once acknowledged; every 8th read back.
-cat > "$tmp/client.py" <<'PY'
-import nbd, os, random, sys
-uri, ref, stop = sys.argv[1], sys.argv[2], sys.argv[3]
-h = nbd.NBD()
-h.connect_uri(uri)
-size = h.get_size()
-rng = random.Random(19)
-n = 0
-with open(ref, "r+b") as f:
-    while not os.path.exists(stop) or n < 50:
-        ln = rng.randrange(1, 33) * 4096
-        off = rng.randrange(0, (size - ln) // 4096 + 1) * 4096
-        data = rng.randbytes(ln)
-        h.pwrite(data, off)
-        f.seek(off); f.write(data); f.flush()
-        if n % 8 == 0 and h.pread(ln, off) != data:
-            sys.exit("read after write at %d differs" % off)
-        n += 1
-h.flush()
-print(n)
-PY
+reshape_client "$tmp/client.py"
 
 sock=$tmp/s.sock ctl=$tmp/s.ctl
 uri="nbd+unix:///?socket=$sock"
@@ -87,15 +65,7 @@ out=$("$URAID" check "$ctl" 2>&1) && fail "check during a reshape: $out"
 grep -q "a reshape is under way" <<<"$out" || fail "check during a reshape said: $out"
 echo "ok: started while serving; detail shows it; the refusals"
 
-seen=0
-for _ in $(seq 600); do
-    out=$("$URAID" detail "$ctl") || fail "detail"
-    grep -q "Reshape Status" <<<"$out" || break
-    seen=$((seen + 1))
-    sleep 0.1
-done
-grep -q "Reshape Status" <<<"$out" && fail "the reshape did not end: $out"
-[ "$seen" -gt 0 ] || fail "the reshape ended before a second look; nothing was tested under load"
+reshape_wait_end "$ctl" "the reshape"
 touch "$tmp/stop"
 wait "$client" || fail "client: $(cat "$tmp/client.err")"
 [ "$(nbdinfo --size "$uri")" = "$((size / 2 * 3))" ] ||
@@ -147,15 +117,7 @@ r = json.load(sys.stdin)["arrays"][0]["reshape"]
 assert r["backwards"] and r["delta_devices"] == 0, r
 assert 0 <= r["done"] < r["total"] and r["percent"] < 100, r' ||
     fail "detail --json: not a backwards reshape counted up from 0"
-seen=0
-for _ in $(seq 600); do
-    out=$("$URAID" detail "$ctl") || fail "detail"
-    grep -q "Reshape Status" <<<"$out" || break
-    seen=$((seen + 1))
-    sleep 0.1
-done
-grep -q "Reshape Status" <<<"$out" && fail "the chunk change did not end: $out"
-[ "$seen" -gt 0 ] || fail "the chunk change ended before a second look"
+reshape_wait_end "$ctl" "the chunk change"
 touch "$tmp/stop"
 wait "$client" || fail "client: $(cat "$tmp/client.err")"
 [ "$(nbdinfo --size "$uri")" = "$size" ] || fail "the chunk change changed the size"

@@ -12,7 +12,7 @@
 #   - after the serve stops, mdadm --examine shows 3 devices on the three
 #     kept and the fourth a spare, the array reads as the client's flat
 #     reference (its first S bytes), and `uraid check` finds it consistent.
-. "$(dirname "$0")/nbd-lib.sh"
+. "$(dirname "$0")/reshape-lib.sh"
 requires nbdinfo nbdcopy mdadm cmp
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import nbd' 2>/dev/null ||
     { echo "SKIP: python3-libnbd (nbdsh's module) missing"; exit 77; }
@@ -95,15 +95,7 @@ out=$("$URAID" grow -n 3 --array-size 12M "$ctl" 2>&1) || fail "shrink through t
 grep -q "reshaping 4 -> 3 devices" <<<"$out" || fail "the shrink said: $out"
 [ "$(nbdinfo --size "$uri")" = "$new" ] || fail "a new connection during the shrink: $(nbdinfo --size "$uri"), not $new"
 touch "$tmp/probe"
-seen=0
-for _ in $(seq 600); do
-    out=$("$URAID" detail "$ctl") || fail "detail"
-    grep -q "Reshape Status" <<<"$out" || break
-    seen=$((seen + 1))
-    sleep 0.1
-done
-grep -q "Reshape Status" <<<"$out" && fail "the shrink did not end: $out"
-[ "$seen" -gt 0 ] || fail "the shrink ended before a second look; nothing was tested under load"
+reshape_wait_end "$ctl" "the shrink"
 touch "$tmp/stop"
 wait "$client" || fail "client: $(cat "$tmp/client.err")"
 read -r csize writes <"$tmp/client.out"
