@@ -975,6 +975,8 @@ int md_array_reshape_info(struct vol *v, struct md_reshape_info *out)
 	out->total = rs->to_end;
 	out->old_size = a->vol.size;
 	out->new_size = rs->to_end - rs->to_end % a->vol.block_min;
+	if (rs->to_end <= rs->from_end && out->new_size > a->vol.size)
+		out->new_size = a->vol.size; /* a shrink keeps serving its --array-size */
 	double secs = (double)(clock_now_ns() - a->rs_t0_ns) / 1e9;
 	uint64_t moved = out->backwards ? a->rs_pos0 - out->pos : out->pos - a->rs_pos0;
 	if (out->moving && secs > 0 && moved && moved <= out->total)

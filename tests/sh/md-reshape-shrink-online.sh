@@ -21,7 +21,7 @@ for i in 0 1 2 3; do truncate -s 8M "$tmp/m$i"; done
 m=("$tmp/m0" "$tmp/m1" "$tmp/m2" "$tmp/m3")
 "$URAID" create --level=5 --chunk=32 "${m[@]}" >/dev/null 2>&1 || fail "create"
 size=$("$URAID" serve --readonly --run 'nbdinfo --size "$uri"' "${m[@]}" 2>/dev/null)
-new=$((12 * 1024 * 1024)) # S: 12 MiB, less than the 3 x 7 MiB three members hold
+new=$((12256 * 1024)) # S: less than the 3 x 7 MiB three members hold, off a stripe boundary
 sock=$tmp/s.sock ctl=$tmp/s.ctl
 uri="nbd+unix:///?socket=$sock"
 
@@ -32,7 +32,7 @@ printf pass >"$tmp/key"
     "${m[@]}" >/dev/null 2>&1 || fail "luks-format"
 start_server "$sock" --control "$ctl" --key-file "$tmp/key" "${m[@]}" 2>"$tmp/serve0.log"
 before=$(cat "${m[@]}" | sha256sum)
-out=$("$URAID" grow -n 3 --array-size 12M "$ctl" 2>&1) && fail "a shrink under LUKS2: $out"
+out=$("$URAID" grow -n 3 --array-size 12256K "$ctl" 2>&1) && fail "a shrink under LUKS2: $out"
 grep -q "LUKS2 on it takes the array to its end" <<<"$out" || fail "the shrink under LUKS2 said: $out"
 [ "$(cat "${m[@]}" | sha256sum)" = "$before" ] || fail "a refused shrink wrote"
 stop_server "$server_pid" || fail "serve (LUKS2) did not stop cleanly"
@@ -91,9 +91,15 @@ start_server "$sock" --control "$ctl" --sync-speed-max 1M "${m[@]}" 2>"$tmp/serv
 client=$!
 for _ in $(seq 100); do [ -e "$tmp/stop.connected" ] && break; sleep 0.1; done
 [ -e "$tmp/stop.connected" ] || fail "the client did not connect: $(cat "$tmp/client.err")"
-out=$("$URAID" grow -n 3 --array-size 12M "$ctl" 2>&1) || fail "shrink through the control socket: $out"
+out=$("$URAID" grow -n 3 --array-size 12256K "$ctl" 2>&1) || fail "shrink through the control socket: $out"
 grep -q "reshaping 4 -> 3 devices" <<<"$out" || fail "the shrink said: $out"
 [ "$(nbdinfo --size "$uri")" = "$new" ] || fail "a new connection during the shrink: $(nbdinfo --size "$uri"), not $new"
+"$URAID" detail --json "$ctl" | /usr/bin/python3 -c '
+import json, sys
+a = json.load(sys.stdin)["arrays"][0]; r = a["reshape"]
+assert r["from_devices"] == 4 and r["to_devices"] == 3 and r["backwards"], r
+assert a["array_size"] == r["old_size"] == r["new_size"] == int(sys.argv[1]), (a["array_size"], r)' "$new" ||
+    fail "detail --json: the shrink does not serve S now and once it ends"
 touch "$tmp/probe"
 reshape_wait_end "$ctl" "the shrink"
 touch "$tmp/stop"
@@ -111,7 +117,8 @@ for f in "${m[@]:0:3}"; do
 done
 mdadm --examine "${m[3]}" | grep -q "Device Role : spare" || fail "mdadm: the fourth is not a spare"
 truncate -s "$new" "$tmp/ref"
-"$URAID" serve --readonly --run "nbdcopy \"\$uri\" - | cmp - '$tmp/ref'" "${m[@]:0:3}" 2>/dev/null ||
+# a restart serves the new geometry's size, S in whole stripes
+"$URAID" serve --readonly --run "nbdcopy \"\$uri\" - | head -c $new | cmp - '$tmp/ref'" "${m[@]:0:3}" 2>/dev/null ||
     fail "the array differs from the reference"
 "$URAID" check "${m[@]:0:3}" >"$tmp/check.out" 2>&1 || fail "check: $(cat "$tmp/check.out")"
 echo "ok: mdadm sees 3 devices and a spare; the array is the reference's first S bytes; its parity agrees"
