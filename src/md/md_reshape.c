@@ -588,6 +588,18 @@ nomem:
 	return -ENOMEM;
 }
 
+/* Whether a member rr reads directly has failed since rr was set up. */
+static bool md_reshape_raw_failed(struct md_array *a, const struct md_reshape_raw *rr)
+{
+	bool failed = false;
+
+	pthread_mutex_lock(&a->lock);
+	for (unsigned role = 0; role < rr->n && !failed; role++)
+		failed = a->m[role].failed;
+	pthread_mutex_unlock(&a->lock);
+	return failed;
+}
+
 /* Array bytes [pos, pos+len) of the old geometry into buf, through rr. */
 static int md_reshape_raw_window(struct md_reshape_vol *x, struct md_reshape_raw *rr,
                                  uint64_t chunk, char *buf, uint64_t len, uint64_t pos)
@@ -744,6 +756,15 @@ int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *fin
 		n_old = lo < old_end ? (old_end - lo < w ? old_end - lo : w) : 0;
 		memset(buf + n_old, 0, w - n_old); /* past the old end: zeros, as md writes */
 		uint64_t t0 = clock_now_ns();
+		if (raw.n && md_reshape_raw_failed(a, &raw)) {
+			/* A member failed since (its failure was recorded before the
+			 * drain above let this window begin): what it holds may be
+			 * stale, though it still reads; the RAID vol reconstructs. */
+			log_warn("%s: a member of the old geometry failed: reading it through "
+			         "the array from here on",
+			         v->name);
+			md_reshape_raw_free(&raw);
+		}
 		if (n_old && raw.n) {
 			r = md_reshape_raw_window(x, &raw, rs->from.chunk, buf, n_old, lo);
 			if (r < 0 && r != -ENOMEM) {

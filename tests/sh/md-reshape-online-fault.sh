@@ -34,9 +34,11 @@ grep -q "a check is running" <<<"$out" || fail "the grow during a check said: $o
 mdadm --examine "${m[0]}" | grep -q "Reshape" && fail "a refused grow recorded a reshape"
 echo "ok: a grow during a check is refused, nothing recorded"
 
+# The fault member's writes fail after 40 (superblock updates count): the
+# client starts after the grow, so that they run out during the reshape.
+out=$("$URAID" grow --chunk 32 "$ctl" 2>&1) || fail "grow --chunk through the control socket: $out"
 /usr/bin/python3 "$tmp/client.py" "$uri" "$tmp/ref" "$tmp/stop" 23 16 >"$tmp/client.out" 2>"$tmp/client.err" &
 client=$!
-out=$("$URAID" grow --chunk 32 "$ctl" 2>&1) || fail "grow --chunk through the control socket: $out"
 for _ in $(seq 100); do
     out=$("$URAID" detail "$ctl") || fail "detail"
     grep -q "faulty" <<<"$out" && break
@@ -45,7 +47,7 @@ done
 grep -q "faulty" <<<"$out" || fail "the fault member did not fail: $out"
 grep -q "State : .*degraded, reshaping" <<<"$out" || fail "not reshaping degraded: $out"
 grep -q "Reshape Status : .*(not moving)" <<<"$out" && fail "the reshape stopped on one failure: $out"
-sleep 1 # more client writes, degraded, both sides of the position
+sleep 3 # more client writes, degraded, both sides of the position, and moves of them
 touch "$tmp/stop"
 wait "$client" || fail "client: $(cat "$tmp/client.err")"
 grep -q "Reshape Status" <<<"$("$URAID" detail "$ctl")" || fail "the reshape ended before the stop"
