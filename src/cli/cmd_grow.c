@@ -9,7 +9,8 @@
  *   uraid grow --level L [--layout NAME] [--add NEW]... [--force] MEMBER...
  *   uraid grow [--raid-devices N --add NEW...] [--chunk KIB] [--layout NAME] MEMBER...
  *   uraid grow --continue [--stop-at SECTOR] MEMBER...
- *   uraid grow --raid-devices N --add NEW... [--array md/NAME] CONTROL
+ *   uraid grow [--raid-devices N --add NEW...] [--chunk KIB] [--layout NAME]
+ *              [--array md/NAME] CONTROL
  *   uraid grow --bitmap=internal|none [--bitmap-chunk=SIZE] [--write-behind[=N]] MEMBER...|CONTROL
  * (--bitmap: md/md_bitmap_grow.c adds or removes the write-intent bitmap;
  * CONTROL: a running serve's control socket; the serve reshapes the array
@@ -257,18 +258,27 @@ static int grow_ctl_call(const char *sock, json_object *req, const char *array)
 	return rc;
 }
 
-/* `uraid grow -n N --add NEW... CONTROL`: the serve behind the control
- * socket reshapes its array while it serves; `uraid detail` follows it. */
-static int grow_hot(const char *sock, unsigned n, char **news, unsigned nnew, bool force,
-                    const char *array)
+/* `uraid grow [-n N --add NEW...] [--chunk KIB] [--layout NAME] CONTROL`:
+ * the serve behind the control socket reshapes its array while it serves;
+ * `uraid detail` follows it. */
+static int grow_hot(const char *sock, const struct md_grow_opts *go, unsigned n, char **news,
+                    unsigned nnew, bool force, const char *array)
 {
 	json_object *req = json_object_new_object(), *add = json_object_new_array();
 
 	json_object_object_add(req, "op", json_object_new_string("grow"));
-	json_object_object_add(req, "raid_devices", json_object_new_int((int)n));
+	if (n)
+		json_object_object_add(req, "raid_devices", json_object_new_int((int)n));
 	for (unsigned i = 0; i < nnew; i++)
 		json_object_array_add(add, json_object_new_string(news[i]));
 	json_object_object_add(req, "add", add);
+	if (go->chunk)
+		json_object_object_add(req, "chunk", json_object_new_int((int)(go->chunk / 2)));
+	if (go->layout)
+		json_object_object_add(req, "layout", json_object_new_string(go->layout));
+	if (go->array_size)
+		json_object_object_add(req, "array_size",
+		                       json_object_new_int64((int64_t)(go->array_size / 2)));
 	if (force)
 		json_object_object_add(req, "force", json_object_new_boolean(true));
 	return grow_ctl_call(sock, req, array);
@@ -303,7 +313,8 @@ static void grow_usage(FILE *f)
 	    "       uraid grow [--raid-devices N --add NEW...] [--chunk KIB] [--layout NAME] "
 	    "MEMBER...\n"
 	    "       uraid grow --continue [--stop-at SECTOR] MEMBER...\n"
-	    "       uraid grow --raid-devices N --add NEW... [--array md/NAME] CONTROL\n"
+	    "       uraid grow [--raid-devices N --add NEW...|--raid-devices N --array-size S]\n"
+	    "                  [--chunk KIB] [--layout NAME] [--array md/NAME] CONTROL\n"
 	    "       uraid grow --bitmap=internal|none [--bitmap-chunk=SIZE] "
 	    "[--write-behind[=N]] MEMBER...|CONTROL\n"
 	    "Change the number of copies of the md RAID1 the MEMBERs hold (mdadm --grow\n"
@@ -331,7 +342,8 @@ static void grow_usage(FILE *f)
 	    "  --stop-at SECTOR      stop the reshape once it has reached array sector SECTOR\n"
 	    "                        (leaves it half-done; for tests)\n"
 	    "With CONTROL (a `uraid serve --control` socket) the serve reshapes its RAID5/6\n"
-	    "while it serves; `uraid detail CONTROL` shows the progress.\n"
+	    "while it serves (more or fewer devices, a chunk, a layout); `uraid detail\n"
+	    "CONTROL` shows the progress.  A shrink serves S from its start on.\n"
 	    "  --array md/NAME       with CONTROL: the array, when it serves several\n"
 	    "--bitmap=internal adds an md write-intent bitmap to the array (where mdadm\n"
 	    "--grow puts one: after the superblock for 1.1/1.2, below it for 1.0), offline;\n"
@@ -480,8 +492,8 @@ int cmd_grow(int argc, char **argv)
 	}
 	if (go.array_size && (!n || go.change_level)) {
 		fprintf(stderr, "uraid: grow: --array-size: md keeps no array size on disk (mdadm "
-		                "sets it on a running array, until it stops), and uraid grows "
-		                "offline: give it with the --raid-devices that shrinks a RAID5/6 "
+		                "sets it on a running array, until it stops): give it with the "
+		                "--raid-devices that shrinks a RAID5/6, offline or with CONTROL "
 		                "(or --size to change what each member holds); nothing was "
 		                "changed\n");
 		rc = 2;
@@ -513,14 +525,16 @@ int cmd_grow(int argc, char **argv)
 		goto out;
 	}
 	if (argc - optind == 1 && cli_is_control_socket(argv[optind])) {
-		if (!n || !nnew || cont || stop_at || go.change_level || go.size || no_rebuild) {
+		if ((!n && !go.chunk && !go.layout) || (n && !nnew && !go.array_size) || cont ||
+		    stop_at || go.change_level || go.size || no_rebuild) {
 			fprintf(stderr,
-			        "uraid: grow: with a control socket: --raid-devices N and "
-			        "--add NEW only (a reshape while serving); nothing was changed\n");
+			        "uraid: grow: with a control socket: --raid-devices N with "
+			        "--add NEW (more) or --array-size S (fewer), --chunk, "
+			        "--layout (a reshape while serving); nothing was changed\n");
 			rc = 2;
 			goto out;
 		}
-		rc = grow_hot(argv[optind], n, news, nnew, force, array);
+		rc = grow_hot(argv[optind], &go, n, news, nnew, force, array);
 		goto out;
 	}
 	if (array) {

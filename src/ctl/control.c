@@ -8,6 +8,9 @@
 #include "stack/stack.h"
 
 #include "core/log.h"
+#include "disc/part.h"
+#include "luks/luks.h"
+#include "lvm/lvm.h"
 #include "md/md.h"
 #include "md/md_bitmap_grow.h"
 #include "md/md_reshape.h"
@@ -304,9 +307,12 @@ static void ctl_reshape_json(struct vol *v, json_object *o)
 	if (md_array_reshape_info(v, &ri) < 0)
 		return;
 	rs = json_object_new_object();
-	double pct = ri.total ? 100.0 * (double)ri.pos / (double)ri.total : 0;
+	/* Backwards the position comes down from the end (md's sync_completed
+	 * counts up either way). */
+	uint64_t done = ri.backwards && ri.pos <= ri.total ? ri.total - ri.pos : ri.pos;
+	double pct = ri.total ? 100.0 * (double)done / (double)ri.total : 0;
 	json_object_object_add(rs, "percent", json_object_new_double((int)(pct * 10) / 10.0));
-	json_object_object_add(rs, "done", ctl_int(ri.pos));
+	json_object_object_add(rs, "done", ctl_int(done));
 	json_object_object_add(rs, "total", ctl_int(ri.total));
 	json_object_object_add(rs, "moving", json_object_new_boolean(ri.moving));
 	json_object_object_add(rs, "backwards", json_object_new_boolean(ri.backwards));
@@ -562,26 +568,98 @@ static int ctl_pick_array(struct ctl_arrays *ca, const char *array, const char *
 
 /* Reshape a served RAID5/6 to raid_disks devices, the members add names
  * taking the new roles (mdadm --grow --raid-devices --add, online). */
+/* Whether what the md array v holds at its start fits in s bytes, for a
+ * shrink while serving (md serves --array-size from the shrink's start
+ * on): a LUKS header's data segment (LUKS1, and a LUKS2 segment to the
+ * device's end, take all of it: refused), an LVM2 PV (refused: its
+ * extents are pvresize's to move), a partition table's partitions (the
+ * last one's end).  A file system straight on the array is not looked
+ * at, as mdadm looks at nothing.  0, or -errno with err_set() naming the
+ * layer. */
+static int ctl_grow_claim_fits(struct vol *v, uint64_t s, const char *name)
+{
+	struct luks_hdr *h = NULL;
+	struct part_table *pt = NULL;
+	uint64_t end = 0;
+	int r;
+
+	err_clear();
+	if ((r = luks_probe(v)) > 0 && (r = luks_load(v, &h)) == 0) {
+		end = h->seg.size ? h->seg.offset + h->seg.size : UINT64_MAX;
+		r = h->version;
+		luks_hdr_free(h);
+		if (end == UINT64_MAX)
+			return err_set(
+			    -EBUSY,
+			    "%s: LUKS%d on it takes the array to its end (the data "
+			    "segment is dynamic): a shrink would cut off the end of what "
+			    "it holds; not shrunk",
+			    name, r);
+		if (end > s)
+			return err_set(-ENOSPC,
+			               "%s: the LUKS%d data segment on it ends at %lluK, past "
+			               "--array-size %lluK; not shrunk",
+			               name, r, (unsigned long long)end / 1024,
+			               (unsigned long long)s / 1024);
+		return 0;
+	}
+	if (r < 0)
+		return err_set(r, "%s: LUKS: %s; not shrunk", name, err_detail(r));
+	if ((r = lvm_probe(v)) != 0)
+		return err_set(r < 0 ? r : -EBUSY,
+		               "%s: it holds an LVM2 PV%s: shrink the PV first (pvresize "
+		               "--setphysicalvolumesize); not shrunk while serving",
+		               name, r < 0 ? " (damaged)" : "");
+	if ((r = part_scan(v, &pt)) < 0)
+		return err_set(r, "%s: %s; not shrunk", name, err_detail(r));
+	for (unsigned i = 0; r > 0 && i < pt->n; i++) {
+		const struct part *p = &pt->parts[i];
+		if (p->start + p->size > s) {
+			r = err_set(-ENOSPC,
+			            "%s: %s partition %u on it ends at %lluK, past --array-size "
+			            "%lluK; not shrunk",
+			            name, pt->scheme, p->number,
+			            (unsigned long long)(p->start + p->size) / 1024,
+			            (unsigned long long)s / 1024);
+			break;
+		}
+	}
+	if (r > 0 && strcmp(pt->scheme, "gpt") == 0)
+		log_warn("%s: the backup GPT header at the array's end is cut off: `sgdisk -e` "
+		         "writes it again at the new end",
+		         name);
+	part_table_free(pt);
+	return r < 0 ? r : 0;
+}
+
 static json_object *ctl_grow(const struct ctl_target *t, json_object *in)
 {
 	struct ctl_arrays *ca = calloc(1, sizeof(*ca));
 	json_object *add = NULL, *f;
 	struct vol *nv[CTL_MAX_ARRAYS] = {NULL};
+	struct md_reshape_to to = {0};
 	json_object *reply = NULL;
-	const char *name;
+	const char *name, *layout = ctl_str(in, "layout");
 	size_t nnew = 0;
-	int ai, r = 0, n = 0;
+	int ai, r = 0, n = 0, chunk = 0;
+	int64_t asize = 0;
 
 	if (!ca)
 		return ctl_error("out of memory");
 	if (json_object_object_get_ex(in, "raid_devices", &f) &&
 	    json_object_is_type(f, json_type_int))
 		n = json_object_get_int(f);
+	if (json_object_object_get_ex(in, "chunk", &f) && json_object_is_type(f, json_type_int))
+		chunk = json_object_get_int(f);
+	if (json_object_object_get_ex(in, "array_size", &f) &&
+	    json_object_is_type(f, json_type_int))
+		asize = json_object_get_int64(f);
 	if (json_object_object_get_ex(in, "add", &add) && json_object_is_type(add, json_type_array))
 		nnew = json_object_array_length(add);
-	if (n < 1 || n >= (int)MD_SB_MAX_DEV || nnew > CTL_MAX_ARRAYS) {
-		reply = ctl_error("grow needs \"raid_devices\" (a device count) and \"add\" (at "
-		                  "most %u members)",
+	if (n < 0 || n >= (int)MD_SB_MAX_DEV || chunk < 0 || chunk > (1 << 20) || asize < 0 ||
+	    asize > (INT64_MAX >> 11) || nnew > CTL_MAX_ARRAYS || (!n && !chunk && !layout)) {
+		reply = ctl_error("grow needs \"raid_devices\" (a device count) with \"add\" (at "
+		                  "most %u members), \"chunk\" (KiB) or \"layout\" (a name)",
 		                  CTL_MAX_ARRAYS);
 		goto out;
 	}
@@ -589,6 +667,26 @@ static json_object *ctl_grow(const struct ctl_target *t, json_object *in)
 	ai = ctl_pick_array(ca, ctl_str(in, "array"), "to reshape", &reply);
 	if (ai < 0)
 		goto out;
+	to.raid_disks = (unsigned)n;
+	to.chunk = (uint32_t)chunk * 2;
+	to.array_size = (uint64_t)asize * 2;
+	if (n && (unsigned)n < ca->info[ai].raid_disks && ca->parent[ai]) {
+		reply = ctl_error("%s is a member of %s: a shrink would cut off the end of that "
+		                  "array's member; not shrunk",
+		                  ca->info[ai].name, ca->parent[ai]->name);
+		goto out;
+	}
+	if (n && (unsigned)n < ca->info[ai].raid_disks && asize &&
+	    (r = ctl_grow_claim_fits(ca->v[ai], to.array_size * 512, ca->info[ai].name)) < 0) {
+		reply = ctl_error("%s", err_detail(r));
+		goto out;
+	}
+	to.layout_set = layout != NULL;
+	if (layout && md_layout_parse(ca->info[ai].level, layout, &to.layout) < 0) {
+		reply = ctl_error("%s: layout %.32s: not a %s layout", ca->info[ai].name, layout,
+		                  md_level_name(ca->info[ai].level));
+		goto out;
+	}
 	for (size_t i = 0; i < nnew && r == 0; i++) {
 		json_object *e = json_object_array_get_idx(add, i);
 		const char *spec =
@@ -611,18 +709,20 @@ static json_object *ctl_grow(const struct ctl_target *t, json_object *in)
 	}
 	if (r == 0) {
 		err_clear();
-		r = md_array_grow(ca->v[ai], nv, (unsigned)nnew, (unsigned)n,
-		                  json_object_object_get_ex(in, "force", &f) &&
-		                      json_object_get_boolean(f));
+		r = md_array_restripe(ca->v[ai], &to, nv, (unsigned)nnew,
+		                      json_object_object_get_ex(in, "force", &f) &&
+		                          json_object_get_boolean(f));
 	}
 	if (r < 0) {
 		reply = ctl_error("%s", err_detail(r));
 		goto out;
 	}
 	memset(nv, 0, sizeof(nv)); /* the array's now */
-	reply = ctl_ok("%s: reshaping %u -> %d devices while serving (`uraid detail` shows "
+	reply = ctl_ok("%s: reshaping %u -> %u devices%s%s while serving (`uraid detail` shows "
 	               "its progress)",
-	               ca->info[ai].name, ca->info[ai].raid_disks, n);
+	               ca->info[ai].name, ca->info[ai].raid_disks,
+	               n ? (unsigned)n : ca->info[ai].raid_disks, chunk ? ", new chunk" : "",
+	               layout ? ", new layout" : "");
 	json_object_object_add(reply, "array", json_object_new_string(ca->info[ai].name));
 out:
 	for (size_t i = 0; i < nnew && i < CTL_MAX_ARRAYS; i++)

@@ -8,8 +8,10 @@
  * write side); the server answers with one JSON object and a newline,
  * then closes.  Requests: {"op":"detail"}, {"op":"fail","member":SPEC},
  * {"op":"remove","member":SPEC}, {"op":"add","member":SPEC[,"force":true]
- * [,"array":"md/NAME"]}, {"op":"grow","raid_devices":N,"add":[SPEC...]
- * [,"force":true][,"array":"md/NAME"]} (a RAID5/6 reshape while serving),
+ * [,"array":"md/NAME"]}, {"op":"grow"[,"raid_devices":N,"add":[SPEC...]]
+ * [,"chunk":KIB][,"layout":NAME][,"array_size":KIB][,"force":true]
+ * [,"array":"md/NAME"]} (a RAID5/6 reshape while serving; array_size with
+ * fewer raid_devices, a shrink),
  * {"op":"monitor"[,"test":true]}.  Replies carry "ok": true (and, for
  * detail, "export" and "arrays"), or "ok": false and "error": a message.
  *

@@ -589,6 +589,18 @@ nomem:
 	return -ENOMEM;
 }
 
+/* Whether a member rr reads directly has failed since rr was set up. */
+static bool md_reshape_raw_failed(struct md_array *a, const struct md_reshape_raw *rr)
+{
+	bool failed = false;
+
+	pthread_mutex_lock(&a->lock);
+	for (unsigned role = 0; role < rr->n && !failed; role++)
+		failed = a->m[role].failed;
+	pthread_mutex_unlock(&a->lock);
+	return failed;
+}
+
 /* Array bytes [pos, pos+len) of the old geometry into buf, through rr. */
 static int md_reshape_raw_window(struct md_reshape_vol *x, struct md_reshape_raw *rr,
                                  uint64_t chunk, char *buf, uint64_t len, uint64_t pos)
@@ -745,6 +757,15 @@ int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *fin
 		n_old = lo < old_end ? (old_end - lo < w ? old_end - lo : w) : 0;
 		memset(buf + n_old, 0, w - n_old); /* past the old end: zeros, as md writes */
 		uint64_t t0 = clock_now_ns();
+		if (raw.n && md_reshape_raw_failed(a, &raw)) {
+			/* A member failed since (its failure was recorded before the
+			 * drain above let this window begin): what it holds may be
+			 * stale, though it still reads; the RAID vol reconstructs. */
+			log_warn("%s: a member of the old geometry failed: reading it through "
+			         "the array from here on",
+			         v->name);
+			md_reshape_raw_free(&raw);
+		}
 		if (n_old && raw.n) {
 			r = md_reshape_raw_window(x, &raw, rs->from.chunk, buf, n_old, lo);
 			if (r < 0 && r != -ENOMEM) {
@@ -826,6 +847,34 @@ static void md_reshape_bg_progress(void *ctx, uint64_t done, uint64_t total)
 	md_sync_throttle(a, done / nd, false, &a->rs_stop);
 }
 
+/* Shrunk: the members past the new count stand by as spares from now on
+ * (md_reshape_finish recorded them so, as raid5's finish_reshape does).
+ * With a->lock held. */
+static void md_reshape_settle_spares(struct md_array *a)
+{
+	unsigned keep = a->reshape.to.raid_disks, more = a->n > keep ? a->n - keep : 0;
+	struct md_member *ns;
+
+	if (!more)
+		return;
+	if (a->nspare + more > a->spare_cap) {
+		if (!(ns = realloc(a->spare, (a->nspare + more) * sizeof(*ns)))) {
+			log_warn("%s: out of memory: the members past %u devices stay as they were "
+			         "until the next start",
+			         a->vol.name, keep);
+			return;
+		}
+		a->spare = ns;
+		a->spare_cap = a->nspare + more;
+	}
+	for (unsigned role = keep; role < a->n; role++) {
+		a->m[role].data = NULL;
+		a->spare[a->nspare++] = a->m[role];
+	}
+	memset(a->m + keep, 0, more * sizeof(*a->m));
+	a->n = keep;
+}
+
 /* The reshape ended while the array serves: the new geometry's RAID vol
  * serves alone from now on, at its full size (a new NBD connection sees
  * it: NBD has no message for a size that changes, and a connection keeps
@@ -853,9 +902,12 @@ static void md_reshape_settle(struct md_array *a)
 	}
 	size = a->reshape.to_end < a->raid->size ? a->reshape.to_end : a->raid->size;
 	size -= size % a->vol.block_min;
-	if (size > a->vol.size)
+	/* A shrink keeps serving its --array-size (md's array_size, set by
+	 * mdadm, stays until the array stops). */
+	if (size > a->vol.size && a->reshape.to_end > a->reshape.from_end)
 		a->vol.size = size;
 	md_bm_reshape(a, true);
+	md_reshape_settle_spares(a);
 	a->rec.enabled = a->rs_rec_enabled;
 	pthread_mutex_unlock(&a->lock);
 	md_io_release(a);
@@ -872,7 +924,9 @@ static void *md_reshape_thread(void *p)
 	int r;
 
 	md_sync_throttle(a, 0, true, &a->rs_stop);
-	md_ev_progress_begin(a, &a->rs_ev_next, a->rs_pos0, a->reshape.to_end);
+	md_ev_progress_begin(a, &a->rs_ev_next,
+	                     a->reshape.backwards ? a->reshape.to_end - a->rs_pos0 : a->rs_pos0,
+	                     a->reshape.to_end);
 	r = md_reshape_run(&a->vol, &o, &finished);
 	atomic_store(&a->rs_moving, false);
 	md_ev_finished(a, 0);
@@ -944,9 +998,12 @@ int md_array_reshape_info(struct vol *v, struct md_reshape_info *out)
 	out->total = rs->to_end;
 	out->old_size = a->vol.size;
 	out->new_size = rs->to_end - rs->to_end % a->vol.block_min;
+	if (rs->to_end <= rs->from_end && out->new_size > a->vol.size)
+		out->new_size = a->vol.size; /* a shrink keeps serving its --array-size */
 	double secs = (double)(clock_now_ns() - a->rs_t0_ns) / 1e9;
-	if (out->moving && secs > 0 && out->pos > a->rs_pos0)
-		out->speed = (double)(out->pos - a->rs_pos0) / secs;
+	uint64_t moved = out->backwards ? a->rs_pos0 - out->pos : out->pos - a->rs_pos0;
+	if (out->moving && secs > 0 && moved && moved <= out->total)
+		out->speed = (double)moved / secs;
 out:
 	pthread_mutex_unlock(&a->lock);
 	return r;

@@ -166,4 +166,18 @@ int md_reshape_restripe(char **specs, unsigned nm, struct vol **vols, struct md_
                         bool force, const struct md_reshape_run_opts *o,
                         const struct md_rebuild_out *out);
 
+/* md_array_grow() for any change of to on the running RAID5/6 v (mdadm
+ * --grow --chunk, --layout, --raid-devices on an active array): the
+ * checks of md_reshape_restripe() (the data offset moved down, or up and
+ * the reshape backwards from the end where the room is after the data,
+ * as mdadm chooses), and those of md_array_grow().  Fewer devices take
+ * to->array_size (sectors, at most what is served), which the array
+ * serves from the start on, as md's array_size: a write past it fails
+ * (-ENOSPC), new NBD connections get it, and it stays when the reshape
+ * ends; the members past the new count then stand by as spares.  What a
+ * layer above claims is the caller's to check (ctl/control.c).  A
+ * request that changes nothing is refused (-EINVAL). */
+int md_array_restripe(struct vol *v, const struct md_reshape_to *to, struct vol **news,
+                      unsigned nnew, bool force);
+
 #endif

@@ -99,17 +99,45 @@ static int md_reshape_shrink_size(const struct md_super *f, unsigned raid_disks,
 	return 0;
 }
 
-/* The checks of md_reshape_grow, before anything is written: *shift gets
- * the sectors the data offset moves by (whole chunks of the larger of old
- * and new, chunk): down, or up for a shrink (back), each member then
- * keeping size sectors. */
-static int md_reshape_grow_check(struct md_super **sbs, unsigned nm, unsigned fresh,
-                                 unsigned raid_disks, unsigned nnew, uint32_t chunk, bool back,
-                                 uint64_t size, const char *name, char **specs, uint64_t *shift)
+/* What a reshape's start changes, decided before anything is written
+ * (md_reshape_plan_make), for the offline start and the online one. */
+struct md_reshape_plan {
+	unsigned raid_disks; /* the new count */
+	uint32_t layout;     /* the new layout and chunk (sectors) */
+	uint32_t chunk;
+	uint64_t size;  /* sectors each member keeps (less for a shrink) */
+	uint64_t shift; /* sectors the data offset moves by */
+	bool back;      /* up: a backwards reshape, from the new end down */
+	bool none;      /* nothing changes (nothing else set) */
+};
+
+/* Sectors of sb's member past what the array uses of its data area
+ * (data_size - size): how far the data can move up, the end kept (the
+ * kernel's new_offset_store: new_offset - data_offset + dev_sectors must
+ * fit in the member's sectors). */
+static uint64_t md_reshape_room_after(const struct md_super *sb, uint64_t size)
+{
+	return sb->data_size > size ? sb->data_size - size : 0;
+}
+
+/* The checks of a reshape's start, before anything is written, and the
+ * way the data offset moves (mdadm's Grow.c set_new_data_offset): more
+ * devices move it down (the room before the data), fewer up (what the
+ * smaller size frees after it), the same count the way with the more
+ * room, down when before > after; by half that room in whole chunks of
+ * the larger of old and new (p->chunk), at least one (the kernel runs a
+ * reshape without a backup file only then: raid5 run()).  A grow to more
+ * devices cannot go up: writing the new geometry backwards from the end
+ * would overwrite old stripes not yet moved (raid5 run(): "reshape_position
+ * too early for auto-recovery"), so mdadm takes a backup file, which
+ * uraid does not use. */
+static int md_reshape_grow_check(struct md_super **sbs, unsigned nm, unsigned fresh, unsigned nnew,
+                                 const char *name, char **specs, struct md_reshape_plan *p)
 {
 	const struct md_super *f = sbs[fresh];
-	uint64_t room = UINT64_MAX;
+	uint64_t before = UINT64_MAX, after = UINT64_MAX, room;
 	bool held[MD_SB_MAX_DEV] = {false};
+	uint32_t chunk = p->chunk > f->chunk ? p->chunk : f->chunk;
 
 	if (md_sb090_is(f) || md_sb_version_data_first(md_super_version(f)))
 		return err_set(-ENOTSUP,
@@ -121,13 +149,13 @@ static int md_reshape_grow_check(struct md_super **sbs, unsigned nm, unsigned fr
 		               "%s: reshaping an array with a PPL or a journal: uraid keeps "
 		               "neither across a reshape",
 		               name);
-	if (back && nnew)
+	if (p->raid_disks < f->raid_disks && nnew)
 		return err_set(-EINVAL, "%s: %u -> %u devices takes no new member (--add)", name,
-		               f->raid_disks, raid_disks);
-	if (!back && nnew != raid_disks - f->raid_disks)
-		return err_set(-EINVAL,
-		               "%s: %u -> %u devices takes %u new members (--add NEW), %u given",
-		               name, f->raid_disks, raid_disks, raid_disks - f->raid_disks, nnew);
+		               f->raid_disks, p->raid_disks);
+	if (p->raid_disks >= f->raid_disks && nnew != p->raid_disks - f->raid_disks)
+		return err_set(
+		    -EINVAL, "%s: %u -> %u devices takes %u new members (--add NEW), %u given",
+		    name, f->raid_disks, p->raid_disks, p->raid_disks - f->raid_disks, nnew);
 	for (unsigned i = 0; i < nm; i++) {
 		unsigned role = md_super_role(sbs[i]);
 		if (role >= f->raid_disks || sbs[i]->events != f->events ||
@@ -138,33 +166,130 @@ static int md_reshape_grow_check(struct md_super **sbs, unsigned nm, unsigned fr
 			    "or being rebuilt): give the array's members in sync only",
 			    name, specs[i]);
 		held[role] = true;
-		uint64_t r = !back                      ? md_reshape_room(sbs[i])
-		             : sbs[i]->data_size > size ? sbs[i]->data_size - size
-		                                        : 0;
-		room = r < room ? r : room;
+		uint64_t b = md_reshape_room(sbs[i]), a = md_reshape_room_after(sbs[i], p->size);
+		before = b < before ? b : before;
+		after = a < after ? a : after;
 	}
 	for (unsigned role = 0; role < f->raid_disks; role++)
 		if (!held[role])
 			return err_set(-ENODEV, "%s: role %u is missing: reshape a whole array",
 			               name, role);
-	/* Half the room, in whole chunks (mdadm moves it by what it can);
-	 * the kernel runs a reshape without a backup file only when the
-	 * offset moves by a chunk of each geometry or more (raid5 run()). */
-	if (chunk < f->chunk)
-		chunk = f->chunk;
-	*shift = room / 2 / chunk * chunk;
-	if (*shift < chunk && back)
+	if (p->raid_disks != f->raid_disks)
+		p->back = p->raid_disks < f->raid_disks;
+	else
+		p->back = !(before > after);
+	room = p->back ? after : before;
+	p->shift = room / 2 / chunk * chunk;
+	if (p->shift >= chunk)
+		return 0;
+	if (p->raid_disks < f->raid_disks)
 		return err_set(-ENOSPC,
 		               "%s: %llu sectors after what each member keeps are too few to move "
 		               "the data up by a chunk (%u sectors); uraid does not use a backup "
 		               "file: give a smaller --array-size",
 		               name, (unsigned long long)room, chunk);
-	if (*shift < chunk)
+	if (p->raid_disks > f->raid_disks)
 		return err_set(-ENOSPC,
-		               "%s: %llu sectors before the data are too few to move it by a "
-		               "chunk (%u sectors); uraid does not use a backup file",
-		               name, (unsigned long long)room, chunk);
-	return 0;
+		               "%s: %llu sectors before the data are too few to move it down by a "
+		               "chunk (%u sectors; half the room is used), as more devices need: "
+		               "up, the new geometry written backwards from the end would "
+		               "overwrite old stripes not yet moved; uraid does not use a backup "
+		               "file",
+		               name, (unsigned long long)before, chunk);
+	return err_set(-ENOSPC,
+	               "%s: %llu sectors before the data and %llu after what each member uses "
+	               "are too few to move it by a chunk (%u sectors; half the room is used) "
+	               "either way; uraid does not use a backup file",
+	               name, (unsigned long long)before, (unsigned long long)after, chunk);
+}
+
+/* The plan of a reshape of the array of sbs[0..nm) (fresh the freshest;
+ * specs their names) to t with nnew new members: the new layout and
+ * chunk as the kernel takes them, a shrink's size, then the members and
+ * the room to move the data offset.  0 (p->none: nothing to change) or
+ * -errno with err_set() detail naming name. */
+static int md_reshape_plan_make(struct md_super **sbs, unsigned nm, unsigned fresh,
+                                const struct md_reshape_to *t, unsigned nnew, const char *name,
+                                char **specs, struct md_reshape_plan *p)
+{
+	const struct md_super *f = sbs[fresh];
+	int r;
+
+	*p = (struct md_reshape_plan){.raid_disks = t->raid_disks ? t->raid_disks : f->raid_disks,
+	                              .size = f->size};
+	r = md_reshape_to_check(f, t, name, &p->layout, &p->chunk);
+	if (r < 0)
+		return r;
+	if (p->raid_disks == f->raid_disks && p->layout == f->layout && p->chunk == f->chunk &&
+	    !nnew && !t->array_size) {
+		p->none = true;
+		return 0;
+	}
+	uint32_t big = p->chunk > f->chunk ? p->chunk : f->chunk;
+	if (p->raid_disks < f->raid_disks)
+		r = md_reshape_shrink_size(f, p->raid_disks, t->array_size, big, name, &p->size);
+	else if (t->array_size)
+		r = err_set(-EINVAL,
+		            "%s: --array-size goes with the --raid-devices that shrinks the array",
+		            name);
+	if (r == 0)
+		r = md_reshape_grow_check(sbs, nm, fresh, nnew, name, specs, p);
+	return r;
+}
+
+/* What plan p of the array of f changes besides the device count, for
+ * a message: ", layout A -> B, chunk XK -> YK, array size SK, backwards
+ * (data offset D -> E sectors)". */
+static void md_reshape_plan_say(const struct md_reshape_plan *p, const struct md_super *f,
+                                char *what, size_t n)
+{
+	char ln[2][32];
+	size_t k = 0;
+
+	what[0] = 0;
+	if (p->layout != f->layout)
+		k += (size_t)snprintf(what + k, n - k, ", layout %s -> %s",
+		                      md_layout_name(f->level, f->layout, ln[0], sizeof(ln[0])),
+		                      md_layout_name(f->level, p->layout, ln[1], sizeof(ln[1])));
+	if (p->chunk != f->chunk && k < n)
+		k += (size_t)snprintf(what + k, n - k, ", chunk %uK -> %uK", f->chunk / 2,
+		                      p->chunk / 2);
+	if (p->raid_disks < f->raid_disks && k < n)
+		k += (size_t)snprintf(what + k, n - k, ", array size %lluK",
+		                      (unsigned long long)p->size *
+		                          (p->raid_disks - md_level_parity(f->level)) / 2);
+	if (p->back && k < n)
+		k += (size_t)snprintf(what + k, n - k, ", backwards");
+	if (k < n)
+		snprintf(what + k, n - k, " (data offset %llu -> %llu sectors)",
+		         (unsigned long long)f->data_offset,
+		         (unsigned long long)(p->back ? f->data_offset + p->shift
+		                                      : f->data_offset - p->shift));
+}
+
+/* The template every member's superblock at the start of the reshape p
+ * of the array of f is made from, as the kernel writes it (raid_disks
+ * the new count, the old geometry still in level, layout and chunk, the
+ * move in delta_disks, new_offset and the new_* fields); backwards the
+ * position starts at the new geometry's end (raid5_start_reshape:
+ * raid5_size() of the smaller geometry, in whole chunks of both). */
+static void md_reshape_plan_super(const struct md_reshape_plan *p, const struct md_super *f,
+                                  struct md_super *tmpl)
+{
+	uint32_t big = p->chunk > f->chunk ? p->chunk : f->chunk;
+	unsigned nd = p->raid_disks - md_level_parity(f->level);
+
+	*tmpl = *f;
+	tmpl->feature_map |= MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET |
+	                     (p->back ? MD_FEATURE_RESHAPE_BACKWARDS : 0);
+	tmpl->size = p->size;
+	tmpl->raid_disks = p->raid_disks;
+	tmpl->delta_disks = (int32_t)(p->raid_disks - f->raid_disks);
+	tmpl->new_level = f->level;
+	tmpl->new_layout = p->layout;
+	tmpl->new_chunk = p->chunk;
+	tmpl->reshape_position = p->back ? p->size / big * big * nd : 0;
+	tmpl->new_offset = p->back ? (int32_t)p->shift : -(int32_t)p->shift;
 }
 
 /* The superblock of a reshape at its start (raid_disks the new count,
@@ -208,10 +333,8 @@ int md_reshape_restripe(char **specs, unsigned nm, struct vol **vols, struct md_
 	unsigned old = f->raid_disks, nall = 0;
 	uint16_t roles[MD_SB_MAX_DEV];
 	uint32_t max_dev = f->max_dev < MD_SB_MAX_DEV ? f->max_dev : MD_SB_MAX_DEV;
-	unsigned raid_disks = to->raid_disks ? to->raid_disks : old;
-	uint32_t layout = f->layout, chunk = f->chunk;
-	uint64_t shift = 0, events = f->events + 1, size = f->size;
-	bool back = raid_disks < old;
+	struct md_reshape_plan p;
+	uint64_t events = f->events + 1;
 	struct vol *arr = NULL;
 	bool finished = false;
 	char name[48];
@@ -234,23 +357,13 @@ int md_reshape_restripe(char **specs, unsigned nm, struct vol **vols, struct md_
 	for (unsigned i = 0; i < nm; i++)
 		all[nall++] = vols[i];
 	memcpy(roles, f->roles, sizeof(roles));
-	r = md_reshape_to_check(f, to, name, &layout, &chunk);
-	if (r == 0 && raid_disks == old && layout == f->layout && chunk == f->chunk && !nnew &&
-	    !to->array_size) {
+	r = md_reshape_plan_make(sbs, nm, fresh, to, nnew, name, specs, &p);
+	if (r == 0 && p.none) {
 		md_say(out, "%s: no change requested (%u devices, layout and chunk as they are)",
 		       name, old);
 		goto out;
 	}
-	uint32_t big = chunk > f->chunk ? chunk : f->chunk;
-	if (r == 0 && back)
-		r = md_reshape_shrink_size(f, raid_disks, to->array_size, big, name, &size);
-	else if (r == 0 && to->array_size)
-		r = err_set(-EINVAL,
-		            "%s: --array-size goes with the --raid-devices that shrinks the array",
-		            name);
-	if (r == 0)
-		r = md_reshape_grow_check(sbs, nm, fresh, raid_disks, nnew, chunk, back, size, name,
-		                          specs, &shift);
+	unsigned raid_disks = p.raid_disks;
 	for (unsigned i = 0; i < nnew && r == 0; i++) {
 		err_clear();
 		r = member_open(news[i], 0, &all[nall]);
@@ -282,22 +395,7 @@ int md_reshape_restripe(char **specs, unsigned nm, struct vol **vols, struct md_
 	 * writes them (raid_disks the new count, the old geometry in level,
 	 * layout, chunk, the move in delta_disks and new_offset), the new
 	 * members' first, then the members'. */
-	tmpl = *f;
-	/* A shrink runs backwards, from the end of the new geometry down,
-	 * the data offset moving up (the kernel's rule for a backwards
-	 * reshape), each member keeping size sectors. */
-	uint32_t bits = MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET |
-	                (back ? MD_FEATURE_RESHAPE_BACKWARDS : 0);
-	uint64_t start = back ? size * (raid_disks - md_level_parity(f->level)) : 0;
-	tmpl.feature_map |= bits;
-	tmpl.size = size;
-	tmpl.raid_disks = raid_disks;
-	tmpl.delta_disks = (int32_t)(raid_disks - old);
-	tmpl.new_level = f->level;
-	tmpl.new_layout = layout;
-	tmpl.new_chunk = chunk;
-	tmpl.reshape_position = start;
-	tmpl.new_offset = back ? (int32_t)shift : -(int32_t)shift;
+	md_reshape_plan_super(&p, f, &tmpl);
 	r = md_bitmap_follow(vols, nm, vols[fresh], f, events, name); /* NEWs copy it */
 	for (unsigned i = 0; i < nnew && r == 0; i++) {
 		r = md_manage_new_super(all[nm + i], news[i], &tmpl, vols[fresh], slot[i],
@@ -317,20 +415,9 @@ int md_reshape_restripe(char **specs, unsigned nm, struct vol **vols, struct md_
 	}
 	if (r < 0)
 		goto out;
-	char what[160] = "", ln[2][32];
-	if (layout != f->layout)
-		snprintf(what, sizeof(what), ", layout %s -> %s",
-		         md_layout_name(f->level, f->layout, ln[0], sizeof(ln[0])),
-		         md_layout_name(f->level, layout, ln[1], sizeof(ln[1])));
-	if (chunk != f->chunk)
-		snprintf(what + strlen(what), sizeof(what) - strlen(what), ", chunk %uK -> %uK",
-		         f->chunk / 2, chunk / 2);
-	if (back)
-		snprintf(what + strlen(what), sizeof(what) - strlen(what),
-		         ", array size %lluK, backwards", (unsigned long long)start / 2);
-	md_say(out, "%s: reshaping %u -> %u devices%s (data offset %llu -> %llu sectors)", name,
-	       old, raid_disks, what, (unsigned long long)f->data_offset,
-	       (unsigned long long)(back ? f->data_offset + shift : f->data_offset - shift));
+	char what[200];
+	md_reshape_plan_say(&p, f, what, sizeof(what));
+	md_say(out, "%s: reshaping %u -> %u devices%s", name, old, raid_disks, what);
 
 	/* Then the same as continuing it: the array assembled from what was
 	 * written, the driver run on it. */
@@ -405,15 +492,25 @@ static void md_array_grow_undo(struct md_array *a, unsigned old, const uint16_t 
 
 int md_array_grow(struct vol *v, struct vol **news, unsigned nnew, unsigned raid_disks, bool force)
 {
+	const struct md_reshape_to t = {.raid_disks = raid_disks};
+
+	return md_array_restripe(v, &t, news, nnew, force);
+}
+
+int md_array_restripe(struct vol *v, const struct md_reshape_to *to, struct vol **news,
+                      unsigned nnew, bool force)
+{
 	struct md_array *a = md_of(v);
-	struct md_super **sbs = NULL, tmpl, *nsb = NULL;
+	struct md_super **sbs = NULL, f0, tmpl, *nsb = NULL;
 	struct md_member *nm = NULL;
 	char **specs = NULL;
-	uint64_t *end_sb = NULL, shift = 0;
+	uint64_t *end_sb = NULL;
 	uint32_t *used = NULL, max_dev, old_max;
 	uint16_t roles[MD_SB_MAX_DEV], old_roles[MD_SB_MAX_DEV];
-	unsigned old = 0;
+	unsigned old = 0, raid_disks = 0;
+	struct md_reshape_plan p;
 	struct md_reshape rs;
+	char what[200];
 	bool wrote = false;
 	int r;
 
@@ -439,25 +536,35 @@ int md_array_grow(struct vol *v, struct vol **news, unsigned nnew, unsigned raid
 		sbs[i] = a->m[i].sb;
 		specs[i] = (char *)a->m[i].vol->name;
 	}
-	if (r == 0 && raid_disks <= old)
-		r = err_set(-ENOTSUP,
-		            "%s: %u -> %u devices: a served array is reshaped to more devices only "
-		            "(stop the serve to shrink it)",
-		            a->vol.name, old, raid_disks);
 	if (r == 0)
-		r = md_reshape_grow_check(sbs, old, 0, raid_disks, nnew, sbs[0]->chunk, false,
-		                          sbs[0]->size, a->vol.name, specs, &shift);
-	if (r == 0)
-		tmpl = *a->m[0].sb;
+		r = md_reshape_plan_make(sbs, old, 0, to, nnew, a->vol.name, specs, &p);
+	if (r == 0 && p.none)
+		r = err_set(-EINVAL,
+		            "%s: no change requested (%u devices, layout and chunk as they are)",
+		            a->vol.name, old);
+	if (r == 0) {
+		f0 = *a->m[0].sb;
+		raid_disks = p.raid_disks;
+	}
+	/* A shrink serves --array-size from its start on, as md's array_size
+	 * (mdadm sets it before the reshape): nothing past it is written. */
+	uint64_t size0 = a->vol.size, shrunk = size0;
+	if (r == 0 && raid_disks < old) {
+		shrunk = to->array_size * 512 - to->array_size * 512 % a->vol.block_min;
+		if (shrunk > size0)
+			r = err_set(-ENOSPC, "%s: --array-size %lluK is more than the %lluK served",
+			            a->vol.name, (unsigned long long)to->array_size / 2,
+			            (unsigned long long)size0 / 1024);
+	}
 	pthread_mutex_unlock(&a->lock);
 	/* The new members probed outside the lock (they may be slow): what
 	 * they are checked against never changes while the array serves. */
 	for (unsigned i = 0; i < nnew && r == 0; i++) {
 		err_clear();
-		r = md_manage_probe_new(news[i], news[i]->name, tmpl.set_uuid, a->vol.name, force,
+		r = md_manage_probe_new(news[i], news[i]->name, f0.set_uuid, a->vol.name, force,
 		                        &end_sb[i]);
 		if (r == 0)
-			r = md_manage_check_size(news[i], news[i]->name, &tmpl, a->vol.name);
+			r = md_manage_check_size(news[i], news[i]->name, &f0, a->vol.name);
 	}
 	if (r < 0)
 		goto out;
@@ -473,12 +580,15 @@ int md_array_grow(struct vol *v, struct vol **news, unsigned nnew, unsigned raid
 	r = md_array_grow_busy(a);
 	if (r == 0 && a->n != old)
 		r = err_set(-EBUSY, "%s: its members changed meanwhile; try again", a->vol.name);
-	if (r == 0 && !(nm = realloc(a->m, raid_disks * sizeof(*nm))))
+	if (r == 0 && raid_disks > old && !(nm = realloc(a->m, raid_disks * sizeof(*nm))))
 		r = -ENOMEM;
 	if (r < 0)
 		goto unlock;
-	a->m = nm;
-	memset(a->m + old, 0, (raid_disks - old) * sizeof(*a->m));
+	if (raid_disks > old) {
+		a->m = nm;
+		memset(a->m + old, 0, (raid_disks - old) * sizeof(*a->m));
+	}
+	a->vol.size = shrunk;
 	memcpy(roles, a->roles, sizeof(roles));
 	memcpy(old_roles, a->roles, sizeof(roles));
 	max_dev = old_max = a->max_dev;
@@ -488,16 +598,9 @@ int md_array_grow(struct vol *v, struct vol **news, unsigned nnew, unsigned raid
 	for (unsigned k = 0; k < a->nretired; k++)
 		if (a->retired[k].sb)
 			used[nused++] = a->retired[k].sb->dev_number;
-	/* The superblocks of a reshape at its start, as md_reshape_grow
+	/* The superblocks of a reshape at its start, as md_reshape_restripe
 	 * writes them offline: the new members' first. */
-	tmpl.feature_map |= MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET;
-	tmpl.raid_disks = raid_disks;
-	tmpl.delta_disks = (int32_t)(raid_disks - old);
-	tmpl.new_level = tmpl.level;
-	tmpl.new_layout = tmpl.layout;
-	tmpl.new_chunk = tmpl.chunk;
-	tmpl.reshape_position = 0;
-	tmpl.new_offset = -(int32_t)shift;
+	md_reshape_plan_super(&p, &f0, &tmpl);
 	for (unsigned i = 0; i < nnew && r == 0; i++) {
 		r = md_manage_pick_slot(roles, max_dev, raid_disks, used, nused, &tmpl,
 		                        a->vol.name);
@@ -531,10 +634,13 @@ int md_array_grow(struct vol *v, struct vol **news, unsigned nnew, unsigned raid
 	if (r < 0) {
 		for (unsigned i = 0; i < nnew; i++)
 			free(a->m[old + i].sb);
-		memset(a->m + old, 0, (raid_disks - old) * sizeof(*a->m));
+		if (raid_disks > old)
+			memset(a->m + old, 0, (raid_disks - old) * sizeof(*a->m));
+		a->vol.size = size0;
 		goto unlock;
 	}
-	a->n = raid_disks;
+	if (raid_disks > old)
+		a->n = raid_disks;
 	memcpy(a->roles, roles, sizeof(roles));
 	a->max_dev = max_dev;
 	for (unsigned i = 0; i < old; i++)
@@ -549,13 +655,11 @@ int md_array_grow(struct vol *v, struct vol **news, unsigned nnew, unsigned raid
 		 * took the reshape's start are put back (a start would
 		 * otherwise continue it, which is just as safe). */
 		for (unsigned i = 0; i < old; i++) {
-			struct md_super *sb = a->m[i].sb;
-			sb->feature_map &= ~MD_FEATURE_RESHAPE;
-			sb->raid_disks = old;
-			sb->delta_disks = 0;
-			sb->new_offset = 0;
+			a->m[i].sb->feature_map &= ~MD_FEATURE_RESHAPE;
+			md_reshape_start_take(a->m[i].sb, &f0);
 		}
 		md_array_grow_undo(a, old, old_roles, old_max);
+		a->vol.size = size0;
 		if (md_array_sync(a, atomic_load(&a->active)) < 0)
 			log_warn("%s: could not record that the reshape did not start",
 			         a->vol.name);
@@ -564,10 +668,9 @@ int md_array_grow(struct vol *v, struct vol **news, unsigned nnew, unsigned raid
 	a->rs_rec_enabled = a->rec.enabled;
 	a->rec.enabled = false;
 	a->rs_ev_next = 0;
-	log_info("%s: reshaping %u -> %u devices while serving (data offset %llu -> %llu "
-	         "sectors)",
-	         a->vol.name, old, raid_disks, (unsigned long long)tmpl.data_offset,
-	         (unsigned long long)(tmpl.data_offset - shift));
+	md_reshape_plan_say(&p, &f0, what, sizeof(what));
+	log_info("%s: reshaping %u -> %u devices%s while serving", a->vol.name, old, raid_disks,
+	         what);
 unlock:
 	pthread_mutex_unlock(&a->lock);
 	md_io_release(a);

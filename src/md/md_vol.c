@@ -252,6 +252,10 @@ static int md_change(struct vol *v, enum md_change_op op, const void *buf, uint6
 {
 	struct md_array *a = to_md(v);
 	md_io_enter(a);
+	/* The size went down while it waited at the gate (a shrink, which
+	 * serves its --array-size from its start): nothing past it lands. */
+	if (off + len > a->vol.size)
+		return md_io_leave(a, -ENOSPC);
 	int r = md_mark_active(a);
 	if (r == 0)
 		r = md_bm_start(a, off, len);

@@ -736,6 +736,12 @@ static int read_request(struct worker *w, struct pending *p)
 	req->offset = be64toh(h.offset);
 	req->len = be32toh(h.len);
 	p->wire_cookie = h.cookie;
+	/* A size that went down since the connection began (an md shrink)
+	 * binds it from then on: past it, ENOSPC for writes and EINVAL for
+	 * the rest, as the protocol says.  One that grew reaches new
+	 * connections only (NBD has no message for a size that changes). */
+	if (c->exp->vol->size < c->lim.size)
+		c->lim.size = c->exp->vol->size;
 	p->error = nbd_request_check(req, &c->lim);
 	if (req->type == NBD_CMD_DISC) {
 		c->clean = true;

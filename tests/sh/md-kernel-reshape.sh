@@ -17,7 +17,8 @@
 # boot 2: the kernel assembles the seven: the three uraid finished read the
 # same and md's check finds 0 mismatches; the four uraid stopped are
 # continued by the kernel to the end, read the same, check 0 (uc5 at the
-# new chunk and layout, us5 on 3 devices).
+# new chunk and layout, us5 on 3 devices); ub5 (below), uraid's backwards
+# chunk change, the kernel finishes too.
 # g5 and u5 keep a write-intent bitmap (1 MiB chunks) through it: the
 # kernel's reshape with one continued by uraid, uraid's finished by the
 # kernel, which must not call the bitmap out of date (events follow).
@@ -36,6 +37,7 @@ add_images u6 5 24M
 # uc5 and us5 small: boot 2's time goes to the sha256 of each array under TCG
 add_images uc5 4 8M
 add_images us5 4 8M
+add_images ub5 4 8M # issue 19's backwards chunk change, below
 declare -A create_opts=([g5]="--bitmap=internal --bitmap-chunk=1M" [u5]="--bitmap=internal --bitmap-chunk=1M")
 
 # guest_half NAME MD LEVEL CHUNK N GROW...: guest lines in which mdadm
@@ -150,10 +152,30 @@ for spec in "u5 5 3 4" "u6 6 4 5" "uc5 5 4 4" "us5 5 4 3"; do
     fi
 done
 
+# ub5: raid5 of 4 whose members use 6 MiB of the 7 their data areas hold
+# (`uraid grow --size`): a chunk change 64 -> 128 KiB has too little room
+# before the data to move it down by half and more after it, so the data
+# offset moves up and the reshape runs backwards from the end (mdadm's
+# choice); stopped once it came down to two thirds, the kernel finishes it.
+ub=(${files[ub5]})
+{ $URAID create --level=5 --chunk=64 "${ub[@]}" && $URAID grow --size 6M "${ub[@]}"; } >/dev/null 2>&1 ||
+    { echo "FAIL: create ub5"; exit 1; }
+want_size[ub5]=$($URAID serve --readonly --run 'nbdinfo --size "$uri"' "${ub[@]}" 2>/dev/null)
+head -c "${want_size[ub5]}" /dev/urandom > "$D/ub5.data"
+want_sha[ub5]=$(sha256sum < "$D/ub5.data" | cut -d' ' -f1)
+$URAID serve --run "nbdcopy '$D/ub5.data' \"\$uri\"" "${ub[@]}" 2>/dev/null
+if ! $URAID grow --chunk 128 --stop-at $((want_size[ub5] / 512 * 2 / 3)) "${ub[@]}" >"$D/ub5.grow" 2>&1; then
+    echo "FAIL: ub5: uraid grow: $(cat "$D/ub5.grow")"; fail=1
+elif ! grep -q "backwards" "$D/ub5.grow" || ! mdadm --examine "${ub[0]}" | grep -q "Reshape pos'n"; then
+    echo "FAIL: ub5: not a backwards reshape stopped part-way: $(cat "$D/ub5.grow")"; fail=1
+else
+    echo "ok: ub5: uraid's backwards chunk change stopped part-way ($(mdadm --examine "${ub[0]}" | grep -E "Reshape pos'n|New Offset" | tr -s ' ' | tr '\n' ' '))"
+fi
+
 {
     guest_header
     md=0
-    for name in g5 g6 c5 u5 u6 uc5 us5; do
+    for name in g5 g6 c5 u5 u6 uc5 us5 ub5; do
         guest_after $name $md "${want_size[$name]:-0}"
         md=$((md + 1))
     done
@@ -165,7 +187,12 @@ for name in g5 u5; do
         { echo "FAIL: $name: no bitmap left after the reshape"; fail=1; }
 done
 grep "^stale " <<< "$out" && { echo "FAIL: the kernel found a bitmap out of date"; fail=1; }
-for name in g5 g6 c5 u5 u6 uc5 us5; do
+line=$(grep "^after ub5 " <<< "$out" || true)
+if [ "$(cut -d' ' -f4- <<< "$line")" != "${want_size[ub5]} 4 131072 2" ]; then
+    echo "FAIL: ub5: the kernel ended at size, devices, chunk, layout '$(cut -d' ' -f4- <<< "$line")', want ${want_size[ub5]} 4 131072 2"
+    fail=1
+fi
+for name in g5 g6 c5 u5 u6 uc5 us5 ub5; do
     line=$(grep "^after $name " <<< "$out" || true)
     if [ $name = us5 ] && [ "$(cut -d' ' -f4-5 <<< "$line")" != "$((13824 * 1024)) 3" ]; then
         echo "FAIL: us5: the kernel ended at size and devices '$(cut -d' ' -f4-5 <<< "$line")', want $((13824 * 1024)) 3"

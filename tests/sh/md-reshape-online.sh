@@ -1,20 +1,26 @@
 #!/bin/bash
-# md-reshape-online.sh — a RAID5 reshape (3 -> 4 devices) started through
-# the control socket of a running `uraid serve` (`uraid grow -n 4 --add
-# NEW CONTROL`), while a client writes at random against a flat reference
-# file:
+# md-reshape-online.sh — a RAID5 reshape (3 -> 4 devices and chunk 16K
+# -> 32K at once) started through the control socket of a running `uraid
+# serve` (`uraid grow -n 4 --add NEW --chunk 32 CONTROL`), while a client
+# writes at random against a flat reference file:
 #   - `uraid detail` shows it as mdadm --detail does (Reshape Status,
 #     Delta Devices 1, (3->4)), and --json the same numbers;
 #   - new connections see the old size while the data moves, the grown
 #     size (3/2 of it: 3 data devices instead of 2) once it ended;
 #   - after the serve stops, mdadm --examine on every member (the new one
-#     too) shows 4 devices and no reshape, the array reads as the
+#     too) shows 4 devices, chunk 32K and no reshape, the array reads as the
 #     reference (the grown part as zeros, as md writes it), and
 #     `uraid check` finds the parity consistent.
-# Refused while it runs: a second grow, `uraid add` and `uraid check`;
-# With a write-intent bitmap the grow runs too, and the bitmap stays (on
-# the new member as well) with the superblock's events (mdadm -X).
-. "$(dirname "$0")/nbd-lib.sh"
+# Refused while it runs: a second grow, `uraid add` and `uraid check`.
+# Then, each member using less than it holds (`uraid grow --size`
+# offline), a chunk and layout change while serving (same size) with no
+# room before the data for it but room after: the data offset moves up,
+# the reshape runs backwards from the end (detail counts it up from 0%),
+# the client writing throughout; mdadm --examine sees the new chunk,
+# layout and offset.  With a write-intent bitmap the grow runs too, and
+# the bitmap stays (on the new member as well) with the superblock's
+# events (mdadm -X).
+. "$(dirname "$0")/reshape-lib.sh"
 requires nbdinfo nbdcopy mdadm cmp
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import nbd' 2>/dev/null ||
     { echo "SKIP: python3-libnbd (nbdsh's module) missing"; exit 77; }
@@ -26,29 +32,7 @@ size=$("$URAID" serve --readonly --run 'nbdinfo --size "$uri"' "${m[@]}" 2>/dev/
 head -c "$size" /dev/urandom > "$tmp/ref"
 "$URAID" serve --run "nbdcopy '$tmp/ref' \"\$uri\"" "${m[@]}" 2>/dev/null || fail "fill"
 
-# The client: random writes of 4 KiB .. 128 KiB until $tmp/stop appears,
-# each applied to the reference once acknowledged; every 8th read back.
-cat > "$tmp/client.py" <<'PY'
-import nbd, os, random, sys
-uri, ref, stop = sys.argv[1], sys.argv[2], sys.argv[3]
-h = nbd.NBD()
-h.connect_uri(uri)
-size = h.get_size()
-rng = random.Random(19)
-n = 0
-with open(ref, "r+b") as f:
-    while not os.path.exists(stop) or n < 50:
-        ln = rng.randrange(1, 33) * 4096
-        off = rng.randrange(0, (size - ln) // 4096 + 1) * 4096
-        data = rng.randbytes(ln)
-        h.pwrite(data, off)
-        f.seek(off); f.write(data); f.flush()
-        if n % 8 == 0 and h.pread(ln, off) != data:
-            sys.exit("read after write at %d differs" % off)
-        n += 1
-h.flush()
-print(n)
-PY
+reshape_client "$tmp/client.py"
 
 sock=$tmp/s.sock ctl=$tmp/s.ctl
 uri="nbd+unix:///?socket=$sock"
@@ -59,12 +43,14 @@ client=$!
 monitor=$!
 for _ in $(seq 100); do grep -q TestMessage "$tmp/mon.json" && break; sleep 0.1; done
 grep -q TestMessage "$tmp/mon.json" || fail "uraid monitor did not connect"
-out=$("$URAID" grow -n 4 --add "$tmp/m3" "$ctl" 2>&1) || fail "grow through the control socket: $out"
-grep -q "reshaping 3 -> 4 devices" <<<"$out" || fail "grow said: $out"
+out=$("$URAID" grow -n 4 --add "$tmp/m3" --chunk 32 "$ctl" 2>&1) ||
+    fail "grow through the control socket: $out"
+grep -q "reshaping 3 -> 4 devices, new chunk" <<<"$out" || fail "grow said: $out"
 out=$("$URAID" detail "$ctl") || fail "detail"
 grep -q "Reshape Status : [0-9]*% complete" <<<"$out" || fail "detail shows no reshape: $out"
 grep -q "Delta Devices : 1, (3->4)" <<<"$out" || fail "detail: no delta: $out"
 grep -q "State : .*reshaping" <<<"$out" || fail "detail: state: $out"
+grep -q "New Chunksize : 32K" <<<"$out" || fail "detail: no new chunk: $out"
 "$URAID" detail --json "$ctl" | /usr/bin/python3 -c '
 import json, sys
 a = json.load(sys.stdin)["arrays"][0]; r = a["reshape"]
@@ -80,15 +66,7 @@ out=$("$URAID" check "$ctl" 2>&1) && fail "check during a reshape: $out"
 grep -q "a reshape is under way" <<<"$out" || fail "check during a reshape said: $out"
 echo "ok: started while serving; detail shows it; the refusals"
 
-seen=0
-for _ in $(seq 600); do
-    out=$("$URAID" detail "$ctl") || fail "detail"
-    grep -q "Reshape Status" <<<"$out" || break
-    seen=$((seen + 1))
-    sleep 0.1
-done
-grep -q "Reshape Status" <<<"$out" && fail "the reshape did not end: $out"
-[ "$seen" -gt 0 ] || fail "the reshape ended before a second look; nothing was tested under load"
+reshape_wait_end "$ctl" "the reshape"
 touch "$tmp/stop"
 wait "$client" || fail "client: $(cat "$tmp/client.err")"
 [ "$(nbdinfo --size "$uri")" = "$((size / 2 * 3))" ] ||
@@ -104,6 +82,7 @@ all=("${m[@]}" "$tmp/m3")
 for f in "${all[@]}"; do
     e=$(mdadm --examine "$f") || fail "mdadm --examine $f"
     grep -q "Raid Devices : 4" <<<"$e" || fail "mdadm: $f not 4 devices: $e"
+    grep -q "Chunk Size : 32K" <<<"$e" || fail "mdadm: $f: chunk not 32K: $e"
     grep -q "Reshape\|Delta" <<<"$e" && fail "mdadm: $f still records a reshape: $e"
     grep -q "State : clean" <<<"$e" || fail "mdadm: $f not clean: $e"
 done
@@ -112,7 +91,50 @@ head -c $((size / 2)) /dev/zero >>"$tmp/ref"
     fail "the array differs from the reference"
 "$URAID" check "${all[@]}" >"$tmp/check.out" 2>&1 || fail "check: $(cat "$tmp/check.out")"
 grep -q "agree" "$tmp/check.out" || fail "check said: $(cat "$tmp/check.out")"
-echo "ok: mdadm sees 4 devices and no reshape; the array is the reference; its parity agrees"
+echo "ok: mdadm sees 4 devices, chunk 32K and no reshape; the array is the reference; its parity agrees"
+
+# Each member using 4 MiB less than its data area holds: room after the
+# data, too little before it (what the first reshape left) for a move by
+# half of it; same size, so the array keeps its bytes and size.
+"$URAID" grow --size 11M "${all[@]}" >/dev/null 2>&1 || fail "grow --size 11M"
+size=$((11 * 1024 * 1024 * 3))
+[ "$("$URAID" serve --readonly --run 'nbdinfo --size "$uri"' "${all[@]}" 2>/dev/null)" = "$size" ] ||
+    fail "not $size bytes after --size 11M"
+truncate -s "$size" "$tmp/ref"
+off0=$(mdadm --examine "${all[0]}" | sed -n 's/.*Data Offset : \([0-9]*\) sectors/\1/p')
+rm -f "$tmp/stop"
+start_server "$sock" --control "$ctl" --sync-speed-max 2M "${all[@]}" 2>"$tmp/serve2.log"
+/usr/bin/python3 "$tmp/client.py" "$uri" "$tmp/ref" "$tmp/stop" >"$tmp/client.out" 2>"$tmp/client.err" &
+client=$!
+out=$("$URAID" grow --chunk 64 --layout right-symmetric "$ctl" 2>&1) ||
+    fail "chunk and layout through the control socket: $out"
+grep -q "reshaping 4 -> 4 devices, new chunk, new layout" <<<"$out" || fail "grow said: $out"
+out=$("$URAID" detail "$ctl") || fail "detail"
+grep -q "New Layout : right-symmetric" <<<"$out" || fail "detail: no new layout: $out"
+grep -q "New Chunksize : 64K" <<<"$out" || fail "detail: no new chunk: $out"
+"$URAID" detail --json "$ctl" | /usr/bin/python3 -c '
+import json, sys
+r = json.load(sys.stdin)["arrays"][0]["reshape"]
+assert r["backwards"] and r["delta_devices"] == 0, r
+assert 0 <= r["done"] < r["total"] and r["percent"] < 100, r' ||
+    fail "detail --json: not a backwards reshape counted up from 0"
+reshape_wait_end "$ctl" "the chunk change"
+touch "$tmp/stop"
+wait "$client" || fail "client: $(cat "$tmp/client.err")"
+[ "$(nbdinfo --size "$uri")" = "$size" ] || fail "the chunk change changed the size"
+stop_server "$server_pid" || fail "serve did not stop cleanly: $(tail -5 "$tmp/serve2.log")"
+for f in "${all[@]}"; do
+    e=$(mdadm --examine "$f") || fail "mdadm --examine $f"
+    grep -q "Chunk Size : 64K" <<<"$e" || fail "mdadm: $f: chunk not 64K: $e"
+    grep -q "Layout : right-symmetric" <<<"$e" || fail "mdadm: $f: layout: $e"
+    grep -q "Reshape\|Delta\|New Offset" <<<"$e" && fail "mdadm: $f still records a reshape: $e"
+    off=$(sed -n 's/.*Data Offset : \([0-9]*\) sectors/\1/p' <<<"$e")
+    [ "$off" -gt "$off0" ] || fail "mdadm: $f: data offset $off, not above $off0"
+done
+"$URAID" serve --readonly --run "nbdcopy \"\$uri\" - | cmp - '$tmp/ref'" "${all[@]}" 2>/dev/null ||
+    fail "after the chunk change the array differs from the reference"
+"$URAID" check "${all[@]}" >"$tmp/check.out" 2>&1 || fail "check: $(cat "$tmp/check.out")"
+echo "ok: chunk 32K -> 64K and a new layout while serving, backwards (data offset $off0 -> $off) under $(cat "$tmp/client.out") writes"
 
 for i in 0 1 2 3; do truncate -s 8M "$tmp/b$i"; done
 b=("$tmp/b0" "$tmp/b1" "$tmp/b2")

@@ -508,6 +508,56 @@ static void test_start(void)
 	CHECK(sb.reshape_position > 0);
 }
 
+/* A chunk change on members with no room before the data for it but
+ * room after (each uses 1 MiB less than its data area holds): the data
+ * offset moves up instead, a backwards reshape from the end, as mdadm
+ * chooses (Grow.c set_new_data_offset: the side with more room); it runs
+ * to the end, the data reads the same and the members record the new
+ * chunk at the higher offset. */
+static void test_start_backwards(void)
+{
+	const struct md_reshape_to t = {.chunk = 1024}; /* 512 KiB: 2 x 1016 sectors before */
+	struct md_super sb;
+	uint64_t off0 = 0, size = 0;
+	struct vol *v;
+	uint8_t *buf = malloc(1 << 16);
+
+	for (int i = 0; i < 4; i++)
+		member_file_make(i, 3584u << 10);
+	CHECK_EQ(create("--level=5", "--chunk=64", "--assume-clean", path(0), path(1), path(2),
+	                path(3), NULL),
+	         0);
+	for (int i = 0; i < 4; i++) {
+		CHECK_EQ(member_open(path(i), 0, &v), 0);
+		CHECK_EQ(md_super_read(v, &sb), 0);
+		sb.size = (sb.data_size - 2048) / 1024 * 1024;
+		off0 = sb.data_offset;
+		CHECK_EQ(md_super_write(v, &sb), 0);
+		vol_close(v);
+	}
+	CHECK_EQ(assemble(4, false, &v), 0);
+	size = v->size;
+	for (uint64_t a = 0; a < size; a += 1 << 16) {
+		pattern(buf, 1 << 16, a, 23);
+		CHECK_EQ(vol_write(v, buf, 1 << 16, a, 0), 0);
+	}
+	vol_close(v);
+	int r = restripe(4, 0, &t);
+	if (r < 0)
+		fprintf(stderr, "backwards start: %s\n", err_detail(r));
+	CHECK_EQ(r, 0);
+	CHECK_EQ(member_open(path(0), MEMBER_READONLY, &v), 0);
+	CHECK_EQ(md_super_read(v, &sb), 0);
+	vol_close(v);
+	CHECK(!(sb.feature_map & MD_FEATURE_RESHAPE));
+	CHECK_EQ(sb.chunk, 1024);
+	CHECK_EQ(sb.data_offset, off0 + 1024);
+	CHECK_EQ(assemble(4, true, &v), 0);
+	CHECK(reads_pattern(v, size, 23));
+	vol_close(v);
+	free(buf);
+}
+
 int main(void)
 {
 	if (check_tmpdir(dir, sizeof(dir), "reshape") < 0)
@@ -517,6 +567,7 @@ int main(void)
 	test_online();
 	test_refusals();
 	test_start();
+	test_start_backwards();
 	for (int i = 0; i < 8; i++)
 		unlink(path(i));
 	rmdir(dir);

@@ -1,0 +1,50 @@
+# reshape-lib.sh — helpers of the served-reshape tests (md-reshape-online*.sh,
+# md-reshape-shrink-online.sh), on top of nbd-lib.sh:
+#   reshape_client FILE   writes a Python client to FILE: `FILE URI REF STOP
+#                         [SEED [UNITS]]` writes 4 KiB .. UNITS x 4 KiB at
+#                         random until STOP exists (and 20 writes at least),
+#                         each applied to the flat reference REF once
+#                         acknowledged, every 8th read back; prints the count
+#   reshape_wait_end CTL WHAT
+#                         follows `uraid detail CTL` until the reshape is
+#                         gone; fails if it did not end in 60 s, or was gone
+#                         at the first look (nothing ran under load)
+. "$(dirname "${BASH_SOURCE[0]}")/nbd-lib.sh"
+
+reshape_client() {
+    cat >"$1" <<'PY'
+import nbd, os, random, sys
+uri, ref, stop = sys.argv[1], sys.argv[2], sys.argv[3]
+seed = int(sys.argv[4]) if len(sys.argv) > 4 else 19
+units = int(sys.argv[5]) if len(sys.argv) > 5 else 32
+h = nbd.NBD()
+h.connect_uri(uri)
+size = h.get_size()
+rng = random.Random(seed)
+n = 0
+with open(ref, "r+b") as f:
+    while not os.path.exists(stop) or n < 20:
+        ln = rng.randrange(1, units + 1) * 4096
+        off = rng.randrange(0, (size - ln) // 4096 + 1) * 4096
+        data = rng.randbytes(ln)
+        h.pwrite(data, off)
+        f.seek(off); f.write(data); f.flush()
+        if n % 8 == 0 and h.pread(ln, off) != data:
+            sys.exit("read after write at %d differs" % off)
+        n += 1
+h.flush()
+print(n)
+PY
+}
+
+reshape_wait_end() {
+    local ctl=$1 what=$2 seen=0 out
+    for _ in $(seq 600); do
+        out=$("$URAID" detail "$ctl") || fail "detail"
+        grep -q "Reshape Status" <<<"$out" || break
+        seen=$((seen + 1))
+        sleep 0.1
+    done
+    grep -q "Reshape Status" <<<"$out" && fail "$what did not end: $out"
+    [ "$seen" -gt 0 ] || fail "$what ended before a second look; nothing was tested under load"
+}
