@@ -9,8 +9,8 @@
  * missing); then md's offline rebuild (md_rebuild.c) runs on all of them
  * (unless no_rebuild).  Shrinking drops roles only when no member holds
  * them (mdadm asks for them to be failed and removed first).  RAID5/6
- * restripe (md_reshape.c); other levels need a reshape uraid does not do:
- * refused.
+ * and RAID10 restripe (md_reshape.c); other levels need a reshape uraid
+ * does not do: refused.
  *
  * Every check is made before the first byte is written: a refusal leaves
  * every member and every NEW as it was. */
@@ -627,7 +627,7 @@ out:
 	return r;
 }
 
-/* A RAID5/6: --raid-devices, --chunk, --layout by a reshape
+/* A RAID5/6 or RAID10: --raid-devices, --chunk, --layout by a reshape
  * (md_reshape_restripe()). */
 static int grow_restripe(char **specs, unsigned nm, struct vol **vols, struct md_super **sbs,
                          unsigned fresh, const struct md_grow_opts *o)
@@ -668,14 +668,14 @@ int md_grow(char **specs, unsigned nm, struct vol **vols, struct md_super **sbs,
 		return grow_takeover(specs, nm, vols, sbs, fresh, o);
 	if (o->size)
 		return grow_size(specs, nm, vols, sbs, fresh, o);
-	if (sbs[fresh]->level == 5 || sbs[fresh]->level == 6)
+	if (sbs[fresh]->level == 5 || sbs[fresh]->level == 6 || sbs[fresh]->level == 10)
 		return grow_restripe(specs, nm, vols, sbs, fresh, o);
 	if (o->chunk || o->layout || o->array_size) {
 		char name[48];
 		md_super_array_name(sbs[fresh], name, sizeof(name));
 		r = err_set(-ENOTSUP,
 		            "%s is %s: a new chunk or layout, or a shrink to an --array-size, "
-		            "restripes the data, which uraid does for raid5 and raid6 only",
+		            "restripes the data, which uraid does for raid5, raid6 and raid10 only",
 		            name, md_level_name(sbs[fresh]->level));
 		for (unsigned i = 0; i < nm; i++) {
 			vol_close(vols[i]);

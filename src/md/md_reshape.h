@@ -35,10 +35,25 @@ struct md_reshape {
 	uint64_t to_end;       /* used size in whole chunks of both) */
 };
 
+/* The geometry rules a reshape keeps, per level (raid5/6, raid10 near):
+ * md_reshape_geom_size: the array bytes of g over members using dev
+ * bytes each, as the kernel counts them during a reshape (raid5_size() in
+ * whole chunks of chunk bytes, the larger of the two geometries';
+ * raid10's calc_sectors() in its own chunk), 0 for another level;
+ * md_reshape_dev_first: the lowest member offset holding a byte of the
+ * chunk of array byte a (raid10.c's first_dev_address); md_reshape_dev_end:
+ * the member offset past every byte of array bytes [0, a), in whole chunks
+ * (last_dev_address).  A window may write the new geometry up to where the
+ * old one still holds bytes a restart needs. */
+uint64_t md_reshape_geom_size(const struct raid_geom *g, uint64_t dev, uint64_t chunk);
+uint64_t md_reshape_dev_first(const struct raid_geom *g, uint64_t a);
+uint64_t md_reshape_dev_end(const struct raid_geom *g, uint64_t a);
+
 /* The reshape the freshest superblock fresh of array name records (it
  * has MD_FEATURE_RESHAPE_ACTIVE), checked as the kernel's raid5 checks
- * it before it starts the array: a level it reshapes (raid5, raid6) and
- * the same level after, a valid old device count (delta_disks) whose
+ * it before it starts the array: a level it reshapes (raid5, raid6;
+ * raid10 near layouts, as raid10.c's check_reshape) and the same level
+ * after, a valid old device count (delta_disks) whose
  * roles cover every role fresh records, a layout and chunk the level
  * takes, something that changes, and a reshape_position inside the array
  * on a stripe boundary of the new geometry (in units of the larger

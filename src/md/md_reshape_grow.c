@@ -44,6 +44,29 @@ static int md_reshape_to_check(const struct md_super *f, const struct md_reshape
 
 	*layout = t->layout_set ? t->layout : f->layout;
 	*chunk = t->chunk ? t->chunk : f->chunk;
+	if (f->level == 10) {
+		/* mdadm's analyse_change and raid10.c's check_reshape; offset
+		 * copies md reshapes too, uraid not yet. */
+		uint32_t copies = MD_RAID10_NEAR(f->layout) * MD_RAID10_FAR(f->layout);
+		if (MD_RAID10_FAR(f->layout) > 1 && !(f->layout & MD_RAID10_OFFSET))
+			return err_set(-ENOTSUP,
+			               "%s: Cannot reshape RAID10 in far-mode (md's rule)", name);
+		if (MD_RAID10_FAR(*layout) > 1 && !(*layout & MD_RAID10_OFFSET))
+			return err_set(-ENOTSUP,
+			               "%s: Cannot reshape RAID10 to far-mode (md's rule)", name);
+		if (MD_RAID10_NEAR(*layout) * MD_RAID10_FAR(*layout) != copies)
+			return err_set(-EINVAL,
+			               "%s: Cannot change number of copies when reshaping RAID10 "
+			               "(md's rule)",
+			               name);
+		if (*layout != f->layout || (f->layout & MD_RAID10_OFFSET))
+			return err_set(-ENOTSUP,
+			               "%s: a raid10 with offset copies, or a switch between near "
+			               "and offset: md reshapes those, uraid only near layouts as "
+			               "they are",
+			               name);
+		named = true;
+	}
 	for (unsigned i = 0; lv && i < lv->nlayouts; i++)
 		named |= lv->layouts[i].layout == *layout;
 	if (!named)
@@ -62,22 +85,37 @@ static int md_reshape_to_check(const struct md_super *f, const struct md_reshape
 	return 0;
 }
 
+/* The array sectors of f's level at layout and chunk over raid_disks
+ * members each using size sectors (md_reshape_geom_size()). */
+static uint64_t md_reshape_sectors(const struct md_super *f, uint32_t layout, uint32_t chunk,
+                                   unsigned raid_disks, uint64_t size)
+{
+	struct raid_geom g = {
+	    .level = f->level, .layout = layout, .chunk = chunk * 512, .raid_disks = raid_disks};
+
+	return md_reshape_geom_size(&g, size * 512, (uint64_t)chunk * 512) / 512;
+}
+
 /* A shrink to raid_disks (mdadm --grow --array-size S, then
  * --raid-devices): the array size array_size (sectors) asked for, which
  * must fit in the new count, into *size, the sectors each member keeps
- * (in whole chunks of the larger of old and new, chunk). */
-static int md_reshape_shrink_size(const struct md_super *f, unsigned raid_disks,
+ * (in whole chunks of the larger of old and new, chunk: the fewest that
+ * hold array_size). */
+static int md_reshape_shrink_size(const struct md_super *f, unsigned raid_disks, uint32_t layout,
                                   uint64_t array_size, uint32_t chunk, const char *name,
                                   uint64_t *size)
 {
 	const struct md_level_info *lv = md_level_info(f->level);
-	unsigned nd = raid_disks - md_level_parity(f->level);
-	uint64_t most;
+	uint64_t most, lo, hi;
 
-	if (!lv || raid_disks < lv->min_disks)
+	if (!lv || raid_disks < lv->min_disks ||
+	    (f->level == 10 && raid_disks < MD_RAID10_NEAR(layout)))
 		return err_set(-EINVAL, "%s: %u devices: a %s needs at least %u", name, raid_disks,
-		               md_level_name(f->level), lv ? lv->min_disks : 0);
-	most = f->size / chunk * chunk * nd;
+		               md_level_name(f->level),
+		               f->level == 10 ? MD_RAID10_NEAR(layout)
+		               : lv           ? lv->min_disks
+		                              : 0);
+	most = md_reshape_sectors(f, layout, chunk, raid_disks, f->size / chunk * chunk);
 	if (!array_size)
 		return err_set(-EINVAL,
 		               "%s: %u -> %u devices reduces the size of the array: give "
@@ -89,7 +127,17 @@ static int md_reshape_shrink_size(const struct md_super *f, unsigned raid_disks,
 		               "%s: --array-size %lluK does not fit in %u devices (at most %lluK)",
 		               name, (unsigned long long)array_size / 2, raid_disks,
 		               (unsigned long long)most / 2);
-	*size = (array_size + (uint64_t)nd * chunk - 1) / ((uint64_t)nd * chunk) * chunk;
+	/* The fewest whole chunks per member that hold it. */
+	lo = 1;
+	hi = f->size / chunk;
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		if (md_reshape_sectors(f, layout, chunk, raid_disks, mid * chunk) >= array_size)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	*size = lo * chunk;
 	return 0;
 }
 
@@ -237,7 +285,7 @@ int md_reshape_restripe(char **specs, unsigned nm, struct vol **vols, struct md_
 	}
 	uint32_t big = chunk > f->chunk ? chunk : f->chunk;
 	if (r == 0 && back)
-		r = md_reshape_shrink_size(f, raid_disks, to->array_size, big, name, &size);
+		r = md_reshape_shrink_size(f, raid_disks, layout, to->array_size, big, name, &size);
 	else if (r == 0 && to->array_size)
 		r = err_set(-EINVAL,
 		            "%s: --array-size goes with the --raid-devices that shrinks the array",
@@ -282,7 +330,7 @@ int md_reshape_restripe(char **specs, unsigned nm, struct vol **vols, struct md_
 	 * reshape), each member keeping size sectors. */
 	uint32_t bits = MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET |
 	                (back ? MD_FEATURE_RESHAPE_BACKWARDS : 0);
-	uint64_t start = back ? size * (raid_disks - md_level_parity(f->level)) : 0;
+	uint64_t start = back ? md_reshape_sectors(f, layout, chunk, raid_disks, size) : 0;
 	tmpl.feature_map |= bits;
 	tmpl.size = size;
 	tmpl.raid_disks = raid_disks;

@@ -164,6 +164,6 @@ refuse "no takeover between these levels" grow --level=5 "${files[@]}"
 blank w 1 3
 refuse "two-device raid1" grow --level=5 "${files[@]}"
 refuse "no takeover between these levels" grow --level=6 "${files[@]}"
-refuse "raid5 and raid6 only" grow --layout=left-symmetric "${files[@]}"
-refuse "raid5 and raid6 only" grow --chunk=128 "${files[@]}"
+refuse "raid6 and raid10 only" grow --layout=left-symmetric "${files[@]}"
+refuse "raid6 and raid10 only" grow --chunk=128 "${files[@]}"
 echo "ok: transitions md does not make without moving data are refused, nothing written"
