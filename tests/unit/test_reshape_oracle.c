@@ -1,8 +1,9 @@
 /* test_reshape_oracle.c — the reshape oracle (issue 19): seeded random
- * cases over the RAID5/6 reshapes uraid starts (md_reshape_restripe():
+ * cases over the reshapes uraid starts (md_reshape_restripe():
  * more devices, another chunk, another layout, or several at once, and
  * fewer devices to an --array-size, backwards; raid5
- * and raid6, every layout each takes, 3..8 members, chunks 4 KiB..1 MiB).
+ * and raid6, every layout each takes, and raid10 near-2 and near-3 (a
+ * case in four; devices and chunk), 3..8 members, chunks 4 KiB..1 MiB).
  * Each case makes an array on member files (md_create), fills it at
  * random through the array (kept in a flat reference), starts the
  * reshape, and then, in two phases, runs md_reshape_run() in a thread
@@ -55,8 +56,12 @@ static const char *const stop_names[] = {"position", "flag", "power cut"};
 static const uint32_t raid5_layouts[] = {0, 1, 2, 3, 4, 5};
 static const uint32_t raid6_layouts[] = {0, 1, 2, 3, 4, 5, 16, 17, 18, 19, 20};
 
+/* raid10: near copies (uraid reshapes those, keeping the layout), two or
+ * three; the rest their named layouts. */
 static uint32_t pick_layout(int level, unsigned long long *rs)
 {
+	if (level == 10)
+		return check_rand(rs) % 3 ? 0x102 : 0x103;
 	return level == 5 ? raid5_layouts[check_rand(rs) % 6] : raid6_layouts[check_rand(rs) % 11];
 }
 
@@ -93,8 +98,9 @@ static void pick(unsigned long long seed, struct ocase *c)
 	rs ^= rs >> 31;
 
 	memset(c, 0, sizeof(*c));
-	c->level = check_rand(&rs) % 3 ? 5 : 6;
-	unsigned min = c->level == 5 ? 3 : 4;
+	unsigned lv = (unsigned)(check_rand(&rs) % 4); /* a raid10 in four */
+	c->level = lv == 3 ? 10 : lv ? 5 : 6;
+	unsigned min = c->level == 6 ? 4 : 3;
 	c->from_disks = min + (unsigned)(check_rand(&rs) % (MAX_DISKS - min));
 	c->from_chunk = 4u << (check_rand(&rs) % 9);
 	c->from_layout = pick_layout(c->level, &rs);
@@ -119,7 +125,7 @@ static void pick(unsigned long long seed, struct ocase *c)
 		while ((uint64_t)c->to_chunk * 1024 > room / 2)
 			c->to_chunk /= 2;
 	}
-	if (what & 4)
+	if (what & 4 && c->level != 10) /* md keeps a raid10's copies */
 		while (c->to_layout == c->from_layout)
 			c->to_layout = pick_layout(c->level, &rs);
 	if (c->to_disks == c->from_disks && c->to_chunk == c->from_chunk &&
@@ -132,7 +138,10 @@ static void pick(unsigned long long seed, struct ocase *c)
 		c->to_disks -= 1 + (unsigned)(check_rand(&rs) % (most < 2 ? most : 2));
 		uint32_t big = c->from_chunk > c->to_chunk ? c->from_chunk : c->to_chunk;
 		uint64_t chunks = data_bytes(big) / 1024 / big - 2 - check_rand(&rs) % 2;
-		c->array_size = chunks * big * 2 * (c->to_disks - (c->level == 6 ? 2 : 1));
+		if (c->level == 10) /* near copies: to_disks / copies chunks a row */
+			c->array_size = chunks * c->to_disks / (c->from_layout & 0xff) * big * 2;
+		else
+			c->array_size = chunks * big * 2 * (c->to_disks - (c->level == 6 ? 2 : 1));
 	}
 	c->window = (uint64_t)(1 + check_rand(&rs) % 8) * 64 * 1024;
 	c->stop = seed % 3; /* each kind in any three cases running */
