@@ -286,7 +286,8 @@ static void md_set_roles(struct md_array *a, struct md_cand **g, unsigned k,
 			why = "is marked faulty";
 		else if (role >= a->n)
 			why = a->rec.enabled ? "is a spare too small for the array" : "is a spare";
-		else if (rec && !a->rec.enabled)
+		else if (rec && !a->rec.enabled &&
+		         !(fresh->feature_map & MD_FEATURE_RESHAPE_ACTIVE))
 			why = "was being rebuilt (`uraid rebuild`, or a writable `uraid serve`, "
 			      "finishes that)";
 		else if (rec && a->m[role].vol)

@@ -417,11 +417,12 @@ static int md_reshape_raid(struct md_array *a, const struct raid_geom *g, bool n
 		         size = mm->vol ? mm->sb->data_size : 0;
 		if (!mm->vol)
 			continue;
-		if (mm->recovering) {
-			r = err_set(-ENOTSUP, "%s: %s is being rebuilt during a reshape", name,
-			            mm->vol->name);
-			break;
-		}
+		/* One being rebuilt by the reshape (raid5_start_reshape's spare
+		 * in a missing role): in sync in the new geometry below the
+		 * position, which is all of it the reshape vol reads; missing
+		 * in the old one. */
+		if (mm->recovering && !newer)
+			continue;
 		if (newer)
 			md_super_new_data_area(mm->sb, &off, &size);
 		r = slice_open(mm->vol, off * 512, size * 512, false, mm->vol->name, &areas[role]);
@@ -449,6 +450,13 @@ int md_reshape_open(struct md_array *a, const struct md_reshape *rs, const char 
 		r = -ENOMEM;
 		goto out;
 	}
+	/* Backwards md never has a member part-way in sync (raid5.c run()). */
+	for (unsigned role = 0; role < a->n && rs->backwards; role++)
+		if (a->m[role].vol && a->m[role].recovering) {
+			r = err_set(-ENOTSUP, "%s: %s is being rebuilt during a backwards reshape",
+			            name, a->m[role].vol->name);
+			goto out;
+		}
 	r = md_reshape_raid(a, &rs->from, false, name, from, &vfrom);
 	if (r < 0)
 		goto out;
@@ -543,6 +551,12 @@ static int md_reshape_finish(struct md_array *a)
 		sb->data_offset = off;
 		sb->data_size = size;
 		sb->feature_map &= ~MD_FEATURE_RESHAPE;
+		/* Rebuilt by the reshape: in sync now (md_do_sync's end). */
+		if (a->m[role].recovering && role < a->reshape.to.raid_disks) {
+			sb->feature_map &= ~MD_FEATURE_RECOVERY_OFFSET;
+			sb->recovery_offset = 0;
+			a->m[role].recovering = false;
+		}
 		sb->level = sb->new_level;
 		sb->layout = sb->new_layout;
 		sb->chunk = sb->new_chunk;
@@ -574,9 +588,18 @@ static int md_reshape_record(struct md_array *a, struct md_reshape_vol *x, uint6
 
 	if (r == 0) {
 		pthread_mutex_lock(&a->lock);
-		for (unsigned role = 0; role < a->n; role++)
-			if (a->m[role].sb)
-				a->m[role].sb->reshape_position = pos / 512;
+		for (unsigned role = 0; role < a->n; role++) {
+			struct md_super *sb = a->m[role].sb;
+			if (!sb)
+				continue;
+			sb->reshape_position = pos / 512;
+			/* One the reshape rebuilds is in sync below the new
+			 * geometry's rows written (raid5 reshape_request). */
+			uint64_t in_sync = md_reshape_dev_end(&a->reshape.to, pos) / 512;
+			if (a->m[role].recovering && !a->reshape.backwards &&
+			    sb->recovery_offset < in_sync)
+				sb->recovery_offset = in_sync;
+		}
 		r = md_array_sync(a, atomic_load(&a->active));
 		pthread_mutex_unlock(&a->lock);
 	}

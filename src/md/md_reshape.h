@@ -162,6 +162,14 @@ struct md_reshape_to {
 	uint32_t layout;
 	uint32_t chunk;      /* sectors; 0: unchanged */
 	uint64_t array_size; /* sectors: a shrink's --array-size (required for one) */
+	/* The raid0 path (md_grow.c, as mdadm grows a raid0 through a
+	 * degraded raid4): a parity-last raid5 whose parity role (its last)
+	 * no member holds.  The first new member takes that role, recovering
+	 * (the kernel's raid5_start_reshape adds a spare to the lowest free
+	 * slot; the reshape brings it in sync as it passes, recording its
+	 * recovery_offset), the others the roles after it, and the new last
+	 * role, the new parity, is left missing. */
+	bool parity_missing;
 };
 
 /* md_reshape_grow() for any change of to: the new layout one the level
@@ -178,5 +186,16 @@ int md_reshape_restripe(char **specs, unsigned nm, struct vol **vols, struct md_
                         unsigned fresh, const struct md_reshape_to *to, char **news, unsigned nnew,
                         bool force, const struct md_reshape_run_opts *o,
                         const struct md_rebuild_out *out);
+
+/* md_reshape_restripe()'s checks of the members alone, nothing written
+ * (the version, no bitmap, PPL or journal, every role in sync, the new
+ * members' count, room before the data to move it by a chunk): whether
+ * the array of sbs (nm members, fresh the freshest, specs their names)
+ * could start a reshape to raid_disks devices with nnew new members at
+ * chunk sectors.  For a level change that restripes after its takeover
+ * (md_grow.c), which leaves each member's room as it is.  0 or -errno
+ * with err_set() detail. */
+int md_reshape_restripe_check(struct md_super **sbs, unsigned nm, unsigned fresh,
+                              unsigned raid_disks, unsigned nnew, uint32_t chunk, char **specs);
 
 #endif

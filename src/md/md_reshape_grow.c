@@ -147,7 +147,8 @@ static int md_reshape_shrink_size(const struct md_super *f, unsigned raid_disks,
  * keeping size sectors. */
 static int md_reshape_grow_check(struct md_super **sbs, unsigned nm, unsigned fresh,
                                  unsigned raid_disks, unsigned nnew, uint32_t chunk, bool back,
-                                 uint64_t size, const char *name, char **specs, uint64_t *shift)
+                                 bool parity_missing, uint64_t size, const char *name, char **specs,
+                                 uint64_t *shift)
 {
 	const struct md_super *f = sbs[fresh];
 	uint64_t room = UINT64_MAX;
@@ -185,7 +186,12 @@ static int md_reshape_grow_check(struct md_super **sbs, unsigned nm, unsigned fr
 		                                        : 0;
 		room = r < room ? r : room;
 	}
-	for (unsigned role = 0; role < f->raid_disks; role++)
+	if (parity_missing && (held[f->raid_disks - 1] || back || f->level != 5))
+		return err_set(-EINVAL,
+		               "%s: the raid0 path reshapes a raid5 whose parity role no member "
+		               "holds, to more devices",
+		               name);
+	for (unsigned role = 0; role + parity_missing < f->raid_disks; role++)
 		if (!held[role])
 			return err_set(-ENODEV, "%s: role %u is missing: reshape a whole array",
 			               name, role);
@@ -207,6 +213,17 @@ static int md_reshape_grow_check(struct md_super **sbs, unsigned nm, unsigned fr
 		               "chunk (%u sectors); uraid does not use a backup file",
 		               name, (unsigned long long)room, chunk);
 	return 0;
+}
+
+int md_reshape_restripe_check(struct md_super **sbs, unsigned nm, unsigned fresh,
+                              unsigned raid_disks, unsigned nnew, uint32_t chunk, char **specs)
+{
+	uint64_t shift;
+	char name[48];
+
+	md_super_array_name(sbs[fresh], name, sizeof(name));
+	return md_reshape_grow_check(sbs, nm, fresh, raid_disks, nnew, chunk, false, false,
+	                             sbs[fresh]->size, name, specs, &shift);
 }
 
 /* The superblock of a reshape at its start (raid_disks the new count,
@@ -291,8 +308,8 @@ int md_reshape_restripe(char **specs, unsigned nm, struct vol **vols, struct md_
 		            "%s: --array-size goes with the --raid-devices that shrinks the array",
 		            name);
 	if (r == 0)
-		r = md_reshape_grow_check(sbs, nm, fresh, raid_disks, nnew, chunk, back, size, name,
-		                          specs, &shift);
+		r = md_reshape_grow_check(sbs, nm, fresh, raid_disks, nnew, chunk, back,
+		                          to->parity_missing, size, name, specs, &shift);
 	for (unsigned i = 0; i < nnew && r == 0; i++) {
 		err_clear();
 		r = member_open(news[i], 0, &all[nall]);
@@ -314,7 +331,8 @@ int md_reshape_restripe(char **specs, unsigned nm, struct vol **vols, struct md_
 			roles[k] = MD_ROLE_SPARE;
 		if (slot[i] >= max_dev)
 			max_dev = slot[i] + 1;
-		roles[slot[i]] = (uint16_t)(old + i);
+		/* parity_missing: from the missing parity role on */
+		roles[slot[i]] = (uint16_t)(old - to->parity_missing + i);
 		r = 0;
 	}
 	if (r < 0)
@@ -345,6 +363,8 @@ int md_reshape_restripe(char **specs, unsigned nm, struct vol **vols, struct md_
 		                        end_sb[i], &nsb[i]);
 		if (r < 0)
 			break;
+		if (to->parity_missing && i == 0)
+			md_manage_mark_recovering(&nsb[i], roles, old - 1);
 		md_manage_set_state(&nsb[i], events, max_dev, roles);
 		err_clear();
 		r = md_super_write(all[nm + i], &nsb[i]);
@@ -488,7 +508,7 @@ int md_array_grow(struct vol *v, struct vol **news, unsigned nnew, unsigned raid
 		            a->vol.name, old, raid_disks);
 	if (r == 0)
 		r = md_reshape_grow_check(sbs, old, 0, raid_disks, nnew, sbs[0]->chunk, false,
-		                          sbs[0]->size, a->vol.name, specs, &shift);
+		                          false, sbs[0]->size, a->vol.name, specs, &shift);
 	if (r == 0)
 		tmpl = *a->m[0].sb;
 	pthread_mutex_unlock(&a->lock);
