@@ -84,7 +84,7 @@ static int md_reshape_parse_level(const struct md_super *fresh, const struct md_
 			    "%s: md records a reshape of a raid10 from layout 0x%x to "
 			    "0x%x; uraid reshapes raid10 near layouts, keeping the layout",
 			    name, fresh->layout, fresh->new_layout);
-		if (old_disks < nc || fresh->raid_disks < nc)
+		if (nc < 1 || old_disks < nc || fresh->raid_disks < nc)
 			return err_set(-EINVAL,
 			               "%s: md reshape's delta_disks %d does not match the roles: "
 			               "%lld -> %u devices, fewer than the %u copies",
