@@ -54,44 +54,51 @@ grow() {
     out=$("$URAID" grow "$@" 2>&1) || fail "uraid grow $*: $out"
 }
 
+# said WHAT...: each WHAT is in what the last grow said
+said() {
+    local w
+    for w in "$@"; do grep -q -- "$w" <<<"$out" || fail "wanted '$w', said: $out"; done
+}
+
+# settled LEVEL DEVICES LAYOUT STATE FILES...: mdadm sees that on each
+# member, the array reads back m's data, its parity agrees
+settled() {
+    geometry "$@"
+    shift 4
+    reads m "$@"
+    agrees "$@"
+}
+
 # raid1 -> raid5 on three devices
 make_array m 1 2
 r=("${files[@]}")
 truncate -s $SIZE "$tmp/m.2"
 refuse "takes 1 new members" grow --level=5 --raid-devices=3 "${r[@]}"
 grow --level=5 --raid-devices=3 --add "$tmp/m.2" "${r[@]}"
-grep -q "raid1 -> raid5 left-symmetric, chunk 64K, 2 devices" <<<"$out" || fail "1 -> 5 said: $out"
-grep -q "reshaped to 3 devices" <<<"$out" || fail "2 -> 3 said: $out"
+said "raid1 -> raid5 left-symmetric, chunk 64K, 2 devices" "reshaped to 3 devices"
 r+=("$tmp/m.2")
-geometry raid5 3 left-symmetric AAA "${r[@]}"
-reads m "${r[@]}"
-agrees "${r[@]}"
+settled raid5 3 left-symmetric AAA "${r[@]}"
 echo "ok: raid1 of 2 --level=5 -n 3: taken over, then reshaped to 3 devices"
 
 # raid5 -> raid6 at left-symmetric (Q rotating)
 truncate -s $SIZE "$tmp/m.q"
 grow --level=6 --layout=left-symmetric --add "$tmp/m.q" "${r[@]}"
-grep -q "raid5 -> raid6 left-symmetric-6" <<<"$out" || fail "5 -> 6 said: $out"
-grep -q "layout left-symmetric-6 -> left-symmetric" <<<"$out" || fail "the restripe said: $out"
+said "raid5 -> raid6 left-symmetric-6" "layout left-symmetric-6 -> left-symmetric"
 r+=("$tmp/m.q")
-geometry raid6 4 left-symmetric AAAA "${r[@]}"
-reads m "${r[@]}"
-agrees "${r[@]}"
+settled raid6 4 left-symmetric AAAA "${r[@]}"
 echo "ok: raid5 --level=6 --layout=left-symmetric: taken over at -6, then restriped"
 
 # raid6 left-symmetric -> raid5: a stop part-way first, then to the end
 grow --level=5 --stop-at 2048 "${r[@]}"
-grep -q "level change follows the reshape" <<<"$out" || fail "stopped 6 -> 5 said: $out"
+said "level change follows the reshape"
 mdadm --examine "${r[0]}" | grep -q "Reshape pos'n" || fail "6 -> 5: no reshape recorded after --stop-at"
 mdadm --examine "${r[0]}" | grep -q "Raid Level : raid6" || fail "6 -> 5: the level changed before the reshape ended"
 reads m "${r[@]}"
 "$URAID" grow --continue "${r[@]}" >/dev/null 2>&1 || fail "--continue"
 grow --level=5 "${r[@]}"
-grep -q "raid6 -> raid5 left-symmetric" <<<"$out" || fail "6 -> 5 said: $out"
-geometry raid5 3 left-symmetric AAA "${r[@]:0:3}"
+said "raid6 -> raid5 left-symmetric"
+settled raid5 3 left-symmetric AAA "${r[@]:0:3}"
 mdadm --examine "$tmp/m.q" | grep -q "Device Role : spare" || fail "Q's device is not a spare"
-reads m "${r[@]:0:3}"
-agrees "${r[@]:0:3}"
 echo "ok: raid6 left-symmetric --level=5: restriped to -6 (stopped, continued), then taken over"
 
 # raid0 -> more devices, through a raid5 with its parity missing (mdadm's
@@ -102,8 +109,7 @@ truncate -s $SIZE "$tmp/z.3" "$tmp/z.4"
 refuse "takes 1 new members" grow --raid-devices=4 "${z[@]}"
 refuse "more devices only" grow --raid-devices=2 "${z[@]}"
 grow --raid-devices=4 --add "$tmp/z.3" "${z[@]}"
-grep -q "raid0 -> raid5 parity-last" <<<"$out" || fail "0 -> 5 said: $out"
-grep -q "raid5 -> raid0, chunk 64K, 4 devices" <<<"$out" || fail "5 -> 0 said: $out"
+said "raid0 -> raid5 parity-last" "raid5 -> raid0, chunk 64K, 4 devices"
 z+=("$tmp/z.3")
 for f in "${z[@]}"; do
     got=$(mdadm --examine "$f" 2>&1 | sed -n 's/^ *\(Raid Level\|Raid Devices\|Array State\) : //p' | paste -sd'|')
@@ -111,7 +117,7 @@ for f in "${z[@]}"; do
 done
 reads z "${z[@]}"
 grow --raid-devices=5 --add "$tmp/z.4" --stop-at 4096 "${z[@]}"
-grep -q "back to raid0 once the reshape ends" <<<"$out" || fail "stopped 0 -> 5 said: $out"
+said "back to raid0 once the reshape ends"
 mdadm --examine "$tmp/z.4" | grep -q "Recovery Offset" || fail "the new member in the parity's role is not recovering"
 reads z "${z[@]}" "$tmp/z.4"
 "$URAID" grow --continue "${z[@]}" "$tmp/z.4" >/dev/null 2>&1 || fail "--continue"
