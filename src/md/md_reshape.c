@@ -440,6 +440,25 @@ static int md_reshape_raid(struct md_array *a, const struct raid_geom *g, bool n
 	return r;
 }
 
+bool md_reshape_parity_only(const struct md_array *a, const struct md_reshape *rs)
+{
+	const struct raid_geom *gs[2] = {&rs->from, &rs->to};
+	uint32_t pl;
+
+	if (md_layout_parse(5, "parity-last", &pl) < 0)
+		return false;
+	for (unsigned k = 0; k < 2; k++) {
+		const struct raid_geom *g = gs[k];
+		for (unsigned role = 0; role < g->raid_disks; role++) {
+			bool held = role < a->n && a->m[role].vol && (k || !a->m[role].recovering);
+			if (!held &&
+			    (g->level != 5 || g->layout != pl || role + 1 != g->raid_disks))
+				return false;
+		}
+	}
+	return true;
+}
+
 int md_reshape_open(struct md_array *a, const struct md_reshape *rs, const char *name)
 {
 	struct vol **from = calloc(a->n, sizeof(*from)), **to = calloc(a->n, sizeof(*to));

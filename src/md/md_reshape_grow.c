@@ -146,7 +146,7 @@ static int md_reshape_shrink_size(const struct md_super *f, unsigned raid_disks,
  * and new, chunk): down, or up for a shrink (back), each member then
  * keeping size sectors. */
 static int md_reshape_grow_check(struct md_super **sbs, unsigned nm, unsigned fresh,
-                                 unsigned raid_disks, unsigned nnew, uint32_t chunk, bool back,
+                                 unsigned raid_disks, unsigned nnew, uint32_t new_chunk, bool back,
                                  bool parity_missing, uint64_t size, const char *name, char **specs,
                                  uint64_t *shift)
 {
@@ -198,20 +198,28 @@ static int md_reshape_grow_check(struct md_super **sbs, unsigned nm, unsigned fr
 	/* Half the room, in whole chunks (mdadm moves it by what it can);
 	 * the kernel runs a reshape without a backup file only when the
 	 * offset moves by a chunk of each geometry or more (raid5 run()). */
-	if (chunk < f->chunk)
-		chunk = f->chunk;
+	uint32_t chunk = new_chunk > f->chunk ? new_chunk : f->chunk;
+	/* A raid10 of three copies or more, or changing its chunk, two
+	 * chunks: md_reshape_run's window rule counts each geometry in whole
+	 * chunk rows, and with one such a reshape comes to a position where
+	 * no window fits (a simulation of the rule over 2..8 devices, near
+	 * 1..4, chunks 4 KiB..1 MiB found none with two). */
+	bool two = f->level == 10 && (MD_RAID10_NEAR(f->layout) > 2 || new_chunk != f->chunk);
+	uint32_t least = two ? 2 * chunk : chunk;
 	*shift = room / 2 / chunk * chunk;
-	if (*shift < chunk && back)
+	if (*shift < least && back)
 		return err_set(-ENOSPC,
 		               "%s: %llu sectors after what each member keeps are too few to move "
-		               "the data up by a chunk (%u sectors); uraid does not use a backup "
+		               "the data up by %s (%u sectors); uraid does not use a backup "
 		               "file: give a smaller --array-size",
-		               name, (unsigned long long)room, chunk);
-	if (*shift < chunk)
+		               name, (unsigned long long)room,
+		               least > chunk ? "two chunks" : "a chunk", least);
+	if (*shift < least)
 		return err_set(-ENOSPC,
-		               "%s: %llu sectors before the data are too few to move it by a "
-		               "chunk (%u sectors); uraid does not use a backup file",
-		               name, (unsigned long long)room, chunk);
+		               "%s: %llu sectors before the data are too few to move it by %s "
+		               "(%u sectors); uraid does not use a backup file",
+		               name, (unsigned long long)room,
+		               least > chunk ? "two chunks" : "a chunk", least);
 	return 0;
 }
 

@@ -104,19 +104,22 @@ static void pick(unsigned long long seed, struct ocase *c)
 	c->level = lv == 4 ? 0 : lv == 3 ? 10 : lv ? 5 : 6;
 	if (c->level == 0) {
 		/* raid0 -> more devices (md_grow: through a raid5 with its
-		 * parity missing); no power cut: a dirty degraded raid5 uraid
-		 * refuses to start without --force (docs/raid.md). */
+		 * parity missing), stopped any of the three ways. */
 		c->from_disks = 2 + (unsigned)(check_rand(&rs) % 5);
 		c->to_disks = c->from_disks + 1 + (unsigned)(check_rand(&rs) % 2);
 		c->from_chunk = c->to_chunk = 4u << (check_rand(&rs) % 9);
 		c->window = (uint64_t)(1 + check_rand(&rs) % 8) * 64 * 1024;
-		c->stop = seed % 2;
+		c->stop = seed % 3;
 		return;
 	}
 	unsigned min = c->level == 6 ? 4 : 3;
 	c->from_disks = min + (unsigned)(check_rand(&rs) % (MAX_DISKS - min));
 	c->from_chunk = 4u << (check_rand(&rs) % 9);
 	c->from_layout = pick_layout(c->level, &rs);
+	/* raid10 near-3 (or a chunk change) moves the data by two chunks:
+	 * md_create's data offset leaves room for that up to 128 KiB */
+	if (c->level == 10 && c->from_chunk > 128)
+		c->from_chunk = 128;
 	c->to_disks = c->from_disks;
 	c->to_chunk = c->from_chunk;
 	c->to_layout = c->from_layout;
@@ -135,7 +138,8 @@ static void pick(unsigned long long seed, struct ocase *c)
 		do
 			c->to_chunk = 4u << (check_rand(&rs) % 9);
 		while (c->to_chunk == c->from_chunk);
-		while ((uint64_t)c->to_chunk * 1024 > room / 2)
+		/* half the room moves the data (raid10: by two chunks at least) */
+		while ((uint64_t)c->to_chunk * 1024 * (c->level == 10 ? 2 : 1) > room / 2)
 			c->to_chunk /= 2;
 	}
 	if (what & 4 && c->level != 10) /* md keeps a raid10's copies */
@@ -150,7 +154,8 @@ static void pick(unsigned long long seed, struct ocase *c)
 		unsigned most = c->from_disks - min;
 		c->to_disks -= 1 + (unsigned)(check_rand(&rs) % (most < 2 ? most : 2));
 		uint32_t big = c->from_chunk > c->to_chunk ? c->from_chunk : c->to_chunk;
-		uint64_t chunks = data_bytes(big) / 1024 / big - 2 - check_rand(&rs) % 2;
+		uint64_t chunks = data_bytes(big) / 1024 / big - 2 - check_rand(&rs) % 2 -
+		                  (c->level == 10 ? 2 : 0); /* raid10: moved by two */
 		if (c->level == 10) /* near copies: to_disks / copies chunks a row */
 			c->array_size = chunks * c->to_disks / (c->from_layout & 0xff) * big * 2;
 		else
@@ -162,9 +167,12 @@ static void pick(unsigned long long seed, struct ocase *c)
 
 /* Open members [0, n) writable (or read-only) and assemble them, the
  * reshape not started in the background: 0 or -errno. */
+static bool start_dirty_degraded; /* --force: crash_check of the raid0 path */
+
 static int assemble(unsigned n, bool ro, struct vol **out)
 {
-	struct md_assemble_opts o = {.readonly = ro, .no_reshape = true};
+	struct md_assemble_opts o = {
+	    .readonly = ro, .no_reshape = true, .start_dirty_degraded = start_dirty_degraded};
 	struct vol *m[MAX_DISKS];
 
 	for (unsigned i = 0; i < n; i++)
@@ -437,7 +445,13 @@ static void run_case(unsigned long long seed)
 		bool *dirty = calloc(size / 4096, sizeof(*dirty));
 		crash_phase(nm, seed, ref, dirty, size, &rs, 1 + (unsigned)(check_rand(&rs) % 60),
 		            c.window, &writes);
+		/* The raid0 path's raid5 has its parity missing: cut after the
+		 * reshape ended, it is a dirty degraded raid5, which md (and
+		 * uraid) start only with --force, though only parity is
+		 * missing; cut during it, uraid starts it as the kernel does. */
+		start_dirty_degraded = c.level == 0;
 		crash_check(nm, ref, dirty, size);
+		start_dirty_degraded = false;
 		free(dirty);
 	} else {
 		if (c.stop == STOP_FLAG)
