@@ -545,6 +545,45 @@ static void test_start(void)
 	CHECK(sb.reshape_position > 0);
 }
 
+/* A raid10 reshape md or uraid does not make, refused with its rule before
+ * anything is written: far copies (md's words), a layout change that
+ * changes the copies or switches to offset, offset copies (uraid). */
+static void test_start10(void)
+{
+	const struct {
+		const char *layout;
+		struct md_reshape_to t;
+		int err;
+		const char *msg;
+	} bad[] = {
+	    {"--layout=f2", {.raid_disks = 5}, -ENOTSUP, "Cannot reshape RAID10 in far-mode"},
+	    {"--layout=o2", {.raid_disks = 5}, -ENOTSUP, "uraid only near layouts"},
+	    {"--layout=n2", {.layout_set = true, .layout = 0x103}, -EINVAL, "number of copies"},
+	    {"--layout=n2", {.layout_set = true, .layout = 0x201}, -ENOTSUP, "to far-mode"},
+	    {"--layout=n2", {.layout_set = true, .layout = 0x10201}, -ENOTSUP, "uraid only near"},
+	};
+
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		uint64_t h[5];
+		for (int k = 0; k < 5; k++)
+			member_file_make(k, 3584u << 10);
+		CHECK_EQ(create("--level=10", "--chunk=64", bad[i].layout, "--assume-clean",
+		                path(0), path(1), path(2), path(3), NULL),
+		         0);
+		for (int k = 0; k < 5; k++)
+			h[k] = file_hash(k);
+		int r = restripe(4, bad[i].t.raid_disks ? 1 : 0, &bad[i].t);
+		CHECK_EQ(r, bad[i].err);
+		if (!strstr(err_detail(r), bad[i].msg)) {
+			fprintf(stderr, "raid10 start refusal %u: '%s', want '%s'\n", i,
+			        err_detail(r), bad[i].msg);
+			CHECK(false);
+		}
+		for (int k = 0; k < 5; k++)
+			CHECK_EQ(file_hash(k), h[k]);
+	}
+}
+
 int main(void)
 {
 	if (check_tmpdir(dir, sizeof(dir), "reshape") < 0)
@@ -554,6 +593,7 @@ int main(void)
 	test_online();
 	test_refusals();
 	test_start();
+	test_start10();
 	for (int i = 0; i < 8; i++)
 		unlink(path(i));
 	rmdir(dir);
