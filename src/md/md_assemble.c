@@ -286,7 +286,8 @@ static void md_set_roles(struct md_array *a, struct md_cand **g, unsigned k,
 			why = "is marked faulty";
 		else if (role >= a->n)
 			why = a->rec.enabled ? "is a spare too small for the array" : "is a spare";
-		else if (rec && !a->rec.enabled)
+		else if (rec && !a->rec.enabled &&
+		         !(fresh->feature_map & MD_FEATURE_RESHAPE_ACTIVE))
 			why = "was being rebuilt (`uraid rebuild`, or a writable `uraid serve`, "
 			      "finishes that)";
 		else if (rec && a->m[role].vol)
@@ -346,8 +347,9 @@ static void md_set_roles(struct md_array *a, struct md_cand **g, unsigned k,
  * surprise without run_degraded, a dirty degraded start), and the counts
  * for the log. */
 static int md_set_check_missing(struct md_array *a, const struct md_super *fresh,
-                                const struct md_assemble_opts *o, const char *name,
-                                unsigned *present, unsigned *missing, unsigned *recovering)
+                                const struct md_assemble_opts *o, const struct md_reshape *rs,
+                                const char *name, unsigned *present, unsigned *missing,
+                                unsigned *recovering)
 {
 	bool redundant = md_level_redundant(fresh->level);
 	int r;
@@ -387,7 +389,10 @@ static int md_set_check_missing(struct md_array *a, const struct md_super *fresh
 	/* A write journal replays what the crash tore before the array is
 	 * served: a dirty degraded start is safe with it. */
 	bool journal = (fresh->feature_map & MD_FEATURE_JOURNAL) && a->journal.vol;
-	if (!journal && md_dirty_degraded(fresh, *missing + *recovering)) {
+	/* A reshape whose members missing (or rebuilt by it) hold only
+	 * parity, the raid0 grow's raid5: no stripe to tear. */
+	bool parity_only = rs && md_reshape_parity_only(a, rs);
+	if (!journal && !parity_only && md_dirty_degraded(fresh, *missing + *recovering)) {
 		char what[300];
 		snprintf(what, sizeof(what), "dirty degraded %s (%s, not shut down cleanly)",
 		         md_level_name(fresh->level),
@@ -641,7 +646,8 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 	if (reshaping)
 		a->rec.enabled = false; /* no recovery while the data moves */
 	md_set_roles(a, g, k, fresh, name, o);
-	r = md_set_check_missing(a, fresh, o, name, &present, &missing, &recovering);
+	r = md_set_check_missing(a, fresh, o, reshaping ? &rs : NULL, name, &present, &missing,
+	                         &recovering);
 	if (r == 0)
 		r = reshaping ? md_reshape_open(a, &rs, name)
 		              : md_array_open_raid(a, fresh, name, o->readonly, slices);

@@ -9,8 +9,8 @@
  * missing); then md's offline rebuild (md_rebuild.c) runs on all of them
  * (unless no_rebuild).  Shrinking drops roles only when no member holds
  * them (mdadm asks for them to be failed and removed first).  RAID5/6
- * restripe (md_reshape.c); other levels need a reshape uraid does not do:
- * refused.
+ * and RAID10 restripe (md_reshape.c); other levels need a reshape uraid
+ * does not do: refused.
  *
  * Every check is made before the first byte is written: a refusal leaves
  * every member and every NEW as it was. */
@@ -386,6 +386,89 @@ static unsigned grow_say_new(const struct grow_set *s, const struct md_rebuild_o
 	return taking;
 }
 
+/* specs[0..n) opened again, with the superblocks the step before wrote
+ * (fresh the newest): the next step of a level change mdadm makes with a
+ * reshape.  0, or -errno with nothing left open. */
+static int grow_reopen(char **specs, unsigned n, struct vol **vols, struct md_super **sbs,
+                       unsigned *fresh)
+{
+	unsigned i;
+	int r = 0;
+
+	for (i = 0; i < n; i++) {
+		err_clear();
+		sbs[i] = malloc(sizeof(*sbs[i]));
+		r = sbs[i] ? member_open(specs[i], 0, &vols[i]) : -ENOMEM;
+		if (r == 0 && (r = md_super_read(vols[i], sbs[i])) < 0)
+			vol_close(vols[i]);
+		if (r < 0) {
+			free(sbs[i]);
+			break;
+		}
+	}
+	if (r < 0) {
+		while (i--) {
+			vol_close(vols[i]);
+			free(sbs[i]);
+		}
+		return r;
+	}
+	*fresh = 0;
+	for (i = 1; i < n; i++)
+		if (sbs[i]->events > sbs[*fresh]->events)
+			*fresh = i;
+	return 0;
+}
+
+/* The new members news[0..n) that a later step of a level change takes
+ * (the restripe after a takeover), checked now as that step will check
+ * them (md_manage.h), and closed again: nothing is written. */
+static int grow_probe_later(char **news, unsigned n, const struct md_super *f, const char *name,
+                            bool force)
+{
+	int r = 0;
+
+	for (unsigned i = 0; i < n && r == 0; i++) {
+		struct vol *nv;
+		uint64_t end_sb;
+		err_clear();
+		r = member_open(news[i], 0, &nv);
+		if (r < 0)
+			break;
+		r = md_manage_probe_new(nv, news[i], f->set_uuid, name, force, &end_sb);
+		if (r == 0)
+			r = md_manage_check_size(nv, news[i], f, name);
+		vol_close(nv);
+	}
+	return r;
+}
+
+/* One restripe of a level change (md_reshape_restripe() on specs[0..n),
+ * the news[0..nnew) taking the new roles) to t; *done: it ran to the end
+ * (else it stopped part-way, said, for --continue). */
+static int grow_level_restripe(char **specs, unsigned n, const struct md_reshape_to *t, char **news,
+                               unsigned nnew, const struct md_grow_opts *o, bool *done)
+{
+	struct vol **vols = calloc(n, sizeof(*vols));
+	struct md_super **sbs = calloc(n, sizeof(*sbs)), sb;
+	struct vol *v;
+	unsigned fresh;
+	int r = vols && sbs ? grow_reopen(specs, n, vols, sbs, &fresh) : -ENOMEM;
+
+	*done = false;
+	if (r == 0)
+		r = md_reshape_restripe(specs, n, vols, sbs, fresh, t, news, nnew, o->force,
+		                        o->reshape, o->rebuild ? o->rebuild->out : NULL);
+	if (r == 0 && (r = member_open(specs[0], MEMBER_READONLY, &v)) == 0) {
+		r = md_super_read(v, &sb);
+		vol_close(v);
+		*done = r == 0 && !(sb.feature_map & MD_FEATURE_RESHAPE_ACTIVE);
+	}
+	free(vols);
+	free(sbs);
+	return r;
+}
+
 /* A level change (md_takeover.h): the plan from the table, checked with
  * the new members and spares given before the first write, then written
  * as the kernel writes its takeover, and the role it adds rebuilt. */
@@ -430,17 +513,69 @@ static int grow_takeover(char **specs, unsigned nm, struct vol **vols, struct md
 			in.max_data_size = sb->data_size;
 	}
 	in.level = o->level;
+	in.raid_disks = o->raid_disks;
 	in.layout = o->layout;
 	in.array = s.name;
 	r = md_takeover_plan(&in, p);
 	if (r < 0)
 		goto out;
-	if (o->raid_disks && o->raid_disks != p->raid_disks) {
+	unsigned end_disks = p->restripe_after ? p->after_disks : p->raid_disks;
+	if (o->raid_disks && o->raid_disks != end_disks) {
 		r = err_set(-ENOTSUP,
 		            "%s: --level with --raid-devices %u: %s makes %u devices; another "
-		            "count moves data, a reshape",
-		            s.name, o->raid_disks, p->rule, p->raid_disks);
+		            "count moves data, a reshape mdadm does not join to this change",
+		            s.name, o->raid_disks, p->rule, end_disks);
 		goto out;
+	}
+	if (p->restripe_before) {
+		/* 6 -> 5 from a layout that rotates Q: the restripe to its -6
+		 * form first (its own checks before it writes), then this
+		 * takeover, planned again on what it wrote. */
+		struct md_reshape_to t = {.layout_set = true, .layout = p->before_layout};
+		bool done;
+		if (o->nnew) {
+			r = err_set(-EINVAL, "%s: %s takes no new member (--add)", s.name, p->rule);
+			goto out;
+		}
+		grow_set_free(&s);
+		r = grow_level_restripe(specs, nm, &t, NULL, 0, o, &done);
+		if (r == 0 && !done)
+			md_say(out,
+			       "%s: the level change follows the reshape: `uraid grow --continue`, "
+			       "then --level again",
+			       s.name);
+		if (r == 0 && done) {
+			struct vol **v2 = calloc(nm, sizeof(*v2));
+			struct md_super **s2 = calloc(nm, sizeof(*s2));
+			unsigned f2;
+			r = v2 && s2 ? grow_reopen(specs, nm, v2, s2, &f2) : -ENOMEM;
+			if (r == 0)
+				r = grow_takeover(specs, nm, v2, s2, f2, o);
+			free(v2);
+			free(s2);
+		}
+		goto out;
+	}
+	/* Restriped after the takeover: to more devices the new members are
+	 * the restripe's, else (5 -> 6) the first takes Q; its checks (room
+	 * before the data, which the takeover keeps; the new members) now. */
+	unsigned tnew = p->restripe_after && p->after_disks > p->raid_disks ? 0 : o->nnew;
+	if (p->restripe_after) {
+		struct md_super **v = calloc(s.n, sizeof(*v));
+		char **sp = calloc(s.n, sizeof(*sp));
+		r = v && sp ? 0 : -ENOMEM;
+		for (unsigned i = 0; i < s.n && r == 0; i++) {
+			v[i] = s.m[i].sb;
+			sp[i] = (char *)s.m[i].spec;
+		}
+		if (r == 0)
+			r = md_reshape_restripe_check(
+			    v, s.n, s.fresh, p->after_disks - (p->raid_disks - f->raid_disks),
+			    o->nnew - tnew, p->chunk ? p->chunk : f->chunk, sp);
+		free(v);
+		free(sp);
+		if (r < 0)
+			goto out;
 	}
 
 	/* The new geometry, on every member that stays and on the new ones. */
@@ -466,7 +601,9 @@ static int grow_takeover(char **specs, unsigned nm, struct vol **vols, struct md
 		    !d->dropped && d->role != MD_ROLE_SPARE && s.roles[slot] == MD_ROLE_SPARE;
 		d->role = s.roles[slot];
 	}
-	r = grow_probe_new(&s, o->news, o->nnew, o->force, geom);
+	r = grow_probe_new(&s, o->news, tnew, o->force, geom);
+	if (r == 0)
+		r = grow_probe_later(o->news + tnew, o->nnew - tnew, geom, s.name, o->force);
 	if (r == 0)
 		r = grow_assign(&s, f->raid_disks,
 		                p->raid_disks); /* slots as mdadm --add picks them first */
@@ -512,7 +649,31 @@ static int grow_takeover(char **specs, unsigned nm, struct vol **vols, struct md
 	if (missing >= 0)
 		md_say(out, "%s: role %d is missing (degraded): `uraid add NEW MEMBER...` fills it",
 		       s.name, missing);
+	/* The members after the takeover, for a restripe after it (their
+	 * names stay in s once grow_rebuild took the vols). */
+	char **after = calloc(s.n + s.nnew + 1, sizeof(*after));
+	unsigned nafter = 0;
+	for (unsigned i = 0; after && i < s.n; i++)
+		if (!s.m[i].dropped)
+			after[nafter++] = (char *)s.m[i].spec;
+	for (unsigned i = 0; after && i < s.nnew; i++)
+		after[nafter++] = (char *)s.nw[i].spec;
 	r = taking && !o->no_rebuild ? grow_rebuild(&s, o) : 0;
+	if (r == 0 && p->restripe_after && taking && o->no_rebuild) {
+		md_say(out,
+		       "%s: --no-rebuild: the restripe to %u devices waits for the rebuild "
+		       "(`uraid rebuild`, then grow again)",
+		       s.name, p->after_disks);
+	} else if (r == 0 && p->restripe_after) {
+		struct md_reshape_to t = {
+		    .raid_disks = p->after_disks, .layout_set = true, .layout = p->after_layout};
+		bool done;
+		grow_set_free(&s); /* the members close (the names are the caller's) */
+		r = after ? grow_level_restripe(after, nafter, &t, o->news + tnew, o->nnew - tnew,
+		                                o, &done)
+		          : -ENOMEM;
+	}
+	free(after);
 out:
 	grow_set_free(&s);
 	free(p);
@@ -627,7 +788,7 @@ out:
 	return r;
 }
 
-/* A RAID5/6: --raid-devices, --chunk, --layout by a reshape
+/* A RAID5/6 or RAID10: --raid-devices, --chunk, --layout by a reshape
  * (md_reshape_restripe()). */
 static int grow_restripe(char **specs, unsigned nm, struct vol **vols, struct md_super **sbs,
                          unsigned fresh, const struct md_grow_opts *o)
@@ -656,6 +817,78 @@ static int grow_restripe(char **specs, unsigned nm, struct vol **vols, struct md
 	                           o->reshape, o->rebuild ? o->rebuild->out : NULL);
 }
 
+/* A RAID0 to more devices (mdadm --grow --raid-devices=N --add NEW...):
+ * md has no raid0 reshape, so mdadm takes the array over to a degraded
+ * raid4 (its parity missing), reshapes that and takes it back; uraid the
+ * same through its own rows: raid0 -> parity-last raid5 (raid4's layout,
+ * which the kernel's raid5 takes as raid4), md_reshape_restripe() to N+1
+ * devices with the parity role missing (the first NEW rebuilt in the old
+ * parity's role as the reshape passes, as the kernel adds it), raid5 ->
+ * raid0.  Each superblock in between is one the kernel runs; a stop
+ * part-way leaves the raid5 reshape for --continue (and --level 0 after
+ * it).  Every step's checks before the first write. */
+static int grow_raid0(char **specs, unsigned nm, struct vol **vols, struct md_super **sbs,
+                      unsigned fresh, const struct md_grow_opts *o)
+{
+	const struct md_rebuild_out *out = o->rebuild ? o->rebuild->out : NULL;
+	const struct md_super *f = sbs[fresh];
+	unsigned old = f->raid_disks, n = o->raid_disks;
+	char name[48];
+	bool done = false;
+	int r = 0;
+
+	md_super_array_name(f, name, sizeof(name));
+	if (o->chunk || o->layout || o->array_size || n <= old)
+		r = err_set(-ENOTSUP,
+		            "%s is raid0: md reshapes it to more devices only (through raid4), "
+		            "with no other change",
+		            name);
+	if (r == 0)
+		r = md_reshape_restripe_check(sbs, nm, fresh, n, o->nnew, f->chunk, specs);
+	if (r == 0)
+		r = grow_probe_later(o->news, o->nnew, f, name, o->force);
+	if (r < 0) {
+		for (unsigned i = 0; i < nm; i++) {
+			vol_close(vols[i]);
+			free(sbs[i]);
+		}
+		return r;
+	}
+	md_say(out,
+	       "%s: raid0 %u -> %u devices, through a raid5 with its parity missing "
+	       "(mdadm goes through raid4)",
+	       name, old, n);
+	struct md_grow_opts to5 = {
+	    .change_level = true, .level = 5, .force = true, .rebuild = o->rebuild};
+	r = grow_takeover(specs, nm, vols, sbs, fresh, &to5); /* its own checks first */
+	struct md_reshape_to t = {.raid_disks = n + 1, .parity_missing = true};
+	if (r == 0)
+		r = grow_level_restripe(specs, nm, &t, o->news, o->nnew, o, &done);
+	if (r == 0 && !done)
+		md_say(out,
+		       "%s: back to raid0 once the reshape ends: `uraid grow --continue`, then "
+		       "`uraid grow --level 0`",
+		       name);
+	if (r == 0 && done) {
+		char **all = calloc(nm + o->nnew, sizeof(*all));
+		struct vol **v2 = calloc(nm + o->nnew, sizeof(*v2));
+		struct md_super **s2 = calloc(nm + o->nnew, sizeof(*s2));
+		struct md_grow_opts to0 = {.change_level = true, .level = 0, .rebuild = o->rebuild};
+		unsigned f2;
+		r = all && v2 && s2 ? 0 : -ENOMEM;
+		for (unsigned i = 0; i < nm + o->nnew && r == 0; i++)
+			all[i] = i < nm ? specs[i] : o->news[i - nm];
+		if (r == 0)
+			r = grow_reopen(all, nm + o->nnew, v2, s2, &f2);
+		if (r == 0)
+			r = grow_takeover(all, nm + o->nnew, v2, s2, f2, &to0);
+		free(all);
+		free(v2);
+		free(s2);
+	}
+	return r;
+}
+
 int md_grow(char **specs, unsigned nm, struct vol **vols, struct md_super **sbs, unsigned fresh,
             const struct md_grow_opts *o)
 {
@@ -668,14 +901,16 @@ int md_grow(char **specs, unsigned nm, struct vol **vols, struct md_super **sbs,
 		return grow_takeover(specs, nm, vols, sbs, fresh, o);
 	if (o->size)
 		return grow_size(specs, nm, vols, sbs, fresh, o);
-	if (sbs[fresh]->level == 5 || sbs[fresh]->level == 6)
+	if (sbs[fresh]->level == 5 || sbs[fresh]->level == 6 || sbs[fresh]->level == 10)
 		return grow_restripe(specs, nm, vols, sbs, fresh, o);
+	if (sbs[fresh]->level == 0)
+		return grow_raid0(specs, nm, vols, sbs, fresh, o);
 	if (o->chunk || o->layout || o->array_size) {
 		char name[48];
 		md_super_array_name(sbs[fresh], name, sizeof(name));
 		r = err_set(-ENOTSUP,
 		            "%s is %s: a new chunk or layout, or a shrink to an --array-size, "
-		            "restripes the data, which uraid does for raid5 and raid6 only",
+		            "restripes the data, which uraid does for raid5, raid6 and raid10 only",
 		            name, md_level_name(sbs[fresh]->level));
 		for (unsigned i = 0; i < nm; i++) {
 			vol_close(vols[i]);

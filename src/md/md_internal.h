@@ -255,6 +255,12 @@ int md_bm_attach(struct md_array *a, const struct md_super *fresh, const struct 
  * vol, the md vol over it.  0 or -errno with err_set(); the
  * members stay the caller's. */
 int md_reshape_open(struct md_array *a, const struct md_reshape *rs, const char *name);
+/* Whether every role of either geometry of rs that a's members do not
+ * hold in sync (missing, or rebuilt by the reshape: not in the old one)
+ * holds only parity there (parity-last's last role): a crash then tore
+ * no stripe (the kernel's raid5 run() does not count such a device among
+ * the degraded when it judges a dirty start). */
+bool md_reshape_parity_only(const struct md_array *a, const struct md_reshape *rs);
 /* Start a's reshape rs on the running array (md_array_grow: its
  * superblocks written, a->lock held and its requests held at the gate):
  * the new geometry's RAID vol over the members' new data areas, and the

@@ -30,18 +30,86 @@ static bool md_reshape_layout_ok(const struct md_level_info *lv, uint32_t layout
 	return false;
 }
 
+/* Whether a raid10 layout is one uraid reshapes: near copies only (md
+ * refuses far ones; offset ones md reshapes, uraid not yet). */
+static bool md_reshape_raid10_near(uint32_t layout)
+{
+	return MD_RAID10_FAR(layout) == 1 && !(layout & MD_RAID10_OFFSET);
+}
+
+uint64_t md_reshape_geom_size(const struct raid_geom *g, uint64_t dev, uint64_t chunk)
+{
+	if (g->level == 10) {
+		/* calc_sectors(): the array's chunks, then the used chunks per
+		 * device (rounded up), then raid10_size() of those. */
+		uint64_t nc = MD_RAID10_NEAR(g->layout), d = g->raid_disks;
+		uint64_t chunks = dev / g->chunk * d / nc, used = (chunks * nc + d - 1) / d;
+		return used * d / nc * g->chunk;
+	}
+	if (g->level != 5 && g->level != 6)
+		return 0;
+	return dev / chunk * chunk * (g->raid_disks - md_level_parity(g->level));
+}
+
+uint64_t md_reshape_dev_first(const struct raid_geom *g, uint64_t a)
+{
+	if (g->level == 10)
+		return a / g->chunk * MD_RAID10_NEAR(g->layout) / g->raid_disks * g->chunk;
+	return a / (g->chunk * (g->raid_disks - md_level_parity(g->level))) * g->chunk;
+}
+
+uint64_t md_reshape_dev_end(const struct raid_geom *g, uint64_t a)
+{
+	uint64_t d = g->raid_disks;
+
+	if (g->level == 10) {
+		uint64_t c = (a + g->chunk - 1) / g->chunk * MD_RAID10_NEAR(g->layout);
+		return (c + d - 1) / d * g->chunk;
+	}
+	uint64_t row = g->chunk * (d - md_level_parity(g->level));
+	return (a + row - 1) / row * g->chunk;
+}
+
+/* The level's half of md_reshape_parse: raid5/6 the same level, a layout
+ * it names; raid10 near copies, the same layout (md keeps the copies),
+ * at least as many devices as copies, before and after. */
+static int md_reshape_parse_level(const struct md_super *fresh, const struct md_level_info *lv,
+                                  int64_t old_disks, const char *name)
+{
+	if (fresh->level == 10) {
+		uint32_t nc = MD_RAID10_NEAR(fresh->layout);
+		if (!md_reshape_raid10_near(fresh->layout) || fresh->new_layout != fresh->layout)
+			return err_set(
+			    -ENOTSUP,
+			    "%s: md records a reshape of a raid10 from layout 0x%x to "
+			    "0x%x; uraid reshapes raid10 near layouts, keeping the layout",
+			    name, fresh->layout, fresh->new_layout);
+		if (nc < 1 || old_disks < nc || fresh->raid_disks < nc)
+			return err_set(-EINVAL,
+			               "%s: md reshape's delta_disks %d does not match the roles: "
+			               "%lld -> %u devices, fewer than the %u copies",
+			               name, fresh->delta_disks, (long long)old_disks,
+			               fresh->raid_disks, nc);
+		return 0;
+	}
+	if (!md_reshape_layout_ok(lv, fresh->new_layout))
+		return err_set(-EINVAL, "%s: md reshape's new layout %u is not one %s takes", name,
+		               fresh->new_layout, lv->name);
+	return 0;
+}
+
 int md_reshape_parse(const struct md_super *fresh, const char *name, struct md_reshape *out)
 {
 	const struct md_level_info *lv = md_level_info(fresh->level);
 	int64_t old_disks = (int64_t)fresh->raid_disks - fresh->delta_disks;
-	uint64_t dev, stripe, chunk_s, old_size, new_size;
-	unsigned parity;
+	uint64_t chunk_s, old_size, new_size, align;
+	int r;
 
 	memset(out, 0, sizeof(*out));
-	if (!lv || (fresh->level != 5 && fresh->level != 6))
+	if (!lv || (fresh->level != 5 && fresh->level != 6 && fresh->level != 10))
 		return err_set(-ENOTSUP,
 		               "%s: md records a reshape of a %s array, which uraid does not "
-		               "reshape (raid5 and raid6 only)",
+		               "reshape (raid5, raid6 and raid10 only)",
 		               name, lv ? lv->name : "unknown");
 	if (fresh->new_level != fresh->level)
 		return err_set(-ENOTSUP,
@@ -50,7 +118,6 @@ int md_reshape_parse(const struct md_super *fresh, const char *name, struct md_r
 		               name, fresh->level, fresh->new_level);
 	if (fresh->feature_map & (MD_FEATURE_ANY_PPL | MD_FEATURE_JOURNAL))
 		return err_set(-ENOTSUP, "%s: a reshape of an array with a PPL or a journal", name);
-	parity = lv->parity;
 	if (old_disks < (int64_t)lv->min_disks || old_disks >= MD_SB_MAX_DEV)
 		return err_set(-EINVAL,
 		               "%s: md reshape's delta_disks %d does not match the roles: %u "
@@ -69,12 +136,13 @@ int md_reshape_parse(const struct md_super *fresh, const char *name, struct md_r
 			               name, fresh->delta_disks, s, role, (long long)old_disks,
 			               fresh->raid_disks);
 	}
-	if (!md_reshape_layout_ok(lv, fresh->new_layout) || fresh->new_chunk == 0 ||
-	    fresh->new_chunk > UINT32_MAX / 512 || fresh->new_chunk % 8)
-		return err_set(-EINVAL,
-		               "%s: md reshape's new layout %u or new chunk %u sectors is not one "
-		               "%s takes",
-		               name, fresh->new_layout, fresh->new_chunk, lv->name);
+	r = md_reshape_parse_level(fresh, lv, old_disks, name);
+	if (r < 0)
+		return r;
+	if (fresh->new_chunk == 0 || fresh->new_chunk > UINT32_MAX / 512 || fresh->new_chunk % 8 ||
+	    (fresh->level == 10 && (fresh->new_chunk & (fresh->new_chunk - 1))))
+		return err_set(-EINVAL, "%s: md reshape's new chunk %u sectors is not one %s takes",
+		               name, fresh->new_chunk, lv->name);
 	if (fresh->delta_disks == 0 && fresh->new_layout == fresh->layout &&
 	    fresh->new_chunk == fresh->chunk)
 		return err_set(-EINVAL,
@@ -91,24 +159,27 @@ int md_reshape_parse(const struct md_super *fresh, const char *name, struct md_r
 	                             .chunk = fresh->new_chunk * 512,
 	                             .raid_disks = fresh->raid_disks,
 	                             .dev_size = fresh->size * 512};
-	/* raid5_size(): the used size in whole chunks of both geometries. */
+	/* raid5_size(): the used size in whole chunks of both geometries
+	 * (raid10's each in its own). */
 	chunk_s = fresh->chunk > fresh->new_chunk ? fresh->chunk : fresh->new_chunk;
-	dev = fresh->size - fresh->size % chunk_s;
-	old_size = dev * (uint64_t)(old_disks - parity);
-	new_size = dev * (uint64_t)(fresh->raid_disks - parity);
+	old_size = md_reshape_geom_size(&out->from, fresh->size * 512, chunk_s * 512) / 512;
+	new_size = md_reshape_geom_size(&out->to, fresh->size * 512, chunk_s * 512) / 512;
 	if (fresh->reshape_position > (old_size > new_size ? old_size : new_size))
 		return err_set(-EINVAL,
 		               "%s: md reshape_position %llu is past the end of the array (%llu "
 		               "sectors before, %llu after)",
 		               name, (unsigned long long)fresh->reshape_position,
 		               (unsigned long long)old_size, (unsigned long long)new_size);
-	stripe = chunk_s * (fresh->raid_disks - parity);
-	if (fresh->reshape_position % stripe)
+	/* raid5 moves whole stripes of the new geometry; raid10 copies
+	 * pages, stopping anywhere (reshape_request's comment). */
+	align = fresh->level == 10 ? 8 : chunk_s * (fresh->raid_disks - lv->parity);
+	if (fresh->reshape_position % align)
 		return err_set(-EINVAL,
-		               "%s: md reshape_position %llu is not on a stripe boundary of the "
-		               "new geometry (%llu sectors)",
+		               "%s: md reshape_position %llu is not on a %s of the new geometry "
+		               "(%llu sectors)",
 		               name, (unsigned long long)fresh->reshape_position,
-		               (unsigned long long)stripe);
+		               fresh->level == 10 ? "page" : "stripe boundary",
+		               (unsigned long long)align);
 	out->pos = fresh->reshape_position * 512;
 	out->backwards = fresh->feature_map & MD_FEATURE_RESHAPE_BACKWARDS;
 	out->size = (old_size < new_size ? old_size : new_size) * 512;
@@ -346,11 +417,12 @@ static int md_reshape_raid(struct md_array *a, const struct raid_geom *g, bool n
 		         size = mm->vol ? mm->sb->data_size : 0;
 		if (!mm->vol)
 			continue;
-		if (mm->recovering) {
-			r = err_set(-ENOTSUP, "%s: %s is being rebuilt during a reshape", name,
-			            mm->vol->name);
-			break;
-		}
+		/* One being rebuilt by the reshape (raid5_start_reshape's spare
+		 * in a missing role): in sync in the new geometry below the
+		 * position, which is all of it the reshape vol reads; missing
+		 * in the old one. */
+		if (mm->recovering && !newer)
+			continue;
 		if (newer)
 			md_super_new_data_area(mm->sb, &off, &size);
 		r = slice_open(mm->vol, off * 512, size * 512, false, mm->vol->name, &areas[role]);
@@ -368,6 +440,25 @@ static int md_reshape_raid(struct md_array *a, const struct raid_geom *g, bool n
 	return r;
 }
 
+bool md_reshape_parity_only(const struct md_array *a, const struct md_reshape *rs)
+{
+	const struct raid_geom *gs[2] = {&rs->from, &rs->to};
+	uint32_t pl;
+
+	if (md_layout_parse(5, "parity-last", &pl) < 0)
+		return false;
+	for (unsigned k = 0; k < 2; k++) {
+		const struct raid_geom *g = gs[k];
+		for (unsigned role = 0; role < g->raid_disks; role++) {
+			bool held = role < a->n && a->m[role].vol && (k || !a->m[role].recovering);
+			if (!held &&
+			    (g->level != 5 || g->layout != pl || role + 1 != g->raid_disks))
+				return false;
+		}
+	}
+	return true;
+}
+
 int md_reshape_open(struct md_array *a, const struct md_reshape *rs, const char *name)
 {
 	struct vol **from = calloc(a->n, sizeof(*from)), **to = calloc(a->n, sizeof(*to));
@@ -378,6 +469,13 @@ int md_reshape_open(struct md_array *a, const struct md_reshape *rs, const char 
 		r = -ENOMEM;
 		goto out;
 	}
+	/* Backwards md never has a member part-way in sync (raid5.c run()). */
+	for (unsigned role = 0; role < a->n && rs->backwards; role++)
+		if (a->m[role].vol && a->m[role].recovering) {
+			r = err_set(-ENOTSUP, "%s: %s is being rebuilt during a backwards reshape",
+			            name, a->m[role].vol->name);
+			goto out;
+		}
 	r = md_reshape_raid(a, &rs->from, false, name, from, &vfrom);
 	if (r < 0)
 		goto out;
@@ -451,16 +549,11 @@ int md_reshape_begin(struct md_array *a, const struct md_reshape *rs)
 static uint64_t md_reshape_window(const struct md_reshape *rs, uint64_t safe, uint64_t pos,
                                   uint64_t want, uint64_t unit, uint64_t shift)
 {
-	unsigned par = md_level_parity(rs->from.level);
-	uint64_t nd_old = rs->from.raid_disks - par, nd_new = rs->to.raid_disks - par;
-	uint64_t old_start = safe / (rs->from.chunk * nd_old) * rs->from.chunk;
+	uint64_t old_start = md_reshape_dev_first(&rs->from, safe);
 
-	for (uint64_t w = want / unit * unit; w >= unit; w -= unit) {
-		uint64_t new_end =
-		    (pos + w + rs->to.chunk * nd_new - 1) / (rs->to.chunk * nd_new) * rs->to.chunk;
-		if (new_end <= old_start + shift)
+	for (uint64_t w = want / unit * unit; w >= unit; w -= unit)
+		if (md_reshape_dev_end(&rs->to, pos + w) <= old_start + shift)
 			return w;
-	}
 	return 0;
 }
 
@@ -478,6 +571,12 @@ static int md_reshape_finish(struct md_array *a)
 		sb->data_offset = off;
 		sb->data_size = size;
 		sb->feature_map &= ~MD_FEATURE_RESHAPE;
+		/* Rebuilt by the reshape: in sync now (md_do_sync's end). */
+		if (a->m[role].recovering && role < a->reshape.to.raid_disks) {
+			sb->feature_map &= ~MD_FEATURE_RECOVERY_OFFSET;
+			sb->recovery_offset = 0;
+			a->m[role].recovering = false;
+		}
 		sb->level = sb->new_level;
 		sb->layout = sb->new_layout;
 		sb->chunk = sb->new_chunk;
@@ -509,9 +608,18 @@ static int md_reshape_record(struct md_array *a, struct md_reshape_vol *x, uint6
 
 	if (r == 0) {
 		pthread_mutex_lock(&a->lock);
-		for (unsigned role = 0; role < a->n; role++)
-			if (a->m[role].sb)
-				a->m[role].sb->reshape_position = pos / 512;
+		for (unsigned role = 0; role < a->n; role++) {
+			struct md_super *sb = a->m[role].sb;
+			if (!sb)
+				continue;
+			sb->reshape_position = pos / 512;
+			/* One the reshape rebuilds is in sync below the new
+			 * geometry's rows written (raid5 reshape_request). */
+			uint64_t in_sync = md_reshape_dev_end(&a->reshape.to, pos) / 512;
+			if (a->m[role].recovering && !a->reshape.backwards &&
+			    sb->recovery_offset < in_sync)
+				sb->recovery_offset = in_sync;
+		}
 		r = md_array_sync(a, atomic_load(&a->active));
 		pthread_mutex_unlock(&a->lock);
 	}
@@ -567,6 +675,8 @@ static int md_reshape_raw_init(struct md_array *a, struct md_reshape_raw *rr, ui
 	unsigned nd = g->raid_disks - md_level_parity(g->level);
 
 	memset(rr, 0, sizeof(*rr));
+	if (!md_level_parity(g->level))
+		return 0; /* raid10: its reads go to one copy of each chunk already */
 	for (unsigned role = 0; role < g->raid_disks; role++)
 		if (role >= a->n || !a->m[role].data || a->m[role].failed)
 			return 0;
@@ -649,15 +759,12 @@ static int md_reshape_raw_window(struct md_reshape_vol *x, struct md_reshape_raw
 static uint64_t md_reshape_window_back(const struct md_reshape *rs, uint64_t safe, uint64_t pos,
                                        uint64_t want, uint64_t unit, uint64_t shift)
 {
-	unsigned par = md_level_parity(rs->from.level);
-	uint64_t so = rs->from.chunk * (rs->from.raid_disks - par);
-	uint64_t sn = rs->to.chunk * (rs->to.raid_disks - par);
-	uint64_t old_end = (safe + so - 1) / so * rs->from.chunk;
+	uint64_t old_end = md_reshape_dev_end(&rs->from, safe);
 
 	if (want > pos)
 		want = pos;
 	for (uint64_t w = want / unit * unit; w >= unit; w -= unit)
-		if ((pos - w) / sn * rs->to.chunk + shift >= old_end)
+		if (md_reshape_dev_first(&rs->to, pos - w) + shift >= old_end)
 			return w;
 	return 0;
 }
@@ -683,7 +790,9 @@ int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *fin
 	back = rs->backwards;
 	par = md_level_parity(rs->from.level);
 	chunk = rs->from.chunk > rs->to.chunk ? rs->from.chunk : rs->to.chunk;
-	unit = chunk * (rs->to.raid_disks - par);
+	/* raid5/6 write whole new stripes (in the larger chunk); raid10
+	 * has no parity to keep: any run of blocks (a page, as md copies). */
+	unit = rs->from.level == 10 ? 4096 : chunk * (rs->to.raid_disks - par);
 	end = rs->to_end;
 	old_end = rs->from_end;
 	for (unsigned role = 0; role < a->n; role++) {
@@ -841,10 +950,9 @@ int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *fin
 static void md_reshape_bg_progress(void *ctx, uint64_t done, uint64_t total)
 {
 	struct md_array *a = ctx;
-	unsigned nd = a->reshape.to.raid_disks - md_level_parity(a->reshape.to.level);
 
 	md_ev_progress(a, &a->rs_ev_next, done, total);
-	md_sync_throttle(a, done / nd, false, &a->rs_stop);
+	md_sync_throttle(a, md_reshape_dev_end(&a->reshape.to, done), false, &a->rs_stop);
 }
 
 /* Shrunk: the members past the new count stand by as spares from now on

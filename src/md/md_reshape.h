@@ -35,10 +35,25 @@ struct md_reshape {
 	uint64_t to_end;       /* used size in whole chunks of both) */
 };
 
+/* The geometry rules a reshape keeps, per level (raid5/6, raid10 near):
+ * md_reshape_geom_size: the array bytes of g over members using dev
+ * bytes each, as the kernel counts them during a reshape (raid5_size() in
+ * whole chunks of chunk bytes, the larger of the two geometries';
+ * raid10's calc_sectors() in its own chunk), 0 for another level;
+ * md_reshape_dev_first: the lowest member offset holding a byte of the
+ * chunk of array byte a (raid10.c's first_dev_address); md_reshape_dev_end:
+ * the member offset past every byte of array bytes [0, a), in whole chunks
+ * (last_dev_address).  A window may write the new geometry up to where the
+ * old one still holds bytes a restart needs. */
+uint64_t md_reshape_geom_size(const struct raid_geom *g, uint64_t dev, uint64_t chunk);
+uint64_t md_reshape_dev_first(const struct raid_geom *g, uint64_t a);
+uint64_t md_reshape_dev_end(const struct raid_geom *g, uint64_t a);
+
 /* The reshape the freshest superblock fresh of array name records (it
  * has MD_FEATURE_RESHAPE_ACTIVE), checked as the kernel's raid5 checks
- * it before it starts the array: a level it reshapes (raid5, raid6) and
- * the same level after, a valid old device count (delta_disks) whose
+ * it before it starts the array: a level it reshapes (raid5, raid6;
+ * raid10 near layouts, as raid10.c's check_reshape) and the same level
+ * after, a valid old device count (delta_disks) whose
  * roles cover every role fresh records, a layout and chunk the level
  * takes, something that changes, and a reshape_position inside the array
  * on a stripe boundary of the new geometry (in units of the larger
@@ -149,6 +164,14 @@ struct md_reshape_to {
 	uint32_t layout;
 	uint32_t chunk;      /* sectors; 0: unchanged */
 	uint64_t array_size; /* sectors: a shrink's --array-size (required for one) */
+	/* The raid0 path (md_grow.c, as mdadm grows a raid0 through a
+	 * degraded raid4): a parity-last raid5 whose parity role (its last)
+	 * no member holds.  The first new member takes that role, recovering
+	 * (the kernel's raid5_start_reshape adds a spare to the lowest free
+	 * slot; the reshape brings it in sync as it passes, recording its
+	 * recovery_offset), the others the roles after it, and the new last
+	 * role, the new parity, is left missing. */
+	bool parity_missing;
 };
 
 /* md_reshape_grow() for any change of to: the new layout one the level
@@ -179,5 +202,16 @@ int md_reshape_restripe(char **specs, unsigned nm, struct vol **vols, struct md_
  * request that changes nothing is refused (-EINVAL). */
 int md_array_restripe(struct vol *v, const struct md_reshape_to *to, struct vol **news,
                       unsigned nnew, bool force);
+
+/* md_reshape_restripe()'s checks of the members alone, nothing written
+ * (the version, no bitmap, PPL or journal, every role in sync, the new
+ * members' count, room to move the data offset by a chunk): whether
+ * the array of sbs (nm members, fresh the freshest, specs their names)
+ * could start a reshape to raid_disks devices with nnew new members at
+ * chunk sectors.  For a level change that restripes after its takeover
+ * (md_grow.c), which leaves each member's room as it is.  0 or -errno
+ * with err_set() detail. */
+int md_reshape_restripe_check(struct md_super **sbs, unsigned nm, unsigned fresh,
+                              unsigned raid_disks, unsigned nnew, uint32_t chunk, char **specs);
 
 #endif

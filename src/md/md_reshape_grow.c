@@ -50,6 +50,29 @@ static int md_reshape_to_check(const struct md_super *f, const struct md_reshape
 
 	*layout = t->layout_set ? t->layout : f->layout;
 	*chunk = t->chunk ? t->chunk : f->chunk;
+	if (f->level == 10) {
+		/* mdadm's analyse_change and raid10.c's check_reshape; offset
+		 * copies md reshapes too, uraid not yet. */
+		uint32_t copies = MD_RAID10_NEAR(f->layout) * MD_RAID10_FAR(f->layout);
+		if (MD_RAID10_FAR(f->layout) > 1 && !(f->layout & MD_RAID10_OFFSET))
+			return err_set(-ENOTSUP,
+			               "%s: Cannot reshape RAID10 in far-mode (md's rule)", name);
+		if (MD_RAID10_FAR(*layout) > 1 && !(*layout & MD_RAID10_OFFSET))
+			return err_set(-ENOTSUP,
+			               "%s: Cannot reshape RAID10 to far-mode (md's rule)", name);
+		if (MD_RAID10_NEAR(*layout) * MD_RAID10_FAR(*layout) != copies)
+			return err_set(-EINVAL,
+			               "%s: Cannot change number of copies when reshaping RAID10 "
+			               "(md's rule)",
+			               name);
+		if (*layout != f->layout || (f->layout & MD_RAID10_OFFSET))
+			return err_set(-ENOTSUP,
+			               "%s: a raid10 with offset copies, or a switch between near "
+			               "and offset: md reshapes those, uraid only near layouts as "
+			               "they are",
+			               name);
+		named = true;
+	}
 	for (unsigned i = 0; lv && i < lv->nlayouts; i++)
 		named |= lv->layouts[i].layout == *layout;
 	if (!named)
@@ -68,22 +91,37 @@ static int md_reshape_to_check(const struct md_super *f, const struct md_reshape
 	return 0;
 }
 
+/* The array sectors of f's level at layout and chunk over raid_disks
+ * members each using size sectors (md_reshape_geom_size()). */
+static uint64_t md_reshape_sectors(const struct md_super *f, uint32_t layout, uint32_t chunk,
+                                   unsigned raid_disks, uint64_t size)
+{
+	struct raid_geom g = {
+	    .level = f->level, .layout = layout, .chunk = chunk * 512, .raid_disks = raid_disks};
+
+	return md_reshape_geom_size(&g, size * 512, (uint64_t)chunk * 512) / 512;
+}
+
 /* A shrink to raid_disks (mdadm --grow --array-size S, then
  * --raid-devices): the array size array_size (sectors) asked for, which
  * must fit in the new count, into *size, the sectors each member keeps
- * (in whole chunks of the larger of old and new, chunk). */
-static int md_reshape_shrink_size(const struct md_super *f, unsigned raid_disks,
+ * (in whole chunks of the larger of old and new, chunk: the fewest that
+ * hold array_size). */
+static int md_reshape_shrink_size(const struct md_super *f, unsigned raid_disks, uint32_t layout,
                                   uint64_t array_size, uint32_t chunk, const char *name,
                                   uint64_t *size)
 {
 	const struct md_level_info *lv = md_level_info(f->level);
-	unsigned nd = raid_disks - md_level_parity(f->level);
-	uint64_t most;
+	uint64_t most, lo, hi;
 
-	if (!lv || raid_disks < lv->min_disks)
+	if (!lv || raid_disks < lv->min_disks ||
+	    (f->level == 10 && raid_disks < MD_RAID10_NEAR(layout)))
 		return err_set(-EINVAL, "%s: %u devices: a %s needs at least %u", name, raid_disks,
-		               md_level_name(f->level), lv ? lv->min_disks : 0);
-	most = f->size / chunk * chunk * nd;
+		               md_level_name(f->level),
+		               f->level == 10 ? MD_RAID10_NEAR(layout)
+		               : lv           ? lv->min_disks
+		                              : 0);
+	most = md_reshape_sectors(f, layout, chunk, raid_disks, f->size / chunk * chunk);
 	if (!array_size)
 		return err_set(-EINVAL,
 		               "%s: %u -> %u devices reduces the size of the array: give "
@@ -95,7 +133,17 @@ static int md_reshape_shrink_size(const struct md_super *f, unsigned raid_disks,
 		               "%s: --array-size %lluK does not fit in %u devices (at most %lluK)",
 		               name, (unsigned long long)array_size / 2, raid_disks,
 		               (unsigned long long)most / 2);
-	*size = (array_size + (uint64_t)nd * chunk - 1) / ((uint64_t)nd * chunk) * chunk;
+	/* The fewest whole chunks per member that hold it. */
+	lo = 1;
+	hi = f->size / chunk;
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		if (md_reshape_sectors(f, layout, chunk, raid_disks, mid * chunk) >= array_size)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	*size = lo * chunk;
 	return 0;
 }
 
@@ -105,10 +153,11 @@ struct md_reshape_plan {
 	unsigned raid_disks; /* the new count */
 	uint32_t layout;     /* the new layout and chunk (sectors) */
 	uint32_t chunk;
-	uint64_t size;  /* sectors each member keeps (less for a shrink) */
-	uint64_t shift; /* sectors the data offset moves by */
-	bool back;      /* up: a backwards reshape, from the new end down */
-	bool none;      /* nothing changes (nothing else set) */
+	uint64_t size;       /* sectors each member keeps (less for a shrink) */
+	uint64_t shift;      /* sectors the data offset moves by */
+	bool back;           /* up: a backwards reshape, from the new end down */
+	bool none;           /* nothing changes (nothing else set) */
+	bool parity_missing; /* the raid0 path: a raid5 without its parity role */
 };
 
 /* Sectors of sb's member past what the array uses of its data area
@@ -126,11 +175,12 @@ static uint64_t md_reshape_room_after(const struct md_super *sb, uint64_t size)
  * smaller size frees after it), the same count the way with the more
  * room, down when before > after; by half that room in whole chunks of
  * the larger of old and new (p->chunk), at least one (the kernel runs a
- * reshape without a backup file only then: raid5 run()).  A grow to more
- * devices cannot go up: writing the new geometry backwards from the end
- * would overwrite old stripes not yet moved (raid5 run(): "reshape_position
- * too early for auto-recovery"), so mdadm takes a backup file, which
- * uraid does not use. */
+ * reshape without a backup file only then: raid5 run()), two for a
+ * raid10 of three copies or more or one changing its chunk (below).  A
+ * grow to more devices cannot go up: writing the new geometry backwards
+ * from the end would overwrite old stripes not yet moved (raid5 run():
+ * "reshape_position too early for auto-recovery"), so mdadm takes a
+ * backup file, which uraid does not use. */
 static int md_reshape_grow_check(struct md_super **sbs, unsigned nm, unsigned fresh, unsigned nnew,
                                  const char *name, char **specs, struct md_reshape_plan *p)
 {
@@ -138,7 +188,7 @@ static int md_reshape_grow_check(struct md_super **sbs, unsigned nm, unsigned fr
 	uint64_t before = UINT64_MAX, after = UINT64_MAX, room;
 	bool held[MD_SB_MAX_DEV] = {false};
 	uint32_t chunk = p->chunk > f->chunk ? p->chunk : f->chunk;
-
+	unsigned pm = p->parity_missing;
 	if (md_sb090_is(f) || md_sb_version_data_first(md_super_version(f)))
 		return err_set(-ENOTSUP,
 		               "%s: a v%s array keeps its data from the member's start: moving it "
@@ -148,6 +198,12 @@ static int md_reshape_grow_check(struct md_super **sbs, unsigned nm, unsigned fr
 		return err_set(-ENOTSUP,
 		               "%s: reshaping an array with a PPL or a journal: uraid keeps "
 		               "neither across a reshape",
+		               name);
+	if (f->level == 10 && (f->feature_map & MD_FEATURE_BITMAP_OFFSET))
+		return err_set(-ENOTSUP,
+		               "%s: reshaping a raid10 with a write-intent bitmap: the kernel "
+		               "resizes the bitmap to the new size at the start, uraid does not "
+		               "yet; remove it first (uraid grow --bitmap=none)",
 		               name);
 	if (p->raid_disks < f->raid_disks && nnew)
 		return err_set(-EINVAL, "%s: %u -> %u devices takes no new member (--add)", name,
@@ -170,7 +226,12 @@ static int md_reshape_grow_check(struct md_super **sbs, unsigned nm, unsigned fr
 		before = b < before ? b : before;
 		after = a < after ? a : after;
 	}
-	for (unsigned role = 0; role < f->raid_disks; role++)
+	if (pm && (held[f->raid_disks - 1] || p->raid_disks <= f->raid_disks || f->level != 5))
+		return err_set(-EINVAL,
+		               "%s: the raid0 path reshapes a raid5 whose parity role no member "
+		               "holds, to more devices",
+		               name);
+	for (unsigned role = 0; role + pm < f->raid_disks; role++)
 		if (!held[role])
 			return err_set(-ENODEV, "%s: role %u is missing: reshape a whole array",
 			               name, role);
@@ -178,29 +239,37 @@ static int md_reshape_grow_check(struct md_super **sbs, unsigned nm, unsigned fr
 		p->back = p->raid_disks < f->raid_disks;
 	else
 		p->back = !(before > after);
+	/* A raid10 of three copies or more, or changing its chunk, two
+	 * chunks: md_reshape_run's window rule counts each geometry in whole
+	 * chunk rows, and with one such a reshape comes to a position where
+	 * no window fits (a simulation of the rule over 2..8 devices, near
+	 * 1..4, chunks 4 KiB..1 MiB found none with two). */
+	bool two = f->level == 10 && (MD_RAID10_NEAR(f->layout) > 2 || p->chunk != f->chunk);
+	uint32_t least = two ? 2 * chunk : chunk;
+	const char *by = two ? "two chunks" : "a chunk";
 	room = p->back ? after : before;
 	p->shift = room / 2 / chunk * chunk;
-	if (p->shift >= chunk)
+	if (p->shift >= least)
 		return 0;
 	if (p->raid_disks < f->raid_disks)
 		return err_set(-ENOSPC,
 		               "%s: %llu sectors after what each member keeps are too few to move "
-		               "the data up by a chunk (%u sectors); uraid does not use a backup "
+		               "the data up by %s (%u sectors); uraid does not use a backup "
 		               "file: give a smaller --array-size",
-		               name, (unsigned long long)room, chunk);
+		               name, (unsigned long long)room, by, least);
 	if (p->raid_disks > f->raid_disks)
 		return err_set(-ENOSPC,
-		               "%s: %llu sectors before the data are too few to move it down by a "
-		               "chunk (%u sectors; half the room is used), as more devices need: "
+		               "%s: %llu sectors before the data are too few to move it down by %s "
+		               "(%u sectors; half the room is used), as more devices need: "
 		               "up, the new geometry written backwards from the end would "
 		               "overwrite old stripes not yet moved; uraid does not use a backup "
 		               "file",
-		               name, (unsigned long long)before, chunk);
+		               name, (unsigned long long)before, by, least);
 	return err_set(-ENOSPC,
 	               "%s: %llu sectors before the data and %llu after what each member uses "
-	               "are too few to move it by a chunk (%u sectors; half the room is used) "
+	               "are too few to move it by %s (%u sectors; half the room is used) "
 	               "either way; uraid does not use a backup file",
-	               name, (unsigned long long)before, (unsigned long long)after, chunk);
+	               name, (unsigned long long)before, (unsigned long long)after, by, least);
 }
 
 /* The plan of a reshape of the array of sbs[0..nm) (fresh the freshest;
@@ -216,7 +285,8 @@ static int md_reshape_plan_make(struct md_super **sbs, unsigned nm, unsigned fre
 	int r;
 
 	*p = (struct md_reshape_plan){.raid_disks = t->raid_disks ? t->raid_disks : f->raid_disks,
-	                              .size = f->size};
+	                              .size = f->size,
+	                              .parity_missing = t->parity_missing};
 	r = md_reshape_to_check(f, t, name, &p->layout, &p->chunk);
 	if (r < 0)
 		return r;
@@ -227,7 +297,8 @@ static int md_reshape_plan_make(struct md_super **sbs, unsigned nm, unsigned fre
 	}
 	uint32_t big = p->chunk > f->chunk ? p->chunk : f->chunk;
 	if (p->raid_disks < f->raid_disks)
-		r = md_reshape_shrink_size(f, p->raid_disks, t->array_size, big, name, &p->size);
+		r = md_reshape_shrink_size(f, p->raid_disks, p->layout, t->array_size, big, name,
+		                           &p->size);
 	else if (t->array_size)
 		r = err_set(-EINVAL,
 		            "%s: --array-size goes with the --raid-devices that shrinks the array",
@@ -256,8 +327,9 @@ static void md_reshape_plan_say(const struct md_reshape_plan *p, const struct md
 		                      p->chunk / 2);
 	if (p->raid_disks < f->raid_disks && k < n)
 		k += (size_t)snprintf(what + k, n - k, ", array size %lluK",
-		                      (unsigned long long)p->size *
-		                          (p->raid_disks - md_level_parity(f->level)) / 2);
+		                      (unsigned long long)md_reshape_sectors(
+		                          f, p->layout, p->chunk, p->raid_disks, p->size) /
+		                          2);
 	if (p->back && k < n)
 		k += (size_t)snprintf(what + k, n - k, ", backwards");
 	if (k < n)
@@ -277,7 +349,6 @@ static void md_reshape_plan_super(const struct md_reshape_plan *p, const struct 
                                   struct md_super *tmpl)
 {
 	uint32_t big = p->chunk > f->chunk ? p->chunk : f->chunk;
-	unsigned nd = p->raid_disks - md_level_parity(f->level);
 
 	*tmpl = *f;
 	tmpl->feature_map |= MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET |
@@ -288,8 +359,23 @@ static void md_reshape_plan_super(const struct md_reshape_plan *p, const struct 
 	tmpl->new_level = f->level;
 	tmpl->new_layout = p->layout;
 	tmpl->new_chunk = p->chunk;
-	tmpl->reshape_position = p->back ? p->size / big * big * nd : 0;
+	tmpl->reshape_position =
+	    p->back ? md_reshape_sectors(f, p->layout, p->chunk, p->raid_disks, p->size / big * big)
+	            : 0;
 	tmpl->new_offset = p->back ? (int32_t)p->shift : -(int32_t)p->shift;
+}
+
+int md_reshape_restripe_check(struct md_super **sbs, unsigned nm, unsigned fresh,
+                              unsigned raid_disks, unsigned nnew, uint32_t chunk, char **specs)
+{
+	struct md_reshape_plan p = {.raid_disks = raid_disks,
+	                            .layout = sbs[fresh]->layout,
+	                            .chunk = chunk,
+	                            .size = sbs[fresh]->size};
+	char name[48];
+
+	md_super_array_name(sbs[fresh], name, sizeof(name));
+	return md_reshape_grow_check(sbs, nm, fresh, nnew, name, specs, &p);
 }
 
 /* The superblock of a reshape at its start (raid_disks the new count,
@@ -385,7 +471,8 @@ int md_reshape_restripe(char **specs, unsigned nm, struct vol **vols, struct md_
 			roles[k] = MD_ROLE_SPARE;
 		if (slot[i] >= max_dev)
 			max_dev = slot[i] + 1;
-		roles[slot[i]] = (uint16_t)(old + i);
+		/* parity_missing: from the missing parity role on */
+		roles[slot[i]] = (uint16_t)(old - to->parity_missing + i);
 		r = 0;
 	}
 	if (r < 0)
@@ -402,6 +489,8 @@ int md_reshape_restripe(char **specs, unsigned nm, struct vol **vols, struct md_
 		                        end_sb[i], &nsb[i]);
 		if (r < 0)
 			break;
+		if (to->parity_missing && i == 0)
+			md_manage_mark_recovering(&nsb[i], roles, old - 1);
 		md_manage_set_state(&nsb[i], events, max_dev, roles);
 		err_clear();
 		r = md_super_write(all[nm + i], &nsb[i]);

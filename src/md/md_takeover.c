@@ -114,6 +114,13 @@ static int plan_1_5(const struct md_takeover_in *in, struct md_takeover_plan *p)
 	p->level = 5;
 	p->layout = layout;
 	p->chunk = takeover_chunk(sb->size);
+	/* mdadm --grow --level=5 --raid-devices=N: the takeover, then the
+	 * reshape to N devices. */
+	if (in->raid_disks > 2) {
+		p->restripe_after = true;
+		p->after_layout = layout;
+		p->after_disks = in->raid_disks;
+	}
 	return 0;
 }
 
@@ -132,6 +139,15 @@ static int plan_5_1(const struct md_takeover_in *in, struct md_takeover_plan *p)
 	p->layout = 0;
 	p->chunk = 0;
 	return 0;
+}
+
+/* The raid5 layout named as the raid6 layout name is (left-symmetric for
+ * raid6's left-symmetric), or UINT32_MAX. */
+static uint32_t layout_of_name(int level, const char *name)
+{
+	uint32_t layout;
+
+	return md_layout_parse(level, name, &layout) < 0 ? UINT32_MAX : layout;
 }
 
 /* The raid6 layout that is raid5's layout5 with Q on the last device
@@ -179,12 +195,16 @@ static int plan_5_6(const struct md_takeover_in *in, struct md_takeover_plan *p)
 		               in->array, md_layout_name(5, sb->layout, name, sizeof(name)));
 	md_layout_name(6, layout, name, sizeof(name));
 	if (in->layout && strcmp(in->layout, "preserve") != 0 &&
-	    (md_layout_parse(6, in->layout, &want) < 0 || want != layout))
-		return err_set(-ENOTSUP,
-		               "%s: raid5 -> raid6 --layout %s: only %s (or preserve) keeps the "
-		               "data where it is; another layout restripes every block, which is "
-		               "the reshape's work, not a takeover's",
-		               in->array, in->layout, name);
+	    md_layout_parse(6, in->layout, &want) < 0)
+		return err_set(-EINVAL, "%s: raid5 -> raid6 --layout %s: not a raid6 layout",
+		               in->array, in->layout);
+	/* Another raid6 layout than the -6 one: the takeover to it, then a
+	 * restripe (as mdadm does: Q rotates only once every block moved). */
+	if (in->layout && strcmp(in->layout, "preserve") != 0 && want != layout) {
+		p->restripe_after = true;
+		p->after_layout = want;
+		p->after_disks = sb->raid_disks + 1;
+	}
 	if (sb->raid_disks + 1 < md_level_info(6)->min_disks)
 		return err_set(-EINVAL, "%s: raid5 -> raid6: %u devices; raid6 takes at least %u",
 		               in->array, sb->raid_disks + 1, md_level_info(6)->min_disks);
@@ -208,13 +228,20 @@ static int plan_6_5(const struct md_takeover_in *in, struct md_takeover_plan *p)
 	uint32_t layout, want;
 	unsigned n = sb->raid_disks;
 
-	if (layout_6_to_5(sb->layout, &layout) < 0)
-		return err_set(
-		    -ENOTSUP,
-		    "%s: raid6 -> raid5: layout %s rotates Q over every device; only a "
-		    "\"-6\" layout (Q on the last device) or parity-last drops Q without "
-		    "moving data, and a restripe to one is the reshape's work",
-		    in->array, md_layout_name(6, sb->layout, name, sizeof(name)));
+	md_layout_name(6, sb->layout, name, sizeof(name));
+	if (layout_6_to_5(sb->layout, &layout) == 0) {
+		/* Q on the last device already: the takeover alone. */
+	} else if (layout_5_to_6(layout_of_name(5, name), &p->before_layout) == 0) {
+		/* A layout that rotates Q: restriped first to its -6 form (Q on
+		 * the last device), as mdadm does, then taken over. */
+		p->restripe_before = true;
+		layout = layout_of_name(5, name);
+	} else {
+		return err_set(-ENOTSUP,
+		               "%s: raid6 -> raid5: layout %s has no raid5 form (only the "
+		               "raid5 layouts' own, with Q on the last device or rotating, do)",
+		               in->array, name);
+	}
 	md_layout_name(5, layout, name, sizeof(name));
 	if (in->layout && (md_layout_parse(5, in->layout, &want) < 0 || want != layout))
 		return err_set(-ENOTSUP,
@@ -382,11 +409,18 @@ static int plan_1_0(const struct md_takeover_in *in, struct md_takeover_plan *p)
 }
 
 static const struct takeover_row takeover_rows[] = {
-    {1, 5, "raid1 -> raid5: a two-device raid1 is a two-device raid5 (parity = the copy)",
+    {1, 5,
+     "raid1 -> raid5: a two-device raid1 is a two-device raid5 (parity = the copy); with "
+     "--raid-devices N, then restriped to N",
      plan_1_5},
     {5, 1, "raid5 -> raid1: a two-device raid5 is a two-copy raid1", plan_5_1},
-    {5, 6, "raid5 -> raid6: Q on a new last device, at the raid5 layout's -6 form", plan_5_6},
-    {6, 5, "raid6 -> raid5: a -6 (or parity-last) raid6 drops Q; its device becomes a spare",
+    {5, 6,
+     "raid5 -> raid6: Q on a new last device, at the raid5 layout's -6 form (--layout of "
+     "another: then restriped to it)",
+     plan_5_6},
+    {6, 5,
+     "raid6 -> raid5: a -6 (or parity-last) raid6 drops Q; its device becomes a spare (a "
+     "layout that rotates Q: restriped to its -6 form first)",
      plan_6_5},
     {0, 5, "raid0 -> raid5: parity-last, the parity on a new last device", plan_0_5},
     {5, 0, "raid5 -> raid0: a parity-last raid5 drops its parity device", plan_5_0},

@@ -21,6 +21,7 @@ struct md_takeover_in {
 	uint64_t min_data_size; /* the smallest data_size (sectors) of the members given */
 	uint64_t max_data_size; /* and the largest */
 	int level;              /* the level asked for */
+	unsigned raid_disks;    /* --raid-devices with it, or 0 */
 	const char *layout;     /* --layout as given, or NULL */
 	const char *array;      /* md/NAME, for messages */
 };
@@ -43,13 +44,22 @@ struct md_takeover_plan {
 	 * or -1. */
 	int new_role;
 	bool clean; /* the array is to be recorded clean (from or to raid0) */
+	/* A change mdadm makes in one command with a reshape, which md_grow.c
+	 * runs through md_reshape_restripe(): before the takeover, restripe
+	 * to before_layout (6 -> 5 from a layout that rotates Q: to its -6
+	 * form); after it, to after_layout over after_disks (5 -> 6 to a
+	 * layout that rotates Q: from the -6 one; 1 -> 5 to more devices). */
+	bool restripe_before, restripe_after;
+	uint32_t before_layout, after_layout;
+	unsigned after_disks;
 };
 
 /* The plan for taking the array of in over to in->level, or -ENOTSUP /
  * -EINVAL with err_set() detail naming the array and the rule that
  * refuses (a level pair md has no takeover for, a layout, a device count,
- * members not in sync, a bitmap RAID0 cannot keep, a restripe that needs
- * the reshape).  Nothing is written by anyone before this answers. */
+ * members not in sync, a bitmap RAID0 cannot keep, a restripe to a layout
+ * the level change does not reach).  Nothing is written by anyone before
+ * this answers. */
 int md_takeover_plan(const struct md_takeover_in *in, struct md_takeover_plan *p);
 
 /* The slot of the role table (roles, max_dev entries) recording role, or

@@ -86,6 +86,20 @@ def md_seed(flags, members):
     return out + b"".join(blob for _, blob in members)
 
 
+def raid10_reshape_seed(fix, sbs, sec):
+    """A raid10 near-2 3 -> 4 reshape under way (RESHAPE_ACTIVE | NEW_OFFSET),
+    a chunk and a page moved (raid10 stops on any page), the data offset
+    512 KiB lower: md_reshape_parse's raid10 rules."""
+    derived = []
+    for s in sbs:
+        s = bytearray(s)
+        chunk = struct.unpack_from("<I", s, 88)[0]
+        md_set(s, "<I", 8, struct.unpack_from("<I", s, 8)[0] | 0x44)
+        md_set(s, "<IQiIIi", 100, 10, chunk + 8, 1, 0x102, chunk, -1024)
+        derived.append((sec, md_trim(md_seal(s))))
+    return md_seed(fix, derived)
+
+
 def make_md(uraid, out):
     seeds = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -137,6 +151,7 @@ def make_md(uraid, out):
                                                     "--chunk=64"], 4)
         seeds["md-raid10-n2"] = md_seed(fix, [(sec, md_trim(s)) for s in sbs])
         seeds["md-raid10-n2-degraded"] = md_seed(fix | 0x04, [(sec, md_trim(s)) for s in sbs[:3]])
+        seeds["md-raid10-reshape"] = raid10_reshape_seed(fix, sbs, sec)
         for lay in ("f2", "o2"):
             sbs, sec = uraid_create(uraid, tmp, "r10" + lay, ["--level=10", "--raid-devices=3",
                                                               "--layout=" + lay, "--chunk=64"], 3)

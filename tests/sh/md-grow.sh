@@ -65,7 +65,7 @@ truncate -s $SIZE "$tmp/r5.0" "$tmp/r5.1" "$tmp/r5.2" "$tmp/z.0" "$tmp/z.1" "$tm
 "$URAID" create --level=5 --chunk=64 "$tmp/r5.0" "$tmp/r5.1" "$tmp/r5.2" >/dev/null 2>&1 || fail "create r5"
 "$URAID" create --level=0 --chunk=64 "$tmp/z.0" "$tmp/z.1" >/dev/null 2>&1 || fail "create r0"
 refuse "takes 1 new members" grow -n 4 "$tmp/r5.0" "$tmp/r5.1" "$tmp/r5.2"
-refuse "needs a reshape" grow -n 3 "$tmp/z.0" "$tmp/z.1"
+refuse "takes 1 new members" grow -n 3 "$tmp/z.0" "$tmp/z.1"
 echo "ok: refusals"
 
 # Back to three: the empty role goes, the array is whole again.

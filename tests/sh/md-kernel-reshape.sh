@@ -6,16 +6,21 @@
 # with md's sync_max part-way and stops the array there:
 #   g5: raid5 3 -> 4 devices (--add), the data offset moved down;
 #   g6: raid6 4 -> 5 devices (--add);
-#   c5: raid5 of 4, chunk 64 -> 32 KiB (no device added).
+#   c5: raid5 of 4, chunk 64 -> 32 KiB (no device added);
+#   g10: raid10 near-2 4 -> 5 devices (--add; raid10.c's reshape).
 # host: `uraid serve --readonly` reads the same sha256 from each (its two
 # geometries), then `uraid grow --continue` finishes each and it reads the
 # same again; uraid makes u5 (raid5 3 -> 4) and u6 (raid6 4 -> 5) with
 # random data and stops their `uraid grow -n N --add NEW` part-way
 # (--stop-at), and uc5 (raid5 of 4, `uraid grow --chunk 32 --layout
 # right-asymmetric`: chunk 64 -> 32 KiB and another layout at once) and
-# us5 (a shrink, raid5 4 -> 3 devices with --array-size, backwards) too.
-# boot 2: the kernel assembles the seven: the three uraid finished read the
-# same and md's check finds 0 mismatches; the four uraid stopped are
+# us5 (a shrink, raid5 4 -> 3 devices with --array-size, backwards) and
+# u10 (raid10 near-2 4 -> 5) and u0 (raid0 3 -> 4, stopped in its raid5
+# with the parity missing, the new member rebuilt in the old parity's role
+# as the reshape passes) too.  mdadm --examine reads every member of each
+# after uraid stopped or finished it (the reshape, or none, on all).
+# boot 2: the kernel assembles the ten: the four uraid finished read the
+# same and md's check finds 0 mismatches; the six uraid stopped are
 # continued by the kernel to the end, read the same, check 0 (uc5 at the
 # new chunk and layout, us5 on 3 devices); ub5 (below), uraid's backwards
 # chunk change, the kernel finishes too.
@@ -37,6 +42,9 @@ add_images u6 5 24M
 # uc5 and us5 small: boot 2's time goes to the sha256 of each array under TCG
 add_images uc5 4 8M
 add_images us5 4 8M
+add_images g10 5 8M
+add_images u10 5 8M
+add_images u0 4 8M
 add_images ub5 4 8M # issue 19's backwards chunk change, below
 declare -A create_opts=([g5]="--bitmap=internal --bitmap-chunk=1M" [u5]="--bitmap=internal --bitmap-chunk=1M")
 
@@ -85,6 +93,7 @@ guest_after() {
     guest_half g5 0 5 64 3 --raid-devices=4 --add "$(cut -d' ' -f4 <<< "${devs[g5]}")"
     guest_half g6 1 6 64 4 --raid-devices=5 --add "$(cut -d' ' -f5 <<< "${devs[g6]}")"
     guest_half c5 2 5 64 4 --chunk=32
+    guest_half g10 3 10 64 4 --raid-devices=5 --add "$(cut -d' ' -f5 <<< "${devs[g10]}")"
     echo 'exit 0'
 } > "$D/job.sh"
 
@@ -95,7 +104,20 @@ declare -A want_sha want_size
 sha_of() {
     $URAID serve --readonly --run "nbdcopy \"\$uri\" - | head -c $2 | sha256sum" ${files[$1]} 2>"$D/$1.err" | cut -d' ' -f1 || true
 }
-for name in g5 g6 c5; do
+# examine_all NAME WHAT REGEX: mdadm --examine reads each of NAME's
+# members and finds REGEX in each (a reshape's position, the same on
+# all, or the count it ended at).  Sets fail=1 if not.
+examine_all() {
+    local f seen="" line
+    for f in ${files[$1]}; do
+        line=$(mdadm --examine "$f" 2>&1 | grep -E "$3" | sort | tr -s ' ' | tr '\n' ' ') || line=""
+        [ -n "$line" ] && { [ -z "$seen" ] || [ "$seen" = "$line" ]; } ||
+            { echo "FAIL: $1: mdadm --examine $f: want $2 ('$3'), got '$line' (others: '$seen')"; fail=1; return 0; }
+        seen=$line
+    done
+    echo "ok: $1: mdadm --examine agrees on every member: $2 ($seen)"
+}
+for name in g5 g6 c5 g10; do
     read -r _ _ want_sha[$name] want_size[$name] <<< "$(grep "^before $name " <<< "$out")" || true
     held=$(grep "^held $name " <<< "$out" || true)
     pos=$(cut -d' ' -f3 <<< "$held")
@@ -120,11 +142,12 @@ for name in g5 g6 c5; do
     got=$(sha_of $name "${want_size[$name]}")
     [ "$got" = "${want_sha[$name]}" ] && echo "ok: $name: uraid finished the kernel's reshape and reads the same" ||
         { echo "FAIL: $name: after uraid's --continue it reads '$got'"; fail=1; }
+    examine_all $name "no reshape left" "Raid Devices|Reshape|Feature Map"
 done
 
 # u5, u6, uc5: ours, stopped part-way (N devices, M after)
 # us5: 2 x 6912 KiB (of 7168 a member holds), leaving each 256 KiB after its data to move it up into
-for spec in "u5 5 3 4" "u6 6 4 5" "uc5 5 4 4" "us5 5 4 3"; do
+for spec in "u5 5 3 4" "u6 6 4 5" "uc5 5 4 4" "us5 5 4 3" "u10 10 4 5" "u0 0 3 4"; do
     read -r name level n m <<< "$spec"
     all=(${files[$name]})
     if [ "$m" -gt "$n" ]; then how=(-n "$m" --add "${all[$n]}")
@@ -136,9 +159,11 @@ for spec in "u5 5 3 4" "u6 6 4 5" "uc5 5 4 4" "us5 5 4 3"; do
     head -c "${want_size[$name]}" /dev/urandom > "$D/$name.data"
     want_sha[$name]=$(sha256sum < "$D/$name.data" | cut -d' ' -f1)
     $URAID serve --run "nbdcopy '$D/$name.data' \"\$uri\"" "${all[@]:0:$n}" 2>/dev/null
-    # a third of the new array's sectors (level - 4 parity members)
+    # a third of the new array's sectors (level - 4 parity members; raid10
+    # and raid0: a third of the old one's)
     p=$((level - 4))
-    stop=$((want_size[$name] / (n - p) * (m - p) / 512 / 3))
+    [ "$level" -le 0 ] || [ "$level" = 10 ] && stop=$((want_size[$name] / 512 / 3)) ||
+        stop=$((want_size[$name] / (n - p) * (m - p) / 512 / 3))
     $URAID grow "${how[@]}" --stop-at $stop "${all[@]:0:$n}" >"$D/$name.grow" 2>&1 ||
         { echo "FAIL: $name: uraid grow: $(cat "$D/$name.grow")"; fail=1; continue; }
     if [ "$m" -lt "$n" ]; then # what is left: the shrunk array's bytes
@@ -150,6 +175,7 @@ for spec in "u5 5 3 4" "u6 6 4 5" "uc5 5 4 4" "us5 5 4 3"; do
     else
         echo "FAIL: $name: no reshape recorded after --stop-at: $(cat "$D/$name.grow")"; fail=1
     fi
+    examine_all $name "the reshape stopped part-way" "Reshape pos|Delta Devices|Raid Level"
 done
 
 # ub5: raid5 of 4 whose members use 6 MiB of the 7 their data areas hold
@@ -175,7 +201,7 @@ fi
 {
     guest_header
     md=0
-    for name in g5 g6 c5 u5 u6 uc5 us5 ub5; do
+    for name in g5 g6 c5 g10 u5 u6 uc5 us5 ub5 u10 u0; do
         guest_after $name $md "${want_size[$name]:-0}"
         md=$((md + 1))
     done
@@ -192,10 +218,20 @@ if [ "$(cut -d' ' -f4- <<< "$line")" != "${want_size[ub5]} 4 131072 2" ]; then
     echo "FAIL: ub5: the kernel ended at size, devices, chunk, layout '$(cut -d' ' -f4- <<< "$line")', want ${want_size[ub5]} 4 131072 2"
     fail=1
 fi
-for name in g5 g6 c5 u5 u6 uc5 us5 ub5; do
+for name in g5 g6 c5 g10 u5 u6 uc5 us5 ub5 u10 u0; do
     line=$(grep "^after $name " <<< "$out" || true)
     if [ $name = us5 ] && [ "$(cut -d' ' -f4-5 <<< "$line")" != "$((13824 * 1024)) 3" ]; then
         echo "FAIL: us5: the kernel ended at size and devices '$(cut -d' ' -f4-5 <<< "$line")', want $((13824 * 1024)) 3"
+        fail=1
+    fi
+    if [ $name = u10 ] && [ "$(cut -d' ' -f5 <<< "$line")" != 5 ]; then
+        echo "FAIL: u10: the kernel ended at '$(cut -d' ' -f5 <<< "$line")' devices, want 5"
+        fail=1
+    fi
+    # u0: the raid5 (parity-last, 5) with its parity missing, as mdadm's
+    # raid4 ends before it goes back to raid0
+    if [ $name = u0 ] && [ "$(cut -d' ' -f5- <<< "$line")" != "5 65536 5" ]; then
+        echo "FAIL: u0: the kernel ended at '$(cut -d' ' -f5- <<< "$line")', want 5 65536 5"
         fail=1
     fi
     if [ $name = uc5 ] && [ "$(cut -d' ' -f6- <<< "$line")" != "32768 1" ]; then

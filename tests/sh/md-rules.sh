@@ -97,7 +97,7 @@ anonymous() {
 anonymous anon 0
 refuse "md/$uuid: raid0 needs all 2 members" serve --run true "$tmp/anon.0"
 refuse "md/$uuid is raid0" rebuild "${files[@]}"
-refuse "md/$uuid is raid0" grow --raid-devices 3 "${files[@]}"
+refuse "md/$uuid: 2 -> 3 devices takes 1 new members" grow --raid-devices 3 "${files[@]}"
 anonymous anon1 1
 start_server "$tmp/anon1.sock" --readonly --control "$tmp/anon1.ctl" "${files[@]}" 2>"$tmp/anon1.log"
 name=$("$URAID" detail --json "$tmp/anon1.ctl" | python3 -c 'import json,sys; print(json.load(sys.stdin)["arrays"][0]["name"])') ||

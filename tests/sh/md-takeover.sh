@@ -89,7 +89,7 @@ make_array p 5 3
 r5=("${files[@]}")
 truncate -s $SIZE "$tmp/p.q"
 refuse "no new member takes it" grow --level=6 "${r5[@]}"
-refuse "reshape" grow --level=6 --layout=left-symmetric --add "$tmp/p.q" "${r5[@]}"
+refuse "not a raid6 layout" grow --level=6 --layout=left-symmetricx --add "$tmp/p.q" "${r5[@]}"
 grow --level=6 --add "$tmp/p.q" "${r5[@]}"
 grep -q "the array is whole" <<<"$out" || fail "5 -> 6: Q not rebuilt: $out"
 geometry raid6 left-symmetric-6 512K AAAA "${r5[@]}" "$tmp/p.q"
@@ -157,13 +157,13 @@ refuse "give --array-size" grow --raid-devices=2 "${files[@]}"
 refuse "power of two" grow --chunk=48 "${files[@]}"
 refuse "not a raid5 layout" grow --layout=left-symmetric-6 "${files[@]}"
 blank q 6 4
-refuse "rotates Q" grow --level=5 "${files[@]}"
+refuse "is a restripe" grow --level=5 --layout=right-asymmetric "${files[@]}"
 blank f 10 4 --layout=f2
 refuse "only near-2" grow --level=0 "${files[@]}"
 refuse "no takeover between these levels" grow --level=5 "${files[@]}"
 blank w 1 3
 refuse "two-device raid1" grow --level=5 "${files[@]}"
 refuse "no takeover between these levels" grow --level=6 "${files[@]}"
-refuse "raid5 and raid6 only" grow --layout=left-symmetric "${files[@]}"
-refuse "raid5 and raid6 only" grow --chunk=128 "${files[@]}"
+refuse "raid6 and raid10 only" grow --layout=left-symmetric "${files[@]}"
+refuse "raid6 and raid10 only" grow --chunk=128 "${files[@]}"
 echo "ok: transitions md does not make without moving data are refused, nothing written"

@@ -86,8 +86,7 @@ static void fill(const struct raid_geom *g, uint64_t off, uint64_t len, uint64_t
 static uint64_t make(const struct shape *s, unsigned seed, void (*edit)(struct md_super *))
 {
 	unsigned n = s->to_disks > s->from_disks ? s->to_disks : s->from_disks;
-	unsigned parity = s->level == 6 ? 2 : 1;
-	char chunk[32], layout[32], nl[32];
+	char level[16], chunk[32], layout[32], nl[32];
 	struct md_super sb[8];
 	struct vol *v;
 	uint64_t size, pos, end, lo, hi;
@@ -97,9 +96,9 @@ static uint64_t make(const struct shape *s, unsigned seed, void (*edit)(struct m
 	snprintf(chunk, sizeof(chunk), "--chunk=%u", s->from_chunk);
 	snprintf(layout, sizeof(layout), "--layout=%s",
 	         md_layout_name(s->level, s->from_layout, nl, sizeof(nl)));
-	CHECK_EQ(create(s->level == 6 ? "--level=6" : "--level=5", chunk, layout, "--assume-clean",
-	                path(0), path(1), path(2), path(3), n > 4 ? path(4) : NULL,
-	                n > 5 ? path(5) : NULL, NULL),
+	snprintf(level, sizeof(level), "--level=%d", s->level);
+	CHECK_EQ(create(level, chunk, layout, "--assume-clean", path(0), path(1), path(2), path(3),
+	                n > 4 ? path(4) : NULL, n > 5 ? path(5) : NULL, NULL),
 	         0);
 	for (unsigned i = 0; i < n; i++) {
 		CHECK_EQ(member_open(path((int)i), 0, &v), 0);
@@ -112,14 +111,18 @@ static uint64_t make(const struct shape *s, unsigned seed, void (*edit)(struct m
 	uint64_t data_end = sb[0].data_offset + sb[0].data_size;
 	uint64_t old_off = sb[0].data_offset + (s->backwards ? 0 : SHIFT / 512);
 	uint64_t new_off = sb[0].data_offset + (s->backwards ? SHIFT / 512 : 0);
-	uint64_t old_size = size * 512 * (s->from_disks - parity);
-	uint64_t new_size = size * 512 * (s->to_disks - parity);
-	end = old_size < new_size ? old_size : new_size;
-	pos = (uint64_t)s->stripes * big * 512 * (s->to_disks - parity);
-	CHECK(pos < end);
 	struct raid_geom from = {s->level, s->from_layout, s->from_chunk * 1024, s->from_disks,
 	                         size * 512};
 	struct raid_geom to = {s->level, s->to_layout, s->to_chunk * 1024, s->to_disks, size * 512};
+	uint64_t old_size = md_reshape_geom_size(&from, size * 512, big * 512);
+	uint64_t new_size = md_reshape_geom_size(&to, size * 512, big * 512);
+	end = old_size < new_size ? old_size : new_size;
+	/* raid5/6: whole stripes of the new geometry; raid10 stops at any
+	 * page (a chunk and a page here, off every row). */
+	pos = s->level == 10
+	          ? (uint64_t)s->stripes * big * 512 + 4096
+	          : (uint64_t)s->stripes * big * 512 * (s->to_disks - md_level_parity(s->level));
+	CHECK(pos < end);
 	/* The old geometry everywhere first, then the new one where the
 	 * reshape has moved the data: the areas are SHIFT apart, far enough
 	 * that the new writes touch no old byte still in use. */
@@ -260,6 +263,13 @@ static void test_reads(void)
 	    {5, 4, 4, 32, 32, 2, 1, 4, false},  /* layout change */
 	    {5, 4, 3, 64, 64, 2, 2, 4, true},   /* a shrink, backwards */
 	    {6, 5, 5, 64, 64, 18, 2, 3, false}, /* raid6 left-symmetric-6 -> left-symmetric */
+	    /* raid10 near layouts (0x102: n2, 0x103: n3): grows, a chunk
+	     * change, a shrink */
+	    {10, 4, 5, 64, 64, 0x102, 0x102, 3, false},
+	    {10, 3, 5, 32, 32, 0x102, 0x102, 5, false},
+	    {10, 4, 6, 64, 64, 0x103, 0x103, 2, false},
+	    {10, 4, 4, 64, 16, 0x102, 0x102, 4, false},
+	    {10, 5, 4, 64, 64, 0x102, 0x102, 3, true},
 	};
 
 	for (unsigned i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
@@ -386,41 +396,68 @@ static void nothing_changes(struct md_super *s)
 	s->raid_disks = 5;
 }
 
-/* Each bad record: assembly (read-only) fails with a message saying what
- * is wrong, and no member changes. */
+static void r10_to_far(struct md_super *s)
+{
+	s->new_layout = 0x201; /* f2: md has no reshape to far copies */
+}
+static void r10_off_page(struct md_super *s)
+{
+	s->reshape_position += 1; /* a sector: md's raid10 moves whole pages */
+}
+static void r10_copies(struct md_super *s)
+{
+	s->delta_disks = 3; /* 5 devices now, 2 before: fewer than 3 copies */
+	s->layout = s->new_layout = 0x103;
+}
+
+/* Assembly (read-only) of the n members refused with err and msg, no
+ * member changed. */
+static void refused(unsigned n, int err, const char *msg, const uint64_t *h, unsigned i)
+{
+	struct vol *v;
+	int r = assemble(n, true, &v);
+
+	CHECK_EQ(r, err);
+	if (r == 0)
+		vol_close(v);
+	else if (!strstr(err_detail(r), msg) || !strstr(err_detail(r), "md/")) {
+		fprintf(stderr, "refusal %u: '%s', want '%s'\n", i, err_detail(r), msg);
+		CHECK(false);
+	}
+	for (unsigned k = 0; k < n; k++)
+		CHECK_EQ(file_hash((int)k), h[k]);
+}
+
+/* Each bad record, on a raid5 or a raid10 grow: assembly (read-only)
+ * fails with a message saying what is wrong, and no member changes. */
 static void test_refusals(void)
 {
+	static const struct shape r5 = {5, 4, 5, 64, 64, 2, 2, 1, false};
+	static const struct shape r10 = {10, 4, 5, 64, 64, 0x102, 0x102, 1, false};
 	const struct {
+		const struct shape *s;
 		void (*edit)(struct md_super *);
 		int err;
 		const char *msg;
 	} bad[] = {
-	    {past_end, -EINVAL, "past the end"},
-	    {off_stripe, -EINVAL, "not on a stripe boundary"},
-	    {delta_too_big, -EINVAL, "does not match the roles"},
-	    {delta_roles, -EINVAL, "does not match the roles"},
-	    {level_change, -ENOTSUP, "from level 5 to level 6"},
-	    {nothing_changes, -EINVAL, "changes nothing"},
+	    {&r5, past_end, -EINVAL, "past the end"},
+	    {&r5, off_stripe, -EINVAL, "not on a stripe boundary"},
+	    {&r5, delta_too_big, -EINVAL, "does not match the roles"},
+	    {&r5, delta_roles, -EINVAL, "does not match the roles"},
+	    {&r5, level_change, -ENOTSUP, "from level 5 to level 6"},
+	    {&r5, nothing_changes, -EINVAL, "changes nothing"},
+	    {&r10, r10_to_far, -ENOTSUP, "near layouts, keeping the layout"},
+	    {&r10, r10_off_page, -EINVAL, "not on a page"},
+	    {&r10, r10_copies, -EINVAL, "fewer than the 3 copies"},
+	    {&r10, past_end, -EINVAL, "past the end"},
 	};
-	const struct shape s = {5, 4, 5, 64, 64, 2, 2, 1, false};
 
 	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		uint64_t h[5];
-		struct vol *v;
-		make(&s, 7, bad[i].edit);
+		make(bad[i].s, 7 + i, bad[i].edit);
 		for (int k = 0; k < 5; k++)
 			h[k] = file_hash(k);
-		int r = assemble(5, true, &v);
-		CHECK_EQ(r, bad[i].err);
-		if (r == 0)
-			vol_close(v);
-		else if (!strstr(err_detail(r), bad[i].msg) || !strstr(err_detail(r), "md/")) {
-			fprintf(stderr, "refusal %u: '%s', want '%s'\n", i, err_detail(r),
-			        bad[i].msg);
-			CHECK(false);
-		}
-		for (int k = 0; k < 5; k++)
-			CHECK_EQ(file_hash(k), h[k]);
+		refused(5, bad[i].err, bad[i].msg, h, i);
 	}
 }
 
@@ -558,6 +595,45 @@ static void test_start_backwards(void)
 	free(buf);
 }
 
+/* A raid10 reshape md or uraid does not make, refused with its rule before
+ * anything is written: far copies (md's words), a layout change that
+ * changes the copies or switches to offset, offset copies (uraid). */
+static void test_start10(void)
+{
+	const struct {
+		const char *layout;
+		struct md_reshape_to t;
+		int err;
+		const char *msg;
+	} bad[] = {
+	    {"--layout=f2", {.raid_disks = 5}, -ENOTSUP, "Cannot reshape RAID10 in far-mode"},
+	    {"--layout=o2", {.raid_disks = 5}, -ENOTSUP, "uraid only near layouts"},
+	    {"--layout=n2", {.layout_set = true, .layout = 0x103}, -EINVAL, "number of copies"},
+	    {"--layout=n2", {.layout_set = true, .layout = 0x201}, -ENOTSUP, "to far-mode"},
+	    {"--layout=n2", {.layout_set = true, .layout = 0x10201}, -ENOTSUP, "uraid only near"},
+	};
+
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		uint64_t h[5];
+		for (int k = 0; k < 5; k++)
+			member_file_make(k, 3584u << 10);
+		CHECK_EQ(create("--level=10", "--chunk=64", bad[i].layout, "--assume-clean",
+		                path(0), path(1), path(2), path(3), NULL),
+		         0);
+		for (int k = 0; k < 5; k++)
+			h[k] = file_hash(k);
+		int r = restripe(4, bad[i].t.raid_disks ? 1 : 0, &bad[i].t);
+		CHECK_EQ(r, bad[i].err);
+		if (!strstr(err_detail(r), bad[i].msg)) {
+			fprintf(stderr, "raid10 start refusal %u: '%s', want '%s'\n", i,
+			        err_detail(r), bad[i].msg);
+			CHECK(false);
+		}
+		for (int k = 0; k < 5; k++)
+			CHECK_EQ(file_hash(k), h[k]);
+	}
+}
+
 int main(void)
 {
 	if (check_tmpdir(dir, sizeof(dir), "reshape") < 0)
@@ -568,6 +644,7 @@ int main(void)
 	test_refusals();
 	test_start();
 	test_start_backwards();
+	test_start10();
 	for (int i = 0; i < 8; i++)
 		unlink(path(i));
 	rmdir(dir);

@@ -1,8 +1,9 @@
 /* test_reshape_oracle.c — the reshape oracle (issue 19): seeded random
- * cases over the RAID5/6 reshapes uraid starts (md_reshape_restripe():
+ * cases over the reshapes uraid starts (md_reshape_restripe():
  * more devices, another chunk, another layout, or several at once, and
  * fewer devices to an --array-size, backwards; raid5
- * and raid6, every layout each takes, 3..8 members, chunks 4 KiB..1 MiB).
+ * and raid6, every layout each takes, and raid10 near-2 and near-3 (a
+ * case in four; devices and chunk), 3..8 members, chunks 4 KiB..1 MiB).
  * Each case makes an array on member files (md_create), fills it at
  * random through the array (kept in a flat reference), starts the
  * reshape, and then, in two phases, runs md_reshape_run() in a thread
@@ -16,7 +17,7 @@
  * writes; what they read becomes the reference), the second run to the
  * end.  Then the array, reassembled, holds the new geometry alone, reads
  * the reference (zeros past it, where it grew) and its parity agrees.
- * Half the cases keep a write-intent bitmap (64 KiB chunks) through it:
+ * Half the raid5/6 cases keep a write-intent bitmap (64 KiB chunks) through it:
  * a power cut is then resynced from the bitmap alone (checked to be
  * trusted), so a client write not marked in the geometry it landed in
  * leaves parity that the final check finds wrong.
@@ -32,6 +33,7 @@
 #include "disc/raid/raid.h"
 #include "md/md.h"
 #include "md/md_bitmap.h"
+#include "md/md_grow.h"
 #include "md/md_reshape.h"
 #include "member/member.h"
 
@@ -61,8 +63,12 @@ static const char *const stop_names[] = {"position", "flag", "power cut"};
 static const uint32_t raid5_layouts[] = {0, 1, 2, 3, 4, 5};
 static const uint32_t raid6_layouts[] = {0, 1, 2, 3, 4, 5, 16, 17, 18, 19, 20};
 
+/* raid10: near copies (uraid reshapes those, keeping the layout), two or
+ * three; the rest their named layouts. */
 static uint32_t pick_layout(int level, unsigned long long *rs)
 {
+	if (level == 10)
+		return check_rand(rs) % 3 ? 0x102 : 0x103;
 	return level == 5 ? raid5_layouts[check_rand(rs) % 6] : raid6_layouts[check_rand(rs) % 11];
 }
 
@@ -99,11 +105,27 @@ static void pick(unsigned long long seed, struct ocase *c)
 	rs ^= rs >> 31;
 
 	memset(c, 0, sizeof(*c));
-	c->level = check_rand(&rs) % 3 ? 5 : 6;
-	unsigned min = c->level == 5 ? 3 : 4;
+	/* raid6, raid5 twice, raid10, raid0's path in five */
+	unsigned lv = (unsigned)(check_rand(&rs) % 5);
+	c->level = lv == 4 ? 0 : lv == 3 ? 10 : lv ? 5 : 6;
+	if (c->level == 0) {
+		/* raid0 -> more devices (md_grow: through a raid5 with its
+		 * parity missing), stopped any of the three ways. */
+		c->from_disks = 2 + (unsigned)(check_rand(&rs) % 5);
+		c->to_disks = c->from_disks + 1 + (unsigned)(check_rand(&rs) % 2);
+		c->from_chunk = c->to_chunk = 4u << (check_rand(&rs) % 9);
+		c->window = (uint64_t)(1 + check_rand(&rs) % 8) * 64 * 1024;
+		c->stop = seed % 3;
+		return;
+	}
+	unsigned min = c->level == 6 ? 4 : 3;
 	c->from_disks = min + (unsigned)(check_rand(&rs) % (MAX_DISKS - min));
 	c->from_chunk = 4u << (check_rand(&rs) % 9);
 	c->from_layout = pick_layout(c->level, &rs);
+	/* raid10 near-3 (or a chunk change) moves the data by two chunks:
+	 * md_create's data offset leaves room for that up to 128 KiB */
+	if (c->level == 10 && c->from_chunk > 128)
+		c->from_chunk = 128;
 	c->to_disks = c->from_disks;
 	c->to_chunk = c->from_chunk;
 	c->to_layout = c->from_layout;
@@ -122,10 +144,11 @@ static void pick(unsigned long long seed, struct ocase *c)
 		do
 			c->to_chunk = 4u << (check_rand(&rs) % 9);
 		while (c->to_chunk == c->from_chunk);
-		while ((uint64_t)c->to_chunk * 1024 > room / 2)
+		/* half the room moves the data (raid10: by two chunks at least) */
+		while ((uint64_t)c->to_chunk * 1024 * (c->level == 10 ? 2 : 1) > room / 2)
 			c->to_chunk /= 2;
 	}
-	if (what & 4)
+	if (what & 4 && c->level != 10) /* md keeps a raid10's copies */
 		while (c->to_layout == c->from_layout)
 			c->to_layout = pick_layout(c->level, &rs);
 	if (c->to_disks == c->from_disks && c->to_chunk == c->from_chunk &&
@@ -137,19 +160,26 @@ static void pick(unsigned long long seed, struct ocase *c)
 		unsigned most = c->from_disks - min;
 		c->to_disks -= 1 + (unsigned)(check_rand(&rs) % (most < 2 ? most : 2));
 		uint32_t big = c->from_chunk > c->to_chunk ? c->from_chunk : c->to_chunk;
-		uint64_t chunks = data_bytes(big) / 1024 / big - 2 - check_rand(&rs) % 2;
-		c->array_size = chunks * big * 2 * (c->to_disks - (c->level == 6 ? 2 : 1));
+		uint64_t chunks = data_bytes(big) / 1024 / big - 2 - check_rand(&rs) % 2 -
+		                  (c->level == 10 ? 2 : 0); /* raid10: moved by two */
+		if (c->level == 10) /* near copies: to_disks / copies chunks a row */
+			c->array_size = chunks * c->to_disks / (c->from_layout & 0xff) * big * 2;
+		else
+			c->array_size = chunks * big * 2 * (c->to_disks - (c->level == 6 ? 2 : 1));
 	}
 	c->window = (uint64_t)(1 + check_rand(&rs) % 8) * 64 * 1024;
-	c->stop = seed % 3; /* each kind in any three cases running */
-	c->bitmap = (seed / 3) % 2;
+	c->stop = seed % 3;                           /* each kind in any three cases running */
+	c->bitmap = c->level != 10 && (seed / 3) % 2; /* raid10: refused (md_reshape_grow.c) */
 }
 
 /* Open members [0, n) writable (or read-only) and assemble them, the
  * reshape not started in the background: 0 or -errno. */
+static bool start_dirty_degraded; /* --force: crash_check of the raid0 path */
+
 static int assemble(unsigned n, bool ro, struct vol **out)
 {
-	struct md_assemble_opts o = {.readonly = ro, .no_reshape = true};
+	struct md_assemble_opts o = {
+	    .readonly = ro, .no_reshape = true, .start_dirty_degraded = start_dirty_degraded};
 	struct vol *m[MAX_DISKS];
 
 	for (unsigned i = 0; i < n; i++)
@@ -358,6 +388,14 @@ static int start(const struct ocase *c)
 		news[i - c->from_disks] = (char *)path((int)i);
 	err_clear();
 	unsigned nnew = c->to_disks > c->from_disks ? c->to_disks - c->from_disks : 0;
+	if (c->level == 0) {
+		struct md_grow_opts go = {
+		    .raid_disks = c->to_disks, .news = news, .nnew = nnew, .reshape = &o};
+		int r = md_grow(specs, c->from_disks, vols, sbs, 0, &go);
+		if (r < 0)
+			fprintf(stderr, "oracle: start: %s\n", err_detail(r));
+		return r;
+	}
 	int r = md_reshape_restripe(specs, c->from_disks, vols, sbs, 0, &to, news, nnew, false, &o,
 	                            NULL);
 	if (r < 0)
@@ -392,14 +430,18 @@ static void run_case(unsigned long long seed)
 	char lv[16], ck[32], ly[48];
 	snprintf(lv, sizeof(lv), "--level=%d", c.level);
 	snprintf(ck, sizeof(ck), "--chunk=%u", c.from_chunk);
-	snprintf(ly, sizeof(ly), "--layout=%s", l0);
+	snprintf(ly, sizeof(ly), "--layout=%s", c.level ? l0 : "");
 	const char *m[MAX_DISKS] = {NULL};
 	for (unsigned i = 0; i < c.from_disks; i++)
 		m[i] = path((int)i);
 	const char *bm = c.bitmap ? "--bitmap=internal" : "--bitmap=none";
 	const char *bmc = c.bitmap ? "--bitmap-chunk=64" : "--bitmap=none";
-	CHECK_EQ(create(lv, ck, ly, bm, bmc, m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], NULL),
-	         0);
+	if (c.level == 0) /* no layout to give */
+		CHECK_EQ(create(lv, ck, m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], NULL), 0);
+	else
+		CHECK_EQ(create(lv, ck, ly, bm, bmc, m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7],
+		                NULL),
+		         0);
 
 	/* Random data through the array, kept in ref. */
 	CHECK_EQ(assemble(c.from_disks, false, &v), 0);
@@ -428,7 +470,13 @@ static void run_case(unsigned long long seed)
 		bool *dirty = calloc(size / 4096, sizeof(*dirty));
 		crash_phase(nm, seed, ref, dirty, size, &rs, 1 + (unsigned)(check_rand(&rs) % 60),
 		            c.window, &writes);
+		/* The raid0 path's raid5 has its parity missing: cut after the
+		 * reshape ended, it is a dirty degraded raid5, which md (and
+		 * uraid) start only with --force, though only parity is
+		 * missing; cut during it, uraid starts it as the kernel does. */
+		start_dirty_degraded = c.level == 0;
 		crash_check(nm, ref, dirty, size, c.bitmap);
+		start_dirty_degraded = false;
 		free(dirty);
 	} else {
 		if (c.stop == STOP_FLAG)
@@ -458,19 +506,50 @@ static void run_case(unsigned long long seed)
 		vol_close(ru.v);
 	}
 
+	/* raid0's path: back from its raid5 (md_grow's last step).  The raid0
+	 * then also maps what each member's data area gained past the used
+	 * size (the offset moved down, the end kept, as md_finish_reshape
+	 * leaves it), which no step wrote: zeros only up to the raid5's end. */
+	uint64_t zero_end = UINT64_MAX;
+	if (c.level == 0) {
+		CHECK_EQ(assemble(nm, true, &v), 0);
+		zero_end = v->size;
+		vol_close(v);
+		struct vol *vols[MAX_DISKS];
+		struct md_super *sbs[MAX_DISKS];
+		char *specs[MAX_DISKS];
+		struct md_grow_opts go = {.change_level = true, .level = 0};
+		unsigned fresh = 0;
+		for (unsigned i = 0; i < nm; i++) {
+			specs[i] = (char *)path((int)i);
+			sbs[i] = malloc(sizeof(*sbs[i]));
+			CHECK_EQ(member_open(specs[i], 0, &vols[i]), 0);
+			CHECK_EQ(md_super_read(vols[i], sbs[i]), 0);
+			fresh = sbs[i]->events > sbs[fresh]->events ? i : fresh;
+		}
+		err_clear();
+		r = md_grow(specs, nm, vols, sbs, fresh, &go);
+		if (r < 0)
+			fprintf(stderr, "oracle: raid5 -> raid0: %s\n", err_detail(r));
+		CHECK_EQ(r, 0);
+	}
+
 	/* The new geometry alone: the reference, zeros after it, parity agrees. */
 	struct raid_check_report rep;
 	CHECK_EQ(assemble(nm, true, &v), 0);
 	CHECK(strcmp(md_array_raid(v)->ops->kind, "md-reshape") != 0);
 	CHECK(reads_ref(v, ref, size, "after the end"));
 	uint8_t *zero = calloc(1, 1 << 20), *got = malloc(1 << 20);
-	for (uint64_t a = size; a < v->size; a += 1 << 20) {
-		uint64_t n = v->size - a < (1 << 20) ? v->size - a : (1 << 20);
+	zero_end = zero_end < v->size ? zero_end : v->size;
+	for (uint64_t a = size; a < zero_end; a += 1 << 20) {
+		uint64_t n = zero_end - a < (1 << 20) ? zero_end - a : (1 << 20);
 		CHECK_EQ(vol_read(v, got, n, a), 0);
 		CHECK(memcmp(got, zero, n) == 0);
 	}
-	CHECK_EQ(raid_check(md_array_raid(v), false, &rep, NULL), 0);
-	CHECK_EQ(rep.mismatched, 0);
+	if (c.level) { /* raid0 has nothing to agree */
+		CHECK_EQ(raid_check(md_array_raid(v), false, &rep, NULL), 0);
+		CHECK_EQ(rep.mismatched, 0);
+	}
 	struct md_super sb;
 	struct vol *m0;
 	CHECK_EQ(member_open(path(0), MEMBER_READONLY, &m0), 0);

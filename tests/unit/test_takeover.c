@@ -79,6 +79,20 @@ static void test_1_5(void)
 	CHECK_EQ(plan(5, "parity-last", &p), 0);
 	CHECK_EQ(p.chunk, 8); /* the largest power of two dividing it */
 	CHECK_EQ(p.layout, 5);
+	/* --raid-devices 3 with it: the takeover, then a restripe to 3 */
+	array(1, 0, 0, 2, 20480);
+	struct md_takeover_in in = {.sb = &sb,
+	                            .in_sync = in_sync,
+	                            .min_data_size = 20480,
+	                            .max_data_size = 20480,
+	                            .level = 5,
+	                            .raid_disks = 3,
+	                            .array = "md/t"};
+	CHECK_EQ(md_takeover_plan(&in, &p), 0);
+	CHECK_EQ(p.raid_disks, 2);
+	CHECK(p.restripe_after && !p.restripe_before);
+	CHECK_EQ(p.after_disks, 3);
+	CHECK_EQ(p.after_layout, 2);
 	array(1, 0, 0, 3, 20480);
 	refused(5, NULL, "two-device raid1");
 	array(1, 0, 0, 2, 20481);
@@ -119,8 +133,17 @@ static void test_5_6(void)
 	array(5, 2, 1024, 3, 20480);
 	CHECK_EQ(plan(6, "preserve", &p), 0);
 	CHECK_EQ(plan(6, "left-symmetric-6", &p), 0);
-	refused(6, "left-symmetric", "reshape");
-	refused(6, "right-symmetric-6", "reshape");
+	CHECK(!p.restripe_after && !p.restripe_before);
+	/* another raid6 layout: to -6, then restriped to it (mdadm's way) */
+	CHECK_EQ(plan(6, "left-symmetric", &p), 0);
+	CHECK_EQ(p.layout, 18);
+	CHECK(p.restripe_after && !p.restripe_before);
+	CHECK_EQ(p.after_layout, 2);
+	CHECK_EQ(p.after_disks, 4);
+	CHECK_EQ(plan(6, "right-symmetric-6", &p), 0);
+	CHECK(p.restripe_after);
+	CHECK_EQ(p.after_layout, 19);
+	refused(6, "left-symmetricx", "not a raid6 layout");
 	in_sync[1] = false;
 	refused(6, NULL, "degraded or rebuilding");
 	array(5, 2, 1024, 2, 20480);
@@ -154,8 +177,14 @@ static void test_6_5(void)
 	CHECK_EQ(plan(5, NULL, &p), 0);
 	in_sync[1] = false;
 	refused(5, NULL, "a raid5 survives one");
-	array(6, 2, 1024, 4, 20480); /* left-symmetric: Q rotates */
-	refused(5, NULL, "rotates Q");
+	array(6, 2, 1024, 4, 20480); /* left-symmetric: Q rotates; restriped to -6 first */
+	CHECK_EQ(plan(5, NULL, &p), 0);
+	CHECK(p.restripe_before && !p.restripe_after);
+	CHECK_EQ(p.before_layout, 18);
+	CHECK_EQ(p.layout, 2);
+	CHECK_EQ(p.raid_disks, 3);
+	array(6, 8, 1024, 4, 20480); /* rotating-zero-restart (ddf): no raid5 form */
+	refused(5, NULL, "no raid5 form");
 	array(6, 18, 1024, 4, 20480);
 	refused(5, "left-asymmetric", "restripe");
 }
