@@ -110,7 +110,11 @@ int md_reshape_parse(const struct md_super *fresh, const char *name, struct md_r
 		               name, (unsigned long long)fresh->reshape_position,
 		               (unsigned long long)stripe);
 	out->pos = fresh->reshape_position * 512;
-	out->backwards = fresh->feature_map & MD_FEATURE_RESHAPE_BACKWARDS;
+	/* As super_1_validate reads it: fewer devices run backwards whatever
+	 * the bit says (the kernel writes it only when delta_disks is 0). */
+	out->backwards =
+	    fresh->delta_disks < 0 ||
+	    (fresh->delta_disks == 0 && (fresh->feature_map & MD_FEATURE_RESHAPE_BACKWARDS));
 	out->size = (old_size < new_size ? old_size : new_size) * 512;
 	out->from_end = old_size * 512;
 	out->to_end = new_size * 512;

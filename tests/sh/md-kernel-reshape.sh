@@ -6,7 +6,9 @@
 # with md's sync_max part-way and stops the array there:
 #   g5: raid5 3 -> 4 devices (--add), the data offset moved down;
 #   g6: raid6 4 -> 5 devices (--add);
-#   c5: raid5 of 4, chunk 64 -> 32 KiB (no device added).
+#   c5: raid5 of 4, chunk 64 -> 32 KiB (no device added);
+#   ks5: raid5 4 -> 3 devices (a shrink to --array-size, backwards, the data
+#   offset moved up: guest_shrink).
 # host: `uraid serve --readonly` reads the same sha256 from each (its two
 # geometries), then `uraid grow --continue` finishes each and it reads the
 # same again; uraid makes u5 (raid5 3 -> 4) and u6 (raid6 4 -> 5) with
@@ -33,6 +35,8 @@ add_images u6 5 24M
 # uc5 and us5 small: boot 2's time goes to the sha256 of each array under TCG
 add_images uc5 4 8M
 add_images us5 4 8M
+# ks5: the kernel's own shrink (below), 6 of each member's 7 MiB used
+add_images ks5 4 8M
 
 # guest_half NAME MD LEVEL CHUNK N GROW...: guest lines in which mdadm
 # makes NAME (the first N of its devices), fills it, prints "before NAME
@@ -73,11 +77,40 @@ guest_after() {
     echo "mdadm --stop /dev/md$md >/dev/null 2>&1"
 }
 
+# guest_shrink NAME MD: the kernel's own shrink, raid5 4 -> 3 devices with no
+# backup file: mdadm makes NAME with --size 6M (1 MiB of each member left
+# after the data), fills it, prints "before NAME SHA256 BYTES" of the 12 MiB
+# that 3 devices hold, sets --array-size to it and shrinks, the kernel
+# moving each data offset up (md's new_offset, backwards from the end), held
+# at 4096 sectors and stopped: "held NAME RESHAPE_POSITION FEATURES".
+# mdadm 4.2 alone asks for a backup file: for fewer devices it writes each
+# member's larger new_offset before md knows the direction, which the kernel
+# refuses (EINVAL: "Cannot set new_offset"); reshape_direction set to
+# backwards first, mdadm's offset change goes through.
+guest_shrink() {
+    local name=$1 md=$2 all=(${devs[$1]})
+    echo "mdadm --create /dev/md$md --run --metadata=1.2 --level=5 --chunk=64 --raid-devices=4 --size=6M ${all[*]} >/tmp/c.log 2>&1 || { echo 'before $name create-failed'; cat /tmp/c.log; }"
+    echo "while [ \"\$(cat /sys/block/md$md/md/sync_action)\" != idle ]; do sleep 0.2; done"
+    echo "dd if=/dev/urandom of=/dev/md$md bs=64k oflag=direct 2>/dev/null; sync"
+    echo "echo \"before $name \$(head -c 12582912 /dev/md$md | sha256sum | cut -d' ' -f1) 12582912\""
+    echo "mdadm --grow /dev/md$md --array-size=12M >/tmp/g.log 2>&1 || { echo 'held $name array-size-failed'; cat /tmp/g.log; }"
+    echo "echo 10 > /proc/sys/dev/raid/speed_limit_min; echo 10 > /proc/sys/dev/raid/speed_limit_max"
+    echo "echo backwards > /sys/block/md$md/md/reshape_direction"
+    echo "mdadm --grow /dev/md$md --raid-devices=3 >/tmp/g.log 2>&1 || { echo 'held $name grow-failed'; cat /tmp/g.log; }"
+    echo "for t in \$(seq 100); do [ \"\$(cat /sys/block/md$md/md/sync_action)\" = reshape ] && break; sleep 0.1; done"
+    echo "echo frozen > /sys/block/md$md/md/sync_action; echo 4096 > /sys/block/md$md/md/sync_max; echo idle > /sys/block/md$md/md/sync_action"
+    echo "echo 1000 > /proc/sys/dev/raid/speed_limit_min; echo 200000 > /proc/sys/dev/raid/speed_limit_max"
+    echo "for t in \$(seq 300); do [ \"\$(cut -d' ' -f1 /sys/block/md$md/md/sync_completed)\" -ge 4096 ] 2>/dev/null && break; sleep 0.1; done"
+    echo "mdadm --stop /dev/md$md >/dev/null 2>&1"
+    echo "echo \"held $name \$(mdadm --examine ${all[0]} | sed -n 's/.*Reshape pos.n : \\([0-9]*\\).*/\\1/p') \$(mdadm --examine ${all[0]} | sed -n 's/.*Feature Map : //p')\""
+}
+
 {
     guest_header
     guest_half g5 0 5 64 3 --raid-devices=4 --add "$(cut -d' ' -f4 <<< "${devs[g5]}")"
     guest_half g6 1 6 64 4 --raid-devices=5 --add "$(cut -d' ' -f5 <<< "${devs[g6]}")"
     guest_half c5 2 5 64 4 --chunk=32
+    guest_shrink ks5 7
     echo 'exit 0'
 } > "$D/job.sh"
 
@@ -88,7 +121,7 @@ declare -A want_sha want_size
 sha_of() {
     $URAID serve --readonly --run "nbdcopy \"\$uri\" - | head -c $2 | sha256sum" ${files[$1]} 2>"$D/$1.err" | cut -d' ' -f1 || true
 }
-for name in g5 g6 c5; do
+for name in g5 g6 c5 ks5; do
     read -r _ _ want_sha[$name] want_size[$name] <<< "$(grep "^before $name " <<< "$out")" || true
     held=$(grep "^held $name " <<< "$out" || true)
     pos=$(cut -d' ' -f3 <<< "$held")
@@ -151,10 +184,11 @@ done
         guest_after $name $md "${want_size[$name]:-0}"
         md=$((md + 1))
     done
+    guest_after ks5 $md "${want_size[ks5]:-0}"
     echo 'exit 0'
 } > "$D/job.sh"
 LINUX_PEER_SMP=${LINUX_PEER_SMP:-1} run_peer "${imgs[@]}"
-for name in g5 g6 c5 u5 u6 uc5 us5; do
+for name in g5 g6 c5 u5 u6 uc5 us5 ks5; do
     line=$(grep "^after $name " <<< "$out" || true)
     if [ $name = us5 ] && [ "$(cut -d' ' -f4-5 <<< "$line")" != "$((13824 * 1024)) 3" ]; then
         echo "FAIL: us5: the kernel ended at size and devices '$(cut -d' ' -f4-5 <<< "$line")', want $((13824 * 1024)) 3"
@@ -164,7 +198,11 @@ for name in g5 g6 c5 u5 u6 uc5 us5; do
         echo "FAIL: uc5: the kernel ended at chunk and layout '$(cut -d' ' -f6- <<< "$line")', want 32768 1"
         fail=1
     fi
-    case $name in g*|c*) who="uraid finished" ;; *) who="the kernel finished uraid's" ;; esac
+    if [ $name = ks5 ] && [ "$(cut -d' ' -f4-5 <<< "$line")" != "12582912 3" ]; then
+        echo "FAIL: ks5: the kernel assembled uraid's end of its shrink at size and devices '$(cut -d' ' -f4-5 <<< "$line")', want 12582912 3"
+        fail=1
+    fi
+    case $name in g*|c*|k*) who="uraid finished" ;; *) who="the kernel finished uraid's" ;; esac
     if [ "$(cut -d' ' -f3 <<< "$line")" = "${want_sha[$name]}" ] && grep -q "^mismatch $name 0$" <<< "$out"; then
         echo "ok: $name: $who reshape; the kernel reads the same, check 0 ($(cut -d' ' -f4- <<< "$line"))"
     else

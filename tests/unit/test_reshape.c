@@ -289,6 +289,27 @@ static void test_reads(void)
 	}
 }
 
+/* The kernel records a shrink without RESHAPE_BACKWARDS: super_1_sync
+ * sets that bit only when delta_disks is 0, fewer devices being
+ * backwards by themselves (super_1_validate reads it so).  Such an array
+ * reads right and continues. */
+static void no_backwards_bit(struct md_super *s)
+{
+	s->feature_map &= ~MD_FEATURE_RESHAPE_BACKWARDS;
+}
+
+static void test_kernel_shrink(void)
+{
+	const struct shape s = {5, 4, 3, 64, 64, 2, 2, 4, true};
+	uint64_t size = make(&s, 11, no_backwards_bit);
+	struct vol *v;
+
+	CHECK_EQ(assemble(4, true, &v), 0);
+	CHECK(reads_pattern(v, size, 11));
+	vol_close(v);
+	continue_reshape(&s, 4, size, 11);
+}
+
 struct run_arg {
 	struct vol *v;
 	int r;
@@ -514,6 +535,7 @@ int main(void)
 		return 1;
 	log_verbosity = LOG_WARN;
 	test_reads();
+	test_kernel_shrink();
 	test_online();
 	test_refusals();
 	test_start();
