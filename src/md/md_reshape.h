@@ -68,7 +68,7 @@ struct md_reshape_run_opts {
 	uint64_t stop_at;
 	const atomic_bool *stop; /* set: stop after the window being moved */
 	uint64_t window;         /* array bytes moved at a time, at most (rounded up to
-	                          * a stripe); 0: 16 MiB */
+	                          * a stripe); 0: 32 MiB */
 	/* After each window: array bytes moved, of total. */
 	void (*progress)(void *ctx, uint64_t done, uint64_t total);
 	void *ctx;
