@@ -459,6 +459,8 @@ static uint64_t md_reshape_window(const struct md_reshape *rs, uint64_t safe, ui
 	uint64_t nd_old = rs->from.raid_disks - par, nd_new = rs->to.raid_disks - par;
 	uint64_t old_start = safe / (rs->from.chunk * nd_old) * rs->from.chunk;
 
+	if (safe >= rs->from_end)
+		return want / unit * unit; /* past the old array: no old byte is needed */
 	for (uint64_t w = want / unit * unit; w >= unit; w -= unit) {
 		uint64_t new_end =
 		    (pos + w + rs->to.chunk * nd_new - 1) / (rs->to.chunk * nd_new) * rs->to.chunk;
@@ -914,29 +916,40 @@ int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *fin
 	x->win = 0;
 	pthread_cond_broadcast(&x->cond);
 	pthread_mutex_unlock(&x->lock);
-	/* Stopped or done: what was moved recorded (after an error, the
-	 * last record stands and a restart moves the rest again). */
-	if ((r == 0 || r == -EINTR) && x->safe != x->pos) {
+	/* Stopped: what was moved recorded (after an error, the last record
+	 * stands and a restart moves the rest again).  At the end the data
+	 * flushed and the end recorded are the record. */
+	bool at_end = r == 0 && (back ? x->pos == 0 : x->pos >= end);
+	if ((r == 0 || r == -EINTR) && !at_end && x->safe != x->pos) {
 		int e = md_reshape_record(a, x, x->pos);
 		if (e < 0)
 			r = err_set(e, "%s: recording the reshape position: %s", v->name,
 			            err_detail(e));
 	}
+	if (at_end) {
+		r = vol_flush(x->to);
+		if (r == 0) {
+			pthread_mutex_lock(&a->lock);
+			r = md_reshape_finish(a);
+			if (r == 0)
+				a->reshaping = false;
+			pthread_mutex_unlock(&a->lock);
+		}
+		if (r < 0)
+			r = err_set(r, "%s: recording the end of the reshape: %s", v->name,
+			            err_detail(r));
+		if (r == 0) {
+			pthread_mutex_lock(&x->lock);
+			x->safe = x->pos; /* writes waiting for the record go on */
+			pthread_cond_broadcast(&x->cond);
+			pthread_mutex_unlock(&x->lock);
+			*finished = true;
+		}
+	}
 out:
 	free(buf[0]);
 	free(buf[1]);
 	md_reshape_raw_free(&raw);
-	if (r == 0 && (back ? x->pos == 0 : x->pos >= end)) {
-		pthread_mutex_lock(&a->lock);
-		r = md_reshape_finish(a);
-		if (r == 0)
-			a->reshaping = false;
-		pthread_mutex_unlock(&a->lock);
-		if (r < 0)
-			return err_set(r, "%s: recording the end of the reshape: %s", v->name,
-			               err_detail(r));
-		*finished = true;
-	}
 	return r;
 }
 
