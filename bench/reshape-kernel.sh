@@ -19,7 +19,7 @@ cat > "$dir/job.sh" <<'JOB'
 #!/bin/sh
 echo 200000 > /proc/sys/dev/raid/speed_limit_min; echo 400000 > /proc/sys/dev/raid/speed_limit_max
 mdadm --create /dev/md0 --run --metadata=1.2 --level=5 --chunk=512 --raid-devices=3 --assume-clean /dev/vda /dev/vdb /dev/vdc >/dev/null 2>&1
-echo "used $(mdadm --examine /dev/vda | sed -n 's/.*Used Dev Size : \([0-9]*\).*/\1/p')"
+echo "old $(blockdev --getsize64 /dev/md0)"
 mdadm /dev/md0 --add /dev/vdd >/dev/null 2>&1
 for d in vda vdb vdc vdd; do echo "stat before $d $(cat /sys/block/$d/stat)"; done
 mdadm --grow /dev/md0 --raid-devices=4 >/dev/null 2>&1
@@ -30,14 +30,13 @@ echo "offset $(mdadm --examine /dev/vda | sed -n 's/.*Data Offset : \([0-9]*\).*
 mdadm --stop /dev/md0 >/dev/null 2>&1
 JOB
 out=$(LINUX_PEER_SMP=1 tests/linux-peer/run.sh "$dir/job.sh" "$dir"/k{0,1,2,3}.img 2>&1)
-grep -E "^(used|stat|offset)" <<< "$out"
+grep -E "^(old|stat|offset)" <<< "$out"
 # /sys/block/DEV/stat: reads, merged, sectors read, ms, writes, merged, sectors written, ...
 awk '
-    /^used/ { used = $2 }
+    /^old/ { moved = $2 / 1048576 }   # the old array, in bytes
     /^stat before/ { r0[$3] = $4; rs0[$3] = $6; w0[$3] = $8; ws0[$3] = $10 }
     /^stat after/ { r += $4 - r0[$3]; rs += $6 - rs0[$3]; w += $8 - w0[$3]; ws += $10 - ws0[$3] }
     END {
-        moved = used * 2 * 512 / 1048576   # the old array: 2 data members
         printf "moved %.1f MiB; read %.1f MiB in %d requests, written %.1f MiB in %d requests\n",
             moved, rs * 512 / 1048576, r, ws * 512 / 1048576, w
         printf "moved per member byte %.3f, member requests per moved MiB %.2f\n",
