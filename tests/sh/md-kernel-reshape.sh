@@ -52,14 +52,23 @@ guest_half() {
     echo "dd if=/dev/urandom of=/dev/md$md bs=64k oflag=direct 2>/dev/null; sync"
     echo "echo \"before $name \$(sha256sum < /dev/md$md | cut -d' ' -f1) \$(blockdev --getsize64 /dev/md$md)\""
     echo "echo 10 > /proc/sys/dev/raid/speed_limit_min; echo 10 > /proc/sys/dev/raid/speed_limit_max"
-    echo "mdadm --grow /dev/md$md $* >/tmp/g.log 2>&1 || { echo 'held $name grow-failed'; cat /tmp/g.log; }"
+    guest_hold $name $md ${all[0]} "$*"
+}
+
+# guest_hold NAME MD DEV GROW: guest lines that start `mdadm --grow
+# /dev/mdMD GROW`, hold the reshape at 4096 sectors (md's sync_max), stop
+# the array there and print "held NAME RESHAPE_POSITION FEATURES" from
+# DEV's superblock.
+guest_hold() {
+    local name=$1 md=$2 dev=$3
+    echo "mdadm --grow /dev/md$md $4 >/tmp/g.log 2>&1 || { echo 'held $name grow-failed'; cat /tmp/g.log; }"
     echo "for t in \$(seq 100); do [ \"\$(cat /sys/block/md$md/md/sync_action)\" = reshape ] && break; sleep 0.1; done"
     # md lowers sync_max only while the reshape is frozen (as mdadm --stop does)
     echo "echo frozen > /sys/block/md$md/md/sync_action; echo 4096 > /sys/block/md$md/md/sync_max; echo idle > /sys/block/md$md/md/sync_action"
     echo "echo 1000 > /proc/sys/dev/raid/speed_limit_min; echo 200000 > /proc/sys/dev/raid/speed_limit_max"
     echo "for t in \$(seq 300); do [ \"\$(cut -d' ' -f1 /sys/block/md$md/md/sync_completed)\" -ge 4096 ] 2>/dev/null && break; sleep 0.1; done"
     echo "mdadm --stop /dev/md$md >/dev/null 2>&1"
-    echo "echo \"held $name \$(mdadm --examine ${all[0]} | sed -n 's/.*Reshape pos.n : \\([0-9]*\\).*/\\1/p') \$(mdadm --examine ${all[0]} | sed -n 's/.*Feature Map : //p')\""
+    echo "echo \"held $name \$(mdadm --examine $dev | sed -n 's/.*Reshape pos.n : \\([0-9]*\\).*/\\1/p') \$(mdadm --examine $dev | sed -n 's/.*Feature Map : //p')\""
 }
 
 # guest_after NAME MD BYTES: guest lines that assemble NAME as /dev/mdMD,
@@ -96,13 +105,7 @@ guest_shrink() {
     echo "mdadm --grow /dev/md$md --array-size=12M >/tmp/g.log 2>&1 || { echo 'held $name array-size-failed'; cat /tmp/g.log; }"
     echo "echo 10 > /proc/sys/dev/raid/speed_limit_min; echo 10 > /proc/sys/dev/raid/speed_limit_max"
     echo "echo backwards > /sys/block/md$md/md/reshape_direction"
-    echo "mdadm --grow /dev/md$md --raid-devices=3 >/tmp/g.log 2>&1 || { echo 'held $name grow-failed'; cat /tmp/g.log; }"
-    echo "for t in \$(seq 100); do [ \"\$(cat /sys/block/md$md/md/sync_action)\" = reshape ] && break; sleep 0.1; done"
-    echo "echo frozen > /sys/block/md$md/md/sync_action; echo 4096 > /sys/block/md$md/md/sync_max; echo idle > /sys/block/md$md/md/sync_action"
-    echo "echo 1000 > /proc/sys/dev/raid/speed_limit_min; echo 200000 > /proc/sys/dev/raid/speed_limit_max"
-    echo "for t in \$(seq 300); do [ \"\$(cut -d' ' -f1 /sys/block/md$md/md/sync_completed)\" -ge 4096 ] 2>/dev/null && break; sleep 0.1; done"
-    echo "mdadm --stop /dev/md$md >/dev/null 2>&1"
-    echo "echo \"held $name \$(mdadm --examine ${all[0]} | sed -n 's/.*Reshape pos.n : \\([0-9]*\\).*/\\1/p') \$(mdadm --examine ${all[0]} | sed -n 's/.*Feature Map : //p')\""
+    guest_hold $name $md ${all[0]} --raid-devices=3
 }
 
 {
