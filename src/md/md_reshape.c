@@ -181,7 +181,11 @@ int md_reshape_parse(const struct md_super *fresh, const char *name, struct md_r
 		               fresh->level == 10 ? "page" : "stripe boundary",
 		               (unsigned long long)align);
 	out->pos = fresh->reshape_position * 512;
-	out->backwards = fresh->feature_map & MD_FEATURE_RESHAPE_BACKWARDS;
+	/* As super_1_validate reads it: fewer devices run backwards whatever
+	 * the bit says (the kernel writes it only when delta_disks is 0). */
+	out->backwards =
+	    fresh->delta_disks < 0 ||
+	    (fresh->delta_disks == 0 && (fresh->feature_map & MD_FEATURE_RESHAPE_BACKWARDS));
 	out->size = (old_size < new_size ? old_size : new_size) * 512;
 	out->from_end = old_size * 512;
 	out->to_end = new_size * 512;
@@ -203,9 +207,10 @@ int md_reshape_same(const struct md_super *sb, const char *mname, const struct m
 
 /* ---- the vol ----
  * Requests count themselves in (inflight) under the lock; a write into
- * the window the driver is moving, or into what it moved since the
- * superblocks last recorded the position, [safe, pos + win), waits until
- * that is recorded (a crash would move it again from its old copy).  At each window's start the
+ * the window the driver is moving or has read ahead, or into what it
+ * moved since the superblocks last recorded the position, [safe, pos +
+ * win), waits until that is recorded (a crash would move it again from
+ * its old copy, and the copy read ahead would miss it).  At each window's start the
  * driver drains every request in flight (new ones wait meanwhile): one that chose the old geometry
  * before the previous move must not land where the next move writes.
  * Reads of the window need not wait: the move writes the new geometry
@@ -551,6 +556,8 @@ static uint64_t md_reshape_window(const struct md_reshape *rs, uint64_t safe, ui
 {
 	uint64_t old_start = md_reshape_dev_first(&rs->from, safe);
 
+	if (safe >= rs->from_end)
+		return want / unit * unit; /* past the old array: no old byte is needed */
 	for (uint64_t w = want / unit * unit; w >= unit; w -= unit)
 		if (md_reshape_dev_end(&rs->to, pos + w) <= old_start + shift)
 			return w;
@@ -592,7 +599,7 @@ static int md_reshape_finish(struct md_array *a)
 	return md_array_sync(a, atomic_load(&a->active));
 }
 
-#define MD_RESHAPE_WINDOW_MAX (16u << 20) /* array bytes moved at a time, at most */
+#define MD_RESHAPE_WINDOW_MAX (32u << 20) /* array bytes moved at a time, at most */
 /* Between two records of the position, at most: array bytes moved, and
  * time (raid5's reshape_request checkpoints every 10 s).  A record costs
  * a flush and a superblock write on every member, each a seek away from
@@ -769,15 +776,157 @@ static uint64_t md_reshape_window_back(const struct md_reshape *rs, uint64_t saf
 	return 0;
 }
 
+/* The largest window at pos with the position recorded at safe, at most
+ * wmax bytes in whole units (0: none fits). */
+static uint64_t md_reshape_fit(const struct md_reshape *rs, uint64_t safe, uint64_t pos,
+                               uint64_t wmax, uint64_t unit, uint64_t shift)
+{
+	if (rs->backwards)
+		return md_reshape_window_back(rs, safe, pos, wmax, unit, shift);
+	return md_reshape_window(rs, safe, pos, rs->to_end - pos < wmax ? rs->to_end - pos : wmax,
+	                         unit, shift);
+}
+
+/* Whether the run stops at pos: the end, or o's stop_at. */
+static bool md_reshape_at_end(const struct md_reshape *rs, const struct md_reshape_run_opts *o,
+                              uint64_t pos)
+{
+	uint64_t at = o ? o->stop_at : 0;
+
+	return rs->backwards ? pos == 0 || (at && pos <= at)
+	                     : pos >= rs->to_end || (at && pos >= at);
+}
+
+/* The run moves window after window, and reads the next window while it
+ * writes this one (and records the position, when it must or is due),
+ * so that a member's head always has work queued: the read and the
+ * write of a window one after the other left the disks idle while the
+ * window was gathered and copied and while a record ran (BENCHMARKS.md,
+ * section 30).  The crash rule still holds: a window's writes stay below
+ * the old bytes of the stripe holding the recorded position (safe), and
+ * the window read ahead lies at or after that stripe, so it reads old
+ * bytes no write of this window touches; the window read ahead is sized
+ * for the position recorded when it is written (after this step's
+ * record, if it has one), never before. */
+struct md_reshape_win {
+	uint64_t pos, w;   /* from pos, w bytes (0: no window) */
+	uint64_t lo, next; /* [lo, lo + w) of the array; where pos goes after it */
+	char *buf;         /* its bytes, read in the old geometry */
+};
+
+static void md_reshape_win_set(struct md_reshape_win *win, bool back, uint64_t pos, uint64_t w)
+{
+	win->pos = pos;
+	win->w = w;
+	win->lo = back ? pos - w : pos;
+	win->next = back ? win->lo : pos + w;
+}
+
+/* A window's old bytes into its buffer (zeros past the old end, as md
+ * writes): from the members directly while raw is set up, else (and
+ * from a failed direct read on) through the RAID vol, which
+ * reconstructs. */
+static int md_reshape_read_win(struct md_array *a, struct md_reshape_vol *x,
+                               struct md_reshape_raw *raw, const struct md_reshape_win *win)
+{
+	const struct md_reshape *rs = &a->reshape;
+	uint64_t n_old = win->lo < rs->from_end
+	                     ? (rs->from_end - win->lo < win->w ? rs->from_end - win->lo : win->w)
+	                     : 0;
+	int r = 0;
+
+	memset(win->buf + n_old, 0, win->w - n_old);
+	if (raw->n && md_reshape_raw_failed(a, raw)) {
+		/* A member failed since (its failure was recorded before the
+		 * drain that let this window begin): what it holds may be
+		 * stale, though it still reads; the RAID vol reconstructs. */
+		log_warn("%s: a member of the old geometry failed: reading it through the "
+		         "array from here on",
+		         a->vol.name);
+		md_reshape_raw_free(raw);
+	}
+	if (n_old && raw->n) {
+		r = md_reshape_raw_window(x, raw, rs->from.chunk, win->buf, n_old, win->lo);
+		if (r < 0 && r != -ENOMEM) {
+			/* A member that fails: the RAID vol's own reads, which
+			 * reconstruct (and record the failure), from here on. */
+			log_warn("%s: reading the old geometry's members directly: %s; "
+			         "through the array from here on",
+			         a->vol.name, strerror(-r));
+			md_reshape_raw_free(raw);
+			r = vol_read(x->from, win->buf, n_old, win->lo);
+		}
+	} else if (n_old) {
+		r = vol_read(x->from, win->buf, n_old, win->lo);
+	}
+	return r;
+}
+
+/* Wait out the requests in flight, then guard span bytes from the
+ * position on (md_reshape_vol's rule): the window moved and the one read
+ * ahead. */
+static void md_reshape_guard(struct md_reshape_vol *x, uint64_t span)
+{
+	pthread_mutex_lock(&x->lock);
+	x->draining = true;
+	while (x->inflight)
+		pthread_cond_wait(&x->cond, &x->lock);
+	x->win = span;
+	x->draining = false;
+	pthread_cond_broadcast(&x->cond);
+	pthread_mutex_unlock(&x->lock);
+}
+
+/* One step: piece 0 writes cur, moves the position past it (the window
+ * read ahead stays guarded) and records it if asked; piece 1 reads
+ * ahead (if any). */
+struct md_reshape_step {
+	struct md_array *a;
+	struct md_reshape_vol *x;
+	struct md_reshape_raw *raw;
+	const struct md_reshape_win *cur, *ahead;
+	bool record;
+	int r[2];
+	uint64_t ns[2];
+};
+
+static int md_reshape_step_piece(void *arg, unsigned i)
+{
+	struct md_reshape_step *st = arg;
+	struct md_reshape_vol *x = st->x;
+	uint64_t t0 = clock_now_ns();
+	int r = 0;
+
+	if (i == 0) {
+		r = vol_write(x->to, st->cur->buf, st->cur->w, st->cur->lo, 0);
+		if (r == 0) {
+			/* Moved: requests of it go to the new geometry from
+			 * now on (a write there waits for the record). */
+			pthread_mutex_lock(&x->lock);
+			x->pos = st->cur->next;
+			x->win = st->ahead->w;
+			pthread_cond_broadcast(&x->cond);
+			pthread_mutex_unlock(&x->lock);
+		}
+		if (r == 0 && st->record)
+			r = md_reshape_record(st->a, x, st->cur->next);
+	} else if (st->ahead->w) {
+		r = md_reshape_read_win(st->a, x, st->raw, st->ahead);
+	}
+	st->ns[i] = clock_now_ns() - t0;
+	st->r[i] = r;
+	return 0;
+}
+
 int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *finished)
 {
 	struct md_array *a = md_of(v);
 	struct md_reshape_vol *x;
 	const struct md_reshape *rs;
-	uint64_t unit, shift = UINT64_MAX, end, old_end, chunk;
+	uint64_t unit, shift = UINT64_MAX, end, chunk;
 	unsigned par;
 	bool back;
-	char *buf = NULL;
+	char *buf[2] = {NULL, NULL};
 	int r = 0;
 
 	*finished = false;
@@ -794,7 +943,6 @@ int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *fin
 	 * has no parity to keep: any run of blocks (a page, as md copies). */
 	unit = rs->from.level == 10 ? 4096 : chunk * (rs->to.raid_disks - par);
 	end = rs->to_end;
-	old_end = rs->from_end;
 	for (unsigned role = 0; role < a->n; role++) {
 		const struct md_super *sb = a->m[role].sb;
 		uint64_t off, size;
@@ -818,127 +966,123 @@ int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *fin
 	uint64_t wmax =
 	    o && o->window && o->window < MD_RESHAPE_WINDOW_MAX ? o->window : MD_RESHAPE_WINDOW_MAX;
 	wmax = wmax < unit ? unit : wmax;
-	if (!(buf = vol_buf_alloc(wmax)))
-		return -ENOMEM;
 	struct md_reshape_raw raw;
-	uint64_t rec_ns = clock_now_ns();
-	if ((r = md_reshape_raw_init(a, &raw, wmax)) < 0) {
-		free(buf);
+	if ((r = md_reshape_raw_init(a, &raw, wmax)) < 0)
 		return r;
+	if (!(buf[0] = vol_buf_alloc(wmax)) || !(buf[1] = vol_buf_alloc(wmax))) {
+		r = -ENOMEM;
+		goto out;
 	}
-	for (;;) {
-		uint64_t pos = x->pos, w, n_old, lo, next;
-		if (back ? pos == 0 || (o && o->stop_at && pos <= o->stop_at)
-		         : pos >= end || (o && o->stop_at && pos >= o->stop_at))
-			break;
-		if (o && o->stop && atomic_load(o->stop)) {
-			r = -EINTR;
-			break;
-		}
-		w = back ? md_reshape_window_back(rs, x->safe, pos, wmax, unit, shift)
-		         : md_reshape_window(rs, x->safe, pos, end - pos < wmax ? end - pos : wmax,
-		                             unit, shift);
-		if (!w && x->safe != pos) {
-			r = md_reshape_record(a, x, pos); /* then the window fits again */
-			if (r < 0)
-				break;
+
+	struct md_reshape_win cur = {.buf = buf[0]}, ahead = {.buf = buf[1]};
+	uint64_t rec_ns = clock_now_ns();
+	bool stopped = o && o->stop && atomic_load(o->stop), nospace = false;
+
+	if (!md_reshape_at_end(rs, o, x->pos) && !stopped) {
+		uint64_t pos = x->pos, w = md_reshape_fit(rs, x->safe, pos, wmax, unit, shift);
+		if (x->safe != pos && w < md_reshape_fit(rs, pos, pos, wmax, unit, shift)) {
+			if ((r = md_reshape_record(a, x, pos)) < 0)
+				goto out;
 			rec_ns = clock_now_ns();
-			continue;
+			w = md_reshape_fit(rs, pos, pos, wmax, unit, shift);
 		}
-		if (!w) {
-			r = err_set(
-			    -ENOSPC,
-			    "%s: at %llu KiB the data offset has not moved far enough to go "
-			    "on without overwriting data not yet moved",
-			    v->name, (unsigned long long)pos / 1024);
-			break;
-		}
-		pthread_mutex_lock(&x->lock);
-		x->draining = true;
-		while (x->inflight)
-			pthread_cond_wait(&x->cond, &x->lock);
-		x->win = w;
-		x->draining = false;
-		pthread_cond_broadcast(&x->cond);
-		pthread_mutex_unlock(&x->lock);
-		lo = back ? pos - w : pos;
-		next = back ? lo : pos + w;
-		n_old = lo < old_end ? (old_end - lo < w ? old_end - lo : w) : 0;
-		memset(buf + n_old, 0, w - n_old); /* past the old end: zeros, as md writes */
-		uint64_t t0 = clock_now_ns();
-		if (raw.n && md_reshape_raw_failed(a, &raw)) {
-			/* A member failed since (its failure was recorded before the
-			 * drain above let this window begin): what it holds may be
-			 * stale, though it still reads; the RAID vol reconstructs. */
-			log_warn("%s: a member of the old geometry failed: reading it through "
-			         "the array from here on",
-			         v->name);
-			md_reshape_raw_free(&raw);
-		}
-		if (n_old && raw.n) {
-			r = md_reshape_raw_window(x, &raw, rs->from.chunk, buf, n_old, lo);
-			if (r < 0 && r != -ENOMEM) {
-				/* A member that fails: the RAID vol's own reads, which
-				 * reconstruct (and record the failure), from here on. */
-				log_warn("%s: reading the old geometry's members directly: %s; "
-				         "through the array from here on",
-				         v->name, strerror(-r));
-				md_reshape_raw_free(&raw);
-				r = vol_read(x->from, buf, n_old, lo);
-			}
-		} else if (n_old) {
-			r = vol_read(x->from, buf, n_old, lo);
-		}
-		uint64_t t1 = clock_now_ns();
-		if (r == 0)
-			r = vol_write(x->to, buf, w, lo, 0);
-		uint64_t t2 = clock_now_ns();
-		pthread_mutex_lock(&x->lock);
-		if (r == 0)
-			x->pos = next;
-		x->win = 0;
-		pthread_cond_broadcast(&x->cond);
-		pthread_mutex_unlock(&x->lock);
-		bool due = (back ? x->safe - next : next - x->safe) >= MD_RESHAPE_RECORD_MAX ||
-		           clock_now_ns() - rec_ns >= MD_RESHAPE_RECORD_NS;
-		if (r == 0 && due) {
-			r = md_reshape_record(a, x, next);
-			rec_ns = clock_now_ns();
-		}
-		log_debug("%s: reshape window %llu KiB at %llu KiB: read %.1f ms, write %.1f ms, "
-		          "recorded %.1f ms",
-		          v->name, (unsigned long long)w / 1024, (unsigned long long)pos / 1024,
-		          (double)(t1 - t0) / 1e6, (double)(t2 - t1) / 1e6,
-		          (double)(clock_now_ns() - t2) / 1e6);
-		if (r < 0) {
+		nospace = !w;
+		md_reshape_guard(x, w);
+		md_reshape_win_set(&cur, back, pos, w);
+		r = w ? md_reshape_read_win(a, x, &raw, &cur) : 0;
+		if (r < 0)
 			r = err_set(r, "%s: reshape at %llu KiB: %s", v->name,
 			            (unsigned long long)pos / 1024, err_detail(r));
+	}
+	while (r == 0 && cur.w) {
+		uint64_t next = cur.next, t0 = clock_now_ns();
+		struct md_reshape_step st = {
+		    .a = a, .x = x, .raw = &raw, .cur = &cur, .ahead = &ahead};
+		/* Record after this window when it is due, and when the next
+		 * window fits whole only then. */
+		st.record = (back ? x->safe - next : next - x->safe) >= MD_RESHAPE_RECORD_MAX ||
+		            t0 - rec_ns >= MD_RESHAPE_RECORD_NS;
+		stopped = !md_reshape_at_end(rs, o, next) && o && o->stop && atomic_load(o->stop);
+		ahead.w = 0;
+		if (!md_reshape_at_end(rs, o, next) && !stopped) {
+			uint64_t w = md_reshape_fit(rs, x->safe, next, wmax, unit, shift),
+			         wr = md_reshape_fit(rs, next, next, wmax, unit, shift);
+			if (w < wr)
+				st.record = true;
+			md_reshape_win_set(&ahead, back, next, st.record ? wr : w);
+		}
+		md_reshape_guard(x, cur.w + ahead.w);
+		exec_parallel(2, md_reshape_step_piece, &st);
+		r = st.r[0] ? st.r[0] : st.r[1];
+		if (st.r[0] == 0 && st.record)
+			rec_ns = clock_now_ns();
+		log_debug("%s: reshape window %llu KiB at %llu KiB: written%s %.1f ms, the next "
+		          "read %.1f ms, step %.1f ms",
+		          v->name, (unsigned long long)cur.w / 1024,
+		          (unsigned long long)cur.pos / 1024, st.record ? " and recorded" : "",
+		          (double)st.ns[0] / 1e6, (double)st.ns[1] / 1e6,
+		          (double)(clock_now_ns() - t0) / 1e6);
+		if (r < 0) {
+			r = err_set(r, "%s: reshape at %llu KiB: %s", v->name,
+			            (unsigned long long)(st.r[0] ? cur.pos : next) / 1024,
+			            err_detail(r));
 			break;
 		}
 		if (o && o->progress)
 			o->progress(o->ctx, back ? end - next : next, end);
+		if (!ahead.w && !md_reshape_at_end(rs, o, next) && !stopped) {
+			nospace = true;
+			break;
+		}
+		struct md_reshape_win t = cur;
+		cur = ahead;
+		ahead = t;
 	}
-	/* Stopped or done: what was moved recorded (after an error, the
-	 * last record stands and a restart moves the rest again). */
-	if ((r == 0 || r == -EINTR) && x->safe != x->pos) {
+	if (r == 0 && stopped)
+		r = -EINTR;
+	if (r == 0 && nospace)
+		r = err_set(-ENOSPC,
+		            "%s: at %llu KiB the data offset has not moved far enough to go "
+		            "on without overwriting data not yet moved",
+		            v->name, (unsigned long long)x->pos / 1024);
+	pthread_mutex_lock(&x->lock);
+	x->win = 0;
+	pthread_cond_broadcast(&x->cond);
+	pthread_mutex_unlock(&x->lock);
+	/* Stopped: what was moved recorded (after an error, the last record
+	 * stands and a restart moves the rest again).  At the end the data
+	 * flushed and the end recorded are the record. */
+	bool at_end = r == 0 && (back ? x->pos == 0 : x->pos >= end);
+	if ((r == 0 || r == -EINTR) && !at_end && x->safe != x->pos) {
 		int e = md_reshape_record(a, x, x->pos);
 		if (e < 0)
 			r = err_set(e, "%s: recording the reshape position: %s", v->name,
 			            err_detail(e));
 	}
-	free(buf);
-	md_reshape_raw_free(&raw);
-	if (r == 0 && (back ? x->pos == 0 : x->pos >= end)) {
-		pthread_mutex_lock(&a->lock);
-		r = md_reshape_finish(a);
-		if (r == 0)
-			a->reshaping = false;
-		pthread_mutex_unlock(&a->lock);
+	if (at_end) {
+		r = vol_flush(x->to);
+		if (r == 0) {
+			pthread_mutex_lock(&a->lock);
+			r = md_reshape_finish(a);
+			if (r == 0)
+				a->reshaping = false;
+			pthread_mutex_unlock(&a->lock);
+		}
 		if (r < 0)
-			return err_set(r, "%s: recording the end of the reshape: %s", v->name,
-			               err_detail(r));
-		*finished = true;
+			r = err_set(r, "%s: recording the end of the reshape: %s", v->name,
+			            err_detail(r));
+		if (r == 0) {
+			pthread_mutex_lock(&x->lock);
+			x->safe = x->pos; /* writes waiting for the record go on */
+			pthread_cond_broadcast(&x->cond);
+			pthread_mutex_unlock(&x->lock);
+			*finished = true;
+		}
 	}
+out:
+	free(buf[0]);
+	free(buf[1]);
+	md_reshape_raw_free(&raw);
 	return r;
 }
 

@@ -83,7 +83,7 @@ struct md_reshape_run_opts {
 	uint64_t stop_at;
 	const atomic_bool *stop; /* set: stop after the window being moved */
 	uint64_t window;         /* array bytes moved at a time, at most (rounded up to
-	                          * a stripe); 0: 16 MiB */
+	                          * a stripe); 0: 32 MiB */
 	/* After each window: array bytes moved, of total. */
 	void (*progress)(void *ctx, uint64_t done, uint64_t total);
 	void *ctx;
@@ -93,8 +93,9 @@ struct md_reshape_run_opts {
  * under way, forwards, or backwards from the end down) window after
  * window to the new geometry: each
  * window read in the old geometry, written in the new one (full stripes,
- * parity and all); every 64 MiB, before a window would overwrite old
- * bytes a restart still needs, and at the end, the members flushed and
+ * parity and all), the next window read while this one is written;
+ * every 256 MiB or 10 s, before a window would have to spare old bytes
+ * a restart still needs, and at the end, the members flushed and
  * reshape_position advanced in every superblock (events + 1), as the
  * kernel's raid5 reshape_request() keeps reshape_safe, so that a stop or
  * a crash at any point leaves a state the kernel or uraid continues.  At the end the superblocks

@@ -39,6 +39,10 @@ struct sim_vol {
 	uint64_t head;       /* where the last request ended */
 	uint64_t busy_until; /* CLOCK_MONOTONIC ns when the disk goes idle */
 	uint64_t busy_ns;    /* total modelled service time */
+	/* What it was asked: reads and writes (count, bytes), and the jumps
+	 * back that cost a seek (benchmarks compare them with the kernel's
+	 * /sys/block/DEV/stat). */
+	uint64_t nread, nwrite, read_bytes, write_bytes, seeks;
 };
 
 static const struct {
@@ -64,8 +68,7 @@ static uint64_t bytes_ns(const struct sim_params *p, uint64_t bytes)
 	return (uint64_t)((double)bytes * 1e9 / (double)p->rate);
 }
 
-uint64_t sim_cost_ns(const struct sim_params *p, uint64_t head, uint64_t off,
-		     uint64_t len)
+uint64_t sim_cost_ns(const struct sim_params *p, uint64_t head, uint64_t off, uint64_t len)
 {
 	uint64_t cost = p->request_ns + bytes_ns(p, len);
 
@@ -125,8 +128,8 @@ static void sim_wait(struct sim_vol *s)
 		prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 		slack_set = true;
 	}
-	struct timespec ts = { (time_t)(s->busy_until / 1000000000u),
-			       (long)(s->busy_until % 1000000000u) };
+	struct timespec ts = {(time_t)(s->busy_until / 1000000000u),
+	                      (long)(s->busy_until % 1000000000u)};
 	pthread_mutex_unlock(&s->lock);
 	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
 		;
@@ -137,6 +140,7 @@ static void sim_wait(struct sim_vol *s)
 static void sim_position(struct sim_vol *s, uint64_t len, uint64_t off)
 {
 	uint64_t cost = sim_cost_ns(&s->p, s->head, off, len);
+	s->seeks += off < s->head;
 	s->head = off + len;
 	sim_book(s, cost);
 }
@@ -148,20 +152,23 @@ static int sim_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
 
 	sim_enter(s);
 	sim_position(s, len, off);
+	s->nread++;
+	s->read_bytes += len;
 	r = s->inner->ops->read(s->inner, buf, len, off);
 	sim_wait(s);
 	sim_leave(s);
 	return r;
 }
 
-static int sim_write(struct vol *v, const void *buf, uint64_t len,
-		     uint64_t off, unsigned flags)
+static int sim_write(struct vol *v, const void *buf, uint64_t len, uint64_t off, unsigned flags)
 {
 	struct sim_vol *s = to_sim(v);
 	int r;
 
 	sim_enter(s);
 	sim_position(s, len, off);
+	s->nwrite++;
+	s->write_bytes += len;
 	r = s->inner->ops->write(s->inner, buf, len, off, flags);
 	sim_wait(s);
 	sim_leave(s);
@@ -172,8 +179,7 @@ static int sim_write(struct vol *v, const void *buf, uint64_t len,
  * a positioning cost only (a disk's zeroing is assumed to be metadata). */
 /* Position the head at off, let the inner member trim or zero the range,
  * and leave the head at its end. */
-static int sim_unmap(struct sim_vol *s, uint64_t len, uint64_t off,
-		     unsigned flags, bool zero)
+static int sim_unmap(struct sim_vol *s, uint64_t len, uint64_t off, unsigned flags, bool zero)
 {
 	int r;
 
@@ -181,7 +187,7 @@ static int sim_unmap(struct sim_vol *s, uint64_t len, uint64_t off,
 	sim_position(s, 0, off);
 	s->head = off + len;
 	r = zero ? vol_write_zeroes(s->inner, len, off, flags)
-		 : vol_trim(s->inner, len, off, flags);
+	         : vol_trim(s->inner, len, off, flags);
 	sim_wait(s);
 	sim_leave(s);
 	return r;
@@ -192,8 +198,7 @@ static int sim_trim(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
 	return sim_unmap(to_sim(v), len, off, flags, false);
 }
 
-static int sim_write_zeroes(struct vol *v, uint64_t len, uint64_t off,
-			    unsigned flags)
+static int sim_write_zeroes(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
 {
 	struct sim_vol *s = to_sim(v);
 
@@ -225,7 +230,11 @@ static void sim_close(struct vol *v)
 	struct sim_vol *s = to_sim(v);
 	/* What the model kept the disk busy for: a rate that CPU contention
 	 * on a loaded machine does not blur (benchmarks read it with -v -v). */
-	log_debug("%s: modelled busy %.3f s", v->name, (double)s->busy_ns / 1e9);
+	log_debug("%s: modelled busy %.3f s, %llu reads (%.1f MiB), %llu writes (%.1f MiB), "
+	          "%llu seeks back",
+	          v->name, (double)s->busy_ns / 1e9, (unsigned long long)s->nread,
+	          (double)s->read_bytes / 1048576, (unsigned long long)s->nwrite,
+	          (double)s->write_bytes / 1048576, (unsigned long long)s->seeks);
 	vol_close(s->inner);
 	pthread_cond_destroy(&s->turn);
 	pthread_mutex_destroy(&s->lock);
@@ -240,14 +249,14 @@ static int sim_extents(struct vol *v, uint64_t len, uint64_t off, vol_extent_fn 
 }
 
 static const struct vol_ops sim_ops = {
-	.kind = "sim",
-	.read = sim_read,
-	.write = sim_write,
-	.flush = sim_flush,
-	.trim = sim_trim,
-	.write_zeroes = sim_write_zeroes,
-	.close = sim_close,
-	.extents = sim_extents,
+    .kind = "sim",
+    .read = sim_read,
+    .write = sim_write,
+    .flush = sim_flush,
+    .trim = sim_trim,
+    .write_zeroes = sim_write_zeroes,
+    .close = sim_close,
+    .extents = sim_extents,
 };
 
 uint64_t sim_member_busy_ns(struct vol *v)
@@ -321,8 +330,7 @@ static int sim_parse(char *params, const char *spec, struct sim_params *p)
 	return 0;
 }
 
-int sim_member_wrap(struct vol *inner, const struct sim_params *p,
-		    struct vol **out)
+int sim_member_wrap(struct vol *inner, const struct sim_params *p, struct vol **out)
 {
 	struct sim_vol *s = calloc(1, sizeof(*s));
 	char name[256];

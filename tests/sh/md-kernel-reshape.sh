@@ -8,6 +8,8 @@
 #   g6: raid6 4 -> 5 devices (--add);
 #   c5: raid5 of 4, chunk 64 -> 32 KiB (no device added);
 #   g10: raid10 near-2 4 -> 5 devices (--add; raid10.c's reshape).
+#   ks5: raid5 4 -> 3 devices (a shrink to --array-size, backwards, the data
+#   offset moved up: guest_shrink).
 # host: `uraid serve --readonly` reads the same sha256 from each (its two
 # geometries), then `uraid grow --continue` finishes each and it reads the
 # same again; uraid makes u5 (raid5 3 -> 4) and u6 (raid6 4 -> 5) with
@@ -47,6 +49,8 @@ add_images u10 5 8M
 add_images u0 4 8M
 add_images ub5 4 8M # issue 19's backwards chunk change, below
 declare -A create_opts=([g5]="--bitmap=internal --bitmap-chunk=1M" [u5]="--bitmap=internal --bitmap-chunk=1M")
+# ks5: the kernel's own shrink (below), 6 of each member's 7 MiB used
+add_images ks5 4 8M
 
 # guest_half NAME MD LEVEL CHUNK N GROW...: guest lines in which mdadm
 # makes NAME (the first N of its devices), fills it, prints "before NAME
@@ -62,14 +66,23 @@ guest_half() {
     echo "dd if=/dev/urandom of=/dev/md$md bs=64k oflag=direct 2>/dev/null; sync"
     echo "echo \"before $name \$(sha256sum < /dev/md$md | cut -d' ' -f1) \$(blockdev --getsize64 /dev/md$md)\""
     echo "echo 10 > /proc/sys/dev/raid/speed_limit_min; echo 10 > /proc/sys/dev/raid/speed_limit_max"
-    echo "mdadm --grow /dev/md$md $* >/tmp/g.log 2>&1 || { echo 'held $name grow-failed'; cat /tmp/g.log; }"
+    guest_hold $name $md ${all[0]} "$*"
+}
+
+# guest_hold NAME MD DEV GROW: guest lines that start `mdadm --grow
+# /dev/mdMD GROW`, hold the reshape at 4096 sectors (md's sync_max), stop
+# the array there and print "held NAME RESHAPE_POSITION FEATURES" from
+# DEV's superblock.
+guest_hold() {
+    local name=$1 md=$2 dev=$3
+    echo "mdadm --grow /dev/md$md $4 >/tmp/g.log 2>&1 || { echo 'held $name grow-failed'; cat /tmp/g.log; }"
     echo "for t in \$(seq 100); do [ \"\$(cat /sys/block/md$md/md/sync_action)\" = reshape ] && break; sleep 0.1; done"
     # md lowers sync_max only while the reshape is frozen (as mdadm --stop does)
     echo "echo frozen > /sys/block/md$md/md/sync_action; echo 4096 > /sys/block/md$md/md/sync_max; echo idle > /sys/block/md$md/md/sync_action"
     echo "echo 1000 > /proc/sys/dev/raid/speed_limit_min; echo 200000 > /proc/sys/dev/raid/speed_limit_max"
     echo "for t in \$(seq 300); do [ \"\$(cut -d' ' -f1 /sys/block/md$md/md/sync_completed)\" -ge 4096 ] 2>/dev/null && break; sleep 0.1; done"
     echo "mdadm --stop /dev/md$md >/dev/null 2>&1"
-    echo "echo \"held $name \$(mdadm --examine ${all[0]} | sed -n 's/.*Reshape pos.n : \\([0-9]*\\).*/\\1/p') \$(mdadm --examine ${all[0]} | sed -n 's/.*Feature Map : //p')\""
+    echo "echo \"held $name \$(mdadm --examine $dev | sed -n 's/.*Reshape pos.n : \\([0-9]*\\).*/\\1/p') \$(mdadm --examine $dev | sed -n 's/.*Feature Map : //p')\""
 }
 
 # guest_after NAME MD BYTES: guest lines that assemble NAME as /dev/mdMD,
@@ -88,12 +101,35 @@ guest_after() {
     echo "mdadm --stop /dev/md$md >/dev/null 2>&1"
 }
 
+# guest_shrink NAME MD: the kernel's own shrink, raid5 4 -> 3 devices with no
+# backup file: mdadm makes NAME with --size 6M (1 MiB of each member left
+# after the data), fills it, prints "before NAME SHA256 BYTES" of the 12 MiB
+# that 3 devices hold, sets --array-size to it and shrinks, the kernel
+# moving each data offset up (md's new_offset, backwards from the end), held
+# at 4096 sectors and stopped: "held NAME RESHAPE_POSITION FEATURES".
+# mdadm 4.2 alone asks for a backup file: for fewer devices it writes each
+# member's larger new_offset before md knows the direction, which the kernel
+# refuses (EINVAL: "Cannot set new_offset"); reshape_direction set to
+# backwards first, mdadm's offset change goes through.
+guest_shrink() {
+    local name=$1 md=$2 all=(${devs[$1]})
+    echo "mdadm --create /dev/md$md --run --metadata=1.2 --level=5 --chunk=64 --raid-devices=4 --size=6M ${all[*]} >/tmp/c.log 2>&1 || { echo 'before $name create-failed'; cat /tmp/c.log; }"
+    echo "while [ \"\$(cat /sys/block/md$md/md/sync_action)\" != idle ]; do sleep 0.2; done"
+    echo "dd if=/dev/urandom of=/dev/md$md bs=64k oflag=direct 2>/dev/null; sync"
+    echo "echo \"before $name \$(head -c 12582912 /dev/md$md | sha256sum | cut -d' ' -f1) 12582912\""
+    echo "mdadm --grow /dev/md$md --array-size=12M >/tmp/g.log 2>&1 || { echo 'held $name array-size-failed'; cat /tmp/g.log; }"
+    echo "echo 10 > /proc/sys/dev/raid/speed_limit_min; echo 10 > /proc/sys/dev/raid/speed_limit_max"
+    echo "echo backwards > /sys/block/md$md/md/reshape_direction"
+    guest_hold $name $md ${all[0]} --raid-devices=3
+}
+
 {
     guest_header
     guest_half g5 0 5 64 3 --raid-devices=4 --add "$(cut -d' ' -f4 <<< "${devs[g5]}")"
     guest_half g6 1 6 64 4 --raid-devices=5 --add "$(cut -d' ' -f5 <<< "${devs[g6]}")"
     guest_half c5 2 5 64 4 --chunk=32
     guest_half g10 3 10 64 4 --raid-devices=5 --add "$(cut -d' ' -f5 <<< "${devs[g10]}")"
+    guest_shrink ks5 7
     echo 'exit 0'
 } > "$D/job.sh"
 
@@ -117,7 +153,7 @@ examine_all() {
     done
     echo "ok: $1: mdadm --examine agrees on every member: $2 ($seen)"
 }
-for name in g5 g6 c5 g10; do
+for name in g5 g6 c5 g10 ks5; do
     read -r _ _ want_sha[$name] want_size[$name] <<< "$(grep "^before $name " <<< "$out")" || true
     held=$(grep "^held $name " <<< "$out" || true)
     pos=$(cut -d' ' -f3 <<< "$held")
@@ -205,6 +241,7 @@ fi
         guest_after $name $md "${want_size[$name]:-0}"
         md=$((md + 1))
     done
+    guest_after ks5 $md "${want_size[ks5]:-0}"
     echo 'exit 0'
 } > "$D/job.sh"
 LINUX_PEER_SMP=${LINUX_PEER_SMP:-1} run_peer "${imgs[@]}"
@@ -218,7 +255,7 @@ if [ "$(cut -d' ' -f4- <<< "$line")" != "${want_size[ub5]} 4 131072 2" ]; then
     echo "FAIL: ub5: the kernel ended at size, devices, chunk, layout '$(cut -d' ' -f4- <<< "$line")', want ${want_size[ub5]} 4 131072 2"
     fail=1
 fi
-for name in g5 g6 c5 g10 u5 u6 uc5 us5 ub5 u10 u0; do
+for name in g5 g6 c5 g10 u5 u6 uc5 us5 ub5 u10 u0 ks5; do
     line=$(grep "^after $name " <<< "$out" || true)
     if [ $name = us5 ] && [ "$(cut -d' ' -f4-5 <<< "$line")" != "$((13824 * 1024)) 3" ]; then
         echo "FAIL: us5: the kernel ended at size and devices '$(cut -d' ' -f4-5 <<< "$line")', want $((13824 * 1024)) 3"
@@ -238,7 +275,11 @@ for name in g5 g6 c5 g10 u5 u6 uc5 us5 ub5 u10 u0; do
         echo "FAIL: uc5: the kernel ended at chunk and layout '$(cut -d' ' -f6- <<< "$line")', want 32768 1"
         fail=1
     fi
-    case $name in g*|c*) who="uraid finished" ;; *) who="the kernel finished uraid's" ;; esac
+    if [ $name = ks5 ] && [ "$(cut -d' ' -f4-5 <<< "$line")" != "12582912 3" ]; then
+        echo "FAIL: ks5: the kernel assembled uraid's end of its shrink at size and devices '$(cut -d' ' -f4-5 <<< "$line")', want 12582912 3"
+        fail=1
+    fi
+    case $name in g*|c*|k*) who="uraid finished" ;; *) who="the kernel finished uraid's" ;; esac
     if [ "$(cut -d' ' -f3 <<< "$line")" = "${want_sha[$name]}" ] && grep -q "^mismatch $name 0$" <<< "$out"; then
         echo "ok: $name: $who reshape; the kernel reads the same, check 0 ($(cut -d' ' -f4- <<< "$line"))"
     else

@@ -10,7 +10,8 @@
  * each forwards one, stopped part-way and again to the end: the data
  * reads the same throughout and the parity of the result agrees; and
  * with clients writing and reading at random beside the move, the array
- * ends as their flat reference.
+ * ends as their flat reference; power cut at points spread over a run,
+ * it reads the same (the crash rule under the run's overlap).
  * The kernel's own half-done reshapes: tests/sh/md-kernel-reshape.sh. */
 #include "check.h"
 #include "member_files.h"
@@ -297,6 +298,74 @@ static void test_reads(void)
 		CHECK_EQ(file_hash(0), h0);
 		continue_reshape(s, n, size, i + 1);
 	}
+}
+
+/* The kernel records a shrink without RESHAPE_BACKWARDS: super_1_sync
+ * sets that bit only when delta_disks is 0, fewer devices being
+ * backwards by themselves (super_1_validate reads it so).  Such an array
+ * reads right and continues. */
+static void no_backwards_bit(struct md_super *s)
+{
+	s->feature_map &= ~MD_FEATURE_RESHAPE_BACKWARDS;
+}
+
+static void test_kernel_shrink(void)
+{
+	const struct shape s = {5, 4, 3, 64, 64, 2, 2, 4, true};
+	uint64_t size = make(&s, 11, no_backwards_bit);
+	struct vol *v;
+
+	CHECK_EQ(assemble(4, true, &v), 0);
+	CHECK(reads_pattern(v, size, 11));
+	vol_close(v);
+	continue_reshape(&s, 4, size, 11);
+}
+
+/* The crash rule under the run's overlap (a window read ahead while the
+ * one before it is written and the position recorded): a forwards grow
+ * whose data offset moved by SHIFT, so that the rule binds and records
+ * come often, moved one stripe a window on crash members (fault.c's
+ * power-cut mode) whose power is cut at the cut'th write across them,
+ * for cuts spread over the whole run.  After each cut the array, the
+ * plain files reassembled, reads the pattern everywhere: no write ever
+ * landed on old bytes a restart from the recorded position still needs. */
+static void test_crash_rule(void)
+{
+	const struct shape s = {5, 3, 4, 64, 64, 2, 2, 1, false};
+	struct md_assemble_opts ao = {.no_reshape = true};
+	unsigned cuts = 0;
+
+	for (unsigned cut = 3;; cut += 23) {
+		uint64_t size = make(&s, 13, NULL);
+		struct md_reshape_run_opts o = {.window = 1};
+		struct vol *m[4], *v;
+		bool finished = false;
+		char spec[256];
+
+		for (unsigned i = 0; i < 4; i++) {
+			snprintf(spec, sizeof(spec), "fault:crash=rule%u,seed=%u,cut-after=%u:%s",
+			         cut, cut, cut, path((int)i));
+			CHECK_EQ(member_open(spec, 0, &m[i]), 0);
+		}
+		err_clear();
+		CHECK_EQ(md_assemble_one(m, 4, &ao, &v), 0);
+		log_verbosity = LOG_ERROR; /* the failures the cut makes are expected */
+		int r = md_reshape_run(v, &o, &finished);
+		vol_close(v);
+		log_verbosity = LOG_WARN;
+		if (r == 0)
+			break; /* the run ended before the cut */
+		cuts++;
+		log_verbosity = LOG_ERROR; /* "not shut down cleanly; resyncing" */
+		CHECK_EQ(assemble(4, false, &v), 0);
+		log_verbosity = LOG_WARN;
+		if (!reads_pattern(v, size, 13)) {
+			fprintf(stderr, "reshape: after a power cut at write %u\n", cut);
+			CHECK(false);
+		}
+		vol_close(v);
+	}
+	CHECK(cuts > 5);
 }
 
 struct run_arg {
@@ -640,6 +709,8 @@ int main(void)
 		return 1;
 	log_verbosity = LOG_WARN;
 	test_reads();
+	test_kernel_shrink();
+	test_crash_rule();
 	test_online();
 	test_refusals();
 	test_start();
