@@ -550,7 +550,8 @@ static int ctl_pick_array(struct ctl_arrays *ca, const char *array, const char *
 
 	for (unsigned i = 0; i < ca->n; i++)
 		if (array ? strcmp(ca->info[i].name, array) == 0
-		          : ca->info[i].level == 5 || ca->info[i].level == 6) {
+		          : ca->info[i].level == 5 || ca->info[i].level == 6 ||
+		                ca->info[i].level == 10) {
 			if (ai >= 0 && !array) {
 				*reply = ctl_error("%u md arrays are served here: say which one %s "
 				                   "(--array md/NAME)",
@@ -561,12 +562,13 @@ static int ctl_pick_array(struct ctl_arrays *ca, const char *array, const char *
 		}
 	if (ai < 0)
 		*reply = array   ? ctl_error("no md array %s is served here", array)
-		         : ca->n ? ctl_error("no raid5 or raid6 array is served here to %s", what)
+		         : ca->n ? ctl_error("no raid5, raid6 or raid10 array is served here to %s",
+		                             what)
 		                 : ctl_error("no md array is served here");
 	return ai;
 }
 
-/* Reshape a served RAID5/6 to raid_disks devices, the members add names
+/* Reshape a served RAID5/6/10 to raid_disks devices, the members add names
  * taking the new roles (mdadm --grow --raid-devices --add, online). */
 /* Whether what the md array v holds at its start fits in s bytes, for a
  * shrink while serving (md serves --array-size from the shrink's start

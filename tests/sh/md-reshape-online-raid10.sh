@@ -1,0 +1,56 @@
+#!/bin/bash
+# md-reshape-online-raid10.sh — a RAID10 (near-2) grow, 4 -> 5 devices,
+# started through the control socket of a running `uraid serve` (`uraid
+# grow -n 5 --add NEW CONTROL`), while a client writes at random against a
+# flat reference file: the same driver and reshape vol as RAID5/6 and as
+# the offline RAID10 grow.  `uraid detail` shows the reshape (Delta Devices
+# 1, (4->5)); once it ended new connections get the grown size (5/4 of
+# it); after the serve stops mdadm --examine on every member (the new one
+# too) shows 5 devices, near=2 and no reshape, the array reads as the
+# reference (the grown part as zeros), and `uraid check` finds the copies
+# equal.
+. "$(dirname "$0")/reshape-lib.sh"
+requires nbdinfo nbdcopy mdadm cmp
+[ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import nbd' 2>/dev/null ||
+    { echo "SKIP: python3-libnbd (nbdsh's module) missing"; exit 77; }
+
+for i in 0 1 2 3 4; do truncate -s 16M "$tmp/m$i"; done
+m=("$tmp/m0" "$tmp/m1" "$tmp/m2" "$tmp/m3")
+"$URAID" create --level=10 --layout=n2 --chunk=64 "${m[@]}" >/dev/null 2>&1 || fail "create"
+size=$("$URAID" serve --readonly --run 'nbdinfo --size "$uri"' "${m[@]}" 2>/dev/null)
+head -c "$size" /dev/urandom >"$tmp/ref"
+"$URAID" serve --run "nbdcopy '$tmp/ref' \"\$uri\"" "${m[@]}" 2>/dev/null || fail "fill"
+
+reshape_client "$tmp/client.py"
+sock=$tmp/s.sock ctl=$tmp/s.ctl
+uri="nbd+unix:///?socket=$sock"
+start_server "$sock" --control "$ctl" --sync-speed-max 2M "${m[@]}" 2>"$tmp/serve.log"
+/usr/bin/python3 "$tmp/client.py" "$uri" "$tmp/ref" "$tmp/stop" >"$tmp/client.out" 2>"$tmp/client.err" &
+client=$!
+out=$("$URAID" grow -n 5 --add "$tmp/m4" "$ctl" 2>&1) || fail "grow through the control socket: $out"
+grep -q "reshaping 4 -> 5 devices" <<<"$out" || fail "grow said: $out"
+out=$("$URAID" detail "$ctl") || fail "detail"
+grep -q "Reshape Status : [0-9]*% complete" <<<"$out" || fail "detail shows no reshape: $out"
+grep -q "Delta Devices : 1, (4->5)" <<<"$out" || fail "detail: no delta: $out"
+[ "$(nbdinfo --size "$uri")" = "$size" ] || fail "a new connection during the reshape: not the old size"
+echo "ok: a raid10 grow started while serving; detail shows it"
+
+reshape_wait_end "$ctl" "the raid10 reshape"
+touch "$tmp/stop"
+wait "$client" || fail "client: $(cat "$tmp/client.err")"
+[ "$(nbdinfo --size "$uri")" = "$((size / 4 * 5))" ] ||
+    fail "a new connection after the reshape: $(nbdinfo --size "$uri"), not $((size / 4 * 5))"
+stop_server "$server_pid" || fail "serve did not stop cleanly: $(tail -5 "$tmp/serve.log")"
+m+=("$tmp/m4")
+for f in "${m[@]}"; do
+    e=$(mdadm --examine "$f" 2>&1) || fail "mdadm --examine $f: $e"
+    grep -q "Raid Devices : 5" <<<"$e" || fail "mdadm: $f: not 5 devices: $e"
+    grep -q "Layout : near=2" <<<"$e" || fail "mdadm: $f: layout: $e"
+    grep -q "Reshape\|Delta\|New Offset" <<<"$e" && fail "mdadm: $f still records a reshape: $e"
+done
+head -c $((size / 4)) /dev/zero >>"$tmp/ref"
+"$URAID" serve --readonly --run "nbdcopy \"\$uri\" - | cmp - '$tmp/ref'" "${m[@]}" 2>/dev/null ||
+    fail "after the reshape the array differs from the reference"
+"$URAID" check "${m[@]}" >"$tmp/check.out" 2>&1 || fail "check: $(cat "$tmp/check.out")"
+grep -q "agree" "$tmp/check.out" || fail "check said: $(cat "$tmp/check.out")"
+echo "ok: 4 -> 5 devices while serving under $(cat "$tmp/client.out") client writes; mdadm agrees, the data and the copies too"
