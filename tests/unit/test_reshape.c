@@ -439,7 +439,7 @@ static unsigned count_lagging(unsigned n, bool *one_behind)
 /* A power cut during the finish's superblock writes (md_reshape_finish:
  * one round, events + 1, member after member): the first k members hold
  * the finished geometry, the others the last record (the reshape at its
- * position, one event behind), for each k.  The data all lies in the new
+ * position, one event behind).  The data all lies in the new
  * geometry (flushed before the round): the array starts as the finished
  * one, the lagging members read at their new data offset, and reads the
  * pattern; a writable start writes them forward; the parity agrees. */
@@ -467,6 +467,10 @@ static void test_torn_finish(void)
 		 * end itself is not recorded), and the run moves the rest again
 		 * from the old copy, which the crash rule kept. */
 		for (unsigned k = 0; k < n; k++) {
+			/* Every k for the first shape; the first and the last
+			 * lagging member for the others (the suite's time). */
+			if (i > 0 && k != 1 && k != n - 1)
+				continue;
 			struct md_reshape_run_opts o = {0};
 			struct raid_check_report rep;
 			struct vol *v;
