@@ -92,9 +92,12 @@ static bool md_cand_left(const struct md_super *sb, const struct md_super *fresh
 
 /* The freshest superblock of the *k candidates of g (a copy, for the
  * members' own may be freed), every member checked against it, and the
- * array's name; a device that left the array (md_cand_left) is closed and
- * taken out of g (*k less).  0, or -errno with err_set() detail. */
-static int md_set_fresh(struct md_cand **g, unsigned *k, struct md_super **freshp, char name[48])
+ * array's name; a member that missed the end of a reshape is taken in the
+ * finished geometry (md_reshape_catch_up; *caught counts them); a device
+ * that left the array (md_cand_left) is closed and taken out of g (*k
+ * less).  0, or -errno with err_set() detail. */
+static int md_set_fresh(struct md_cand **g, unsigned *k, struct md_super **freshp, char name[48],
+                        bool readonly, unsigned *caught)
 {
 	struct md_super *fresh;
 	unsigned fi = 0;
@@ -108,6 +111,20 @@ static int md_set_fresh(struct md_cand **g, unsigned *k, struct md_super **fresh
 		return -ENOMEM;
 	*fresh = *g[fi]->sb;
 	md_super_array_name(fresh, name, 48);
+	*caught = 0;
+	for (unsigned i = 0; i < *k; i++) {
+		r = md_reshape_catch_up(g[i]->sb, g[i]->v->name, fresh, g[fi]->v->name, name);
+		if (r < 0)
+			return r;
+		if (r > 0) {
+			log_warn("%s: %s (events %llu, newest %llu) missed the end of the reshape: "
+			         "taken in the finished geometry, at its new data offset%s",
+			         name, g[i]->v->name, (unsigned long long)g[i]->sb->events,
+			         (unsigned long long)fresh->events,
+			         readonly ? "" : "; its superblock is written forward");
+			(*caught)++;
+		}
+	}
 	for (unsigned i = 0; i < *k; i++) {
 		if (md_cand_left(g[i]->sb, fresh)) {
 			struct md_cand *c = g[i];
@@ -616,12 +633,12 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 	struct md_array *a = NULL;
 	struct vol **slices = NULL;
 	char name[48], uuid[36];
-	unsigned present = 0, missing = 0, recovering = 0, slots;
+	unsigned present = 0, missing = 0, recovering = 0, slots, caught;
 	struct md_reshape rs;
 	bool redundant, reshaping;
 	int r = 0;
 
-	r = md_set_fresh(g, &k, &fresh, name);
+	r = md_set_fresh(g, &k, &fresh, name, o->readonly, &caught);
 	if (r < 0)
 		goto fail;
 	md_uuid_format(fresh->set_uuid, uuid);
@@ -706,6 +723,21 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 				vol_close(&a->vol); /* stays marked unclean */
 				return r;
 			}
+		}
+	}
+	if (caught && !o->readonly) {
+		/* The finish the members above missed, on their superblocks
+		 * too (events + 1 everywhere): a kernel reads them then. */
+		pthread_mutex_lock(&a->lock);
+		r = md_array_sync(a, atomic_load(&a->active));
+		pthread_mutex_unlock(&a->lock);
+		if (r < 0) {
+			r = err_set(r,
+			            "%s: writing the end of the reshape to the members that "
+			            "missed it: %s",
+			            name, err_detail(r));
+			vol_close(&a->vol);
+			return r;
 		}
 	}
 	if (a->reshaping && !o->readonly && !o->no_reshape) {

@@ -205,6 +205,67 @@ int md_reshape_same(const struct md_super *sb, const char *mname, const struct m
 	return 0;
 }
 
+void md_reshape_sb_finish(struct md_super *sb, bool rebuilt)
+{
+	uint64_t off, size;
+
+	md_super_new_data_area(sb, &off, &size);
+	sb->data_offset = off;
+	sb->data_size = size;
+	sb->feature_map &= ~MD_FEATURE_RESHAPE;
+	if (rebuilt) {
+		sb->feature_map &= ~MD_FEATURE_RECOVERY_OFFSET;
+		sb->recovery_offset = 0;
+	}
+	sb->level = sb->new_level;
+	sb->layout = sb->new_layout;
+	sb->chunk = sb->new_chunk;
+	sb->delta_disks = 0;
+	sb->new_offset = 0;
+	sb->reshape_position = 0;
+}
+
+int md_reshape_catch_up(struct md_super *sb, const char *mname, const struct md_super *fresh,
+                        const char *fname, const char *name)
+{
+	unsigned slot = sb->dev_number;
+	unsigned role =
+	    slot < fresh->max_dev && slot < MD_SB_MAX_DEV ? fresh->roles[slot] : MD_ROLE_SPARE;
+	struct md_reshape rs;
+	struct md_super t;
+	int r;
+
+	/* Older still, or failed since: left out by the usual rules. */
+	if (!(sb->feature_map & MD_FEATURE_RESHAPE_ACTIVE) ||
+	    (fresh->feature_map & MD_FEATURE_RESHAPE_ACTIVE) || sb->events + 1 < fresh->events ||
+	    role == MD_ROLE_FAULTY)
+		return 0;
+	if (sb->events >= fresh->events)
+		return err_set(-EINVAL,
+		               "%s: %s records a reshape under way and %s none, both at events "
+		               "%llu: no finish leaves that, and uraid cannot tell which "
+		               "geometry holds the data",
+		               name, mname, fname, (unsigned long long)fresh->events);
+	r = md_reshape_parse(sb, mname, &rs);
+	if (r < 0)
+		return err_set(
+		    r, "%s: %s missed the end of the reshape, and its record of it is bad: %s",
+		    name, mname, err_detail(r));
+	t = *sb;
+	md_reshape_sb_finish(&t, role < fresh->raid_disks);
+	if (t.level != fresh->level || t.layout != fresh->layout || t.chunk != fresh->chunk ||
+	    t.raid_disks != fresh->raid_disks || t.size != fresh->size)
+		return err_set(-EINVAL,
+		               "%s: %s (events %llu) records a reshape to %u devices, layout %u, "
+		               "chunk %u KiB, and %s (events %llu) the array finished as %u "
+		               "devices, layout %u, chunk %u KiB: not the end of that reshape",
+		               name, mname, (unsigned long long)sb->events, t.raid_disks, t.layout,
+		               t.chunk / 2, fname, (unsigned long long)fresh->events,
+		               fresh->raid_disks, fresh->layout, fresh->chunk / 2);
+	*sb = t;
+	return 1;
+}
+
 /* ---- the vol ----
  * Requests count themselves in (inflight) under the lock; a write into
  * the window the driver is moving or has read ahead, or into what it
@@ -564,32 +625,23 @@ static uint64_t md_reshape_window(const struct md_reshape *rs, uint64_t safe, ui
 	return 0;
 }
 
-/* The superblocks once the reshape has reached the end: the new geometry
- * alone, each member's data area where the new one lay (the kernel's
- * md_finish_reshape: the offset moved, the end kept). */
+/* The superblocks once the reshape has reached the end, in one round
+ * (events + 1, as the kernel's md_finish_reshape and md_update_sb): a
+ * power cut during it leaves some members finished and the others one
+ * event behind with the last record, which assembly reads as finished
+ * (md_reshape_catch_up): the data was flushed in the new geometry before
+ * the round began. */
 static int md_reshape_finish(struct md_array *a)
 {
 	for (unsigned role = 0; role < a->n; role++) {
 		struct md_super *sb = a->m[role].sb;
-		uint64_t off, size;
 		if (!a->m[role].vol || !sb)
 			continue;
-		md_super_new_data_area(sb, &off, &size);
-		sb->data_offset = off;
-		sb->data_size = size;
-		sb->feature_map &= ~MD_FEATURE_RESHAPE;
 		/* Rebuilt by the reshape: in sync now (md_do_sync's end). */
-		if (a->m[role].recovering && role < a->reshape.to.raid_disks) {
-			sb->feature_map &= ~MD_FEATURE_RECOVERY_OFFSET;
-			sb->recovery_offset = 0;
+		bool rebuilt = a->m[role].recovering && role < a->reshape.to.raid_disks;
+		md_reshape_sb_finish(sb, rebuilt);
+		if (rebuilt)
 			a->m[role].recovering = false;
-		}
-		sb->level = sb->new_level;
-		sb->layout = sb->new_layout;
-		sb->chunk = sb->new_chunk;
-		sb->delta_disks = 0;
-		sb->new_offset = 0;
-		sb->reshape_position = 0;
 	}
 	/* Shrunk: the roles past the new count are spares (raid5's
 	 * finish_reshape takes them out of the array). */

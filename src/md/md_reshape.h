@@ -66,6 +66,25 @@ int md_reshape_parse(const struct md_super *fresh, const char *name, struct md_r
 int md_reshape_same(const struct md_super *sb, const char *mname, const struct md_super *fresh,
                     const char *fname, const char *name);
 
+/* Superblock sb as the end of its reshape leaves it: the new geometry
+ * alone, the data area where the new one lay (the kernel's
+ * md_finish_reshape: the offset moved, the end kept); rebuilt: the
+ * member the reshape rebuilt is in sync (no recovery offset). */
+void md_reshape_sb_finish(struct md_super *sb, bool rebuilt);
+
+/* A member that missed the end of the reshape (a power cut during the
+ * finish's superblock round): fresh, the freshest superblock (of fname),
+ * records none, and member superblock sb (of mname) is one event behind
+ * and still records the reshape.  The finish began only once every byte
+ * lay in the new geometry, flushed, so sb is rolled forward in memory
+ * (md_reshape_sb_finish): its member is read at its new data offset.
+ * 1 when it was; 0 when sb is no such member (no reshape, older still,
+ * or faulty: the usual rules); -EINVAL with err_set() detail naming both
+ * when it cannot be reconciled (the same events, a bad record, or a
+ * reshape that does not end in fresh's geometry). */
+int md_reshape_catch_up(struct md_super *sb, const char *mname, const struct md_super *fresh,
+                        const char *fname, const char *name);
+
 /* The vol of an array under reshape rs over from and to (RAID vols of
  * rs->from and rs->to; it owns them from then on, also on error): each
  * request goes to the geometry that holds its bytes, split at the

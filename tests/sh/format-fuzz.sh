@@ -35,7 +35,7 @@ done
 # md's files but those that open members by name (member/).
 md=()
 for f in "$src"/md/*.c; do
-    case "$(basename "$f")" in md_create.c|md_grow.c|md_rebuild.c|md_reshape_grow.c) ;; *) md+=("$f") ;; esac
+    case "$(basename "$f")" in md_create.c|md_grow.c|md_rebuild.c|md_reshape_grow.c|md_bitmap_grow.c) ;; *) md+=("$f") ;; esac
 done
 # Every source is compiled once (the targets share core/, disc/ and md/),
 # FUZZ_JOBS (default 2) compilers at a time, then each target is linked.

@@ -335,10 +335,13 @@ static void test_crash_rule(void)
 	struct md_assemble_opts ao = {.no_reshape = true};
 	unsigned cuts = 0;
 
-	/* A stride well under the run's writes (about 150 across the four,
-	 * more or fewer by how the overlap interleaves them): enough cuts
-	 * whatever the interleaving. */
-	for (unsigned cut = 3;; cut += 11) {
+	/* Write-behind off: it engages when the members measure slow (a
+	 * loaded machine), and then the run takes fewer member writes, so
+	 * that it ended before the sixth cut (3 of 5 runs at load 5-7).  Its
+	 * writes reach the crash members all the same before each record's
+	 * flush: the rule under test is where the windows write. */
+	setenv("URAID_WB_MODE", "-1", 1);
+	for (unsigned cut = 3;; cut += 23) {
 		uint64_t size = make(&s, 13, NULL);
 		struct md_reshape_run_opts o = {.window = 1};
 		struct vol *m[4], *v;
@@ -369,7 +372,200 @@ static void test_crash_rule(void)
 		vol_close(v);
 	}
 	printf("  crash rule: %u power cuts, each reassembled and read\n", cuts);
+	unsetenv("URAID_WB_MODE");
 	CHECK(cuts > 5);
+}
+
+/* The writes that reached crash members m[0..n) so far, across them. */
+static uint64_t group_writes(struct vol **m, unsigned n)
+{
+	struct fault_counts c;
+	uint64_t w = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		CHECK_EQ(fault_member_counts(m[i], &c), 0);
+		w += c.writes + c.zeroes;
+	}
+	return w;
+}
+
+/* Run the reshape of s (made afresh, pattern seed) to its end on crash
+ * members whose power is cut at the cut'th write across them (0: never);
+ * the writes made until the run returned. */
+static uint64_t run_cut(const struct shape *s, unsigned n, unsigned seed, uint64_t cut)
+{
+	struct md_assemble_opts ao = {.no_reshape = true};
+	struct md_reshape_run_opts o = {0};
+	struct vol *m[8], *v;
+	bool finished = false;
+	char spec[256];
+	uint64_t w;
+
+	make(s, seed, NULL);
+	for (unsigned i = 0; i < n; i++) {
+		snprintf(spec, sizeof(spec), "fault:crash=torn%llu,cut-after=%llu:%s",
+		         (unsigned long long)cut, (unsigned long long)(cut ? cut : 1ull << 40),
+		         path((int)i));
+		CHECK_EQ(member_open(spec, 0, &m[i]), 0);
+	}
+	err_clear();
+	CHECK_EQ(md_assemble_one(m, n, &ao, &v), 0);
+	log_verbosity = LOG_ERROR; /* the failures the cut makes are expected */
+	int r = md_reshape_run(v, &o, &finished);
+	w = group_writes(m, n);
+	vol_close(v);
+	log_verbosity = LOG_WARN;
+	CHECK(cut || (r == 0 && finished));
+	return w;
+}
+
+/* Members [0, n)'s superblocks: how many record a reshape, and whether
+ * those that do are one event behind the rest (which record none). */
+static unsigned count_lagging(unsigned n, bool *one_behind)
+{
+	struct md_super sb[8];
+	uint64_t fresh = 0;
+	unsigned lag = 0;
+	struct vol *v;
+
+	for (unsigned i = 0; i < n; i++) {
+		CHECK_EQ(member_open(path((int)i), MEMBER_READONLY, &v), 0);
+		CHECK_EQ(md_super_read(v, &sb[i]), 0);
+		vol_close(v);
+		if (sb[i].events > fresh)
+			fresh = sb[i].events;
+	}
+	*one_behind = true;
+	for (unsigned i = 0; i < n; i++) {
+		bool rs = sb[i].feature_map & MD_FEATURE_RESHAPE_ACTIVE;
+		lag += rs;
+		*one_behind &= rs ? sb[i].events + 1 == fresh : sb[i].events == fresh;
+	}
+	return lag;
+}
+
+/* A power cut during the finish's superblock writes (md_reshape_finish:
+ * one round, events + 1, member after member): the first k members hold
+ * the finished geometry, the others the last record (the reshape at its
+ * position, one event behind).  The data all lies in the new
+ * geometry (flushed before the round): the array starts as the finished
+ * one, the lagging members read at their new data offset, and reads the
+ * pattern; a writable start writes them forward; the parity agrees. */
+static void test_torn_finish(void)
+{
+	const struct shape shapes[] = {
+	    {5, 3, 4, 64, 64, 2, 2, 1, false},          /* devices only: the geometry agrees */
+	    {5, 4, 4, 64, 16, 2, 2, 5, false},          /* a chunk change */
+	    {5, 4, 3, 64, 64, 2, 2, 4, true},           /* a shrink: role 3 a spare */
+	    {10, 3, 5, 32, 32, 0x102, 0x102, 5, false}, /* raid10 near-2 */
+	};
+
+	/* Write-behind off: whether it engages depends on the members'
+	 * measured speed, and with it how many writes the data takes; the
+	 * count must be the same on every run for the cut to land in the
+	 * finish (checked: count_lagging). */
+	setenv("URAID_WB_MODE", "-1", 1);
+	for (unsigned i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+		const struct shape *s = &shapes[i];
+		unsigned n = s->to_disks > s->from_disks ? s->to_disks : s->from_disks;
+		unsigned seed = 40 + i;
+		uint64_t size = make(s, seed, NULL), total = run_cut(s, n, seed, 0);
+		/* The finish's writes are the last n: each member's superblock.
+		 * None taken (k 0): the last record stands, below the end (the
+		 * end itself is not recorded), and the run moves the rest again
+		 * from the old copy, which the crash rule kept. */
+		for (unsigned k = 0; k < n; k++) {
+			/* Every k for the first shape; the first and the last
+			 * lagging member for the others (the suite's time). */
+			if (i > 0 && k != 1 && k != n - 1)
+				continue;
+			struct md_reshape_run_opts o = {0};
+			struct raid_check_report rep;
+			struct vol *v;
+			bool one_behind, finished = false;
+			uint64_t h[8];
+
+			run_cut(s, n, seed, total - n + k + 1);
+			CHECK_EQ(count_lagging(n, &one_behind), n - k);
+			CHECK(one_behind || k == 0);
+			for (unsigned j = 0; j < n; j++)
+				h[j] = file_hash((int)j);
+			int r = assemble(n, true, &v);
+			if (r < 0)
+				fprintf(stderr, "torn finish %u, %u of %u: %s\n", i, k, n,
+				        err_detail(r));
+			CHECK_EQ(r, 0);
+			if (r < 0)
+				continue;
+			CHECK_EQ(strcmp(md_array_raid(v)->ops->kind, "md-reshape") != 0, k > 0);
+			if (!reads_pattern_upto(v, size, seed)) {
+				fprintf(stderr, "torn finish %u: %u of %u members finished\n", i, k,
+				        n);
+				CHECK(false);
+			}
+			vol_close(v);
+			for (unsigned j = 0; j < n; j++)
+				CHECK_EQ(file_hash((int)j), h[j]); /* read-only: nothing written */
+			CHECK_EQ(assemble(n, false, &v), 0);
+			if (k == 0) {
+				CHECK_EQ(md_reshape_run(v, &o, &finished), 0);
+				CHECK(finished);
+			}
+			vol_close(v);
+			CHECK_EQ(count_lagging(n, &one_behind), 0);
+			CHECK_EQ(assemble(n, true, &v), 0);
+			CHECK(reads_pattern_upto(v, size, seed));
+			CHECK_EQ(raid_check(md_array_raid(v), false, &rep, NULL), 0);
+			CHECK_EQ(rep.mismatched, 0);
+			vol_close(v);
+		}
+	}
+	unsetenv("URAID_WB_MODE");
+}
+
+/* A member one event behind the finished ones whose own record cannot be
+ * the finish's (a reshape to another chunk), or a reshape at the same
+ * events as the finished ones: refused naming both members, nothing
+ * written. */
+static void test_torn_finish_refused(void)
+{
+	const struct shape s = {5, 3, 4, 64, 64, 2, 2, 1, false};
+	struct md_super keep, sb;
+	struct vol *v;
+	bool one_behind;
+	uint64_t h[4];
+
+	setenv("URAID_WB_MODE", "-1", 1); /* the same writes each run (test_torn_finish) */
+	run_cut(&s, 4, 50, run_cut(&s, 4, 50, 0) - 4 + 2); /* m0 finished, m1..m3 not */
+	unsetenv("URAID_WB_MODE");
+	CHECK_EQ(count_lagging(4, &one_behind), 3);
+	CHECK(one_behind);
+	CHECK_EQ(member_open(path(3), 0, &v), 0);
+	CHECK_EQ(md_super_read(v, &keep), 0);
+	vol_close(v);
+	CHECK(keep.feature_map & MD_FEATURE_RESHAPE_ACTIVE);
+	for (unsigned e = 0; e < 2; e++) {
+		sb = keep;
+		if (e == 0)
+			sb.new_chunk = 64; /* 32 KiB: not the chunk m0 finished with */
+		else
+			sb.events++;
+		CHECK_EQ(member_open(path(3), 0, &v), 0);
+		CHECK_EQ(md_super_write(v, &sb), 0);
+		vol_close(v);
+		for (int i = 0; i < 4; i++)
+			h[i] = file_hash(i);
+		for (int ro = 1; ro >= 0; ro--) {
+			int r = assemble(4, ro, &v);
+			CHECK_EQ(r, -EINVAL);
+			if (r == 0)
+				vol_close(v);
+			const char *msg = err_detail(r);
+			CHECK(strstr(msg, path(3)) && strstr(msg, path(0)));
+		}
+		for (int i = 0; i < 4; i++)
+			CHECK_EQ(file_hash(i), h[i]);
+	}
 }
 
 struct run_arg {
@@ -715,6 +911,8 @@ int main(void)
 	test_reads();
 	test_kernel_shrink();
 	test_crash_rule();
+	test_torn_finish();
+	test_torn_finish_refused();
 	test_online();
 	test_refusals();
 	test_start();
