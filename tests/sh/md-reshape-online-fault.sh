@@ -16,12 +16,7 @@ requires nbdinfo nbdcopy mdadm cmp
 
 for i in 0 1 2 3; do truncate -s 16M "$tmp/m$i"; done
 m=("$tmp/m0" "$tmp/m1" "$tmp/m2" "$tmp/m3")
-"$URAID" create --level=5 --chunk=64 "${m[@]}" >/dev/null 2>&1 || fail "create"
-size=$("$URAID" serve --readonly --run 'nbdinfo --size "$uri"' "${m[@]}" 2>/dev/null)
-head -c "$size" /dev/urandom >"$tmp/ref"
-"$URAID" serve --run "nbdcopy '$tmp/ref' \"\$uri\"" "${m[@]}" 2>/dev/null || fail "fill"
-
-reshape_client "$tmp/client.py"
+reshape_array --level=5 --chunk=64 -- "${m[@]}"
 
 sock=$tmp/s.sock ctl=$tmp/s.ctl
 uri="nbd+unix:///?socket=$sock"

@@ -5,6 +5,10 @@
 #                         random until STOP exists (and 20 writes at least),
 #                         each applied to the flat reference REF once
 #                         acknowledged, every 8th read back; prints the count
+#   reshape_array OPT... -- MEMBER...
+#                         `uraid create OPT...` on the MEMBERs; size = the
+#                         array's bytes, $tmp/ref that many random bytes,
+#                         written to the array; $tmp/client.py the client
 #   reshape_wait_end CTL WHAT
 #                         follows `uraid detail CTL` until the reshape is
 #                         gone; fails if it did not end in 60 s, or was gone
@@ -35,6 +39,17 @@ with open(ref, "r+b") as f:
 h.flush()
 print(n)
 PY
+}
+
+reshape_array() {
+    local opts=()
+    while [ "$1" != -- ]; do opts+=("$1"); shift; done
+    shift
+    "$URAID" create "${opts[@]}" "$@" >/dev/null 2>&1 || fail "create ${opts[*]}"
+    size=$("$URAID" serve --readonly --run 'nbdinfo --size "$uri"' "$@" 2>/dev/null)
+    head -c "$size" /dev/urandom >"$tmp/ref"
+    "$URAID" serve --run "nbdcopy '$tmp/ref' \"\$uri\"" "$@" 2>/dev/null || fail "fill"
+    reshape_client "$tmp/client.py"
 }
 
 reshape_wait_end() {
