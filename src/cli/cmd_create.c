@@ -36,13 +36,9 @@ struct create_opts {
  * after saying why. */
 static uint64_t create_chunk_arg(const char *arg, const char *what)
 {
-	char *end;
 	uint64_t bytes;
-	unsigned long v = strtoul(arg, &end, 10);
 
-	if (*arg && !*end)
-		bytes = (uint64_t)v * 1024;
-	else if (parse_size(arg, &bytes) < 0)
+	if (parse_size_kib(arg, &bytes) < 0)
 		bytes = 0;
 	if (bytes < 4096 || (bytes & (bytes - 1)) || bytes > (1ull << 30)) {
 		fprintf(stderr, "uraid: create: %s '%s' must be a power of two from 4K to 1G\n",

@@ -63,17 +63,12 @@ static int grow_parse_takeover(int c, const char *arg, struct md_grow_opts *go)
 static int grow_parse_size(int c, const char *arg, struct md_grow_opts *go)
 {
 	uint64_t bytes;
-	char *end;
-	unsigned long long v;
 
 	if (c != 'Z' && strcmp(arg, "max") == 0) {
 		go->size = MD_GROW_SIZE_MAX;
 		return 0;
 	}
-	v = strtoull(arg, &end, 10);
-	if (*arg >= '0' && *arg <= '9' && !*end)
-		bytes = (uint64_t)v * 1024;
-	else if (parse_size(arg, &bytes) < 0)
+	if (parse_size_kib(arg, &bytes) < 0)
 		bytes = 0;
 	if (bytes < 1024 || bytes % 1024 || bytes / 512 >= MD_GROW_SIZE_MAX) {
 		fprintf(stderr, "uraid: grow: --%s %s: not a size in KiB%s\n",
@@ -92,12 +87,8 @@ static int grow_parse_size(int c, const char *arg, struct md_grow_opts *go)
 static int grow_parse_chunk(const char *arg, struct md_grow_opts *go)
 {
 	uint64_t bytes;
-	char *end;
-	unsigned long long v = strtoull(arg, &end, 10);
 
-	if (*arg >= '0' && *arg <= '9' && !*end)
-		bytes = (uint64_t)v * 1024;
-	else if (parse_size(arg, &bytes) < 0)
+	if (parse_size_kib(arg, &bytes) < 0)
 		bytes = 0;
 	if (bytes < 1024 || bytes % 1024 || bytes / 512 > UINT32_MAX) {
 		fprintf(stderr, "uraid: grow: --chunk %s: not a size in KiB\n", arg);
@@ -138,10 +129,7 @@ static int grow_parse_bitmap(int c, const char *arg, int *bitmap, struct md_bitm
 		bo->write_behind = (uint32_t)v;
 		return 0;
 	}
-	v = strtoull(arg, &end, 10);
-	if (*arg >= '0' && *arg <= '9' && !*end)
-		bytes = (uint64_t)v * 1024;
-	else if (parse_size(arg, &bytes) < 0)
+	if (parse_size_kib(arg, &bytes) < 0)
 		bytes = 0;
 	if (bytes < 4096 || (bytes & (bytes - 1)) || bytes > (1ull << 30)) {
 		fprintf(stderr,

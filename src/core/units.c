@@ -38,6 +38,21 @@ int parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
+int parse_size_kib(const char *s, uint64_t *out)
+{
+	uint64_t n;
+
+	if (parse_size(s, &n) < 0)
+		return -EINVAL;
+	if (isdigit((unsigned char)s[strlen(s) - 1])) {
+		if (n > UINT64_MAX / 1024)
+			return -EINVAL;
+		n *= 1024;
+	}
+	*out = n;
+	return 0;
+}
+
 int parse_duration_ns(const char *s, uint64_t unit_ns, uint64_t *out_ns)
 {
 	char *end;

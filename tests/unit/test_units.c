@@ -22,6 +22,12 @@ int main(void)
 	CHECK_EQ(parse_size("1Mx", &v), -EINVAL);
 	CHECK_EQ(parse_size("99999999999999999999", &v), -EINVAL);
 	CHECK_EQ(parse_size("17000000T", &v), -EINVAL);
+	/* mdadm's sizes: a bare number is KiB */
+	CHECK(parse_size_kib("64", &v) == 0 && v == 65536);
+	CHECK(parse_size_kib("1M", &v) == 0 && v == 1048576);
+	CHECK(parse_size_kib("512B", &v) == 0 && v == 512);
+	CHECK_EQ(parse_size_kib("64X", &v), -EINVAL);
+	CHECK_EQ(parse_size_kib("18014398509481984", &v), -EINVAL); /* 2^54 KiB */
 
 	CHECK(parse_duration_ns("8.5ms", 1000000, &ns) == 0 && ns == 8500000);
 	CHECK(parse_duration_ns("2", 1000000, &ns) == 0 && ns == 2000000);
