@@ -134,7 +134,12 @@ for t in "${!newlevel[@]}"; do summary "${newlevel[$t]}" $(members o$t) > "$D/o$
         local name=$1 md=$2
         shift 2
         [ $# = 0 ] || echo "mdadm --grow /dev/md$md $* >/tmp/g.log 2>&1 || { echo 'theirs $name grow-failed'; cat /tmp/g.log; }"
-        echo "mdadm --wait /dev/md$md >/dev/null 2>&1; echo \"theirs $name \$(cat /sys/block/md$md/md/level)\""
+        # mdadm --grow and --add return before the kernel starts the
+        # recovery or reshape they ask for, and --wait waits only for one
+        # running: until the array is idle and whole (60 s at most), so
+        # that it is not stopped half-way under a slow VM
+        echo "for _ in \$(seq 120); do mdadm --wait /dev/md$md >/dev/null 2>&1; [ -e /sys/block/md$md/md/sync_action ] || break; [ \"\$(cat /sys/block/md$md/md/sync_action)\" = idle ] && [ \"\$(cat /sys/block/md$md/md/degraded)\" = 0 ] && break; sleep 0.5; done"
+        echo "echo \"theirs $name \$(cat /sys/block/md$md/md/level)\""
         echo "mdadm --stop /dev/md$md >/dev/null 2>&1"
     }
     mk k15 $i -l1 -n2; conv k15 $i --level=5; i=$((i + 1))
@@ -162,9 +167,9 @@ for t in 15 51 56 65 05; do host_check_ours "o$t" 1 "raid ${t:0:1} -> ${t:1} con
 for t in 50 100; do host_check_ours "o$t" 0 "raid ${t%0} -> 0 conversion"; done
 host_check_ours osz 1 "raid5 grown with --size max (resynced by the kernel)"
 
-read_sha() {
+read_sha() { # what uraid serve says goes to $D/read.err (a refusal, say)
     $URAID serve --readonly "$@" --run 'nbdcopy "$uri" - | head -c '$((MB << 20))' | sha256sum' \
-        2>/dev/null | cut -d' ' -f1
+        2>"$D/read.err" | cut -d' ' -f1 || true
 }
 for t in 15 51 56 65 05 50 100; do
     name=k$t
@@ -172,7 +177,7 @@ for t in 15 51 56 65 05 50 100; do
         { echo "FAIL: the kernel did not convert $name: $(grep "^theirs $name" <<< "$out")"; fail=1; continue; }
     got=$(read_sha $(kept "${newlevel[$t]}" $(members $name)))
     if [ "$got" = "$want" ]; then echo "ok: uraid reads the kernel's $name (${newlevel[$t]})"; else
-        echo "FAIL: uraid read of the kernel's $name: $got (want $want)"; fail=1; fi
+        echo "FAIL: uraid read of the kernel's $name: '$got' (want $want): $(cat "$D/read.err")"; fail=1; fi
     if [ "${newlevel[$t]}" != raid0 ]; then
         c=$($URAID check $(active "${newlevel[$t]}" $(members $name)) 2>&1) ||
             { echo "FAIL: uraid check of the kernel's $name: $c"; fail=1; }
