@@ -11,8 +11,6 @@
 # equal.
 . "$(dirname "$0")/reshape-lib.sh"
 requires nbdinfo nbdcopy mdadm cmp
-[ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import nbd' 2>/dev/null ||
-    { echo "SKIP: python3-libnbd (nbdsh's module) missing"; exit 77; }
 
 for i in 0 1 2 3 4; do truncate -s 16M "$tmp/m$i"; done
 m=("$tmp/m0" "$tmp/m1" "$tmp/m2" "$tmp/m3")
@@ -30,12 +28,7 @@ grep -q "Delta Devices : 1, (4->5)" <<<"$out" || fail "detail: no delta: $out"
 [ "$(nbdinfo --size "$uri")" = "$size" ] || fail "a new connection during the reshape: not the old size"
 echo "ok: a raid10 grow started while serving; detail shows it"
 
-reshape_wait_end "$ctl" "the raid10 reshape"
-touch "$tmp/stop"
-wait "$client" || fail "client: $(cat "$tmp/client.err")"
-[ "$(nbdinfo --size "$uri")" = "$((size / 4 * 5))" ] ||
-    fail "a new connection after the reshape: $(nbdinfo --size "$uri"), not $((size / 4 * 5))"
-stop_server "$server_pid" || fail "serve did not stop cleanly: $(tail -5 "$tmp/serve.log")"
+reshape_end "$ctl" "the raid10 reshape" $((size / 4 * 5))
 m+=("$tmp/m4")
 for f in "${m[@]}"; do
     e=$(mdadm --examine "$f" 2>&1) || fail "mdadm --examine $f: $e"

@@ -22,8 +22,6 @@
 # events (mdadm -X).
 . "$(dirname "$0")/reshape-lib.sh"
 requires nbdinfo nbdcopy mdadm cmp
-[ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import nbd' 2>/dev/null ||
-    { echo "SKIP: python3-libnbd (nbdsh's module) missing"; exit 77; }
 
 for i in 0 1 2 3 4; do truncate -s 16M "$tmp/m$i"; done
 m=("$tmp/m0" "$tmp/m1" "$tmp/m2")
@@ -61,12 +59,7 @@ out=$("$URAID" check "$ctl" 2>&1) && fail "check during a reshape: $out"
 grep -q "a reshape is under way" <<<"$out" || fail "check during a reshape said: $out"
 echo "ok: started while serving; detail shows it; the refusals"
 
-reshape_wait_end "$ctl" "the reshape"
-touch "$tmp/stop"
-wait "$client" || fail "client: $(cat "$tmp/client.err")"
-[ "$(nbdinfo --size "$uri")" = "$((size / 2 * 3))" ] ||
-    fail "a new connection after the reshape: $(nbdinfo --size "$uri"), not $((size / 2 * 3))"
-stop_server "$server_pid" || fail "serve did not stop cleanly: $(tail -5 "$tmp/serve.log")"
+reshape_end "$ctl" "the reshape" $((size / 2 * 3))
 wait "$monitor" 2>/dev/null || true
 ev=$(sed -n 's/.*"event": *"\([A-Za-z0-9]*\)".*/\1/p' "$tmp/mon.json" | tr '\n' ' ')
 grep -q "RebuildStarted .*Rebuild20 .*RebuildFinished" <<<"$ev" ||

@@ -9,11 +9,19 @@
 #                         `uraid create OPT...` on the MEMBERs; size = the
 #                         array's bytes, $tmp/ref that many random bytes,
 #                         written to the array; $tmp/client.py the client
+#   reshape_end CTL WHAT NEW_SIZE
+#                         reshape_wait_end, then the client ($client) told
+#                         to stop and waited for, a new connection to $uri
+#                         checked to get NEW_SIZE, the serve ($server_pid)
+#                         stopped cleanly
 #   reshape_wait_end CTL WHAT
 #                         follows `uraid detail CTL` until the reshape is
 #                         gone; fails if it did not end in 60 s, or was gone
 #                         at the first look (nothing ran under load)
+# Skips (77) without python3-libnbd, which the client needs.
 . "$(dirname "${BASH_SOURCE[0]}")/nbd-lib.sh"
+[ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import nbd' 2>/dev/null ||
+    { echo "SKIP: python3-libnbd (nbdsh's module) missing"; exit 77; }
 
 reshape_client() {
     cat >"$1" <<'PY'
@@ -62,4 +70,13 @@ reshape_wait_end() {
     done
     grep -q "Reshape Status" <<<"$out" && fail "$what did not end: $out"
     [ "$seen" -gt 0 ] || fail "$what ended before a second look; nothing was tested under load"
+}
+
+reshape_end() {
+    reshape_wait_end "$1" "$2"
+    touch "$tmp/stop"
+    wait "$client" || fail "client: $(cat "$tmp/client.err")"
+    [ "$(nbdinfo --size "$uri")" = "$3" ] ||
+        fail "a new connection after $2: $(nbdinfo --size "$uri"), not $3"
+    stop_server "$server_pid" || fail "serve did not stop cleanly: $(tail -5 "$tmp/serve.log")"
 }
