@@ -562,7 +562,7 @@ static int ctl_pick_array(struct ctl_arrays *ca, const char *array, const char *
 		}
 	if (ai < 0)
 		*reply = array   ? ctl_error("no md array %s is served here", array)
-		         : ca->n ? ctl_error("no raid5, raid6 or raid10 array is served here to %s",
+		         : ca->n ? ctl_error("no raid5, raid6 or raid10 array is served here %s",
 		                             what)
 		                 : ctl_error("no md array is served here");
 	return ai;
