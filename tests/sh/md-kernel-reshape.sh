@@ -36,12 +36,12 @@ MB=1
 . "$(dirname "$0")/peer-lib.sh"
 command -v mdadm >/dev/null || { echo "skip: mdadm missing"; exit 77; }
 
-add_images g5 4 24M
-add_images g6 5 24M
-add_images c5 4 24M
-add_images u5 4 24M
-add_images u6 5 24M
-# uc5 and us5 small: boot 2's time goes to the sha256 of each array under TCG
+# 8 MiB members: boot 2's time goes to each array's sha256 and check under TCG
+add_images g5 4 8M
+add_images g6 5 8M
+add_images c5 4 8M
+add_images u5 4 8M
+add_images u6 5 8M
 add_images uc5 4 8M
 add_images us5 4 8M
 add_images g10 5 8M
