@@ -128,13 +128,16 @@ echo "ok: r5 restart refused: $(grep -m1 'role 1,2' <<<"$out")"
     "$tmp"/r5-{0,1,2,3} 2>"$tmp/r5.force" || fail "r5: --force --readonly: $(cat "$tmp/r5.force")"
 grep -q "r5-2 is stale by .* taken in role 2" "$tmp/r5.force" ||
     fail "r5: --force did not take role 2's member: $(cat "$tmp/r5.force")"
+# A stripe a failed write touched may read wrong where it lies on role 1,
+# still missing (md's write hole: its parity may have taken the new data,
+# role 2 the old): the comparison leaves out those stripes, 192 KiB each.
 python3 - "$tmp/r5.ref" "$tmp/r5.got" "$tmp/r5.unknown" <<'PY' || fail "r5: --force reads differ"
 import sys
 a, b = open(sys.argv[1], "rb").read(), open(sys.argv[2], "rb").read()
-unknown = {int(x) for x in open(sys.argv[3]).read().split()}
+rows = {int(x) // 48 for x in open(sys.argv[3]).read().split()}
 bad = [i for i in range(len(a) // 4096)
-       if i not in unknown and a[i * 4096:(i + 1) * 4096] != b[i * 4096:(i + 1) * 4096]]
-print("--force: %d blocks unknown, %d differ" % (len(unknown), len(bad)))
+       if i // 48 not in rows and a[i * 4096:(i + 1) * 4096] != b[i * 4096:(i + 1) * 4096]]
+print("--force: %d of %d stripes left out, %d blocks differ" % (len(rows), len(a) // 196608, len(bad)))
 sys.exit(1 if bad or len(a) != len(b) else 0)
 PY
 echo "ok: r5 --force --readonly takes role 2 back and reads the reference"
