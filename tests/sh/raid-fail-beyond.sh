@@ -72,6 +72,13 @@ print("acked=%d failed=%d acked_after=%d flush=%s wrong=%d eio=%d" %
       (acked, failed, acked_after, flush, wrong, eio))
 PY
 
+# serve --program: one line per md event (mdadm --monitor's words)
+cat >"$tmp/prog.sh" <<EOS
+#!/bin/sh
+echo "\$1 \$3" >>"$tmp/\$(cat "$tmp/case").events"
+EOS
+chmod +x "$tmp/prog.sh"
+
 sock=$tmp/s.sock
 uri="nbd+unix:///?socket=$sock"
 
@@ -91,14 +98,19 @@ run_case() {
         *) specs+=("$f") ;;
         esac
     done
+    echo "$name" >"$tmp/case"
     "$URAID" create "${opts[@]}" "${files[@]}" >/dev/null 2>&1 || fail "$name: create"
     size=$("$URAID" serve --readonly --run 'nbdinfo --size "$uri"' "${files[@]}" 2>/dev/null)
     head -c "$size" /dev/urandom >"$tmp/$name.ref"
     "$URAID" serve --run "nbdcopy '$tmp/$name.ref' \"\$uri\"" "${files[@]}" 2>/dev/null ||
         fail "$name: fill"
-    start_server "$sock" --no-rebuild "${specs[@]}" 2>"$tmp/$name.log"
+    : >"$tmp/$name.events"
+    start_server "$sock" --no-rebuild --control "$tmp/ctl" --program "$tmp/prog.sh" \
+        "${specs[@]}" 2>"$tmp/$name.log"
     out=$(/usr/bin/python3 "$tmp/client.py" "$uri" "$tmp/$name.ref" "$tmp/$name.unknown" \
         "$seed" 2>&1) || fail "$name: client: $out"
+    detail=$("$URAID" detail "$tmp/ctl") || fail "$name: detail"
+    grep -q "State : .*FAILED" <<<"$detail" || fail "$name: detail does not say FAILED: $detail"
     kill -TERM "$server_pid"
     wait "$server_pid" || true
     echo "$name: $out"
@@ -113,6 +125,11 @@ run_case() {
 run_case r5 5 --level=5 --raid-devices=4 --chunk=64 -- \
     0 after=30 after=90 3
 grep -q " eio=0$" <<<"$out" && fail "r5: no read of a failed member's blocks failed: $out"
+# md's: Fail for each (raid5_error marks the second faulty too), DegradedArray once
+[ "$(grep -c "^Fail .*r5-[12]$" "$tmp/r5.events")" = 2 ] ||
+    fail "r5: not a Fail for each failed member: $(cat "$tmp/r5.events")"
+[ "$(grep -c "^DegradedArray" "$tmp/r5.events")" = 1 ] ||
+    fail "r5: not one DegradedArray: $(cat "$tmp/r5.events")"
 for f in "$tmp/r5-0" "$tmp/r5-3"; do
     e=$(mdadm --examine "$f") || fail "mdadm --examine $f"
     grep -q "Array State : A..A " <<<"$e" || fail "mdadm: $f does not record roles 1 and 2 failed: $e"
@@ -154,6 +171,8 @@ echo "ok: r6 restart refused"
 
 # RAID1 of 2: both copies; the last is kept (md's last device), reads go on.
 run_case r1 1 --level=1 --raid-devices=2 -- after=30 after=80
+[ "$(grep -c "^Fail " "$tmp/r1.events")" = 1 ] ||
+    fail "r1: the last copy was failed too: $(cat "$tmp/r1.events")"
 # RAID10 of 4 (near 2): both copies of the pair of roles 0 and 1.
 run_case r10 10 --level=10 --raid-devices=4 --chunk=64 -- after=30 after=80 2 3
 echo "ok: RAID5, RAID6, RAID1 and RAID10 fail as md does"
