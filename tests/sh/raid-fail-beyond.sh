@@ -14,7 +14,11 @@
 #   - RAID5/6: mdadm --examine of the members kept records every failed
 #     role, a restart refuses naming them, and --force --readonly starts
 #     it with the member that failed last (mdadm --assemble --force's
-#     choice), reading the reference wherever the client was acknowledged.
+#     choice), reading the reference wherever the client was acknowledged
+#     (but in the stripes a failed write tore: md's write hole);
+#   - detail says FAILED; serve --program gets md's Fail for each RAID5
+#     member (raid5_error marks the second too), one for RAID1 (the last
+#     copy is kept), whose restart starts degraded and reads the reference.
 . "$(dirname "$0")/nbd-lib.sh"
 requires nbdinfo nbdcopy mdadm
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import nbd' 2>/dev/null ||
@@ -145,18 +149,25 @@ echo "ok: r5 restart refused: $(grep -m1 'role 1,2' <<<"$out")"
     "$tmp"/r5-{0,1,2,3} 2>"$tmp/r5.force" || fail "r5: --force --readonly: $(cat "$tmp/r5.force")"
 grep -q "r5-2 is stale by .* taken in role 2" "$tmp/r5.force" ||
     fail "r5: --force did not take role 2's member: $(cat "$tmp/r5.force")"
+# compare REF GOT UNKNOWN ROWBLOCKS: every 4 KiB block of GOT is REF's,
+# but in the rows (ROWBLOCKS blocks each) that hold an UNKNOWN block.
+compare() {
+    python3 - "$@" <<'PY'
+import sys
+a, b = open(sys.argv[1], "rb").read(), open(sys.argv[2], "rb").read()
+per = int(sys.argv[4])
+rows = {int(x) // per for x in open(sys.argv[3]).read().split()}
+bad = [i for i in range(len(a) // 4096)
+       if i // per not in rows and a[i * 4096:(i + 1) * 4096] != b[i * 4096:(i + 1) * 4096]]
+print("%d of %d rows left out, %d blocks differ" % (len(rows), len(a) // 4096 // per, len(bad)))
+sys.exit(1 if bad or len(a) != len(b) else 0)
+PY
+}
+
 # A stripe a failed write touched may read wrong where it lies on role 1,
 # still missing (md's write hole: its parity may have taken the new data,
 # role 2 the old): the comparison leaves out those stripes, 192 KiB each.
-python3 - "$tmp/r5.ref" "$tmp/r5.got" "$tmp/r5.unknown" <<'PY' || fail "r5: --force reads differ"
-import sys
-a, b = open(sys.argv[1], "rb").read(), open(sys.argv[2], "rb").read()
-rows = {int(x) // 48 for x in open(sys.argv[3]).read().split()}
-bad = [i for i in range(len(a) // 4096)
-       if i // 48 not in rows and a[i * 4096:(i + 1) * 4096] != b[i * 4096:(i + 1) * 4096]]
-print("--force: %d of %d stripes left out, %d blocks differ" % (len(rows), len(a) // 196608, len(bad)))
-sys.exit(1 if bad or len(a) != len(b) else 0)
-PY
+compare "$tmp/r5.ref" "$tmp/r5.got" "$tmp/r5.unknown" 48 || fail "r5: --force reads differ"
 echo "ok: r5 --force --readonly takes role 2 back and reads the reference"
 
 # RAID6 of 5: roles 0, 2 and 4 fail.
@@ -173,6 +184,10 @@ echo "ok: r6 restart refused"
 run_case r1 1 --level=1 --raid-devices=2 -- after=30 after=80
 [ "$(grep -c "^Fail " "$tmp/r1.events")" = 1 ] ||
     fail "r1: the last copy was failed too: $(cat "$tmp/r1.events")"
+# it kept its last copy: the restart starts degraded, and reads the reference
+"$URAID" serve --readonly --run "nbdcopy \"\$uri\" '$tmp/r1.got'" "$tmp"/r1-{0,1} \
+    2>"$tmp/r1.restart" || fail "r1: the restart: $(cat "$tmp/r1.restart")"
+compare "$tmp/r1.ref" "$tmp/r1.got" "$tmp/r1.unknown" 1 || fail "r1: after the restart reads differ"
 # RAID10 of 4 (near 2): both copies of the pair of roles 0 and 1.
 run_case r10 10 --level=10 --raid-devices=4 --chunk=64 -- after=30 after=80 2 3
 echo "ok: RAID5, RAID6, RAID1 and RAID10 fail as md does"
