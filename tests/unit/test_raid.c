@@ -1295,7 +1295,7 @@ static void test_fail_beyond(void)
 	uint64_t moff;
 	int p, q;
 	CHECK_EQ(raid_log_locate(a, 0, &role, &moff, &p, &q), 0);
-	CHECK(role == 0 && p == 2); /* row 0: data on 0 and 1, parity on 2 */
+	CHECK(role == 0 && p == 2);                    /* row 0: data on 0 and 1, parity on 2 */
 	CHECK_EQ(vol_write(a, x, sizeof(x), 0, 0), 0); /* data chunk 0, role 0 */
 	CHECK_EQ(raid_fail_member(a, 0), 0);
 	CHECK_EQ(vol_write(a, y, 4096, (64 << 10) + 8192, 0), 0); /* degraded */
@@ -1305,6 +1305,8 @@ static void test_fail_beyond(void)
 	CHECK_EQ(vol_write(a, y, 4096, 64 << 10, 0), -EIO);
 	CHECK(raid_failed(a));
 	CHECK_EQ(atomic_load(&ev.failed[1]), 1); /* marked and told, as raid5_error */
+	struct fault_counts c1, c1_after;
+	CHECK_EQ(fault_member_counts(m[1], &c1), 0);
 	int r = vol_read(a, got, 4096, 0);
 	CHECK(r == -EIO || (r == 0 && memcmp(got, x, 4096) == 0));
 	CHECK_EQ(r, -EIO);
@@ -1315,6 +1317,9 @@ static void test_fail_beyond(void)
 		CHECK_EQ(vol_read(a, got, 4096, off), role == 2 ? 0 : -EIO);
 	}
 	CHECK_EQ(raid_fail_member(a, 2), -EBUSY);
+	/* Nothing went to the member that failed since. */
+	CHECK_EQ(fault_member_counts(m[1], &c1_after), 0);
+	CHECK_EQ(c1_after.writes + c1_after.flushes, c1.writes + c1.flushes);
 	vol_close(a);
 
 	/* RAID1: the last copy's write fails; it stays, reads go to it, and
