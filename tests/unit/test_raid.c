@@ -1317,6 +1317,9 @@ static void test_fail_beyond(void)
 		CHECK_EQ(vol_read(a, got, 4096, off), role == 2 ? 0 : -EIO);
 	}
 	CHECK_EQ(raid_fail_member(a, 2), -EBUSY);
+	struct raid_check_report rep;
+	CHECK_EQ(raid_check(a, false, &rep, NULL), -EIO); /* says why it stops */
+	CHECK(strstr(err_detail(-EIO), "the array has failed") != NULL);
 	/* Nothing went to the member that failed since. */
 	CHECK_EQ(fault_member_counts(m[1], &c1_after), 0);
 	CHECK_EQ(c1_after.writes + c1_after.flushes, c1.writes + c1.flushes);
