@@ -18,7 +18,8 @@
 #     (but in the stripes a failed write tore: md's write hole);
 #   - detail says FAILED; serve --program gets md's Fail for each RAID5
 #     member (raid5_error marks the second too), one for RAID1 (the last
-#     copy is kept), whose restart starts degraded and reads the reference.
+#     copy is kept); a RAID1 or RAID10 that kept its last copy restarts
+#     degraded and reads the reference.
 . "$(dirname "$0")/nbd-lib.sh"
 requires nbdinfo nbdcopy mdadm
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import nbd' 2>/dev/null ||
@@ -190,4 +191,7 @@ run_case r1 1 --level=1 --raid-devices=2 -- after=30 after=80
 compare "$tmp/r1.ref" "$tmp/r1.got" "$tmp/r1.unknown" 1 || fail "r1: after the restart reads differ"
 # RAID10 of 4 (near 2): both copies of the pair of roles 0 and 1.
 run_case r10 10 --level=10 --raid-devices=4 --chunk=64 -- after=30 after=80 2 3
+"$URAID" serve --readonly --run "nbdcopy \"\$uri\" '$tmp/r10.got'" "$tmp"/r10-{0,1,2,3} \
+    2>"$tmp/r10.restart" || fail "r10: the restart: $(cat "$tmp/r10.restart")"
+compare "$tmp/r10.ref" "$tmp/r10.got" "$tmp/r10.unknown" 1 || fail "r10: after the restart reads differ"
 echo "ok: RAID5, RAID6, RAID1 and RAID10 fail as md does"
