@@ -179,9 +179,10 @@ static json_object *ctl_array_json(const struct md_array_info *in, const char *p
 	const char *lvl = md_level_name(in->level);
 	char state[64], layout[32];
 
-	snprintf(state, sizeof(state), "%s%s%s%s", in->active ? "active" : "clean",
-	         in->degraded ? ", degraded" : "", in->recovering ? ", recovering" : "",
-	         in->readonly ? ", read-only" : "");
+	/* mdadm --detail's words: FAILED where too few members are left */
+	const char *health = in->failed ? ", FAILED" : in->degraded ? ", degraded" : "";
+	snprintf(state, sizeof(state), "%s%s%s%s", in->active ? "active" : "clean", health,
+	         in->recovering ? ", recovering" : "", in->readonly ? ", read-only" : "");
 	md_layout_name(in->level, in->layout, layout, sizeof(layout));
 	json_object_object_add(o, "name", json_object_new_string(in->name));
 	json_object_object_add(o, "set_name", json_object_new_string(in->set_name));
@@ -198,6 +199,7 @@ static json_object *ctl_array_json(const struct md_array_info *in, const char *p
 	json_object_object_add(o, "state", json_object_new_string(state));
 	json_object_object_add(o, "active", json_object_new_boolean(in->active));
 	json_object_object_add(o, "degraded", json_object_new_boolean(in->degraded));
+	json_object_object_add(o, "failed", json_object_new_boolean(in->failed));
 	json_object_object_add(o, "recovering", json_object_new_boolean(in->recovering));
 	if (in->recovering) {
 		json_object *rec = json_object_new_object();

@@ -517,6 +517,7 @@ struct md_array_info {
 	bool readonly;
 	bool active;   /* written since it started (else clean) */
 	bool degraded; /* a role without an in-sync member */
+	bool failed;   /* lost more members than it can (raid.h's raid_failed) */
 	bool recovering;
 	uint64_t rec_done, rec_total; /* member bytes */
 	double rec_speed;             /* bytes/s of the rebuild running */

@@ -89,6 +89,7 @@ int md_array_info(struct vol *v, struct md_array_info *in)
 	in->events = a->events;
 	in->readonly = a->readonly;
 	in->active = atomic_load(&a->active);
+	in->failed = raid_failed(a->raid);
 	/* Roles in order: the member holding it, or "removed". */
 	for (unsigned r = 0; r < a->n; r++) {
 		struct md_member *mm = &a->m[r];

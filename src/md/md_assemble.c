@@ -396,6 +396,18 @@ static int md_set_check_missing(struct md_array *a, const struct md_super *fresh
 		            name, md_level_name(fresh->level), a->n, *present, list);
 		return r;
 	}
+	/* Too few in sync to run at all: the array failed (md's MD_BROKEN,
+	 * recorded in the superblocks kept) or lost members; mdadm refuses it
+	 * ("not enough to start the array") before anything else. */
+	if (redundant && *missing && !rs && !md_enough(a, fresh)) {
+		r = err_set(-ENODEV,
+		            "%s (%s...): %s cannot run: %u of %u members in sync (missing or "
+		            "failed role %s); `--force --readonly` takes back the members that "
+		            "failed last, as mdadm --assemble --force does",
+		            name, md_first_present(a), md_level_name(fresh->level), *present, a->n,
+		            list);
+		return r;
+	}
 	if (surprise && !o->run_degraded) {
 		r = err_set(-ENODEV,
 		            "%s: %u of %u members found (missing role %s); start it degraded with "

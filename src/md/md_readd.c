@@ -356,7 +356,8 @@ static bool md_readd_waits(const struct md_array *a, unsigned role)
 	const struct md_member *mm = &a->m[role];
 
 	return mm->vol && mm->sb && mm->failed && !mm->recovering && !mm->user_failed &&
-	       !mm->readd_refused && a->bm.map && a->rec.enabled && !a->readonly;
+	       !mm->readd_refused && a->bm.map && a->rec.enabled && !a->readonly &&
+	       !raid_failed(a->raid); /* md recovers nothing on a failed array */
 }
 
 /* Members found stale at the start take their role back, as failed

@@ -125,7 +125,9 @@ static int md_rec_promote(struct md_array *a)
 	unsigned role;
 	int r;
 
-	if (!a->nspare)
+	/* md_error raises no recovery on an MD_BROKEN array: nothing to
+	 * rebuild a role from. */
+	if (!a->nspare || raid_failed(a->raid))
 		return -1;
 	for (role = 0; role < a->n; role++)
 		if ((!a->m[role].vol || a->m[role].failed) && !a->m[role].recovering)

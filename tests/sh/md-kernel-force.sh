@@ -6,7 +6,9 @@
 # (mdadm --assemble --force).  uraid serve --readonly --force must pick that
 # member, say it was stale by how many events, export what the kernel's
 # forced assembly reads, and change no byte; without --force it refuses,
-# naming why.  One boot: after making the array the guest copies the
+# naming why.  A RAID5 that uraid served and failed (two members failing
+# their writes) gets the same from the kernel's mdadm: no start without
+# --force, role 2's member taken back with it.  One boot: after making the array the guest copies the
 # members (O_DIRECT, past any page cache) to RAM and force-assembles those
 # copies on loop devices, so the images the host reads are the ones the
 # kernel left, and the copies are checked to be byte for byte those.
@@ -38,24 +40,54 @@ mdadm --assemble --force --run /dev/md1 $loops >/dev/null 2>&1 || echo "assemble
 echo "forced \$(sha256sum < /dev/md1 | cut -d' ' -f1) \$(cat /sys/block/md1/md/degraded)"
 cat /proc/mdstat
 JOB
+
+# A RAID5 that uraid failed as the kernel fails one (docs/raid.md, "An
+# array that has failed"): served, it loses roles 1 and 2 (their writes
+# failing, one after the other) under a copy that then fails.  The
+# kernel's mdadm must refuse to start it and, with --force, take role 2's
+# member back (the fresher), reading what uraid's --force --readonly reads.
+add_images u 4 8M
+read -r -a uf <<< "${files[u]}"
+$URAID create --level=5 --raid-devices=4 --chunk=64 "${uf[@]}" >/dev/null 2>&1 ||
+    { echo "FAIL: uraid create"; exit 1; }
+usize=$($URAID serve --readonly --run 'nbdinfo --size "$uri"' "${uf[@]}" 2>/dev/null)
+head -c "$usize" /dev/urandom > "$D/u.src"
+$URAID serve --run "nbdcopy '$D/u.src' \"\$uri\"" "${uf[0]}" "fault:after=20,mode=write:${uf[1]}" \
+    "fault:after=50,mode=write:${uf[2]}" "${uf[3]}" > "$D/u.log" 2>&1 &&
+    { echo "FAIL: the copy onto the failing array succeeded"; fail=1; }
+mdadm --examine "${uf[0]}" | grep -q "Array State : A..A " ||
+    { mdadm --examine "${uf[0]}"; tail -5 "$D/u.log"; echo "FAIL: our array did not fail roles 1, 2"; exit 1; }
+i=0 uloops=""
+for d in ${devs[u]}; do
+    echo "dd if=$d of=/tmp/ucopy$i bs=1M iflag=direct 2>/dev/null; losetup /dev/loop$((i + 4)) /tmp/ucopy$i"
+    uloops+="/dev/loop$((i + 4)) "; i=$((i + 1))
+done >> "$D/make.sh"
+cat >> "$D/make.sh" <<JOB
+mdadm --assemble --run /dev/md2 $uloops >/dev/null 2>&1 && echo "ours-plain-started"
+mdadm --stop /dev/md2 >/dev/null 2>&1
+mdadm --assemble --force --run /dev/md2 $uloops >/dev/null 2>&1 || echo "ours-force-failed"
+echo "ours-forced \$(sha256sum < /dev/md2 | cut -d' ' -f1) \$(cat /sys/block/md2/md/degraded) \$(cd /sys/block/md2/md && echo rd*)"
+JOB
 out=$(LINUX_PEER_TIMEOUT=300 "$PEER/run.sh" "$D/make.sh" "${imgs[@]}" 2>&1) || {
     echo "$out"; echo "FAIL: the kernel could not make the array"; exit 1; }
 grep events <<< "$out"
 grep -q create-failed <<< "$out" && { echo "$out"; echo "FAIL: mdadm --create"; exit 1; }
 
-before=$(sha256sum "${imgs[@]}")
-msg=$($URAID serve --readonly --run true "${imgs[@]}" 2>&1) && { echo "FAIL: started without --force"; fail=1; }
-grep -q "too many members missing" <<< "$msg" || { echo "FAIL: no reason without --force: $msg"; fail=1; }
-$URAID serve --readonly --force --run 'nbdcopy "$uri" - | sha256sum | cut -d" " -f1' "${imgs[@]}" \
+read -r -a ff <<< "${files[f]}"
+before=$(sha256sum "${ff[@]}")
+msg=$($URAID serve --readonly --run true "${ff[@]}" 2>&1) && { echo "FAIL: started without --force"; fail=1; }
+grep -q "raid5 cannot run: 2 of 4 members in sync (missing or failed role 2,3)" <<< "$msg" ||
+    { echo "FAIL: no reason without --force: $msg"; fail=1; }
+$URAID serve --readonly --force --run 'nbdcopy "$uri" - | sha256sum | cut -d" " -f1' "${ff[@]}" \
     > "$D/ours" 2> "$D/log" || { cat "$D/log"; echo "FAIL: forced serve"; fail=1; }
 grep -q "${imgs[2]} is stale by 1 events" "$D/log" ||
     { cat "$D/log"; echo "FAIL: the fresher lost member was not taken, or not named"; fail=1; }
 grep -q "${imgs[3]} (events [0-9]*, newest [0-9]*) left out" "$D/log" ||
     { cat "$D/log"; echo "FAIL: the older lost member was not left out"; fail=1; }
-[ "$before" = "$(sha256sum "${imgs[@]}")" ] || { echo "FAIL: a forced read-only serve changed a member"; fail=1; }
+[ "$before" = "$(sha256sum "${ff[@]}")" ] || { echo "FAIL: a forced read-only serve changed a member"; fail=1; }
 
 i=0
-for f in "${imgs[@]}"; do
+for f in ${files[f]}; do
     grep -q "^copy $i $(sha256sum < "$f" | cut -d' ' -f1)\$" <<< "$out" ||
         { echo "$out"; echo "FAIL: the guest's copy $i of $f is not the image"; fail=1; }
     i=$((i + 1))
@@ -63,5 +95,12 @@ done
 kernel=$(sed -n 's/^forced \([0-9a-f]*\) .*/\1/p' <<< "$out")
 [ -n "$kernel" ] && [ "$kernel" = "$(cat "$D/ours")" ] || {
     echo "$out"; echo "FAIL: ours $(cat "$D/ours"), the kernel's forced assembly $kernel"; fail=1; }
-[ $fail = 0 ] && echo "ok: uraid's forced read-only RAID5 equals the kernel's mdadm --assemble --force ($kernel)"
+grep -q "ours-plain-started" <<< "$out" && { echo "FAIL: the kernel started our failed RAID5 without --force"; fail=1; }
+grep -q "ours-force-failed" <<< "$out" && { echo "$out"; echo "FAIL: mdadm --assemble --force of our failed RAID5"; fail=1; }
+$URAID serve --readonly --force --run 'nbdcopy "$uri" - | sha256sum | cut -d" " -f1' "${uf[@]}" \
+    > "$D/uours" 2> "$D/ulog" || { cat "$D/ulog"; echo "FAIL: forced serve of our failed RAID5"; fail=1; }
+grep -q "^ours-forced $(cat "$D/uours") 1 rd0 rd2 rd3\$" <<< "$out" || {
+    grep ours <<< "$out"; cat "$D/ulog"
+    echo "FAIL: the kernel's forced assembly of our failed RAID5 is not ours ($(cat "$D/uours"), roles 0, 2, 3)"; fail=1; }
+[ $fail = 0 ] && echo "ok: uraid's forced read-only RAID5 equals the kernel's mdadm --assemble --force ($kernel); our failed RAID5 too: refused, forced with role 2 back"
 exit $fail

@@ -488,7 +488,9 @@ static void test_edges(void)
 	}
 	/* RAID5 under write-behind: a member dying under the lanes fails
 	 * as on the direct path, and the stripes read back from parity;
-	 * degraded already, the stripes are lost and the error sticks. */
+	 * degraded already, the stripes are lost, the array has failed (the
+	 * member marked, as md's raid5_error marks it) and the error sticks:
+	 * the write itself fails if the lanes got there before it returned. */
 	for (unsigned degraded = 0; degraded < 2; degraded++) {
 		static char big[256 << 10];
 		memset(&ev, 0, sizeof(ev));
@@ -496,9 +498,11 @@ static void test_edges(void)
 		CHECK_EQ(open_array(5, 2, 3, 64 << 10, 1 << 20, degraded ? 0x4 : 0, &ev, m, &a), 0);
 		CHECK_EQ(raid_set_writebehind(a, 1), 0);
 		fault_member_kill(m[1], true);
-		CHECK_EQ(vol_write(a, big, sizeof(big), 0, 0), 0); /* two whole stripes */
+		int wr = vol_write(a, big, sizeof(big), 0, 0); /* two whole stripes */
+		CHECK(wr == 0 || (degraded && wr == -EIO));
 		CHECK_EQ(vol_flush(a), degraded ? -EIO : 0);
-		CHECK_EQ(atomic_load(&ev.failed[1]), degraded ? 0 : 1);
+		CHECK_EQ(atomic_load(&ev.failed[1]), 1);
+		CHECK(raid_failed(a) == (degraded != 0));
 		if (degraded) {
 			CHECK_EQ(vol_write(a, buf, 8192, 0, 0), -EIO);
 		} else {
@@ -1264,6 +1268,96 @@ static void test_flush_after_failure_report(void)
 	vol_close(s.a);
 }
 
+/* A failure beyond what the level can lose fails the array, as md's
+ * MD_BROKEN (raid_member_fail): a RAID5 member whose write fails while
+ * another is gone is failed too, so that a read of the gone member's data
+ * is an error, never a reconstruction from a chunk the write did not
+ * reach (the stripe's parity did: the old code returned those wrong bytes
+ * as data).  No write is acknowledged afterwards; reads of the blocks a
+ * live member holds go on.  A mirror keeps its last copy (md's last
+ * device) and reads on; RAID0 only fails the requests on the member. */
+static void test_fail_beyond(void)
+{
+	static char x[64 << 10], y[4096], got[4096];
+	struct raid_geom g5 = {.level = 5, .layout = 2, .chunk = 64 << 10, .raid_disks = 3};
+	struct events ev = {0};
+	struct raid_events rev = {on_failed, &ev};
+	struct vol *m[3], *a;
+
+	memset(x, 0x5a, sizeof(x));
+	memset(y, 0xa5, sizeof(y));
+	CHECK_EQ(member_open("fault::mem:1M", 0, &m[0]), 0);
+	CHECK_EQ(member_open("fault:eio=0+4096,mode=write:mem:1M", 0, &m[1]), 0);
+	CHECK_EQ(member_open("fault::mem:1M", 0, &m[2]), 0);
+	CHECK_EQ(raid_open(&g5, m, &rev, "t", &a), 0);
+	CHECK_EQ(raid_set_writebehind(a, -1), 0);
+	unsigned role;
+	uint64_t moff;
+	int p, q;
+	CHECK_EQ(raid_log_locate(a, 0, &role, &moff, &p, &q), 0);
+	CHECK(role == 0 && p == 2);                    /* row 0: data on 0 and 1, parity on 2 */
+	CHECK_EQ(vol_write(a, x, sizeof(x), 0, 0), 0); /* data chunk 0, role 0 */
+	CHECK_EQ(raid_fail_member(a, 0), 0);
+	CHECK_EQ(vol_write(a, y, 4096, (64 << 10) + 8192, 0), 0); /* degraded */
+	CHECK_EQ(atomic_load(&ev.failed[0]), 1);
+	CHECK(!raid_failed(a));
+	/* Role 1 refuses this write; the parity takes it. */
+	CHECK_EQ(vol_write(a, y, 4096, 64 << 10, 0), -EIO);
+	CHECK(raid_failed(a));
+	CHECK_EQ(atomic_load(&ev.failed[1]), 1); /* marked and told, as raid5_error */
+	struct fault_counts c1, c1_after;
+	CHECK_EQ(fault_member_counts(m[1], &c1), 0);
+	int r = vol_read(a, got, 4096, 0);
+	CHECK(r == -EIO || (r == 0 && memcmp(got, x, 4096) == 0));
+	CHECK_EQ(r, -EIO);
+	CHECK_EQ(vol_write(a, y, 4096, 128 << 10, 0), -EIO);
+	CHECK_EQ(vol_flush(a), -EIO);
+	for (uint64_t off = 128 << 10; off < 512 << 10; off += 64 << 10) {
+		CHECK_EQ(raid_log_locate(a, off, &role, &moff, &p, &q), 0);
+		CHECK_EQ(vol_read(a, got, 4096, off), role == 2 ? 0 : -EIO);
+	}
+	CHECK_EQ(raid_fail_member(a, 2), -EBUSY);
+	struct raid_check_report rep;
+	CHECK_EQ(raid_check(a, false, &rep, NULL), -EIO); /* says why it stops */
+	CHECK(strstr(err_detail(-EIO), "the array has failed") != NULL);
+	/* Nothing went to the member that failed since. */
+	CHECK_EQ(fault_member_counts(m[1], &c1_after), 0);
+	CHECK_EQ(c1_after.writes + c1_after.flushes, c1.writes + c1.flushes);
+	vol_close(a);
+
+	/* RAID1: the last copy's write fails; it stays, reads go to it, and
+	 * no write is acknowledged after (md_submit_bio's MD_BROKEN rule). */
+	struct raid_geom g1 = {.level = 1, .raid_disks = 2};
+	memset(&ev, 0, sizeof(ev));
+	CHECK_EQ(member_open("fault::mem:1M", 0, &m[0]), 0);
+	CHECK_EQ(member_open("fault:eio=0+4096,mode=write:mem:1M", 0, &m[1]), 0);
+	CHECK_EQ(raid_open(&g1, m, &rev, "t", &a), 0);
+	CHECK_EQ(raid_set_writebehind(a, -1), 0);
+	CHECK_EQ(vol_write(a, x, 8192, 8192, 0), 0);
+	fault_member_kill(m[0], true);
+	CHECK_EQ(vol_write(a, y, 4096, 16384, 0), 0);
+	CHECK(!raid_failed(a));
+	CHECK_EQ(vol_write(a, y, 4096, 0, 0), -EIO);
+	CHECK(raid_failed(a));
+	CHECK_EQ(atomic_load(&ev.failed[1]), 0); /* the last copy is kept */
+	CHECK_EQ(vol_write(a, y, 4096, 8192, 0), -EIO);
+	CHECK_EQ(vol_flush(a), -EIO);
+	CHECK_EQ(vol_read(a, got, 4096, 8192), 0);
+	CHECK(memcmp(got, x, 4096) == 0);
+	vol_close(a);
+
+	/* RAID0: the request on the member fails; the array does not. */
+	struct raid_geom g0 = {.level = 0, .chunk = 64 << 10, .raid_disks = 2};
+	CHECK_EQ(member_open("fault::mem:1M", 0, &m[0]), 0);
+	CHECK_EQ(member_open("fault:eio=0+4096,mode=write:mem:1M", 0, &m[1]), 0);
+	CHECK_EQ(raid_open(&g0, m, &rev, "t", &a), 0);
+	CHECK_EQ(raid_set_writebehind(a, -1), 0);
+	CHECK_EQ(vol_write(a, y, 4096, 64 << 10, 0), -EIO); /* chunk 1: member 1 */
+	CHECK(!raid_failed(a));
+	CHECK_EQ(vol_write(a, y, 4096, 0, 0), 0);
+	vol_close(a);
+}
+
 /* Members in RAM are never slow enough to stage a stream behind, however
  * slow they measured (a loaded machine); members not known to be RAM
  * (the same memory behind a fault layer) that measured so slow are. */
@@ -1420,6 +1514,7 @@ int main(void)
 	test_raid56();
 	test_stripe_log();
 	test_flush_after_failure_report();
+	test_fail_beyond();
 	/* Write-behind on parity levels went through its own path: whole
 	 * stripes by the lanes, partial ones by the direct path. */
 	CHECK(wb_whole > 0);

@@ -14,6 +14,10 @@
  * the request is served from the other copies; the client sees no error as
  * long as every block was read from, or written to, at least one copy.  On
  * RAID0 and linear the error goes back to the client for that request.
+ * A failure beyond what the level can lose fails the array (md's
+ * MD_BROKEN, raid_member.c): from then on every write, trim, zeroing and
+ * flush gets EIO here, and a read whatever the members still hold (lost
+ * blocks: EIO).
  *
  * Sequential streams on slow members are read ahead by per-member lanes
  * (raid_ra.c), and written behind by them (raid_wb.c, on parity levels too,
@@ -101,6 +105,12 @@ int raid_fail_member(struct vol *array, unsigned role)
 	return 0;
 }
 
+bool raid_failed(struct vol *array)
+{
+	struct raid_array *a = raid_array_of(array);
+	return a && atomic_load(&a->broken);
+}
+
 int raid_detach_member(struct vol *array, struct vol *member)
 {
 	struct raid_array *a = raid_array_of(array);
@@ -155,6 +165,14 @@ int raid_detach_member(struct vol *array, struct vol *member)
 	return r;
 }
 
+/* A change refused because the array has failed (md_submit_bio's
+ * MD_BROKEN rule): -EIO, with the reason for whoever prints it. */
+static int raid_broken_err(struct raid_array *a)
+{
+	return err_set(-EIO, "%s: the array has failed (it lost more members than %s can lose)",
+	               a->vol.name, a->lvl->md.name);
+}
+
 static int raid_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
 {
 	struct raid_array *a = to_raid(v);
@@ -179,6 +197,10 @@ static int raid_leave(struct raid_array *a, struct raid_rec_io *io, bool reg, in
 	r = raid_rec_leave(a, io, reg, r);
 	if (r == 0)
 		raid_fail_settle(a);
+	/* A change that ends after the array failed is not acknowledged,
+	 * whatever it reached (md fails every stripe once has_failed). */
+	if (r == 0 && atomic_load(&a->broken))
+		r = raid_broken_err(a);
 	return r;
 }
 
@@ -204,6 +226,9 @@ static int raid_write(struct vol *v, const void *buf, uint64_t len, uint64_t off
 {
 	struct raid_array *a = to_raid(v);
 	struct raid_rec_io io;
+
+	if (atomic_load(&a->broken))
+		return raid_broken_err(a); /* md_submit_bio: no write to an MD_BROKEN array */
 	bool reg = raid_rec_enter(a, &io, len, off);
 	int r = raid_wb_write(a, buf, len, off, flags);
 
@@ -215,7 +240,7 @@ static int raid_write(struct vol *v, const void *buf, uint64_t len, uint64_t off
 static int raid_trim(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
 {
 	struct raid_array *a = to_raid(v);
-	int r = raid_wb_barrier(a);
+	int r = atomic_load(&a->broken) ? raid_broken_err(a) : raid_wb_barrier(a);
 
 	if (a->lvl->caps_off & VOL_CAP_TRIM)
 		return -ENOTSUP; /* a trimmed chunk would no longer match its parity */
@@ -230,7 +255,7 @@ static int raid_trim(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
 static int raid_write_zeroes(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
 {
 	struct raid_array *a = to_raid(v);
-	int r = raid_wb_barrier(a);
+	int r = atomic_load(&a->broken) ? raid_broken_err(a) : raid_wb_barrier(a);
 
 	if (r)
 		return r;
@@ -437,6 +462,8 @@ static int raid_flush(struct vol *v)
 	}
 	if (r == 0) /* members it skipped may be failing right now */
 		raid_fail_settle(a);
+	if (r == 0 && atomic_load(&a->broken))
+		r = raid_broken_err(a); /* a flush is a write to md_submit_bio */
 out:
 	free(f.roles);
 	free(f.err);

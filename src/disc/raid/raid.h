@@ -86,6 +86,13 @@ int raid_open(const struct raid_geom *g, struct vol **members, const struct raid
  * (raid_recover_error), for whoever runs the rebuild to abort. */
 int raid_fail_member(struct vol *array, unsigned role);
 
+/* Whether the array has failed (md's MD_BROKEN): a member failed beyond
+ * what the level can lose (raid_types.h's raid_member_fail says how each
+ * level takes it).  Every write, trim, zeroing and flush then fails with
+ * -EIO; a read is served where a live member holds the block and fails
+ * where it is lost.  false for a vol that is not a RAID vol. */
+bool raid_failed(struct vol *array);
+
 /* md's write-mostly (a far or slow mirror): reads keep off role while
  * another live copy of the block can serve them (RAID1 and RAID10, as md
  * does); writes go to it as to any copy.  0, or -EINVAL for a vol that is

@@ -232,6 +232,11 @@ int raid_check_run(struct raid_array *a, bool repair, struct raid_check_report *
 	if (r == 0 && repair && rep->repaired)
 		r = vol_flush(array);
 out:
+	if (r < 0 && r != -EINTR && atomic_load(&a->broken))
+		r = err_set(-EIO,
+		            "%s: the array has failed (it lost more members than %s can "
+		            "lose): the %s stops",
+		            array->name, a->lvl->md.name, repair ? "repair" : "check");
 	raid_scrub_end(a);
 	for (unsigned c = 0; c < RAID_MAX_COPIES; c++)
 		free(buf[c]);

@@ -66,6 +66,22 @@ bool raid_survives_without(struct raid_array *a, unsigned role)
 	return true;
 }
 
+/* Beyond the redundancy (no other copy of some block, more gone than the
+ * parity gives back) the array has failed, as md's MD_BROKEN: a parity
+ * level marks the member failed anyway (raid5_error sets Faulty
+ * whatever has_failed says, and md records it in the superblocks), a
+ * mirror keeps it (raid1_error/raid10_error leave the last copy In_sync,
+ * its errors reaching the caller).  Either way every later change fails
+ * (raid.c's front: raid_failed). */
+static void raid_array_break(struct raid_array *a, unsigned role, unsigned gone)
+{
+	if (!atomic_exchange(&a->broken, true))
+		log_error("%s: member %u (%s) failed beyond the redundancy: the array has failed "
+		          "(%u of %u members failed); writes fail from now on",
+		          a->vol.name, role, a->m[role].vol ? a->m[role].vol->name : "?", gone,
+		          a->n);
+}
+
 int raid_member_fail(struct raid_array *a, unsigned role, int err, bool by_user)
 {
 	int r = 0;
@@ -73,17 +89,31 @@ int raid_member_fail(struct raid_array *a, unsigned role, int err, bool by_user)
 
 	pthread_mutex_lock(&a->fail_lock);
 	if (atomic_load(&a->m[role].failed)) {
+		r = atomic_load(&a->broken) ? -EIO : 0;
 		pthread_mutex_unlock(&a->fail_lock);
-		return 0;
+		return r;
 	}
-	if (!a->lvl->md.redundant || !raid_survives_without(a, role)) {
+	bool survives = a->lvl->md.redundant && raid_survives_without(a, role);
+	if (!survives && (by_user || !a->lvl->md.redundant)) {
+		/* uraid fail refuses (md's set_disk_faulty answers EBUSY);
+		 * RAID0 and linear return the error to the request, as md's
+		 * raid0 and linear do for an I/O error. */
 		r = by_user ? -EBUSY : -EIO;
 	} else {
+		if (!survives) {
+			unsigned gone = 1;
+			for (unsigned i = 0; i < a->n; i++)
+				gone += atomic_load(&a->m[i].failed);
+			raid_array_break(a, role, gone);
+			r = -EIO;
+		}
+		report = survives || a->lvl->md.parity;
+	}
+	if (report) {
 		/* counted before it shows, so that whoever sees it failed
 		 * also sees that it is being told */
 		atomic_fetch_add(&a->fail_telling, 1);
 		atomic_store(&a->m[role].failed, true);
-		report = true;
 	}
 	pthread_mutex_unlock(&a->fail_lock);
 	if (report) {

@@ -582,6 +582,11 @@ int raid_rebuild_run(struct raid_array *a, struct vol *const *targets, uint64_t 
 	}
 	if (online)
 		raid_rec_window(a, 0, 0, resync ? keep : w);
+	if (r < 0 && r != -EINTR && atomic_load(&a->broken))
+		r = err_set(-EIO,
+		            "%s: the array has failed (it lost more members than %s can "
+		            "lose): the %s stops",
+		            a->vol.name, a->lvl->md.name, resync ? "resync" : "rebuild");
 out:
 	free(buf[0]);
 	free(buf[1]);

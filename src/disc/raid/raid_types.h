@@ -193,6 +193,11 @@ struct raid_array {
 	 * events), and their end: raid_fail_settle() waits for them. */
 	atomic_uint fail_telling;
 	pthread_cond_t fail_told;
+	/* The array has failed (md's MD_BROKEN): a member failed beyond the
+	 * redundancy (raid_member_fail).  From then on no write, trim,
+	 * zeroing or flush is acknowledged; reads go on where a live member
+	 * holds the block, and fail where it is lost.  Never cleared. */
+	atomic_bool broken;
 	struct raid_par *par;       /* parity levels: stripe locks, row cache */
 	struct raid_ra *ra;         /* NULL without read-ahead */
 	struct raid_wb *wb;         /* NULL without write-behind */
@@ -254,9 +259,13 @@ int raid_array_member_stats(struct raid_array *a, unsigned role, struct raid_io_
 void raid_note_speed(struct raid_member *m, uint64_t ns, uint64_t len);
 /* Errors that say something about the request, not about the member. */
 bool raid_err_is_request(int err);
-/* The one transition live -> failed.  Returns 0 if role is (now) failed,
- * -EIO (-EBUSY when by_user) if the level has no redundancy left to lose
- * it. */
+/* The one transition live -> failed.  Returns 0 if role is (now) failed
+ * and the array runs on.  Beyond the redundancy: -EBUSY when by_user
+ * (nothing changes); RAID0 and linear -EIO (the request's error, nothing
+ * changes); else -EIO and the array has failed (a->broken, md's
+ * MD_BROKEN), a parity level's member marked failed and told, a
+ * mirror's kept (md's last device).  -EIO too for a role already failed
+ * once the array has. */
 int raid_member_fail(struct raid_array *a, unsigned role, int err, bool by_user);
 /* Return once every failure marked so far has been told (its events
  * returned): a request that succeeded without a failed member calls it

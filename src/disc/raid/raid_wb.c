@@ -303,15 +303,22 @@ static void raid_wb_drain_locked(struct raid_array *a)
 }
 
 /* Write role's part of piece s.  A failed member's part is skipped: its
- * copies live on the others (it could not fail otherwise). */
+ * copies live on the others, unless the array has failed (raid_types.h's
+ * broken): then the part is lost, and the error sticks.  Lock not held. */
 static int raid_wb_write_part(struct raid_array *a, struct raid_wb_slot *s, unsigned role)
 {
 	struct raid_member *m = &a->m[role];
 	struct vol *v = m->vol;
 	int r = 0;
 
-	if (atomic_load(&m->failed))
+	if (atomic_load(&m->failed)) {
+		if (atomic_load(&a->broken)) {
+			pthread_mutex_lock(&a->wb->lock);
+			raid_wb_fail(a, a->n, -EIO);
+			pthread_mutex_unlock(&a->wb->lock);
+		}
 		return 0;
+	}
 	atomic_fetch_add(&m->inflight, 1);
 	const struct raid_runs *out = &s->map.out;
 	for (unsigned i = out->first[role]; i < out->first[role + 1] && !r; i++) {
