@@ -109,7 +109,7 @@ truncate -s $SIZE "$tmp/z.3" "$tmp/z.4"
 refuse "takes 1 new members" grow --raid-devices=4 "${z[@]}"
 refuse "more devices only" grow --raid-devices=2 "${z[@]}"
 grow --raid-devices=4 --add "$tmp/z.3" "${z[@]}"
-said "raid0 -> raid5 parity-last" "raid5 -> raid0, chunk 64K, 4 devices"
+said "raid0 -> raid4, chunk 64K" "raid4 -> raid0, chunk 64K, 4 devices"
 z+=("$tmp/z.3")
 for f in "${z[@]}"; do
     got=$(mdadm --examine "$f" 2>&1 | sed -n 's/^ *\(Raid Level\|Raid Devices\|Array State\) : //p' | paste -sd'|')
