@@ -11,11 +11,11 @@
 #   raid6 left-symmetric --level=5        the layout reshape to
 #                                         left-symmetric-6, then the
 #                                         takeover (Q's device a spare);
-#   raid0 -n N --add NEW...               raid0 -> raid5 parity-last with
-#                                         its parity missing (mdadm's
-#                                         raid4), the reshape (the first NEW
-#                                         rebuilt in the parity's role as it
-#                                         passes), raid5 -> raid0.
+#   raid0 -n N --add NEW...               raid0 -> raid4 with its parity
+#                                         missing (as mdadm), the reshape
+#                                         (the first NEW rebuilt in the
+#                                         parity's role as it passes),
+#                                         raid4 -> raid0.
 # After each: mdadm --examine reads level, layout, devices and state on
 # every member, the data reads back, `uraid check` finds the parity
 # agrees.  Checked before the first byte: a change the second step would
@@ -101,8 +101,8 @@ settled raid5 3 left-symmetric AAA "${r[@]:0:3}"
 mdadm --examine "$tmp/m.q" | grep -q "Device Role : spare" || fail "Q's device is not a spare"
 echo "ok: raid6 left-symmetric --level=5: restriped to -6 (stopped, continued), then taken over"
 
-# raid0 -> more devices, through a raid5 with its parity missing (mdadm's
-# raid4): in one command, then stopped part-way and continued
+# raid0 -> more devices, through a raid4 with its parity missing (as
+# mdadm): in one command, then stopped part-way and continued
 make_array z 0 3 --chunk=64
 z=("${files[@]}")
 truncate -s $SIZE "$tmp/z.3" "$tmp/z.4"
@@ -125,4 +125,4 @@ grow --level=0 "${z[@]}" "$tmp/z.4"
 z+=("$tmp/z.4")
 mdadm --examine "$tmp/z.4" | grep -q "Raid Devices : 5" || fail "raid0 of 5: $(mdadm --examine "$tmp/z.4")"
 reads z "${z[@]}"
-echo "ok: raid0 -n 4 and -n 5: through a raid5 with its parity missing and back (stopped, continued)"
+echo "ok: raid0 -n 4 and -n 5: through a raid4 with its parity missing and back (stopped, continued)"

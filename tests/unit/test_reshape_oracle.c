@@ -109,8 +109,8 @@ static void pick(unsigned long long seed, struct ocase *c)
 	unsigned lv = (unsigned)(check_rand(&rs) % 5);
 	c->level = lv == 4 ? 0 : lv == 3 ? 10 : lv ? 5 : 6;
 	if (c->level == 0) {
-		/* raid0 -> more devices (md_grow: through a raid5 with its
-		 * parity missing), stopped any of the three ways. */
+		/* raid0 -> more devices (md_grow: through a raid4 with its
+		 * parity missing, as mdadm), stopped any of the three ways. */
 		c->from_disks = 2 + (unsigned)(check_rand(&rs) % 5);
 		c->to_disks = c->from_disks + 1 + (unsigned)(check_rand(&rs) % 2);
 		c->from_chunk = c->to_chunk = 4u << (check_rand(&rs) % 9);
@@ -470,8 +470,8 @@ static void run_case(unsigned long long seed)
 		bool *dirty = calloc(size / 4096, sizeof(*dirty));
 		crash_phase(nm, seed, ref, dirty, size, &rs, 1 + (unsigned)(check_rand(&rs) % 60),
 		            c.window, &writes);
-		/* The raid0 path's raid5 has its parity missing: cut after the
-		 * reshape ended, it is a dirty degraded raid5, which md (and
+		/* The raid0 path's raid4 has its parity missing: cut after the
+		 * reshape ended, it is a dirty degraded raid4, which md (and
 		 * uraid) start only with --force, though only parity is
 		 * missing; cut during it, uraid starts it as the kernel does. */
 		start_dirty_degraded = c.level == 0;
@@ -506,10 +506,10 @@ static void run_case(unsigned long long seed)
 		vol_close(ru.v);
 	}
 
-	/* raid0's path: back from its raid5 (md_grow's last step).  The raid0
+	/* raid0's path: back from its raid4 (md_grow's last step).  The raid0
 	 * then also maps what each member's data area gained past the used
 	 * size (the offset moved down, the end kept, as md_finish_reshape
-	 * leaves it), which no step wrote: zeros only up to the raid5's end. */
+	 * leaves it), which no step wrote: zeros only up to the raid4's end. */
 	uint64_t zero_end = UINT64_MAX;
 	if (c.level == 0) {
 		CHECK_EQ(assemble(nm, true, &v), 0);
@@ -530,7 +530,7 @@ static void run_case(unsigned long long seed)
 		err_clear();
 		r = md_grow(specs, nm, vols, sbs, fresh, &go);
 		if (r < 0)
-			fprintf(stderr, "oracle: raid5 -> raid0: %s\n", err_detail(r));
+			fprintf(stderr, "oracle: raid4 -> raid0: %s\n", err_detail(r));
 		CHECK_EQ(r, 0);
 	}
 
