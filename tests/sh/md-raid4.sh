@@ -14,7 +14,7 @@
 #   - takeovers: raid0 -> raid4 (parity rebuilt on --add NEW) -> raid5
 #     (parity-last) -> raid4 (layout 0, as the kernel writes) -> raid0;
 #   - a reshape of the raid4 to 4 devices stopped part-way (--stop-at),
-#     read while under way, continued; it stays raid4.
+#     read while under way, continued by a writable serve; it stays raid4.
 # tests/sh/md-kernel-raid4.sh runs raid4 against the kernel.
 . "$(dirname "$0")/md-lib.sh"
 requires nbdcopy nbdinfo mdadm cmp python3
@@ -121,7 +121,15 @@ exam "${r[0]}" "Reshape pos'n" | grep -q . || fail "no reshape recorded after --
 [ "$(exam "${r[0]}" "Raid Level")" = raid4 ] || fail "the reshape recorded level $(exam "${r[0]}" "Raid Level")"
 "$URAID" serve --readonly --run "nbdcopy \"\$uri\" - | head -c $(stat -c %s "$tmp/r.data") | cmp - $tmp/r.data" "${r[@]}" 2>/dev/null ||
     fail "the raid4 under reshape reads other data"
-out=$("$URAID" grow --continue "${r[@]}" 2>&1) || fail "--continue: $out"
+# a writable serve goes on with it in the background, as with a raid5
+start_server "$tmp/r.sock" --control "$tmp/r.ctl" "${r[@]}" 2>"$tmp/serve.log"
+for _ in $(seq 600); do
+    out=$("$URAID" detail "$tmp/r.ctl") || fail "detail: $(cat "$tmp/serve.log")"
+    grep -q "Reshape Status" <<<"$out" || break
+    sleep 0.1
+done
+grep -q "Reshape Status" <<<"$out" && fail "the served reshape did not end: $out"
+stop_server "$server_pid" || fail "serve: $(tail -5 "$tmp/serve.log")"
 [ "$(exam "${r[0]}" "Raid Level")|$(exam "${r[0]}" "Raid Devices")" = "raid4|4" ] ||
     fail "after the reshape: $(exam "${r[0]}" "Raid Level") of $(exam "${r[0]}" "Raid Devices")"
 exam "${r[0]}" "Reshape pos'n" | grep -q . && fail "a reshape is still recorded"
@@ -130,4 +138,4 @@ cmp -s <(head -c "$(stat -c %s "$tmp/r.data")" "$tmp/r4") "$tmp/r.data" || fail 
 placed "$tmp/r4" 64 "${r[@]}"
 out=$("$URAID" check "${r[@]}" 2>&1) || fail "check: $out"
 grep -q "the copies agree" <<<"$out" || fail "check: $out"
-echo "ok: raid4 3 -> 4 devices: stopped part-way, read, continued, still raid4"
+echo "ok: raid4 3 -> 4 devices: stopped part-way, read, continued by serve, still raid4"
