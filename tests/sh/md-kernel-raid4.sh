@@ -15,7 +15,9 @@
 # Ours: a raid4 uraid creates and fills: the kernel assembles it, reads
 #   the pattern, its check finds 0; then mdadm --create --level=4 on the
 #   same devices, and its superblocks, field by field as mdadm --examine
-#   prints them, and the layout word, must be ours.
+#   prints them, and the layout word, must be ours; the kernel's raid4 ->
+#   raid5 -> raid4 takeovers of it (second boot) write the level and layout
+#   uraid's do.
 # Skips (77) when the linux-peer harness or a package it needs is missing.
 MB=4
 . "$(dirname "$0")/peer-lib.sh"
@@ -107,9 +109,30 @@ got=$(sha_of "${k[@]}")
     echo "while [ \"\$(cat /sys/block/md0/md/sync_action)\" != idle ]; do sleep 0.2; done"
     echo "echo \"mismatch k0 \$(cat /sys/block/md0/md/mismatch_cnt)\""
     echo "mdadm --stop /dev/md0 >/dev/null 2>&1"
+    # the kernel's raid4 -> raid5 -> raid4 takeovers on mdadm's raid4 of boot 1
+    echo "mdadm --assemble /dev/md1 ${devs[o4]} >/dev/null 2>&1 || echo 'k45 assemble-failed'"
+    echo "mdadm --grow /dev/md1 --level=5 --layout=parity-last >/tmp/g.log 2>&1 || cat /tmp/g.log"
+    echo "echo \"k45 \$(cat /sys/block/md1/md/level) \$(cat /sys/block/md1/md/layout)\""
+    echo "mdadm --grow /dev/md1 --level=4 >/tmp/g.log 2>&1 || cat /tmp/g.log"
+    echo "echo \"k54 \$(cat /sys/block/md1/md/level) \$(cat /sys/block/md1/md/layout)\""
+    echo "mdadm --stop /dev/md1 >/dev/null 2>&1"
     echo 'exit 0'
 } > "$D/job.sh"
 LINUX_PEER_SMP=${LINUX_PEER_SMP:-1} run_peer "${imgs[@]}"
+# uraid's own takeovers of a raid4 of its own (files beside the VM's)
+t=("$D/t.0" "$D/t.1" "$D/t.2")
+truncate -s 8M "${t[@]}"
+$URAID create --level=4 --chunk=64 "${t[@]}" >/dev/null 2>&1
+word() { echo "$(mdadm --examine "$1" | sed -n 's/^ *Raid Level : //p') $(od -A n -t u4 -j $((4096 + 76)) -N 4 "$1" | tr -d ' ')"; }
+$URAID grow --level=5 "${t[@]}" >/dev/null 2>&1
+u45=$(word "${t[0]}")
+$URAID grow --level=4 "${t[@]}" >/dev/null 2>&1
+u54=$(word "${t[0]}")
+if [ "$(grep "^k45 " <<< "$out")" = "k45 $u45" ] && [ "$(grep "^k54 " <<< "$out")" = "k54 $u54" ]; then
+    echo "ok: raid4 -> raid5 -> raid4: the kernel's level and layout are uraid's ($u45, $u54)"
+else
+    echo "FAIL: raid4 -> raid5 -> raid4: the kernel '$(grep "^k4\|^k5" <<< "$out" | tr '\n' ' ')', uraid '$u45', '$u54'"; fail=1
+fi
 line=$(grep "^after k0 " <<< "$out" || true)
 if [ "$(cut -d' ' -f3- <<< "$line")" = "$sha raid4 5 0" ] && grep -q "^mismatch k0 0$" <<< "$out"; then
     echo "ok: the kernel assembles uraid's end of its raid4 grow (parity added), reads the same, check 0"
