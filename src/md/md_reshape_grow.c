@@ -555,9 +555,9 @@ static int md_array_grow_busy(struct md_array *a)
 
 	if (a->reshaping)
 		why = "a reshape is under way already";
-	else if (a->level != 5 && a->level != 6 && a->level != 10)
-		why = "uraid reshapes a served raid5, raid6 or raid10 only (a raid0 offline: "
-		      "its way through raid5 is three steps)";
+	else if (!md_level_parity(a->level) && a->level != 10)
+		why = "uraid reshapes a served raid4, raid5, raid6 or raid10 only (a raid0 "
+		      "offline: its way through raid4 is three steps)";
 	else if (md_degraded(a))
 		why = "it is degraded: rebuild it first";
 	else if (a->nspare)

@@ -14,7 +14,8 @@
 #   - takeovers: raid0 -> raid4 (parity rebuilt on --add NEW) -> raid5
 #     (parity-last) -> raid4 (layout 0, as the kernel writes) -> raid0;
 #   - a reshape of the raid4 to 4 devices stopped part-way (--stop-at),
-#     read while under way, continued by a writable serve; it stays raid4.
+#     read while under way, continued by a writable serve; it stays raid4;
+#   - grown again to 5 while served (uraid grow -n 5 --add NEW CONTROL).
 # tests/sh/md-kernel-raid4.sh runs raid4 against the kernel.
 . "$(dirname "$0")/md-lib.sh"
 requires nbdcopy nbdinfo mdadm cmp python3
@@ -139,3 +140,22 @@ placed "$tmp/r4" 64 "${r[@]}"
 out=$("$URAID" check "${r[@]}" 2>&1) || fail "check: $out"
 grep -q "the copies agree" <<<"$out" || fail "check: $out"
 echo "ok: raid4 3 -> 4 devices: stopped part-way, read, continued by serve, still raid4"
+
+# --- grown while served ---
+truncate -s $SIZE "$tmp/r.4"
+start_server "$tmp/r.sock" --control "$tmp/r.ctl" "${r[@]}" 2>"$tmp/serve.log"
+out=$("$URAID" grow -n 5 --add "$tmp/r.4" "$tmp/r.ctl" 2>&1) || fail "online grow -n 5: $out"
+for _ in $(seq 600); do
+    out=$("$URAID" detail "$tmp/r.ctl") || fail "detail: $(cat "$tmp/serve.log")"
+    grep -q "Reshape Status" <<<"$out" || break
+    sleep 0.1
+done
+grep -q "Reshape Status" <<<"$out" && fail "the online reshape did not end: $out"
+stop_server "$server_pid" || fail "serve: $(tail -5 "$tmp/serve.log")"
+r+=("$tmp/r.4")
+[ "$(exam "${r[0]}" "Raid Level")|$(exam "${r[0]}" "Raid Devices")" = "raid4|5" ] ||
+    fail "after the online reshape: $(exam "${r[0]}" "Raid Level") of $(exam "${r[0]}" "Raid Devices")"
+"$URAID" serve --readonly --run "nbdcopy \"\$uri\" $tmp/r5" "${r[@]}" 2>/dev/null || fail "read the raid4 of 5"
+cmp -s <(head -c "$(stat -c %s "$tmp/r4")" "$tmp/r5") "$tmp/r4" || fail "the raid4 of 5 reads other data"
+placed "$tmp/r5" 64 "${r[@]}"
+echo "ok: raid4 4 -> 5 devices while served"
