@@ -42,16 +42,16 @@ chunk, off = int(sys.argv[2]), int(sys.argv[3])
 mem = [open(p, "rb") for p in sys.argv[4:]]
 nd = len(mem) - 1
 for s in range(len(data) // (chunk * nd)):
-    par = bytearray(chunk)
+    par = 0
     for d in range(nd):
         mem[d].seek(off + s * chunk)
         got = mem[d].read(chunk)
         c = s * nd + d
         if got != data[c * chunk:(c + 1) * chunk]:
             sys.exit("chunk %d is not on member %d at stripe %d" % (c, d, s))
-        par = bytes(a ^ b for a, b in zip(par, got))
+        par ^= int.from_bytes(got, "little")
     mem[nd].seek(off + s * chunk)
-    if mem[nd].read(chunk) != par:
+    if mem[nd].read(chunk) != par.to_bytes(chunk, "little"):
         sys.exit("stripe %d: the last member is not the parity" % s)
 PY
 }
