@@ -63,8 +63,9 @@ static int create_policy(const char *policy, struct create_opts *o)
 			return 2;
 		}
 		if (want && !md_level_redundant(o->md.level)) {
-			fprintf(stderr,
-			        "uraid: create: a write-intent bitmap needs raid1, 10, 5 or 6\n");
+			fprintf(
+			    stderr,
+			    "uraid: create: a write-intent bitmap needs raid1, 10, 4, 5 or 6\n");
 			return 2;
 		}
 		o->md.bitmap = want;
@@ -163,10 +164,11 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 		}
 		case 'l':
 			if (md_level_parse(optarg, &o->md.level) < 0) {
-				fprintf(stderr,
-				        "uraid: create: level '%s' is not one of 0, 1, 10, 5, 6, "
-				        "linear\n",
-				        optarg);
+				fprintf(
+				    stderr,
+				    "uraid: create: level '%s' is not one of 0, 1, 10, 4, 5, 6, "
+				    "linear\n",
+				    optarg);
 				return 2;
 			}
 			err_clear();
@@ -241,7 +243,7 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 			break;
 		case 'h':
 			printf(
-			    "usage: uraid create --level=0|1|10|5|6|linear [--raid-devices=N] "
+			    "usage: uraid create --level=0|1|10|4|5|6|linear [--raid-devices=N] "
 			    "[--chunk=SIZE]\n"
 			    "                    [--layout=n2|f2|o2|left-symmetric|...] "
 			    "[--name=NAME] "
@@ -332,7 +334,8 @@ static int create_parse(int argc, char **argv, struct create_opts *o)
 		return 2;
 	}
 	if (o->md.bitmap == 1 && !md_level_redundant(o->md.level)) {
-		fprintf(stderr, "uraid: create: a write-intent bitmap needs raid1, 10, 5 or 6\n");
+		fprintf(stderr,
+		        "uraid: create: a write-intent bitmap needs raid1, 10, 4, 5 or 6\n");
 		return 2;
 	}
 	if (o->md.bitmap_chunk && o->md.bitmap == 0) {

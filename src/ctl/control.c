@@ -552,8 +552,7 @@ static int ctl_pick_array(struct ctl_arrays *ca, const char *array, const char *
 
 	for (unsigned i = 0; i < ca->n; i++)
 		if (array ? strcmp(ca->info[i].name, array) == 0
-		          : ca->info[i].level == 5 || ca->info[i].level == 6 ||
-		                ca->info[i].level == 10) {
+		          : md_level_parity(ca->info[i].level) || ca->info[i].level == 10) {
 			if (ai >= 0 && !array) {
 				*reply = ctl_error("%u md arrays are served here: say which one %s "
 				                   "(--array md/NAME)",
@@ -563,10 +562,11 @@ static int ctl_pick_array(struct ctl_arrays *ca, const char *array, const char *
 			ai = (int)i;
 		}
 	if (ai < 0)
-		*reply = array   ? ctl_error("no md array %s is served here", array)
-		         : ca->n ? ctl_error("no raid5, raid6 or raid10 array is served here %s",
-		                             what)
-		                 : ctl_error("no md array is served here");
+		*reply = array ? ctl_error("no md array %s is served here", array)
+		         : ca->n
+		             ? ctl_error("no raid4, raid5, raid6 or raid10 array is served here %s",
+		                         what)
+		             : ctl_error("no md array is served here");
 	return ai;
 }
 

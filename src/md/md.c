@@ -779,7 +779,9 @@ const char *md_layout_name(int level, uint32_t layout, char *out, size_t len)
 			snprintf(out, len, "%s", l->layouts[i].name);
 			return out;
 		}
-	if (layout != 0)
+	/* A parity level without named layouts (raid4: parity last, whatever
+	 * the word) has none to show, as mdadm shows none. */
+	if (layout != 0 && !(l && l->parity && !l->nlayouts))
 		snprintf(out, len, "%u", layout);
 	else if (len)
 		out[0] = '\0';

@@ -350,14 +350,15 @@ const struct md_level_info *md_level_at(unsigned i);
 const char *md_level_name(int level);
 /* A level uraid serves that keeps a copy or parity of every block, so that
  * a member can be lost, rebuilt or checked, and that carries a
- * write-intent bitmap: raid1, raid10, raid5 and raid6. */
+ * write-intent bitmap: raid1, raid10, raid4, raid5 and raid6. */
 bool md_level_redundant(int level);
 /* The members beyond which a level loses data: its parity count for
  * raid4/5/6, 0 for the rest (raid1 and raid10 count copies instead). */
 unsigned md_level_parity(int level);
 
 /* 0 when uraid serves level; else -ENOTSUP with err_set() detail, the one
- * message every path gives: "NAME: md level raid4 is not supported ...". */
+ * message every path gives: "NAME: md level raidN is not supported ...";
+ * -EINVAL for a level md does not know. */
 int md_level_served(int level, const char *name);
 
 /* md's start_dirty_degraded rule: a RAID4/5/6 found not shut down cleanly

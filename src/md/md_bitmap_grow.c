@@ -124,7 +124,7 @@ static int bmg_index(const struct md_super *f, const char *name, struct md_bitma
 	if (r < 0) {
 		const char *lv = md_level_name(f->level);
 		return err_set(-ENOTSUP,
-		               "%s is %s: a write-intent bitmap needs raid1, 10, 5 or 6 (mdadm: "
+		               "%s is %s: a write-intent bitmap needs raid1, 10, 4, 5 or 6 (mdadm: "
 		               "\"Bitmaps not meaningful\" without copies or parity)",
 		               name, lv ? lv : "of an unknown level");
 	}

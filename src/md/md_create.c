@@ -58,6 +58,7 @@ static uint64_t md_create_array_bytes(const struct md_create_opts *o, unsigned n
 	switch (o->level) {
 	case 1:
 		return size * 512;
+	case 4:
 	case 5:
 	case 6:
 		return size * (n - md_level_parity(o->level)) * 512;
@@ -255,7 +256,7 @@ int md_create(char **specs, unsigned n, const struct md_create_opts *o, struct m
 	 * each member's whole data area. */
 	if (o->level == 1)
 		sb->size = min_avail & ~127ull;
-	else if (o->level == 10 || o->level == 5 || o->level == 6)
+	else if (o->level == 10 || md_level_parity(o->level))
 		sb->size = min_avail / sb->chunk * sb->chunk;
 	sb->data_offset = data_offset;
 	sb->version = v; /* super_offset, data_size: per member, below */

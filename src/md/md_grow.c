@@ -820,13 +820,15 @@ static int grow_restripe(char **specs, unsigned nm, struct vol **vols, struct md
 /* A RAID0 to more devices (mdadm --grow --raid-devices=N --add NEW...):
  * md has no raid0 reshape, so mdadm takes the array over to a degraded
  * raid4 (its parity missing), reshapes that and takes it back; uraid the
- * same through its own rows: raid0 -> parity-last raid5 (raid4's layout,
- * which the kernel's raid5 takes as raid4), md_reshape_restripe() to N+1
- * devices with the parity role missing (the first NEW rebuilt in the old
- * parity's role as the reshape passes, as the kernel adds it), raid5 ->
- * raid0.  Each superblock in between is one the kernel runs; a stop
- * part-way leaves the raid5 reshape for --continue (and --level 0 after
- * it).  Every step's checks before the first write. */
+ * same through its own rows: raid0 -> raid4 (layout 5, as the kernel's
+ * raid45_takeover_raid0 writes it), md_reshape_restripe() to N+1 devices
+ * with the parity role missing (the first NEW rebuilt in the old parity's
+ * role as the reshape passes, as the kernel adds it), raid4 -> raid0.
+ * Each superblock in between is one the kernel writes; a stop part-way
+ * leaves the raid4 reshape for --continue (and --level 0 after it: what
+ * takes it back is mdadm's process, which a stop ends, so the kernel
+ * too ends such a one as raid4).  Every step's checks before the first
+ * write. */
 static int grow_raid0(char **specs, unsigned nm, struct vol **vols, struct md_super **sbs,
                       unsigned fresh, const struct md_grow_opts *o)
 {
@@ -855,12 +857,11 @@ static int grow_raid0(char **specs, unsigned nm, struct vol **vols, struct md_su
 		return r;
 	}
 	md_say(out,
-	       "%s: raid0 %u -> %u devices, through a raid5 with its parity missing "
-	       "(mdadm goes through raid4)",
+	       "%s: raid0 %u -> %u devices, through a raid4 with its parity missing (as mdadm)",
 	       name, old, n);
-	struct md_grow_opts to5 = {
-	    .change_level = true, .level = 5, .force = true, .rebuild = o->rebuild};
-	r = grow_takeover(specs, nm, vols, sbs, fresh, &to5); /* its own checks first */
+	struct md_grow_opts to4 = {
+	    .change_level = true, .level = 4, .force = true, .rebuild = o->rebuild};
+	r = grow_takeover(specs, nm, vols, sbs, fresh, &to4); /* its own checks first */
 	struct md_reshape_to t = {.raid_disks = n + 1, .parity_missing = true};
 	if (r == 0)
 		r = grow_level_restripe(specs, nm, &t, o->news, o->nnew, o, &done);
@@ -901,17 +902,18 @@ int md_grow(char **specs, unsigned nm, struct vol **vols, struct md_super **sbs,
 		return grow_takeover(specs, nm, vols, sbs, fresh, o);
 	if (o->size)
 		return grow_size(specs, nm, vols, sbs, fresh, o);
-	if (sbs[fresh]->level == 5 || sbs[fresh]->level == 6 || sbs[fresh]->level == 10)
+	if (md_level_parity(sbs[fresh]->level) || sbs[fresh]->level == 10)
 		return grow_restripe(specs, nm, vols, sbs, fresh, o);
 	if (sbs[fresh]->level == 0)
 		return grow_raid0(specs, nm, vols, sbs, fresh, o);
 	if (o->chunk || o->layout || o->array_size) {
 		char name[48];
 		md_super_array_name(sbs[fresh], name, sizeof(name));
-		r = err_set(-ENOTSUP,
-		            "%s is %s: a new chunk or layout, or a shrink to an --array-size, "
-		            "restripes the data, which uraid does for raid5, raid6 and raid10 only",
-		            name, md_level_name(sbs[fresh]->level));
+		r = err_set(
+		    -ENOTSUP,
+		    "%s is %s: a new chunk or layout, or a shrink to an --array-size, "
+		    "restripes the data, which uraid does for raid4, raid5, raid6 and raid10 only",
+		    name, md_level_name(sbs[fresh]->level));
 		for (unsigned i = 0; i < nm; i++) {
 			vol_close(vols[i]);
 			free(sbs[i]);

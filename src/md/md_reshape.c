@@ -46,7 +46,7 @@ uint64_t md_reshape_geom_size(const struct raid_geom *g, uint64_t dev, uint64_t 
 		uint64_t chunks = dev / g->chunk * d / nc, used = (chunks * nc + d - 1) / d;
 		return used * d / nc * g->chunk;
 	}
-	if (g->level != 5 && g->level != 6)
+	if (!md_level_parity(g->level))
 		return 0;
 	return dev / chunk * chunk * (g->raid_disks - md_level_parity(g->level));
 }
@@ -92,6 +92,16 @@ static int md_reshape_parse_level(const struct md_super *fresh, const struct md_
 			               fresh->raid_disks, nc);
 		return 0;
 	}
+	if (fresh->level == 4) {
+		/* Its parity is last whatever the word says (the kernel's
+		 * raid0 grow writes 5 to both): nothing to change. */
+		if (fresh->new_layout != fresh->layout)
+			return err_set(-EINVAL,
+			               "%s: md records a reshape of a raid4 from layout %u to %u; "
+			               "a raid4 has no layout to change",
+			               name, fresh->layout, fresh->new_layout);
+		return 0;
+	}
 	if (!md_reshape_layout_ok(lv, fresh->new_layout))
 		return err_set(-EINVAL, "%s: md reshape's new layout %u is not one %s takes", name,
 		               fresh->new_layout, lv->name);
@@ -106,10 +116,10 @@ int md_reshape_parse(const struct md_super *fresh, const char *name, struct md_r
 	int r;
 
 	memset(out, 0, sizeof(*out));
-	if (!lv || (fresh->level != 5 && fresh->level != 6 && fresh->level != 10))
+	if (!lv || (!lv->parity && fresh->level != 10))
 		return err_set(-ENOTSUP,
 		               "%s: md records a reshape of a %s array, which uraid does not "
-		               "reshape (raid5, raid6 and raid10 only)",
+		               "reshape (raid4, raid5, raid6 and raid10 only)",
 		               name, lv ? lv->name : "unknown");
 	if (fresh->new_level != fresh->level)
 		return err_set(-ENOTSUP,
@@ -517,8 +527,8 @@ bool md_reshape_parity_only(const struct md_array *a, const struct md_reshape *r
 		const struct raid_geom *g = gs[k];
 		for (unsigned role = 0; role < g->raid_disks; role++) {
 			bool held = role < a->n && a->m[role].vol && (k || !a->m[role].recovering);
-			if (!held &&
-			    (g->level != 5 || g->layout != pl || role + 1 != g->raid_disks))
+			bool parity_last = g->level == 4 || (g->level == 5 && g->layout == pl);
+			if (!held && (!parity_last || role + 1 != g->raid_disks))
 				return false;
 		}
 	}

@@ -73,6 +73,13 @@ static int md_reshape_to_check(const struct md_super *f, const struct md_reshape
 			               name);
 		named = true;
 	}
+	if (f->level == 4) {
+		/* raid4 keeps its parity last whatever the word says: there
+		 * is no layout to change, the word stays. */
+		if (*layout != f->layout)
+			return err_set(-EINVAL, "%s: a raid4 has no layout to change", name);
+		named = true;
+	}
 	for (unsigned i = 0; lv && i < lv->nlayouts; i++)
 		named |= lv->layouts[i].layout == *layout;
 	if (!named)
@@ -226,10 +233,11 @@ static int md_reshape_grow_check(struct md_super **sbs, unsigned nm, unsigned fr
 		before = b < before ? b : before;
 		after = a < after ? a : after;
 	}
-	if (pm && (held[f->raid_disks - 1] || p->raid_disks <= f->raid_disks || f->level != 5))
+	if (pm && (held[f->raid_disks - 1] || p->raid_disks <= f->raid_disks ||
+	           (f->level != 4 && f->level != 5)))
 		return err_set(-EINVAL,
-		               "%s: the raid0 path reshapes a raid5 whose parity role no member "
-		               "holds, to more devices",
+		               "%s: the raid0 path reshapes a raid4 or raid5 whose parity role "
+		               "no member holds, to more devices",
 		               name);
 	for (unsigned role = 0; role + pm < f->raid_disks; role++)
 		if (!held[role])
@@ -547,9 +555,9 @@ static int md_array_grow_busy(struct md_array *a)
 
 	if (a->reshaping)
 		why = "a reshape is under way already";
-	else if (a->level != 5 && a->level != 6 && a->level != 10)
-		why = "uraid reshapes a served raid5, raid6 or raid10 only (a raid0 offline: "
-		      "its way through raid5 is three steps)";
+	else if (!md_level_parity(a->level) && a->level != 10)
+		why = "uraid reshapes a served raid4, raid5, raid6 or raid10 only (a raid0 "
+		      "offline: its way through raid4 is three steps)";
 	else if (md_degraded(a))
 		why = "it is degraded: rebuild it first";
 	else if (a->nspare)

@@ -15,8 +15,8 @@
  * The data stays where it is because each pair maps every block alike:
  * a two-device raid5's parity is its data, so both devices hold what a
  * raid1's copies hold; a -6 raid6 is its raid5 over the first n-1
- * devices with Q on the last; a parity-last raid5 is its raid0 with
- * parity on the last; a near-2 raid10 pair holds the chunk raid0 puts on
+ * devices with Q on the last; a parity-last raid5 and a raid4 are their
+ * raid0 with parity on the last; a near-2 raid10 pair holds the chunk raid0 puts on
  * device role/2. */
 #include "md_takeover.h"
 
@@ -262,16 +262,20 @@ static int plan_6_5(const struct md_takeover_in *in, struct md_takeover_plan *p)
 	return 0;
 }
 
-/* raid0 -> raid5 (raid45_takeover_raid0): parity-last, its parity on a
- * new last device; the raid0 must be one zone (devices of one size). */
-static int plan_0_5(const struct md_takeover_in *in, struct md_takeover_plan *p)
+/* raid0 -> raid4 or raid5 (raid45_takeover_raid0): parity-last (the
+ * kernel writes ALGORITHM_PARITY_N for both), its parity on a new last
+ * device; the raid0 must be one zone (devices of one size). */
+static int plan_0_45(const struct md_takeover_in *in, struct md_takeover_plan *p, int level)
 {
 	const struct md_super *sb = in->sb;
 	uint64_t c = sb->chunk ? sb->chunk : 1;
 	uint64_t lo = in->min_data_size / c * c, hi = in->max_data_size / c * c;
+	const char *to = md_level_name(level);
 	uint32_t layout;
 
 	md_layout_parse(5, "parity-last", &layout);
+	if (level == 4 && in->layout)
+		return no_layout(in, "raid0 -> raid4");
 	if (in->layout && strcmp(in->layout, "parity-last") != 0)
 		return err_set(-ENOTSUP,
 		               "%s: raid0 -> raid5 --layout %s: the takeover makes parity-last "
@@ -280,13 +284,13 @@ static int plan_0_5(const struct md_takeover_in *in, struct md_takeover_plan *p)
 		               in->array, in->layout);
 	if (lo != hi)
 		return err_set(-EINVAL,
-		               "%s: raid0 -> raid5: the devices differ in size (%llu to %llu "
+		               "%s: raid0 -> %s: the devices differ in size (%llu to %llu "
 		               "sectors of data), so the raid0 has more than one zone (the "
 		               "kernel: \"cannot takeover for raid0 with more than one zone\")",
-		               in->array, (unsigned long long)lo, (unsigned long long)hi);
+		               in->array, to, (unsigned long long)lo, (unsigned long long)hi);
 	if (!lo)
-		return err_set(-EINVAL, "%s: raid0 -> raid5: no data area", in->array);
-	p->level = 5;
+		return err_set(-EINVAL, "%s: raid0 -> %s: no data area", in->array, to);
+	p->level = level;
 	p->layout = layout;
 	p->raid_disks = sb->raid_disks + 1;
 	p->size = lo;
@@ -295,31 +299,42 @@ static int plan_0_5(const struct md_takeover_in *in, struct md_takeover_plan *p)
 	return 0;
 }
 
-/* raid5 -> raid0 (raid0_takeover_raid45): a parity-last raid5's parity
- * device leaves. */
-static int plan_5_0(const struct md_takeover_in *in, struct md_takeover_plan *p)
+static int plan_0_5(const struct md_takeover_in *in, struct md_takeover_plan *p)
+{
+	return plan_0_45(in, p, 5);
+}
+
+static int plan_0_4(const struct md_takeover_in *in, struct md_takeover_plan *p)
+{
+	return plan_0_45(in, p, 4);
+}
+
+/* raid4 or parity-last raid5 -> raid0 (raid0_takeover_raid45): the parity
+ * device (the last role) leaves. */
+static int plan_45_0(const struct md_takeover_in *in, struct md_takeover_plan *p)
 {
 	const struct md_super *sb = in->sb;
+	const char *rule = sb->level == 4 ? "raid4 -> raid0" : "raid5 -> raid0";
 	char name[32];
 	uint32_t pl;
 	unsigned n = sb->raid_disks;
 
 	md_layout_parse(5, "parity-last", &pl);
-	if (sb->layout != pl)
+	if (sb->level == 5 && sb->layout != pl)
 		return err_set(-ENOTSUP,
 		               "%s: raid5 -> raid0: layout %s rotates parity over every device; "
 		               "only parity-last keeps the data where raid0 puts it, and a "
 		               "restripe to it is the reshape's work",
 		               in->array, md_layout_name(5, sb->layout, name, sizeof(name)));
-	int r = no_layout(in, "raid5 -> raid0");
+	int r = no_layout(in, rule);
 	if (r < 0)
 		return r;
 	if (roles_out_of_sync(in, n - 1))
 		return err_set(-EINVAL,
-		               "%s: raid5 -> raid0: a data device is missing or rebuilding; raid0 "
+		               "%s: %s: a data device is missing or rebuilding; raid0 "
 		               "needs all of them (the kernel: \"raid5 must have missing parity "
 		               "disk\")",
-		               in->array);
+		               in->array, rule);
 	int k = slot_of_role(sb, n - 1);
 	if (k >= 0) {
 		p->roles[k] = MD_ROLE_SPARE;
@@ -329,6 +344,44 @@ static int plan_5_0(const struct md_takeover_in *in, struct md_takeover_plan *p)
 	p->layout = 0;
 	p->raid_disks = n - 1;
 	p->clean = true;
+	return 0;
+}
+
+/* raid4 -> raid5 (raid5_takeover: level 4): parity-last, whatever the
+ * raid4's layout word; any state (no block moves). */
+static int plan_4_5(const struct md_takeover_in *in, struct md_takeover_plan *p)
+{
+	if (in->layout && strcmp(in->layout, "parity-last") != 0)
+		return err_set(-ENOTSUP,
+		               "%s: raid4 -> raid5 --layout %s: the takeover makes parity-last "
+		               "(raid4's parity stays on the last device); another layout "
+		               "restripes every block: take it over, then grow --layout",
+		               in->array, in->layout);
+	md_layout_parse(5, "parity-last", &p->layout);
+	p->level = 5;
+	return 0;
+}
+
+/* parity-last raid5 -> raid4 (raid4_takeover: layout 0, as the kernel
+ * writes it); any state. */
+static int plan_5_4(const struct md_takeover_in *in, struct md_takeover_plan *p)
+{
+	const struct md_super *sb = in->sb;
+	char name[32];
+	uint32_t pl;
+
+	md_layout_parse(5, "parity-last", &pl);
+	if (sb->layout != pl)
+		return err_set(-ENOTSUP,
+		               "%s: raid5 -> raid4: layout %s rotates parity over every device; "
+		               "only parity-last keeps it where raid4 does (mdadm --grow "
+		               "--layout=parity-last first, a restripe)",
+		               in->array, md_layout_name(5, sb->layout, name, sizeof(name)));
+	int r = no_layout(in, "raid5 -> raid4");
+	if (r < 0)
+		return r;
+	p->level = 4;
+	p->layout = 0;
 	return 0;
 }
 
@@ -423,12 +476,14 @@ static const struct takeover_row takeover_rows[] = {
      "layout that rotates Q: restriped to its -6 form first)",
      plan_6_5},
     {0, 5, "raid0 -> raid5: parity-last, the parity on a new last device", plan_0_5},
-    {5, 0, "raid5 -> raid0: a parity-last raid5 drops its parity device", plan_5_0},
+    {5, 0, "raid5 -> raid0: a parity-last raid5 drops its parity device", plan_45_0},
+    {0, 4, "raid0 -> raid4: the parity on a new last device", plan_0_4},
+    {4, 0, "raid4 -> raid0: the raid4 drops its parity device (the last)", plan_45_0},
+    {4, 5, "raid4 -> raid5: parity-last, the parity where raid4 keeps it", plan_4_5},
+    {5, 4, "raid5 -> raid4: a parity-last raid5 is a raid4 (layout 0, as the kernel writes)",
+     plan_5_4},
     {10, 0, "raid10 -> raid0: one device of each near-2 pair stays", plan_10_0},
     {1, 0, "raid1 -> raid0: one copy stays, a one-device raid0", plan_1_0},
-    {0, 4,
-     "raid0 -> raid4: uraid does not serve raid4; --level=5 makes parity-last, raid4's layout",
-     NULL},
     {0, 6, "raid0 -> raid6: md takes raid0 over to one parity device only: go to raid5, then raid6",
      NULL},
     {0, 10, "raid0 -> raid10: not done by uraid (it needs a new copy of every device rebuilt)",

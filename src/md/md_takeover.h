@@ -1,6 +1,6 @@
 /* md_takeover.h — md's level changes that move no data (the kernel's
  * "takeovers": raid0.c raid0_takeover*, raid1.c raid1_takeover, raid5.c
- * raid45_takeover_raid0, raid5_takeover_raid1, raid5_takeover_raid6,
+ * raid45_takeover_raid0, raid4_takeover, raid5_takeover_raid1, raid5_takeover_raid6,
  * raid6_takeover, raid10.c; mdadm --grow --level=N), as one table of
  * transitions (md_takeover.c).  Pure: from the freshest superblock and
  * which slots hold members in sync, the plan (the new geometry and role

@@ -124,7 +124,7 @@ echo "ok: served RAID1: added and removed through the control socket; a crash af
 # Refusals.
 truncate -s "$SIZE" "$tmp/z.0" "$tmp/z.1"
 "$URAID" create --level=0 "$tmp/z.0" "$tmp/z.1" >/dev/null 2>&1 || fail "raid0: create"
-refuse "needs raid1, 10, 5 or 6" grow --bitmap=internal "$tmp/z.0" "$tmp/z.1"
+refuse "needs raid1, 10, 4, 5 or 6" grow --bitmap=internal "$tmp/z.0" "$tmp/z.1"
 refuse "give every member" grow --bitmap=internal "${r5[0]}" "${r5[1]}"
 refuse "no write-intent bitmap to remove" grow --bitmap=none "${r5[@]}"
 refuse "already" grow --bitmap=internal "$tmp/e.0" "$tmp/e.1"

@@ -17,7 +17,7 @@
 # (--stop-at), and uc5 (raid5 of 4, `uraid grow --chunk 32 --layout
 # right-asymmetric`: chunk 64 -> 32 KiB and another layout at once) and
 # us5 (a shrink, raid5 4 -> 3 devices with --array-size, backwards) and
-# u10 (raid10 near-2 4 -> 5) and u0 (raid0 3 -> 4, stopped in its raid5
+# u10 (raid10 near-2 4 -> 5) and u0 (raid0 3 -> 4, stopped in its raid4
 # with the parity missing, the new member rebuilt in the old parity's role
 # as the reshape passes) too.  mdadm --examine reads every member of each
 # after uraid stopped or finished it (the reshape, or none, on all).
@@ -265,7 +265,7 @@ for name in g5 g6 c5 g10 u5 u6 uc5 us5 ub5 u10 u0 ks5; do
         echo "FAIL: u10: the kernel ended at '$(cut -d' ' -f5 <<< "$line")' devices, want 5"
         fail=1
     fi
-    # u0: the raid5 (parity-last, 5) with its parity missing, as mdadm's
+    # u0: the raid4 (layout 5) with its parity missing, as mdadm's
     # raid4 ends before it goes back to raid0
     if [ $name = u0 ] && [ "$(cut -d' ' -f5- <<< "$line")" != "5 65536 5" ]; then
         echo "FAIL: u0: the kernel ended at '$(cut -d' ' -f5- <<< "$line")', want 5 65536 5"

@@ -11,11 +11,11 @@
 #   raid6 left-symmetric --level=5        the layout reshape to
 #                                         left-symmetric-6, then the
 #                                         takeover (Q's device a spare);
-#   raid0 -n N --add NEW...               raid0 -> raid5 parity-last with
-#                                         its parity missing (mdadm's
-#                                         raid4), the reshape (the first NEW
-#                                         rebuilt in the parity's role as it
-#                                         passes), raid5 -> raid0.
+#   raid0 -n N --add NEW...               raid0 -> raid4 with its parity
+#                                         missing (as mdadm), the reshape
+#                                         (the first NEW rebuilt in the
+#                                         parity's role as it passes),
+#                                         raid4 -> raid0.
 # After each: mdadm --examine reads level, layout, devices and state on
 # every member, the data reads back, `uraid check` finds the parity
 # agrees.  Checked before the first byte: a change the second step would
@@ -101,15 +101,15 @@ settled raid5 3 left-symmetric AAA "${r[@]:0:3}"
 mdadm --examine "$tmp/m.q" | grep -q "Device Role : spare" || fail "Q's device is not a spare"
 echo "ok: raid6 left-symmetric --level=5: restriped to -6 (stopped, continued), then taken over"
 
-# raid0 -> more devices, through a raid5 with its parity missing (mdadm's
-# raid4): in one command, then stopped part-way and continued
+# raid0 -> more devices, through a raid4 with its parity missing (as
+# mdadm): in one command, then stopped part-way and continued
 make_array z 0 3 --chunk=64
 z=("${files[@]}")
 truncate -s $SIZE "$tmp/z.3" "$tmp/z.4"
 refuse "takes 1 new members" grow --raid-devices=4 "${z[@]}"
 refuse "more devices only" grow --raid-devices=2 "${z[@]}"
 grow --raid-devices=4 --add "$tmp/z.3" "${z[@]}"
-said "raid0 -> raid5 parity-last" "raid5 -> raid0, chunk 64K, 4 devices"
+said "raid0 -> raid4, chunk 64K" "raid4 -> raid0, chunk 64K, 4 devices"
 z+=("$tmp/z.3")
 for f in "${z[@]}"; do
     got=$(mdadm --examine "$f" 2>&1 | sed -n 's/^ *\(Raid Level\|Raid Devices\|Array State\) : //p' | paste -sd'|')
@@ -125,4 +125,4 @@ grow --level=0 "${z[@]}" "$tmp/z.4"
 z+=("$tmp/z.4")
 mdadm --examine "$tmp/z.4" | grep -q "Raid Devices : 5" || fail "raid0 of 5: $(mdadm --examine "$tmp/z.4")"
 reads z "${z[@]}"
-echo "ok: raid0 -n 4 and -n 5: through a raid5 with its parity missing and back (stopped, continued)"
+echo "ok: raid0 -n 4 and -n 5: through a raid4 with its parity missing and back (stopped, continued)"

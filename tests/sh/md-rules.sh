@@ -6,8 +6,8 @@
 #     device count) are refused by serve, rebuild and grow alike;
 #   - an array whose set name is empty is called md/<first 8 hex digits of
 #     its UUID> by serve, detail, rebuild and grow alike;
-#   - raid4 (which uraid does not serve) is refused by create, serve,
-#     rebuild and examine with one message.
+#   - a level md does not know (3) is refused by serve, rebuild and
+#     examine with one message.
 # Every refusal changes no file.  Superblock fields are patched in place
 # (checksum recomputed) with `sbpatch FILE OFFSET WIDTH VALUE`.
 . "$(dirname "$0")/md-lib.sh"
@@ -106,14 +106,12 @@ name=$("$URAID" detail --json "$tmp/anon1.ctl" | python3 -c 'import json,sys; pr
 grep -q "md/$uuid: assembled" "$tmp/anon1.log" || fail "serve: $(cat "$tmp/anon1.log")"
 stop_server "$server_pid"
 
-# --- raid4: one refusal ---
-want="md level raid4 is not supported"
-blank "$tmp/r4.0" "$tmp/r4.1" "$tmp/r4.2"
-refuse "$want" create --level=4 "$tmp/r4.0" "$tmp/r4.1" "$tmp/r4.2"
-mkarray r4 5 3
-for f in "${files[@]}"; do sbpatch "$f" $F_LEVEL 4 4; done
-refuse "r4.0: $want" serve --run true "${files[@]}"
-refuse "r4.0: $want" serve --readonly --run true "${files[@]}"
-refuse "r4.0: $want" rebuild "${files[@]}"
-refuse "r4.0: $want" examine "$tmp/r4.0"
+# --- an unknown level: one refusal ---
+want="md level 3 is unknown"
+mkarray l3 5 3
+for f in "${files[@]}"; do sbpatch "$f" $F_LEVEL 4 3; done
+refuse "l3.0: $want" serve --run true "${files[@]}"
+refuse "l3.0: $want" serve --readonly --run true "${files[@]}"
+refuse "l3.0: $want" rebuild "${files[@]}"
+refuse "l3.0: $want" examine "$tmp/l3.0"
 echo "ok: every path gives each rule's one answer"

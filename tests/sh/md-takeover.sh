@@ -118,7 +118,6 @@ make_array z 0 2
 r0=("${files[@]}")
 truncate -s $SIZE "$tmp/z.p"
 refuse "parity-last" grow --level=5 --layout=left-symmetric --add "$tmp/z.p" "${r0[@]}"
-refuse "does not serve raid4" grow --level=4 --add "$tmp/z.p" "${r0[@]}"
 grow --level=5 --add "$tmp/z.p" "${r0[@]}"
 geometry raid5 parity-last 512K AAA "${r0[@]}" "$tmp/z.p"
 reads z "${r0[@]}" "$tmp/z.p"

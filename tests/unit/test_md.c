@@ -567,16 +567,17 @@ static void test_level_table(void)
 	CHECK(strcmp(md_layout_name(1, 0, name, sizeof(name)), "") == 0);
 }
 
-/* raid4, which uraid does not serve, gets one answer everywhere: a
- * superblock of it is not usable (so neither assembly, rebuild nor grow
- * take it), create refuses it with the same message, and it has no
- * write-intent bitmap geometry. */
+/* raid4 is served as raid5's parity-last, whatever its layout word
+ * (mdadm --create writes 0, the kernel's takeover 5): a superblock of it
+ * is usable, it is redundant (rebuilt, checked, with a write-intent
+ * bitmap over its data disks) and names no layout. */
 static void test_level4(void)
 {
 	uint8_t buf[MD_SB_BLOCK];
 	struct md_super s;
 	struct md_bitmap_geom g;
 	struct md_sb1 *sb = (struct md_sb1 *)buf;
+	char name[16];
 
 	fixture(buf);
 	sb->level = htole32(4);
@@ -584,11 +585,13 @@ static void test_level4(void)
 	sb->sb_csum = htole32(md_sb_csum(buf));
 	CHECK_EQ(md_super_decode(buf, &s), 0);
 	err_clear();
-	CHECK_EQ(md_super_check(&s, 64ull << 20, "m.img"), -ENOTSUP);
-	CHECK(strstr(err_detail(-ENOTSUP), "m.img: md level raid4 is not supported") != NULL);
-	CHECK(!md_level_redundant(4));
-	CHECK(md_bitmap_geom_init(&g, 4, 3, 128, 2048 * 100, 200ull << 20) < 0);
-	CHECK(md_bitmap_geom_init(&g, 5, 3, 128, 2048 * 100, 200ull << 20) == 0);
+	CHECK_EQ(md_super_check(&s, 64ull << 20, "m.img"), 0);
+	CHECK(md_level_redundant(4));
+	CHECK_EQ(md_level_parity(4), 1);
+	CHECK(md_bitmap_geom_init(&g, 4, 3, 128, 2048 * 100, 200ull << 20) == 0);
+	CHECK_EQ(g.data_disks, 2);
+	CHECK(strcmp(md_layout_name(4, 5, name, sizeof(name)), "") == 0);
+	CHECK(strcmp(md_layout_name(4, 0, name, sizeof(name)), "") == 0);
 }
 
 /* Each feature in the one refusal mask, replacement included, makes a

@@ -192,7 +192,7 @@ static void run(const struct cfg *c, enum degrade d, bool ra, bool wb, unsigned 
 				CHECK(0);
 			}
 		} else if (kind < 17) {
-			if (c->level == 5 || c->level == 6) {
+			if (c->level >= 4 && c->level <= 6) {
 				/* Parity levels do not trim. */
 				CHECK_EQ(vol_trim(a, len, off, 0), -ENOTSUP);
 				continue;
@@ -827,6 +827,9 @@ static void r56_layout(int level, unsigned layout, unsigned n, uint64_t s, unsig
 	unsigned m = level == 6 ? 2 : 1, w = n;
 	bool q_last = level == 6 && layout >= 16;
 
+	if (level == 4)
+		layout = 5; /* md's raid4: its parity on the last disk, whatever the word */
+
 	if (q_last) {
 		w = n - 1; /* a RAID5 layout over the first n-1 disks */
 		layout -= 16;
@@ -1157,6 +1160,12 @@ static void test_raid56(void)
 				for (int wb = 0; wb < 2; wb++)
 					r56_check(5, layout, n, gone < 0 ? 0 : 1u << gone, wb,
 					          &seed);
+	/* raid4: the layout words mdadm --create (0) and the kernel's
+	 * raid0 -> raid4 takeover (5) write */
+	for (unsigned layout = 0; layout <= 5; layout += 5)
+		for (unsigned n = 2; n <= 4; n++)
+			for (int gone = -1; gone < (int)n; gone++)
+				r56_check(4, layout, n, gone < 0 ? 0 : 1u << gone, gone & 1, &seed);
 	for (size_t l = 0; l < sizeof(layouts6) / sizeof(layouts6[0]); l++)
 		for (unsigned n = 4; n <= 5; n++)
 			for (unsigned mask = 0; mask < (1u << n); mask++)
@@ -1192,6 +1201,7 @@ static const struct cfg cfgs[] = {
     {10, 0x202, 8, 4 << 10, 512, false},    /* n2 f2 */
     {10, 0x40201, 6, 8 << 10, 512, false},  /* f2, far sets of 2 */
     {10, 0x40201, 5, 8 << 10, 512, false},  /* f2, far sets, odd */
+    {4, 0, 3, 64 << 10, 512, false},        /* raid4, as mdadm --create writes it */
     {5, 2, 3, 64 << 10, 512, false},        /* left-symmetric */
     {5, 0, 4, 16 << 10, 4096, false},       /* left-asymmetric */
     {5, 3, 5, 8 << 10, 512, false},         /* right-symmetric */
@@ -1473,7 +1483,7 @@ int main(void)
 	for (size_t i = 0; i < sizeof(cfgs) / sizeof(cfgs[0]); i++) {
 		const struct cfg *c = &cfgs[i];
 		run(c, NONE, false, false, seed + i);
-		bool parity = c->level == 5 || c->level == 6;
+		bool parity = c->level >= 4 && c->level <= 6;
 		if (c->level == 1 || c->level == 10 || parity) {
 			run(c, KILL, false, false, seed + 100 + i);
 			run(c, MISSING, false, false, seed + 200 + i);

@@ -2,8 +2,9 @@
  * cases over the reshapes uraid starts (md_reshape_restripe():
  * more devices, another chunk, another layout, or several at once, and
  * fewer devices to an --array-size, backwards; raid5
- * and raid6, every layout each takes, and raid10 near-2 and near-3 (a
- * case in four; devices and chunk), 3..8 members, chunks 4 KiB..1 MiB).
+ * and raid6, every layout each takes, raid4 (devices and chunk), and
+ * raid10 near-2 and near-3 (devices and chunk), 3..8 members, chunks
+ * 4 KiB..1 MiB; and raid0's grow through a raid4 with its parity missing).
  * Each case makes an array on member files (md_create), fills it at
  * random through the array (kept in a flat reference), starts the
  * reshape, and then, in two phases, runs md_reshape_run() in a thread
@@ -17,7 +18,7 @@
  * writes; what they read becomes the reference), the second run to the
  * end.  Then the array, reassembled, holds the new geometry alone, reads
  * the reference (zeros past it, where it grew) and its parity agrees.
- * Half the raid5/6 cases keep a write-intent bitmap (64 KiB chunks) through it:
+ * Half the raid4/5/6 cases keep a write-intent bitmap (64 KiB chunks) through it:
  * a power cut is then resynced from the bitmap alone (checked to be
  * trusted), so a client write not marked in the geometry it landed in
  * leaves parity that the final check finds wrong.
@@ -69,6 +70,8 @@ static uint32_t pick_layout(int level, unsigned long long *rs)
 {
 	if (level == 10)
 		return check_rand(rs) % 3 ? 0x102 : 0x103;
+	if (level == 4)
+		return 0; /* mdadm --create's word; a raid4 has no other */
 	return level == 5 ? raid5_layouts[check_rand(rs) % 6] : raid6_layouts[check_rand(rs) % 11];
 }
 
@@ -105,12 +108,12 @@ static void pick(unsigned long long seed, struct ocase *c)
 	rs ^= rs >> 31;
 
 	memset(c, 0, sizeof(*c));
-	/* raid6, raid5 twice, raid10, raid0's path in five */
+	/* raid6, raid5, raid4 (raid5's engine), raid10, raid0's path (through raid4) in five */
 	unsigned lv = (unsigned)(check_rand(&rs) % 5);
-	c->level = lv == 4 ? 0 : lv == 3 ? 10 : lv ? 5 : 6;
+	c->level = lv == 4 ? 0 : lv == 3 ? 10 : lv == 2 ? 4 : lv ? 5 : 6;
 	if (c->level == 0) {
-		/* raid0 -> more devices (md_grow: through a raid5 with its
-		 * parity missing), stopped any of the three ways. */
+		/* raid0 -> more devices (md_grow: through a raid4 with its
+		 * parity missing, as mdadm), stopped any of the three ways. */
 		c->from_disks = 2 + (unsigned)(check_rand(&rs) % 5);
 		c->to_disks = c->from_disks + 1 + (unsigned)(check_rand(&rs) % 2);
 		c->from_chunk = c->to_chunk = 4u << (check_rand(&rs) % 9);
@@ -148,7 +151,7 @@ static void pick(unsigned long long seed, struct ocase *c)
 		while ((uint64_t)c->to_chunk * 1024 * (c->level == 10 ? 2 : 1) > room / 2)
 			c->to_chunk /= 2;
 	}
-	if (what & 4 && c->level != 10) /* md keeps a raid10's copies */
+	if (what & 4 && c->level != 10 && c->level != 4) /* md keeps a raid10's copies */
 		while (c->to_layout == c->from_layout)
 			c->to_layout = pick_layout(c->level, &rs);
 	if (c->to_disks == c->from_disks && c->to_chunk == c->from_chunk &&
@@ -438,6 +441,10 @@ static void run_case(unsigned long long seed)
 	const char *bmc = c.bitmap ? "--bitmap-chunk=64" : "--bitmap=none";
 	if (c.level == 0) /* no layout to give */
 		CHECK_EQ(create(lv, ck, m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], NULL), 0);
+	else if (c.level == 4) /* nor for raid4 */
+		CHECK_EQ(
+		    create(lv, ck, bm, bmc, m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], NULL),
+		    0);
 	else
 		CHECK_EQ(create(lv, ck, ly, bm, bmc, m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7],
 		                NULL),
@@ -470,8 +477,8 @@ static void run_case(unsigned long long seed)
 		bool *dirty = calloc(size / 4096, sizeof(*dirty));
 		crash_phase(nm, seed, ref, dirty, size, &rs, 1 + (unsigned)(check_rand(&rs) % 60),
 		            c.window, &writes);
-		/* The raid0 path's raid5 has its parity missing: cut after the
-		 * reshape ended, it is a dirty degraded raid5, which md (and
+		/* The raid0 path's raid4 has its parity missing: cut after the
+		 * reshape ended, it is a dirty degraded raid4, which md (and
 		 * uraid) start only with --force, though only parity is
 		 * missing; cut during it, uraid starts it as the kernel does. */
 		start_dirty_degraded = c.level == 0;
@@ -506,10 +513,10 @@ static void run_case(unsigned long long seed)
 		vol_close(ru.v);
 	}
 
-	/* raid0's path: back from its raid5 (md_grow's last step).  The raid0
+	/* raid0's path: back from its raid4 (md_grow's last step).  The raid0
 	 * then also maps what each member's data area gained past the used
 	 * size (the offset moved down, the end kept, as md_finish_reshape
-	 * leaves it), which no step wrote: zeros only up to the raid5's end. */
+	 * leaves it), which no step wrote: zeros only up to the raid4's end. */
 	uint64_t zero_end = UINT64_MAX;
 	if (c.level == 0) {
 		CHECK_EQ(assemble(nm, true, &v), 0);
@@ -530,7 +537,7 @@ static void run_case(unsigned long long seed)
 		err_clear();
 		r = md_grow(specs, nm, vols, sbs, fresh, &go);
 		if (r < 0)
-			fprintf(stderr, "oracle: raid5 -> raid0: %s\n", err_detail(r));
+			fprintf(stderr, "oracle: raid4 -> raid0: %s\n", err_detail(r));
 		CHECK_EQ(r, 0);
 	}
 

@@ -205,7 +205,6 @@ static void test_0_5(void)
 	CHECK(p.clean);
 	CHECK_EQ(plan(5, "parity-last", &p), 0);
 	refused(5, "left-symmetric", "reshape");
-	refused(4, NULL, "does not serve raid4");
 	refused(6, NULL, "go to raid5");
 	in = (struct md_takeover_in){.sb = &sb,
 	                             .in_sync = in_sync,
@@ -241,6 +240,53 @@ static void test_5_0(void)
 	refused(0, NULL, "bitmap");
 	sb.feature_map = MD_FEATURE_PPL;
 	refused(0, NULL, "partial parity log");
+}
+
+/* raid0 <-> raid4 and raid4 <-> raid5, as raid5.c's raid4_takeover,
+ * raid5_takeover and raid0.c's raid0_takeover_raid45 write them. */
+static void test_raid4(void)
+{
+	struct md_takeover_plan p;
+
+	array(0, 0, 1024, 2, 0);
+	sb.data_size = 20480;
+	CHECK_EQ(plan(4, NULL, &p), 0);
+	CHECK_EQ(p.level, 4);
+	CHECK_EQ(p.layout, 5); /* ALGORITHM_PARITY_N, as for raid5 */
+	CHECK_EQ(p.raid_disks, 3);
+	CHECK_EQ(p.size, 20480);
+	CHECK_EQ(p.new_role, 2);
+	CHECK(p.clean);
+	refused(4, "parity-last", "no layout to choose");
+
+	array(4, 0, 1024, 3, 20480); /* mdadm --create's raid4: layout 0 */
+	CHECK_EQ(plan(5, NULL, &p), 0);
+	CHECK_EQ(p.level, 5);
+	CHECK_EQ(p.layout, 5);
+	CHECK_EQ(p.raid_disks, 3);
+	CHECK_EQ(p.new_role, -1);
+	CHECK_EQ(plan(5, "parity-last", &p), 0);
+	refused(5, "left-symmetric", "restripes every block");
+	in_sync[0] = false; /* no block moves: any state */
+	CHECK_EQ(plan(5, NULL, &p), 0);
+
+	array(4, 5, 1024, 3, 20480);
+	CHECK_EQ(plan(0, NULL, &p), 0);
+	CHECK_EQ(p.level, 0);
+	CHECK_EQ(p.raid_disks, 2);
+	CHECK(p.dropped[2] && !p.dropped[0] && !p.dropped[1]);
+	in_sync[1] = false;
+	refused(0, NULL, "raid4 -> raid0: a data device is missing");
+
+	array(5, 5, 1024, 3, 20480);
+	CHECK_EQ(plan(4, NULL, &p), 0);
+	CHECK_EQ(p.level, 4);
+	CHECK_EQ(p.layout, 0); /* raid4_takeover's new_layout */
+	CHECK_EQ(p.raid_disks, 3);
+	array(5, 2, 1024, 3, 20480);
+	refused(4, NULL, "only parity-last");
+	array(4, 0, 1024, 4, 20480);
+	refused(6, NULL, "no takeover between these levels");
 }
 
 static void test_10_0(void)
@@ -311,6 +357,7 @@ int main(void)
 	test_6_5();
 	test_0_5();
 	test_5_0();
+	test_raid4();
 	test_10_0();
 	test_1_0();
 	test_refusals();

@@ -40,7 +40,7 @@ struct md_level_info {
 	                                       * the others */
 	bool redundant;                       /* keeps a copy or parity of every block */
 	bool chunked;                         /* striped in chunks: chunksize is part of it */
-	bool served;                          /* uraid's RAID engine runs it (not raid4) */
+	bool served;                          /* uraid's RAID engine runs it */
 	const struct md_layout_name *layouts; /* named layouts (raid10's are
 	                                       * made of copy counts) */
 	unsigned nlayouts;
@@ -52,12 +52,11 @@ struct md_level_info {
 };
 
 /* The levels md knows, linear first (raid_levels[] order): i from 0 until
- * it returns NULL.  raid4's is there though the engine does not run it
- * (served false). */
+ * it returns NULL. */
 const struct md_level_info *raid_level_md_at(unsigned i);
 
 struct raid_geom {
-	int level;           /* -1 linear, 0, 1, 10, 5 and 6 */
+	int level;           /* -1 linear, 0, 1, 10, 4, 5 and 6 */
 	unsigned layout;     /* md's layout word (raid10: near/far/offset copies) */
 	uint32_t chunk;      /* bytes; 0 for raid1 */
 	unsigned raid_disks; /* number of roles */

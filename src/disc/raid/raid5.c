@@ -1,6 +1,8 @@
-/* raid5.c — md RAID5 and RAID6: the mapping of every layout md writes for
- * them (left/right, symmetric/asymmetric, parity first/last, and RAID6's
- * "_6" variants with Q on the last disk), whole or with members missing
+/* raid5.c — md RAID4, RAID5 and RAID6: the mapping of every layout md writes
+ * for them (left/right, symmetric/asymmetric, parity first/last, and RAID6's
+ * "_6" variants with Q on the last disk; RAID4 is RAID5's parity-last,
+ * whatever its layout word says, as raid5_compute_sector() reads level 4),
+ * whole or with members missing
  * (one for RAID5, two for RAID6), whose blocks are then rebuilt from the
  * stripe's other chunks and its parity.  Parity itself -- rebuilding,
  * reconstruct-writes under stripe locks, scrubbing -- is raid_parity.c's;
@@ -53,7 +55,7 @@ struct raid56 {
 
 static bool raid56_layout_known(int level, unsigned layout)
 {
-	if (layout <= L_PARITY_N)
+	if (level == 4 || layout <= L_PARITY_N)
 		return true;
 	return level == 6 && layout >= L6_LEFT_ASYM && layout <= L6_PARITY_0;
 }
@@ -106,7 +108,9 @@ static void raid56_place(const struct raid_geom *g, unsigned m, uint64_t s, unsi
 
 	*q = -1;
 	if (m == 1) {
-		switch (g->layout) {
+		/* md's raid4 ignores its layout word: mdadm --create writes 0,
+		 * the kernel's raid0 -> raid4 takeover 5 (parity-last). */
+		switch (g->level == 4 ? (unsigned)L_PARITY_N : g->layout) {
 		case L_LEFT_ASYM:
 			*p = n - 1 - (unsigned)(s % n);
 			*dd = d >= *p ? d + 1 : d;
@@ -274,17 +278,19 @@ static const struct md_layout_name raid6_layouts[] = {
 	.rebuild = raid_parity_rebuild, .check_row = raid_parity_check_row,                        \
 	.member_back = raid_parity_forget_all
 
-/* raid4 is md's raid5 with parity always on the last member (raid5's
- * parity-last layout); the engine does not run it as a level of its own,
- * so it is refused (md_level_served) rather than half supported: md's
- * facts only, no setup. */
+/* raid4 is md's raid5 with parity always on the last member: raid5's
+ * parity-last map (raid56_place), the same setup and hooks.  It has no
+ * layouts to name (mdadm neither takes nor prints one for it). */
 const struct raid_level raid4_level = {
     .md = {.level = 4,
            .name = "raid4",
            .min_disks = 2,
            .parity = 1,
            .redundant = true,
-           .chunked = true},
+           .chunked = true,
+           .served = true},
+    .setup = raid5_setup,
+    RAID56_HOOKS,
 };
 
 const struct raid_level raid5_level = {

@@ -59,7 +59,7 @@ struct raid_level {
 	/* Check g against the member sizes (bytes; 0 for a missing member),
 	 * build the level's private state, and say how big the array is and
 	 * how many copies each block has.  0 or -errno with err_set().  NULL
-	 * for a level md knows but the engine does not run (raid4). */
+	 * for a level md knows but the engine does not run (none now). */
 	int (*setup)(const struct raid_geom *g, const uint64_t *sizes, void **priv,
 	             uint64_t *array_size, unsigned *copies);
 	/* Map the start of [off, off+len): fill loc[] with every copy of the
