@@ -181,7 +181,7 @@ static int live_swap(struct md_array *a, const struct md_takeover_plan *p)
 {
 	struct md_member *m = calloc(p->raid_disks, sizeof(*m)), *ns = NULL;
 	struct vol **areas = calloc(p->raid_disks, sizeof(*areas)), *nr = NULL;
-	struct vol **gone = calloc(a->n + 1, sizeof(*gone));
+	struct md_member *gone = calloc(a->n + 1, sizeof(*gone));
 	struct md_member *spares = calloc(a->n + 1, sizeof(*spares));
 	struct live_undo u = {.m = a->m,
 	                      .n = a->n,
@@ -205,7 +205,7 @@ static int live_swap(struct md_array *a, const struct md_takeover_plan *p)
 		unsigned nrole = slot < MD_SB_MAX_DEV ? p->roles[slot] : MD_ROLE_SPARE;
 		u.sbs[role] = *mm->sb;
 		if (slot < MD_SB_MAX_DEV && p->dropped[slot])
-			gone[ngone++] = mm->vol;
+			gone[ngone++] = *mm;
 		else if (nrole < p->raid_disks)
 			m[nrole] = (struct md_member){.vol = mm->vol, .sb = mm->sb};
 		else
@@ -235,6 +235,8 @@ static int live_swap(struct md_array *a, const struct md_takeover_plan *p)
 			live_set_geometry(m[role].sb, p);
 	for (unsigned i = 0; i < nsp; i++) {
 		live_set_geometry(spares[i].sb, p);
+		spares[i].sb->feature_map &= ~MD_FEATURE_RECOVERY_OFFSET; /* a spare now */
+		spares[i].sb->recovery_offset = 0;
 		a->spare[a->nspare++] = spares[i];
 	}
 	for (unsigned i = 0; i < u.nspare; i++)
@@ -271,9 +273,11 @@ static int live_swap(struct md_array *a, const struct md_takeover_plan *p)
 	a->raid = nr;
 	for (unsigned role = 0; role < a->n; role++)
 		a->m[role].data = areas[role];
-	vol_close(old); /* its slices; the members are a's */
-	for (unsigned i = 0; i < ngone; i++)
-		vol_close(gone[i]);
+	vol_close(old);                        /* its slices; the members are a's */
+	for (unsigned i = 0; i < ngone; i++) { /* out of the array: closed */
+		vol_close(gone[i].vol);
+		free(gone[i].sb);
+	}
 	free(u.m);
 	m = NULL;
 	a->rec.enabled = !a->readonly && !a->no_recovery && md_level_redundant(a->level);
