@@ -741,9 +741,12 @@ static json_object *ctl_grow(const struct ctl_target *t, json_object *in)
 	}
 	memset(nv, 0, sizeof(nv)); /* the array's now */
 	if (lname)
-		reply = ctl_ok("%s: %s -> %s while serving%s (`uraid detail` shows it)",
-		               ca->info[ai].name, md_level_name(ca->info[ai].level),
-		               md_level_name(level), nnew ? ", the new member rebuilt" : "");
+		reply = ctl_ok(
+		    "%s: %s -> %s while serving%s (`uraid detail` shows it)", ca->info[ai].name,
+		    md_level_name(ca->info[ai].level), md_level_name(level),
+		    n && (unsigned)n != ca->info[ai].raid_disks ? ", then reshaping to more devices"
+		    : nnew                                      ? ", the new member being rebuilt"
+		                                                : "");
 	else if (ca->info[ai].level == 0)
 		reply = ctl_ok("%s: raid0 %u -> %u devices while serving, through a raid5 with its "
 		               "parity missing (`uraid detail` shows the reshape)",
