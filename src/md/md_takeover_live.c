@@ -263,7 +263,6 @@ static int live_swap(struct md_array *a, const struct md_takeover_plan *p)
 		a->size = u.size;
 		a->max_dev = u.max_dev;
 		memcpy(a->roles, u.roles, sizeof(a->roles));
-		m = NULL; /* the members are a's again */
 		r = err_set(r, "%s: no superblock took the new level: %s", a->vol.name,
 		            err_detail(r));
 		vol_close(nr);
@@ -284,8 +283,7 @@ static int live_swap(struct md_array *a, const struct md_takeover_plan *p)
 	a->rec.dead = false;
 	a->rec.to = a->size * 512;
 out:
-	if (m && r < 0)
-		free(m);
+	free(m); /* the table alone (NULL once a's); the members stay a's */
 	free(areas);
 	free(gone);
 	free(spares);
