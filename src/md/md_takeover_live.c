@@ -173,7 +173,7 @@ static int live_raid_open(struct md_array *a, struct md_member *m, const struct 
 	return r;
 }
 
-/* Plan p made on a at events ev, carried out with the gate held and
+/* Plan p carried out with the gate held, the old RAID vol flushed and
  * a->lock held: the new RAID vol, the superblocks, the swap.  The members
  * that leave the array are closed.  0 or -errno with err_set() and a as
  * it was (the superblocks too, but where a write failed part-way). */
@@ -223,10 +223,6 @@ static int live_swap(struct md_array *a, const struct md_takeover_plan *p)
 	}
 	if (r == 0)
 		r = live_raid_open(a, m, p, areas, &nr);
-	/* What the clients wrote, on the members before the new state is. */
-	if (r == 0 && (r = vol_flush(a->raid)) < 0)
-		r = err_set(r, "%s: flushing before the level change: %s", a->vol.name,
-		            err_detail(r));
 	if (r < 0)
 		goto out;
 
@@ -307,6 +303,14 @@ static int live_takeover(struct md_array *a, const struct md_takeover_plan *p, u
 	if (r < 0)
 		return err_set(r, "%s: requests in flight did not drain: the level is unchanged",
 		               a->vol.name);
+	/* What the clients wrote on the members before the new state is (a
+	 * member failing meanwhile takes a->lock to record it: not held). */
+	if ((r = vol_flush(a->raid)) < 0) {
+		md_io_release(a);
+		return err_set(r,
+		               "%s: flushing before the level change: %s; the level is unchanged",
+		               a->vol.name, err_detail(r));
+	}
 	pthread_mutex_lock(&a->lock);
 	was_degraded = md_degraded(a);
 	r = a->events != events
