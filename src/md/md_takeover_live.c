@@ -174,10 +174,12 @@ static int live_raid_open(struct md_array *a, struct md_member *m, const struct 
 }
 
 /* Plan p carried out with the gate held, the old RAID vol flushed and
- * a->lock held: the new RAID vol, the superblocks, the swap.  The members
- * that leave the array are closed.  0 or -errno with err_set() and a as
+ * a->lock held: the new RAID vol, the superblocks, the swap.  *old gets
+ * the old RAID vol and *gone (*ngone entries) the members that leave the
+ * array, for the caller to close once it dropped the lock.  0 or -errno with err_set() and a as
  * it was (the superblocks too, but where a write failed part-way). */
-static int live_swap(struct md_array *a, const struct md_takeover_plan *p)
+static int live_swap(struct md_array *a, const struct md_takeover_plan *p, struct vol **old,
+                     struct md_member **gone_out, unsigned *ngone_out)
 {
 	struct md_member *m = calloc(p->raid_disks, sizeof(*m)), *ns = NULL;
 	struct vol **areas = calloc(p->raid_disks, sizeof(*areas)), *nr = NULL;
@@ -264,15 +266,13 @@ static int live_swap(struct md_array *a, const struct md_takeover_plan *p)
 		vol_close(nr);
 		goto out;
 	}
-	struct vol *old = a->raid;
+	*old = a->raid; /* closed by the caller, the lock dropped */
 	a->raid = nr;
 	for (unsigned role = 0; role < a->n; role++)
 		a->m[role].data = areas[role];
-	vol_close(old);                        /* its slices; the members are a's */
-	for (unsigned i = 0; i < ngone; i++) { /* out of the array: closed */
-		vol_close(gone[i].vol);
-		free(gone[i].sb);
-	}
+	*gone_out = gone; /* out of the array: the caller closes them too */
+	*ngone_out = ngone;
+	gone = NULL;
 	free(u.m);
 	m = NULL;
 	a->rec.enabled = !a->readonly && !a->no_recovery && md_level_redundant(a->level);
@@ -292,6 +292,9 @@ out:
 static int live_takeover(struct md_array *a, const struct md_takeover_plan *p, uint64_t events)
 {
 	const char *from = md_level_name(a->level);
+	struct md_member *gone = NULL;
+	struct vol *old = NULL;
+	unsigned ngone = 0;
 	bool was_degraded;
 	char fl[16];
 	int r;
@@ -317,8 +320,14 @@ static int live_takeover(struct md_array *a, const struct md_takeover_plan *p, u
 	        ? err_set(-EBUSY, "%s: its state changed meanwhile; try again", a->vol.name)
 	        : 0;
 	if (r == 0)
-		r = live_swap(a, p);
+		r = live_swap(a, p, &old, &gone, &ngone);
 	pthread_mutex_unlock(&a->lock);
+	vol_close(old); /* its slices; the members are a's */
+	for (unsigned i = 0; i < ngone; i++) {
+		vol_close(gone[i].vol);
+		free(gone[i].sb);
+	}
+	free(gone);
 	md_io_release(a);
 	pthread_mutex_lock(&a->lock);
 	if (a->rec.enabled) {
