@@ -64,6 +64,12 @@ struct md_takeover_plan {
  * this answers. */
 int md_takeover_plan(const struct md_takeover_in *in, struct md_takeover_plan *p);
 
+/* The superblock geometry plan p gives the array of f (f with p's level,
+ * layout, chunk, devices and size, no raid0 layout flag, clean where p
+ * says so) into *geom, for md_manage_set_geometry(). */
+void md_takeover_geometry(const struct md_takeover_plan *p, const struct md_super *f,
+                          struct md_super *geom);
+
 /* The slot of the role table (roles, max_dev entries) recording role, or
  * -1. */
 int md_role_slot(const uint16_t *roles, uint32_t max_dev, unsigned role);

@@ -94,22 +94,6 @@ static int live_in(struct md_array *a, struct md_super *f, bool *in_sync, int le
 	return 0;
 }
 
-/* The geometry of plan p onto member superblock sb (as md_grow.c's
- * offline takeover writes it). */
-static void live_set_geometry(struct md_super *sb, const struct md_takeover_plan *p)
-{
-	sb->level = p->level;
-	sb->layout = p->layout;
-	sb->chunk = p->chunk;
-	sb->raid_disks = p->raid_disks;
-	sb->size = p->size;
-	sb->feature_map &= ~MD_FEATURE_RAID0_LAYOUT;
-	if (p->level == 0 || p->level == 1) {
-		sb->feature_map &= ~MD_FEATURE_RECOVERY_OFFSET;
-		sb->recovery_offset = 0;
-	}
-}
-
 /* What the swap changes in a, kept to put back when no superblock took
  * the new state. */
 struct live_undo {
@@ -185,6 +169,7 @@ static int live_swap(struct md_array *a, const struct md_takeover_plan *p, struc
 	struct vol **areas = calloc(p->raid_disks, sizeof(*areas)), *nr = NULL;
 	struct md_member *gone = calloc(a->n + 1, sizeof(*gone));
 	struct md_member *spares = calloc(a->n + 1, sizeof(*spares));
+	struct md_super *geom = malloc(sizeof(*geom));
 	struct live_undo u = {.m = a->m,
 	                      .n = a->n,
 	                      .nspare = a->nspare,
@@ -192,7 +177,7 @@ static int live_swap(struct md_array *a, const struct md_takeover_plan *p, struc
 	                      .size = a->size,
 	                      .max_dev = a->max_dev};
 	unsigned ngone = 0, nsp = 0;
-	int r = m && areas && gone && spares ? 0 : -ENOMEM;
+	int r = m && areas && gone && spares && geom ? 0 : -ENOMEM;
 
 	memcpy(u.roles, a->roles, sizeof(u.roles));
 	u.sbs = r == 0 ? calloc(a->n + a->nspare + 1, sizeof(*u.sbs)) : NULL;
@@ -228,17 +213,21 @@ static int live_swap(struct md_array *a, const struct md_takeover_plan *p, struc
 	if (r < 0)
 		goto out;
 
+	const struct md_super *f = NULL;
+	for (unsigned role = 0; role < u.n && !f; role++)
+		f = u.m[role].sb;
+	md_takeover_geometry(p, f, geom); /* live_plan found a member */
 	for (unsigned role = 0; role < p->raid_disks; role++)
 		if (m[role].sb)
-			live_set_geometry(m[role].sb, p);
+			md_manage_set_geometry(m[role].sb, geom);
 	for (unsigned i = 0; i < nsp; i++) {
-		live_set_geometry(spares[i].sb, p);
+		md_manage_set_geometry(spares[i].sb, geom);
 		spares[i].sb->feature_map &= ~MD_FEATURE_RECOVERY_OFFSET; /* a spare now */
 		spares[i].sb->recovery_offset = 0;
 		a->spare[a->nspare++] = spares[i];
 	}
 	for (unsigned i = 0; i < u.nspare; i++)
-		live_set_geometry(a->spare[i].sb, p);
+		md_manage_set_geometry(a->spare[i].sb, geom);
 	a->m = m;
 	a->n = p->raid_disks;
 	a->level = p->level;
@@ -283,6 +272,7 @@ out:
 	free(areas);
 	free(gone);
 	free(spares);
+	free(geom);
 	free(u.sbs);
 	return r;
 }
