@@ -29,11 +29,12 @@ row() {
     start_server "$sock" --control "$ctl" "${a[@]}" 2>"$tmp/serve.log"
     # shellcheck disable=SC2086
     out=$("$URAID" grow $2 ${new:+--add "$tmp/a/new"} "$ctl" 2>&1) || fail "grow $2 while serving: $out"
-    for _ in $(seq 300); do
+    for _ in $(seq 600); do
         out=$("$URAID" detail "$ctl") || fail "detail"
         grep -q "degraded\|recovering" <<<"$out" || break
         sleep 0.1
     done
+    grep -q "degraded\|recovering" <<<"$out" && fail "grow $2 while serving: not whole: $out"
     stop_server "$server_pid" || fail "serve did not stop cleanly: $(tail -5 "$tmp/serve.log")"
     [ -n "$new" ] && a+=("$tmp/a/new") && b+=("$tmp/b/new")
     for i in "${!a[@]}"; do

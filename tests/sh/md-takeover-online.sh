@@ -7,8 +7,8 @@
 #   leaves); raid10 n2 of 4 -> raid0; `uraid detail` and mdadm --examine
 #   (the superblocks written) follow each step (the rows a reshape joins:
 #   md-takeover-online-restripe.sh, on the helpers of md-takeover-lib.sh).  The data read back after each serve stops is the
-#   reference.  LUKS2 on a raid1 taken over to raid5 reads and writes on
-#   through the crypt vol above.  Refused, nothing changed: a level pair md has no takeover
+#   reference (LUKS2 above: md-takeover-online-luks.sh).  Refused, nothing
+#   changed: a level pair md has no takeover
 #   for, a role the new level adds without a NEW, raid0 with a spare, a
 #   write-intent bitmap.
 . "$(dirname "$0")/md-takeover-lib.sh"
@@ -37,21 +37,3 @@ refused "write-intent bitmap" --level 0
 "$URAID" grow --bitmap=none "$ctl" >/dev/null || fail "bitmap removed while serving"
 level 0 raid0 2
 end "$tmp/m0" "$tmp/m2"
-
-# LUKS2 on a raid1 -> raid5: the layers above the md vol (a slice, the
-# crypt vol that reads through its child's view) go on over the new level.
-for i in 0 1; do rm -f "$tmp/m$i"; truncate -s 24M "$tmp/m$i"; done
-"$URAID" create --level=1 "$tmp/m0" "$tmp/m1" >/dev/null 2>&1 || fail "create"
-printf pass >"$tmp/key"
-chmod 600 "$tmp/key"
-"$URAID" luks-format -q --key-file "$tmp/key" --pbkdf pbkdf2 --pbkdf-force-iterations 1000 \
-    "$tmp/m0" "$tmp/m1" >/dev/null 2>&1 || fail "luks-format"
-opts=(--key-file "$tmp/key")
-size=$("$URAID" serve --readonly "${opts[@]}" --run 'nbdinfo --size "$uri"' "$tmp/m0" "$tmp/m1" 2>/dev/null)
-head -c "$size" /dev/urandom >"$tmp/ref"
-"$URAID" serve "${opts[@]}" --run "nbdcopy '$tmp/ref' \"\$uri\"" "$tmp/m0" "$tmp/m1" 2>/dev/null ||
-    fail "fill through LUKS2"
-serve "$tmp/m0" "$tmp/m1"
-level 5 raid5 2
-sleep 0.5 # reads after it, through LUKS2
-end "$tmp/m0" "$tmp/m1"
