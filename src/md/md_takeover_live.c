@@ -536,6 +536,10 @@ int md_array_grow_raid0(struct vol *v, unsigned raid_disks, struct vol **news, u
 
 	if (r < 0)
 		goto out;
+	if (!a || a->level != 0) {
+		r = err_set(-EINVAL, "%s is not a served md raid0", v->name);
+		goto out;
+	}
 	if (a->readonly) {
 		r = err_set(-EROFS, "%s is served read-only: it cannot grow", a->vol.name);
 		goto out;
@@ -576,8 +580,10 @@ int md_array_grow_raid0(struct vol *v, unsigned raid_disks, struct vol **news, u
 	err_clear();
 	r = md_array_restripe(v, &t, news, nnew, force);
 	if (r < 0) {
-		/* Not started: back to the raid0 it was. */
+		/* Not started: back to the raid0 it was (the reason kept). */
+		char why[512];
 		int e = r;
+		snprintf(why, sizeof(why), "%s", err_detail(e));
 		pthread_mutex_lock(&a->lock);
 		a->rs_then = false;
 		r = live_plan(a, 0, NULL, 0, p, &events);
@@ -587,7 +593,7 @@ int md_array_grow_raid0(struct vol *v, unsigned raid_disks, struct vol **news, u
 		if (r < 0)
 			log_warn("%s: left as a raid5 with its parity missing: %s", a->vol.name,
 			         err_detail(r));
-		r = e;
+		r = err_set(e, "%s", why);
 	}
 out:
 	free(p);

@@ -10,7 +10,8 @@
 # reshape (3+1 -> 4+1 devices); after it the raid0 of 4, and new connections
 # get 4/3 of the size; after the serve stops mdadm --examine on every member
 # (the new one too) shows a raid0 of 4 and no reshape, and the array reads
-# as the reference (the grown part as zeros).
+# as the reference (the grown part as zeros).  Refused first, the raid0
+# left as it was: a device count the NEWs given do not make.
 . "$(dirname "$0")/reshape-lib.sh"
 requires nbdinfo nbdcopy mdadm cmp
 
@@ -22,6 +23,9 @@ uri="nbd+unix:///?socket=$sock"
 start_server "$sock" --control "$ctl" --sync-speed-max 2M "${m[@]}" 2>"$tmp/serve.log"
 /usr/bin/python3 "$tmp/client.py" "$uri" "$tmp/ref" "$tmp/stop" >"$tmp/client.out" 2>"$tmp/client.err" &
 client=$!
+out=$("$URAID" grow -n 5 --add "$tmp/m3" "$ctl" 2>&1) && fail "-n 5 with one NEW: $out"
+grep -q "3 -> 5 devices takes 2 new members" <<<"$out" || fail "-n 5 with one NEW said: $out"
+"$URAID" detail "$ctl" | grep -q "Raid Level : raid0" || fail "a refused grow changed the level"
 out=$("$URAID" grow -n 4 --add "$tmp/m3" "$ctl" 2>&1) || fail "grow through the control socket: $out"
 grep -q "raid0 3 -> 4 devices while serving" <<<"$out" || fail "grow said: $out"
 out=$("$URAID" detail "$ctl") || fail "detail"
