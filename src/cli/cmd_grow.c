@@ -264,6 +264,9 @@ static int grow_hot(const char *sock, const struct md_grow_opts *go, unsigned n,
 		json_object_object_add(req, "chunk", json_object_new_int((int)(go->chunk / 2)));
 	if (go->layout)
 		json_object_object_add(req, "layout", json_object_new_string(go->layout));
+	if (go->change_level)
+		json_object_object_add(req, "level",
+		                       json_object_new_string(md_level_name(go->level)));
 	if (go->array_size)
 		json_object_object_add(req, "array_size",
 		                       json_object_new_int64((int64_t)(go->array_size / 2)));
@@ -332,9 +335,11 @@ static void grow_usage(FILE *f)
 	    "  --continue            go on with the reshape the members record\n"
 	    "  --stop-at SECTOR      stop the reshape once it has reached array sector SECTOR\n"
 	    "                        (leaves it half-done; for tests)\n"
-	    "With CONTROL (a `uraid serve --control` socket) the serve reshapes its RAID5/6\n"
-	    "while it serves (more or fewer devices, a chunk, a layout); `uraid detail\n"
-	    "CONTROL` shows the progress.  A shrink serves S from its start on.\n"
+	    "With CONTROL (a `uraid serve --control` socket) the serve reshapes its RAID5/6/10\n"
+	    "while it serves (more or fewer devices, a chunk, a layout), grows its RAID0 (-n N\n"
+	    "--add NEW, through raid5 and back) and changes its level (--level L: the RAID\n"
+	    "under the export is replaced while requests wait a moment at the array's gate);\n"
+	    "`uraid detail CONTROL` shows the progress.  A shrink serves S from its start on.\n"
 	    "  --array md/NAME       with CONTROL: the array, when it serves several\n"
 	    "--bitmap=internal adds an md write-intent bitmap to the array (where mdadm\n"
 	    "--grow puts one: after the superblock for 1.1/1.2, below it for 1.0), offline;\n"
@@ -516,12 +521,14 @@ int cmd_grow(int argc, char **argv)
 		goto out;
 	}
 	if (argc - optind == 1 && cli_is_control_socket(argv[optind])) {
-		if ((!n && !go.chunk && !go.layout) || (n && !nnew && !go.array_size) || cont ||
-		    stop_at || go.change_level || go.size || no_rebuild) {
+		if ((!n && !go.chunk && !go.layout && !go.change_level) ||
+		    (n && !nnew && !go.array_size && !go.change_level) || cont || stop_at ||
+		    go.size || no_rebuild) {
 			fprintf(stderr,
 			        "uraid: grow: with a control socket: --raid-devices N with "
 			        "--add NEW (more) or --array-size S (fewer), --chunk, "
-			        "--layout (a reshape while serving); nothing was changed\n");
+			        "--layout (a reshape while serving), --level L (a takeover); "
+			        "nothing was changed\n");
 			rc = 2;
 			goto out;
 		}

@@ -14,6 +14,7 @@
 #include "md/md.h"
 #include "md/md_bitmap_grow.h"
 #include "md/md_reshape.h"
+#include "md/md_takeover.h"
 #include "member/member.h"
 
 #include <errno.h>
@@ -543,16 +544,18 @@ out:
 static const char *ctl_str(json_object *req, const char *key);
 
 /* The array a request names (array: md/NAME, or NULL for the one array
- * served, or the one whose kind pick accepts): its index, or -1 with
- * *reply set. */
+ * served whose level is one of the levels[0..nlevels), or of any with
+ * nlevels 0): its index, or -1 with *reply set. */
 static int ctl_pick_array(struct ctl_arrays *ca, const char *array, const char *what,
-                          json_object **reply)
+                          const int *levels, unsigned nlevels, json_object **reply)
 {
 	int ai = -1;
 
-	for (unsigned i = 0; i < ca->n; i++)
-		if (array ? strcmp(ca->info[i].name, array) == 0
-		          : md_level_parity(ca->info[i].level) || ca->info[i].level == 10) {
+	for (unsigned i = 0; i < ca->n; i++) {
+		bool kind = !nlevels;
+		for (unsigned k = 0; k < nlevels; k++)
+			kind |= ca->info[i].level == levels[k];
+		if (array ? strcmp(ca->info[i].name, array) == 0 : kind) {
 			if (ai >= 0 && !array) {
 				*reply = ctl_error("%u md arrays are served here: say which one %s "
 				                   "(--array md/NAME)",
@@ -561,17 +564,17 @@ static int ctl_pick_array(struct ctl_arrays *ca, const char *array, const char *
 			}
 			ai = (int)i;
 		}
+	}
 	if (ai < 0)
-		*reply = array ? ctl_error("no md array %s is served here", array)
-		         : ca->n
-		             ? ctl_error("no raid4, raid5, raid6 or raid10 array is served here %s",
-		                         what)
-		             : ctl_error("no md array is served here");
+		*reply = array   ? ctl_error("no md array %s is served here", array)
+		         : ca->n ? ctl_error("no %s array is served here %s",
+		                             nlevels > 4 ? "raid0, raid4, raid5, raid6 or raid10"
+		                                         : "raid4, raid5, raid6 or raid10",
+		                             what)
+		                 : ctl_error("no md array is served here");
 	return ai;
 }
 
-/* Reshape a served RAID5/6/10 to raid_disks devices, the members add names
- * taking the new roles (mdadm --grow --raid-devices --add, online). */
 /* Whether what the md array v holds at its start fits in s bytes, for a
  * shrink while serving (md serves --array-size from the shrink's start
  * on): a LUKS header's data segment (LUKS1, and a LUKS2 segment to the
@@ -636,6 +639,10 @@ static int ctl_grow_claim_fits(struct vol *v, uint64_t s, const char *name)
 	return r < 0 ? r : 0;
 }
 
+/* The control op "grow": reshape a served RAID4/5/6/10 (a raid0 through a
+ * raid4) to raid_disks devices, the members add names taking the new roles
+ * (mdadm --grow --raid-devices --add), change its chunk or layout, shrink
+ * it, or change its level (md's takeovers), online. */
 static json_object *ctl_grow(const struct ctl_target *t, json_object *in)
 {
 	struct ctl_arrays *ca = calloc(1, sizeof(*ca));
@@ -643,10 +650,13 @@ static json_object *ctl_grow(const struct ctl_target *t, json_object *in)
 	struct vol *nv[CTL_MAX_ARRAYS] = {NULL};
 	struct md_reshape_to to = {0};
 	json_object *reply = NULL;
-	const char *name, *layout = ctl_str(in, "layout");
+	const char *name, *layout = ctl_str(in, "layout"), *lname = ctl_str(in, "level");
 	size_t nnew = 0;
-	int ai, r = 0, n = 0, chunk = 0;
+	int ai, r = 0, n = 0, chunk = 0, level = 0;
 	int64_t asize = 0;
+	/* What a reshape takes (a raid0 grows through raid4); a level
+	 * change any level. */
+	static const int reshaped[] = {4, 5, 6, 10, 0};
 
 	if (!ca)
 		return ctl_error("out of memory");
@@ -660,33 +670,44 @@ static json_object *ctl_grow(const struct ctl_target *t, json_object *in)
 		asize = json_object_get_int64(f);
 	if (json_object_object_get_ex(in, "add", &add) && json_object_is_type(add, json_type_array))
 		nnew = json_object_array_length(add);
+	if (lname && md_level_parse(lname, &level) < 0) {
+		reply = ctl_error("grow: level %.32s: not an md level", lname);
+		goto out;
+	}
 	if (n < 0 || n >= (int)MD_SB_MAX_DEV || chunk < 0 || chunk > (1 << 20) || asize < 0 ||
-	    asize > (INT64_MAX >> 11) || nnew > CTL_MAX_ARRAYS || (!n && !chunk && !layout)) {
+	    asize > (INT64_MAX >> 11) || nnew > CTL_MAX_ARRAYS ||
+	    (!n && !chunk && !layout && !lname) || (lname && (chunk || asize))) {
 		reply = ctl_error("grow needs \"raid_devices\" (a device count) with \"add\" (at "
-		                  "most %u members), \"chunk\" (KiB) or \"layout\" (a name)",
+		                  "most %u members), \"chunk\" (KiB), \"layout\" (a name) or "
+		                  "\"level\" (with \"layout\", \"raid_devices\", \"add\" only)",
 		                  CTL_MAX_ARRAYS);
 		goto out;
 	}
 	ctl_arrays_load(t, ca);
-	ai = ctl_pick_array(ca, ctl_str(in, "array"), "to reshape", &reply);
+	ai = ctl_pick_array(ca, ctl_str(in, "array"), lname ? "to take over" : "to reshape",
+	                    reshaped,
+	                    lname       ? 0
+	                    : n && nnew ? 5
+	                                : 4,
+	                    &reply);
 	if (ai < 0)
 		goto out;
 	to.raid_disks = (unsigned)n;
 	to.chunk = (uint32_t)chunk * 2;
 	to.array_size = (uint64_t)asize * 2;
-	if (n && (unsigned)n < ca->info[ai].raid_disks && ca->parent[ai]) {
+	if (!lname && n && (unsigned)n < ca->info[ai].raid_disks && ca->parent[ai]) {
 		reply = ctl_error("%s is a member of %s: a shrink would cut off the end of that "
 		                  "array's member; not shrunk",
 		                  ca->info[ai].name, ca->parent[ai]->name);
 		goto out;
 	}
-	if (n && (unsigned)n < ca->info[ai].raid_disks && asize &&
+	if (!lname && n && (unsigned)n < ca->info[ai].raid_disks && asize &&
 	    (r = ctl_grow_claim_fits(ca->v[ai], to.array_size * 512, ca->info[ai].name)) < 0) {
 		reply = ctl_error("%s", err_detail(r));
 		goto out;
 	}
 	to.layout_set = layout != NULL;
-	if (layout && md_layout_parse(ca->info[ai].level, layout, &to.layout) < 0) {
+	if (!lname && layout && md_layout_parse(ca->info[ai].level, layout, &to.layout) < 0) {
 		reply = ctl_error("%s: layout %.32s: not a %s layout", ca->info[ai].name, layout,
 		                  md_level_name(ca->info[ai].level));
 		goto out;
@@ -711,22 +732,36 @@ static json_object *ctl_grow(const struct ctl_target *t, json_object *in)
 		err_clear();
 		r = member_open(spec, t->member_flags, &nv[i]);
 	}
+	bool force = json_object_object_get_ex(in, "force", &f) && json_object_get_boolean(f);
 	if (r == 0) {
 		err_clear();
-		r = md_array_restripe(ca->v[ai], &to, nv, (unsigned)nnew,
-		                      json_object_object_get_ex(in, "force", &f) &&
-		                          json_object_get_boolean(f));
+		r = lname ? md_array_takeover(ca->v[ai], level, layout, (unsigned)n, nv,
+		                              (unsigned)nnew, force)
+		          : md_array_restripe(ca->v[ai], &to, nv, (unsigned)nnew, force);
 	}
 	if (r < 0) {
 		reply = ctl_error("%s", err_detail(r));
 		goto out;
 	}
 	memset(nv, 0, sizeof(nv)); /* the array's now */
-	reply = ctl_ok("%s: reshaping %u -> %u devices%s%s while serving (`uraid detail` shows "
-	               "its progress)",
-	               ca->info[ai].name, ca->info[ai].raid_disks,
-	               n ? (unsigned)n : ca->info[ai].raid_disks, chunk ? ", new chunk" : "",
-	               layout ? ", new layout" : "");
+	if (lname)
+		reply = ctl_ok(
+		    "%s: %s -> %s while serving%s (`uraid detail` shows it)", ca->info[ai].name,
+		    md_level_name(ca->info[ai].level), md_level_name(level),
+		    n && (unsigned)n != ca->info[ai].raid_disks ? ", then reshaping to more devices"
+		    : nnew                                      ? ", the new member being rebuilt"
+		                                                : "");
+	else if (ca->info[ai].level == 0)
+		reply = ctl_ok("%s: raid0 %u -> %u devices while serving, through a raid5 with its "
+		               "parity missing (`uraid detail` shows the reshape)",
+		               ca->info[ai].name, ca->info[ai].raid_disks, (unsigned)n);
+	else
+		reply =
+		    ctl_ok("%s: reshaping %u -> %u devices%s%s while serving (`uraid detail` shows "
+		           "its progress)",
+		           ca->info[ai].name, ca->info[ai].raid_disks,
+		           n ? (unsigned)n : ca->info[ai].raid_disks, chunk ? ", new chunk" : "",
+		           layout ? ", new layout" : "");
 	json_object_object_add(reply, "array", json_object_new_string(ca->info[ai].name));
 out:
 	for (size_t i = 0; i < nnew && i < CTL_MAX_ARRAYS; i++)

@@ -178,6 +178,7 @@ static int md_array_init(struct md_array *a, const struct md_super *fresh, unsig
 	pthread_mutex_init(&a->gate.lock, NULL);
 	pthread_cond_init(&a->gate.cond, NULL);
 	a->rec.enabled = !o->readonly && !o->no_recovery && md_level_redundant(fresh->level);
+	a->no_recovery = o->no_recovery;
 	a->sync.min = o->sync_min;
 	a->sync.max = o->sync_max;
 	a->spare = calloc(k, sizeof(*a->spare));

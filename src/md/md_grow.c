@@ -248,20 +248,6 @@ static int grow_assign(struct grow_set *s, unsigned old, unsigned n)
 	return r;
 }
 
-/* The geometry of tmpl (level, layout, chunk, devices, size, the raid0
- * layout flag) onto sb. */
-static void grow_set_geometry(struct md_super *sb, const struct md_super *tmpl)
-{
-	sb->level = tmpl->level;
-	sb->layout = tmpl->layout;
-	sb->chunk = tmpl->chunk;
-	sb->raid_disks = tmpl->raid_disks;
-	sb->size = tmpl->size;
-	sb->resync_offset = tmpl->resync_offset;
-	sb->feature_map = (sb->feature_map & ~MD_FEATURE_RAID0_LAYOUT) |
-	                  (tmpl->feature_map & MD_FEATURE_RAID0_LAYOUT);
-}
-
 /* Checked: write the new members' superblocks, then the members' (all
  * but those leaving the array), in tmpl's geometry. */
 static int grow_write(struct grow_set *s, const struct md_super *geom)
@@ -271,7 +257,7 @@ static int grow_write(struct grow_set *s, const struct md_super *geom)
 	int r = 0;
 
 	s->events++;
-	grow_set_geometry(&tmpl, geom);
+	md_manage_set_geometry(&tmpl, geom);
 	for (unsigned i = 0; i < s->nnew && r == 0; i++) {
 		struct grow_dev *d = &s->nw[i];
 		r = md_manage_new_super(d->vol, d->spec, &tmpl, fd->vol, d->sb->dev_number,
@@ -288,7 +274,7 @@ static int grow_write(struct grow_set *s, const struct md_super *geom)
 		struct grow_dev *d = &s->m[i];
 		if (d->dropped)
 			continue;
-		grow_set_geometry(d->sb, geom);
+		md_manage_set_geometry(d->sb, geom);
 		if (d->to_spare) {
 			d->sb->feature_map &= ~MD_FEATURE_RECOVERY_OFFSET;
 			d->sb->recovery_offset = 0;
@@ -579,15 +565,7 @@ static int grow_takeover(char **specs, unsigned nm, struct vol **vols, struct md
 	}
 
 	/* The new geometry, on every member that stays and on the new ones. */
-	*geom = *f;
-	geom->level = p->level;
-	geom->layout = p->layout;
-	geom->chunk = p->chunk;
-	geom->raid_disks = p->raid_disks;
-	geom->size = p->size;
-	geom->feature_map &= ~MD_FEATURE_RAID0_LAYOUT;
-	if (p->clean)
-		geom->resync_offset = MD_MAX_SECTOR;
+	md_takeover_geometry(p, f, geom);
 	memcpy(s.roles, p->roles, sizeof(s.roles));
 	for (unsigned i = 0; i < s.n; i++) {
 		struct grow_dev *d = &s.m[i];

@@ -178,6 +178,12 @@ struct md_array {
 	uint64_t rs_t0_ns, rs_pos0;
 	unsigned rs_ev_next;
 	bool rs_rec_enabled;
+	/* A level change that waits for the reshape under way to end (the
+	 * raid0 grow's way back to raid0, 6 -> 5 from a layout rotating Q:
+	 * md_takeover_live.c), to rs_then_level. */
+	bool rs_then;
+	int rs_then_level;
+	bool no_recovery; /* served without online recovery (at any level) */
 };
 
 /* md_state.c: write the array state into every live member's (and
@@ -272,6 +278,11 @@ int md_reshape_begin(struct md_array *a, const struct md_reshape *rs);
 int md_reshape_start(struct md_array *a);
 /* At close: the thread stops after the window it moves and ends. */
 void md_reshape_stop(struct md_array *a);
+
+/* md_takeover_live.c: the reshape ended and the new geometry serves
+ * alone; a->rs_then asks for a level change now (from the reshape
+ * thread, no lock held). */
+void md_takeover_after_reshape(struct md_array *a);
 
 /* md_vol.c */
 /* The md vol over a->raid: 0 or -errno. */

@@ -25,6 +25,18 @@ void md_manage_set_state(struct md_super *sb, uint64_t events, uint32_t max_dev,
 	memcpy(sb->roles, roles, sizeof(sb->roles));
 }
 
+void md_manage_set_geometry(struct md_super *sb, const struct md_super *tmpl)
+{
+	sb->level = tmpl->level;
+	sb->layout = tmpl->layout;
+	sb->chunk = tmpl->chunk;
+	sb->raid_disks = tmpl->raid_disks;
+	sb->size = tmpl->size;
+	sb->resync_offset = tmpl->resync_offset;
+	sb->feature_map = (sb->feature_map & ~MD_FEATURE_RAID0_LAYOUT) |
+	                  (tmpl->feature_map & MD_FEATURE_RAID0_LAYOUT);
+}
+
 void md_manage_mark_recovering(struct md_super *sb, uint16_t *roles, unsigned role)
 {
 	if (sb->dev_number < MD_SB_MAX_DEV)

@@ -18,6 +18,11 @@
 void md_manage_set_state(struct md_super *sb, uint64_t events, uint32_t max_dev,
                          const uint16_t *roles);
 
+/* The geometry of tmpl onto sb: level, layout, chunk, devices, size,
+ * resync offset, the raid0 layout flag (a level change, md_grow.c and
+ * md_takeover_live.c). */
+void md_manage_set_geometry(struct md_super *sb, const struct md_super *tmpl);
+
 /* sb's member takes role and is to be rebuilt from its start. */
 void md_manage_mark_recovering(struct md_super *sb, uint16_t *roles, unsigned role);
 

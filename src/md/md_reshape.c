@@ -1250,6 +1250,8 @@ static void *md_reshape_thread(void *p)
 		md_reshape_settle(a);
 	} else if (r < 0 && r != -EINTR)
 		log_warn("%s: reshape stopped: %s", a->vol.name, err_detail(r));
+	if (finished && a->rs_then) /* the level change that waited for it */
+		md_takeover_after_reshape(a);
 	return NULL;
 }
 

@@ -8,6 +8,7 @@
 #include "md_rebuild.h"
 #include "md_reshape.h"
 #include "md_sb090.h"
+#include "md_takeover.h"
 
 #include "core/log.h"
 #include "member/member.h"
@@ -547,18 +548,22 @@ out:
 
 /* ---- on a running array (md_array_grow) ---- */
 
-/* Why the running array a cannot start a reshape now, or 0.  With
- * a->lock held. */
-static int md_array_grow_busy(struct md_array *a)
+/* Why the running array a cannot start a reshape now, or 0 (pm: the
+ * raid0 path's raid4, its parity role, the last, missing).  With a->lock
+ * held. */
+static int md_array_grow_busy(struct md_array *a, bool pm)
 {
 	const char *why = NULL;
+	bool degraded = false;
 
+	for (unsigned r = 0; r + pm < a->n; r++)
+		degraded |= !a->m[r].vol || a->m[r].failed || a->m[r].recovering;
 	if (a->reshaping)
 		why = "a reshape is under way already";
 	else if (!md_level_parity(a->level) && a->level != 10)
 		why = "uraid reshapes a served raid4, raid5, raid6 or raid10 only (a raid0 "
-		      "offline: its way through raid4 is three steps)";
-	else if (md_degraded(a))
+		      "through a raid4, with --raid-devices and --add)";
+	else if (degraded)
 		why = "it is degraded: rebuild it first";
 	else if (a->nspare)
 		why = "it has spares: remove them first (a spare would take no new role)";
@@ -568,7 +573,7 @@ static int md_array_grow_busy(struct md_array *a)
 		why = "a check is running (`uraid check --stop` it first)";
 	else if (a->ppl || a->jn || a->jc)
 		why = "it has a PPL or a journal (uraid keeps neither across a reshape)";
-	for (unsigned r = 0; r < a->n && !why; r++)
+	for (unsigned r = 0; r + pm < a->n && !why; r++)
 		if (!a->m[r].vol || !a->m[r].sb || a->m[r].failed || a->m[r].recovering)
 			why = "a role has no member in sync";
 	return why ? err_set(-EBUSY, "%s: cannot start a reshape: %s", a->vol.name, why) : 0;
@@ -577,12 +582,12 @@ static int md_array_grow_busy(struct md_array *a)
 /* Undo what md_array_grow set in memory after its writes failed part-way
  * (the superblocks written so far record a reshape at position 0, which
  * is what the array holds: a start continues it). */
-static void md_array_grow_undo(struct md_array *a, unsigned old, const uint16_t *roles,
+static void md_array_grow_undo(struct md_array *a, unsigned old, unsigned pm, const uint16_t *roles,
                                uint32_t max_dev)
 {
-	for (unsigned r = old; r < a->n; r++)
+	for (unsigned r = old - pm; r < a->n; r++)
 		free(a->m[r].sb);
-	memset(a->m + old, 0, (a->n - old) * sizeof(*a->m));
+	memset(a->m + old - pm, 0, (a->n - old + pm) * sizeof(*a->m));
 	a->n = old;
 	memcpy(a->roles, roles, sizeof(a->roles));
 	a->max_dev = max_dev;
@@ -617,6 +622,9 @@ int md_array_restripe(struct vol *v, const struct md_reshape_to *to, struct vol 
 	if (a->readonly)
 		return err_set(-EROFS, "%s is served read-only: it cannot be reshaped",
 		               a->vol.name);
+	if (a->level == 0 && !to->chunk && !to->layout_set && !to->array_size)
+		return md_array_grow_raid0(v, to->raid_disks, news, nnew, force);
+	unsigned pm = to->parity_missing, nsb0 = 0;
 	for (unsigned i = 0; i < nnew; i++)
 		if (news[i]->block_min > a->vol.block_min)
 			return err_set(-EINVAL, "%s: %s has blocks of %u bytes, the array %u",
@@ -629,13 +637,14 @@ int md_array_restripe(struct vol *v, const struct md_reshape_to *to, struct vol 
 	end_sb = calloc(nnew + 1, sizeof(*end_sb));
 	used = calloc(old + nnew + a->nretired + 1, sizeof(*used));
 	nsb = calloc(nnew + 1, sizeof(*nsb));
-	r = sbs && specs && end_sb && used && nsb ? md_array_grow_busy(a) : -ENOMEM;
-	for (unsigned i = 0; i < old && r == 0; i++) {
-		sbs[i] = a->m[i].sb;
-		specs[i] = (char *)a->m[i].vol->name;
-	}
+	r = sbs && specs && end_sb && used && nsb ? md_array_grow_busy(a, pm) : -ENOMEM;
+	for (unsigned i = 0; i < old && r == 0; i++)
+		if (a->m[i].vol) { /* all but pm's parity role */
+			sbs[nsb0] = a->m[i].sb;
+			specs[nsb0++] = (char *)a->m[i].vol->name;
+		}
 	if (r == 0)
-		r = md_reshape_plan_make(sbs, old, 0, to, nnew, a->vol.name, specs, &p);
+		r = md_reshape_plan_make(sbs, nsb0, 0, to, nnew, a->vol.name, specs, &p);
 	if (r == 0 && p.none)
 		r = err_set(-EINVAL,
 		            "%s: no change requested (%u devices, layout and chunk as they are)",
@@ -675,7 +684,7 @@ int md_array_restripe(struct vol *v, const struct md_reshape_to *to, struct vol 
 		goto out;
 	}
 	pthread_mutex_lock(&a->lock);
-	r = md_array_grow_busy(a);
+	r = md_array_grow_busy(a, pm);
 	if (r == 0 && a->n != old)
 		r = err_set(-EBUSY, "%s: its members changed meanwhile; try again", a->vol.name);
 	if (r == 0 && raid_disks > old && !(nm = realloc(a->m, raid_disks * sizeof(*nm))))
@@ -692,7 +701,8 @@ int md_array_restripe(struct vol *v, const struct md_reshape_to *to, struct vol 
 	max_dev = old_max = a->max_dev;
 	unsigned nused = 0;
 	for (unsigned i = 0; i < old; i++)
-		used[nused++] = a->m[i].sb->dev_number;
+		if (a->m[i].sb)
+			used[nused++] = a->m[i].sb->dev_number;
 	for (unsigned k = 0; k < a->nretired; k++)
 		if (a->retired[k].sb)
 			used[nused++] = a->retired[k].sb->dev_number;
@@ -710,11 +720,16 @@ int md_array_restripe(struct vol *v, const struct md_reshape_to *to, struct vol 
 			roles[k] = MD_ROLE_SPARE;
 		if (slot >= max_dev)
 			max_dev = slot + 1;
-		roles[slot] = (uint16_t)(old + i);
+		roles[slot] = (uint16_t)(old - pm + i);
 		r = md_manage_new_super(news[i], news[i]->name, &tmpl, a->m[0].vol, slot, end_sb[i],
 		                        &nsb[i]);
 		if (r < 0)
 			break;
+		/* pm: the first takes the missing parity role, recovering: the
+		 * reshape brings it in sync as it passes (md_reshape_grow()'s
+		 * rule offline) */
+		if (pm && i == 0)
+			md_manage_mark_recovering(&nsb[i], roles, old - 1);
 		md_manage_set_state(&nsb[i], a->events + 1, max_dev, roles);
 		err_clear();
 		wrote = true;
@@ -727,13 +742,14 @@ int md_array_restripe(struct vol *v, const struct md_reshape_to *to, struct vol 
 			break;
 		}
 		*sb = nsb[i];
-		a->m[old + i] = (struct md_member){.vol = news[i], .sb = sb};
+		a->m[old - pm + i] =
+		    (struct md_member){.vol = news[i], .sb = sb, .recovering = pm && i == 0};
 	}
 	if (r < 0) {
 		for (unsigned i = 0; i < nnew; i++)
-			free(a->m[old + i].sb);
-		if (raid_disks > old)
-			memset(a->m + old, 0, (raid_disks - old) * sizeof(*a->m));
+			free(a->m[old - pm + i].sb);
+		if (raid_disks > old - pm)
+			memset(a->m + old - pm, 0, (raid_disks - old + pm) * sizeof(*a->m));
 		a->vol.size = size0;
 		goto unlock;
 	}
@@ -742,7 +758,8 @@ int md_array_restripe(struct vol *v, const struct md_reshape_to *to, struct vol 
 	memcpy(a->roles, roles, sizeof(roles));
 	a->max_dev = max_dev;
 	for (unsigned i = 0; i < old; i++)
-		md_reshape_start_take(a->m[i].sb, &tmpl);
+		if (a->m[i].sb)
+			md_reshape_start_take(a->m[i].sb, &tmpl);
 	r = md_array_sync(a, atomic_load(&a->active));
 	if (r == 0)
 		r = md_reshape_parse(a->m[0].sb, a->vol.name, &rs);
@@ -753,10 +770,12 @@ int md_array_restripe(struct vol *v, const struct md_reshape_to *to, struct vol 
 		 * took the reshape's start are put back (a start would
 		 * otherwise continue it, which is just as safe). */
 		for (unsigned i = 0; i < old; i++) {
+			if (!a->m[i].sb)
+				continue;
 			a->m[i].sb->feature_map &= ~MD_FEATURE_RESHAPE;
 			md_reshape_start_take(a->m[i].sb, &f0);
 		}
-		md_array_grow_undo(a, old, old_roles, old_max);
+		md_array_grow_undo(a, old, pm, old_roles, old_max);
 		a->vol.size = size0;
 		if (md_array_sync(a, atomic_load(&a->active)) < 0)
 			log_warn("%s: could not record that the reshape did not start",

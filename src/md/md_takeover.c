@@ -55,6 +55,20 @@ static unsigned roles_out_of_sync(const struct md_takeover_in *in, unsigned n)
 	return c;
 }
 
+void md_takeover_geometry(const struct md_takeover_plan *p, const struct md_super *f,
+                          struct md_super *geom)
+{
+	*geom = *f;
+	geom->level = p->level;
+	geom->layout = p->layout;
+	geom->chunk = p->chunk;
+	geom->raid_disks = p->raid_disks;
+	geom->size = p->size;
+	geom->feature_map &= ~MD_FEATURE_RAID0_LAYOUT;
+	if (p->clean)
+		geom->resync_offset = MD_MAX_SECTOR;
+}
+
 int md_role_slot(const uint16_t *roles, uint32_t max_dev, unsigned role)
 {
 	for (uint32_t k = 0; k < max_dev && k < MD_SB_MAX_DEV; k++)

@@ -10,6 +10,8 @@
 
 #include "md.h"
 
+#include "core/vol.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -62,6 +64,12 @@ struct md_takeover_plan {
  * this answers. */
 int md_takeover_plan(const struct md_takeover_in *in, struct md_takeover_plan *p);
 
+/* The superblock geometry plan p gives the array of f (f with p's level,
+ * layout, chunk, devices and size, no raid0 layout flag, clean where p
+ * says so) into *geom, for md_manage_set_geometry(). */
+void md_takeover_geometry(const struct md_takeover_plan *p, const struct md_super *f,
+                          struct md_super *geom);
+
 /* The slot of the role table (roles, max_dev entries) recording role, or
  * -1. */
 int md_role_slot(const uint16_t *roles, uint32_t max_dev, unsigned role);
@@ -70,5 +78,38 @@ int md_role_slot(const uint16_t *roles, uint32_t max_dev, unsigned role);
  * NULL.  *from and *to get the levels, *made whether uraid makes it (else
  * the rule says why not); the string is the row's rule. */
 const char *md_takeover_row(unsigned i, int *from, int *to, bool *made);
+
+/* ---- on a running array (md_takeover_live.c) ---- */
+
+/* Take the running md array v over to level (mdadm --grow --level on an
+ * active array): the plan of md_takeover_plan() on its state, refused
+ * where a served array cannot take it (a reshape, rebuild or check under
+ * way, a member faulty or rebuilding, a bitmap, PPL or journal), then,
+ * with its requests held at the gate for one superblock round, the new
+ * level's RAID vol put under the md vol in place of the old one.  A role
+ * the level adds is taken by news[0] (added as md_array_add() adds a
+ * spare, then rebuilt while serving), or by a spare, or left missing
+ * with force.  layout: --layout as given or NULL; raid_disks: with it, or
+ * 0.  The rows mdadm joins to a reshape run it while serving: 6 -> 5
+ * from a layout rotating Q restripes first and takes over when that
+ * ends; 1 -> 5 to raid_disks > 2 takes over, then restripes with news;
+ * 5 -> 6 to a rotating layout is refused (Q rebuilt first: two steps).
+ * news[0..nnew): opened by the caller, taken on success.  0 or -errno
+ * with err_set() detail; nothing is written before every check passed. */
+int md_array_takeover(struct vol *v, int level, const char *layout, unsigned raid_disks,
+                      struct vol **news, unsigned nnew, bool force);
+
+/* Grow the running RAID0 v to raid_disks devices, news[0..nnew) taking
+ * the new roles (mdadm --grow -n N --add NEW on an active raid0): the
+ * offline path's checks first (md_reshape_restripe_check, the takeover
+ * rule, the new members), then the takeover to a raid4 with
+ * its parity role missing, the reshape of md_array_restripe() to
+ * raid_disks + 1 devices (parity_missing) beside the clients, and, once
+ * it ends, the takeover back to raid0 (from the reshape thread).  A stop
+ * part-way leaves the raid4 reshape on disk, as the offline path does
+ * (the kernel or `uraid grow --continue` goes on; `--level 0` after).
+ * news: taken on success.  0 or -errno with err_set() detail. */
+int md_array_grow_raid0(struct vol *v, unsigned raid_disks, struct vol **news, unsigned nnew,
+                        bool force);
 
 #endif

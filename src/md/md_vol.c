@@ -223,12 +223,29 @@ static int md_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
 	return md_io_leave(a, r);
 }
 
+/* A view of the md vol when its RAID vol has none (since a level change
+ * while serving, md_takeover_live.c: raid0/1/10 -> raid5/6): the layers
+ * above took the md vol's VOL_CAP_VIEW at their start, so the bytes are
+ * read into a buffer and handed over as one piece. */
+static int md_view_copy(struct md_array *a, uint64_t len, uint64_t off, vol_view_fn fn, void *arg)
+{
+	void *buf = len <= SIZE_MAX ? vol_buf_alloc((size_t)len) : NULL;
+	int r = buf ? a->raid->ops->read(a->raid, buf, len, off) : -ENOMEM;
+
+	if (r == 0)
+		r = fn(arg, buf, len, off);
+	free(buf);
+	return r;
+}
+
 static int md_view(struct vol *v, uint64_t len, uint64_t off, vol_view_fn fn, void *arg)
 {
 	struct md_array *a = to_md(v);
 	md_io_enter(a);
 	/* a write-back cache holds pages the raid vol's view would miss */
-	int r = a->jc ? -ENOTSUP : vol_view(a->raid, len, off, fn, arg);
+	int r = a->jc                             ? -ENOTSUP
+	        : !(a->raid->caps & VOL_CAP_VIEW) ? md_view_copy(a, len, off, fn, arg)
+	                                          : vol_view(a->raid, len, off, fn, arg);
 	md_io_count(a, false, len, r);
 	return md_io_leave(a, r);
 }
@@ -271,7 +288,11 @@ static int md_change(struct vol *v, enum md_change_op op, const void *buf, uint6
 			          : a->raid->ops->write(a->raid, buf, len, off, flags);
 			break;
 		case MD_TRIM:
-			r = vol_trim(a->raid, len, off, flags);
+			/* A level change while serving can leave the old level's
+			 * VOL_CAP_TRIM above a parity level: a no-op then (vol.h). */
+			r = a->raid->caps & VOL_CAP_TRIM ? vol_trim(a->raid, len, off, flags)
+			    : flags & VOL_FUA            ? vol_flush(a->raid)
+			                                 : 0;
 			break;
 		case MD_ZEROES:
 			r = vol_write_zeroes(a->raid, len, off, flags);

@@ -10,10 +10,10 @@
 #                         array's bytes, $tmp/ref that many random bytes,
 #                         written to the array; $tmp/client.py the client
 #   reshape_end CTL WHAT NEW_SIZE
-#                         reshape_wait_end, then the client ($client) told
-#                         to stop and waited for, a new connection to $uri
-#                         checked to get NEW_SIZE, the serve ($server_pid)
-#                         stopped cleanly
+#                         reshape_wait_end, then reshape_stop WHAT NEW_SIZE:
+#                         the client ($client) told to stop and waited for,
+#                         a new connection to $uri checked to get NEW_SIZE,
+#                         the serve ($server_pid) stopped cleanly
 #   reshape_wait_end CTL WHAT
 #                         follows `uraid detail CTL` until the reshape is
 #                         gone; fails if it did not end in 60 s, or was gone
@@ -74,9 +74,13 @@ reshape_wait_end() {
 
 reshape_end() {
     reshape_wait_end "$1" "$2"
+    reshape_stop "$2" "$3"
+}
+
+reshape_stop() {
     touch "$tmp/stop"
     wait "$client" || fail "client: $(cat "$tmp/client.err")"
-    [ "$(nbdinfo --size "$uri")" = "$3" ] ||
-        fail "a new connection after $2: $(nbdinfo --size "$uri"), not $3"
+    [ "$(nbdinfo --size "$uri")" = "$2" ] ||
+        fail "a new connection after $1: $(nbdinfo --size "$uri"), not $2"
     stop_server "$server_pid" || fail "serve did not stop cleanly: $(tail -5 "$tmp/serve.log")"
 }
