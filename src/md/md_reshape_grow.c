@@ -51,8 +51,12 @@ static int md_reshape_to_check(const struct md_super *f, const struct md_reshape
 	*layout = t->layout_set ? t->layout : f->layout;
 	*chunk = t->chunk ? t->chunk : f->chunk;
 	if (f->level == 10) {
-		/* mdadm's analyse_change and raid10.c's check_reshape; offset
-		 * copies md reshapes too, uraid not yet. */
+		/* mdadm's analyse_change and raid10.c's check_reshape.  A switch
+		 * between near and offset copies both take, but the kernel's
+		 * reshape of one (Linux 6.1) reads past the members' end and
+		 * fails them ("attempt to access beyond end of device", seen
+		 * with n2 -> o2 of 4 devices), so uraid starts none: the
+		 * kernel could not continue it. */
 		uint32_t copies = MD_RAID10_NEAR(f->layout) * MD_RAID10_FAR(f->layout);
 		if (MD_RAID10_FAR(f->layout) > 1 && !(f->layout & MD_RAID10_OFFSET))
 			return err_set(-ENOTSUP,
@@ -65,12 +69,13 @@ static int md_reshape_to_check(const struct md_super *f, const struct md_reshape
 			               "%s: Cannot change number of copies when reshaping RAID10 "
 			               "(md's rule)",
 			               name);
-		if (*layout != f->layout || (f->layout & MD_RAID10_OFFSET))
-			return err_set(-ENOTSUP,
-			               "%s: a raid10 with offset copies, or a switch between near "
-			               "and offset: md reshapes those, uraid only near layouts as "
-			               "they are",
-			               name);
+		if (*layout != f->layout)
+			return err_set(
+			    -ENOTSUP,
+			    "%s: a raid10 switch between near and offset copies: md takes "
+			    "it, but the kernel's reshape of one fails members (reads "
+			    "past their end), so uraid does not start one",
+			    name);
 		named = true;
 	}
 	for (unsigned i = 0; lv && i < lv->nlayouts; i++)
@@ -199,12 +204,6 @@ static int md_reshape_grow_check(struct md_super **sbs, unsigned nm, unsigned fr
 		               "%s: reshaping an array with a PPL or a journal: uraid keeps "
 		               "neither across a reshape",
 		               name);
-	if (f->level == 10 && (f->feature_map & MD_FEATURE_BITMAP_OFFSET))
-		return err_set(-ENOTSUP,
-		               "%s: reshaping a raid10 with a write-intent bitmap: the kernel "
-		               "resizes the bitmap to the new size at the start, uraid does not "
-		               "yet; remove it first (uraid grow --bitmap=none)",
-		               name);
 	if (p->raid_disks < f->raid_disks && nnew)
 		return err_set(-EINVAL, "%s: %u -> %u devices takes no new member (--add)", name,
 		               f->raid_disks, p->raid_disks);
@@ -239,14 +238,22 @@ static int md_reshape_grow_check(struct md_super **sbs, unsigned nm, unsigned fr
 		p->back = p->raid_disks < f->raid_disks;
 	else
 		p->back = !(before > after);
-	/* A raid10 of three copies or more, or changing its chunk, two
+	/* A raid10 of three near copies or more, or changing its chunk, two
 	 * chunks: md_reshape_run's window rule counts each geometry in whole
 	 * chunk rows, and with one such a reshape comes to a position where
 	 * no window fits (a simulation of the rule over 2..8 devices, near
-	 * 1..4, chunks 4 KiB..1 MiB found none with two). */
-	bool two = f->level == 10 && (MD_RAID10_NEAR(f->layout) > 2 || p->chunk != f->chunk);
-	uint32_t least = two ? 2 * chunk : chunk;
-	const char *by = two ? "two chunks" : "a chunk";
+	 * 1..4, chunks 4 KiB..1 MiB found none with two).  Offset copies F
+	 * chunks, as many as the kernel asks (raid10.c's run(): each device
+	 * row is F chunks deep); the same simulation over o2 and o3 found
+	 * none stalled with F. */
+	uint32_t far =
+	    f->level == 10 && (f->layout & MD_RAID10_OFFSET) ? MD_RAID10_FAR(f->layout) : 1;
+	bool two =
+	    f->level == 10 && far == 1 && (MD_RAID10_NEAR(f->layout) > 2 || p->chunk != f->chunk);
+	uint32_t times = far > 1 ? far : two ? 2 : 1;
+	uint32_t least = times * chunk;
+	char by[32];
+	snprintf(by, sizeof(by), times > 1 ? "%u chunks" : "a chunk", times);
 	room = p->back ? after : before;
 	p->shift = room / 2 / chunk * chunk;
 	if (p->shift >= least)
