@@ -372,6 +372,26 @@ static void md_reshape_plan_super(const struct md_reshape_plan *p, const struct 
 	tmpl->new_offset = p->back ? (int32_t)p->shift : -(int32_t)p->shift;
 }
 
+/* The bitmap of the array of f written to the nm vols at the start of
+ * plan p with events (md_bitmap_follow).  raid10's index space is its
+ * array: with the device count changing, raid10_start_reshape resizes
+ * the bitmap to the new size (md_bitmap_resize, the chunk kept while the
+ * bits fit), and md records its resync_max_sectors, the smaller of the two
+ * sizes while the reshape runs, as sync_size. */
+static int md_reshape_bitmap_follow(const struct md_reshape_plan *p, struct vol **vols, unsigned nm,
+                                    struct vol *src, const struct md_super *f, uint64_t events,
+                                    const char *name)
+{
+	if (f->level != 10)
+		return md_bitmap_follow(vols, nm, src, f, events, name);
+	uint64_t was = md_reshape_sectors(f, f->layout, f->chunk, f->raid_disks, f->size);
+	uint64_t now = p->raid_disks != f->raid_disks
+	                   ? md_reshape_sectors(f, p->layout, p->chunk, p->raid_disks, p->size)
+	                   : was;
+	return md_bitmap_follow_to(vols, nm, src, f, events, was * 512, now * 512,
+	                           was < now ? was : now, name);
+}
+
 int md_reshape_restripe_check(struct md_super **sbs, unsigned nm, unsigned fresh,
                               unsigned raid_disks, unsigned nnew, uint32_t chunk, char **specs)
 {
@@ -490,7 +510,7 @@ int md_reshape_restripe(char **specs, unsigned nm, struct vol **vols, struct md_
 	 * layout, chunk, the move in delta_disks and new_offset), the new
 	 * members' first, then the members'. */
 	md_reshape_plan_super(&p, f, &tmpl);
-	r = md_bitmap_follow(vols, nm, vols[fresh], f, events, name); /* NEWs copy it */
+	r = md_reshape_bitmap_follow(&p, vols, nm, vols[fresh], f, events, name); /* NEWs copy it */
 	for (unsigned i = 0; i < nnew && r == 0; i++) {
 		r = md_manage_new_super(all[nm + i], news[i], &tmpl, vols[fresh], slot[i],
 		                        end_sb[i], &nsb[i]);
