@@ -33,7 +33,6 @@ struct md_bitmap {
 	uint8_t *img;
 	size_t img_len;
 	_Atomic uint32_t *st;
-	uint64_t keep; /* chunks from here on stay set (md_bitmap_keep) */
 	struct md_bitmap_io io;
 	char name[64];
 };
@@ -330,7 +329,6 @@ int md_bitmap_new(const struct md_bitmap_info *hdr, uint64_t index_bytes, uint32
 	b->index_bytes = index_bytes;
 	b->shift = (unsigned)__builtin_ctz(hdr->chunksize);
 	b->nchunks = nchunks;
-	b->keep = UINT64_MAX;
 	b->unit = unit;
 	b->io = *io;
 	snprintf(b->name, sizeof(b->name), "%s", name);
@@ -484,7 +482,7 @@ int md_bitmap_clear_idle(struct md_bitmap *b, uint64_t events)
 {
 	size_t lo = SIZE_MAX, hi = 0;
 
-	for (uint64_t c = 0; c < b->nchunks && c < b->keep; c++) {
+	for (uint64_t c = 0; c < b->nchunks; c++) {
 		uint32_t s = atomic_load(&b->st[c]);
 		if (s == (MDB_SET | MDB_TOUCHED)) {
 			atomic_compare_exchange_strong(&b->st[c], &s, MDB_SET);
@@ -509,26 +507,12 @@ int md_bitmap_clear_all(struct md_bitmap *b, uint64_t events)
 		if (s >= MDB_ONE)
 			return -EBUSY; /* the caller's promise broken: keep it all */
 	}
-	for (uint64_t c = 0; c < b->nchunks && c < b->keep; c++)
+	for (uint64_t c = 0; c < b->nchunks; c++)
 		atomic_store(&b->st[c], 0);
 	memset(b->img + MD_BITMAP_HDR, 0, b->img_len - MD_BITMAP_HDR);
-	for (uint64_t c = b->keep; c < b->nchunks; c++)
-		b->img[MD_BITMAP_HDR + c / 8] |= (uint8_t)(1u << (c % 8));
 	b->hdr.events_cleared = events;
 	b->hdr.state &= ~(MD_BITMAP_STALE | MD_BITMAP_WRITE_ERROR);
 	md_bitmap_encode(&b->hdr, b->img);
-	return md_bitmap_write(b, 0, b->img_len);
-}
-
-int md_bitmap_keep(struct md_bitmap *b, uint64_t from)
-{
-	b->keep = from == UINT64_MAX ? UINT64_MAX : from >> b->shift;
-	if (b->keep >= b->nchunks)
-		return 0;
-	for (uint64_t c = b->keep; c < b->nchunks; c++) {
-		b->img[MD_BITMAP_HDR + c / 8] |= (uint8_t)(1u << (c % 8));
-		atomic_fetch_or(&b->st[c], MDB_SET | MDB_TOUCHED);
-	}
 	return md_bitmap_write(b, 0, b->img_len);
 }
 

@@ -240,14 +240,6 @@ int md_bitmap_clear_idle(struct md_bitmap *b, uint64_t events);
  * image written. */
 int md_bitmap_clear_all(struct md_bitmap *b, uint64_t events);
 
-/* Index bytes from `from` on (the chunk holding it and after) are space
- * whose copies a reshape has yet to fill: set now (written) and never
- * cleared, by the lazy pass or a clear_all, until md_bitmap_keep(b,
- * UINT64_MAX).  A raid10 grown by a reshape: the kernel's md_bitmap_resize
- * marks the new space to be resynced, and once it ended the kernel
- * resyncs past the old end only where bits are set.  0 or the io error. */
-int md_bitmap_keep(struct md_bitmap *b, uint64_t from);
-
 /* The array's events moved to events: the header follows (written to
  * every live member).  Before the md superblocks are written. */
 int md_bitmap_set_events(struct md_bitmap *b, uint64_t events);

@@ -419,15 +419,8 @@ int md_bitmap_follow_to(struct vol **vols, unsigned n, struct vol *src, const st
 		memcpy(buf, old, (old_len < len ? old_len : len));
 	else
 		md_bitmap_regrid(old, old_chunks, old_chunk, buf, nchunks, h.chunksize);
-	/* The new space past the old bits' reach set, as md_bitmap_resize
-	 * marks it to be resynced (the kernel, finishing a reshape, resyncs
-	 * past the old end only there); the rest of the old image's last
-	 * unit clear. */
-	uint64_t reach = old_chunks * old_chunk / h.chunksize;
 	for (uint64_t c = old_chunks; h.chunksize == old_chunk && c < nchunks; c++)
 		buf[MD_BITMAP_HDR + c / 8] &= (uint8_t) ~(1u << (c % 8));
-	for (uint64_t c = reach; new_index > old_index && c < nchunks; c++)
-		buf[MD_BITMAP_HDR + c / 8] |= (uint8_t)(1u << (c % 8));
 	free(old);
 	h.events = events;
 	md_bitmap_encode(&h, buf);

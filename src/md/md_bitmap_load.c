@@ -71,23 +71,6 @@ static int md_bm_geom(const struct md_array *a, const struct md_super *fresh,
 	return r < 0 ? r : md_bitmap_geom_also(g, a->reshape.to.raid_disks, a->reshape.to.chunk);
 }
 
-/* A raid10 growing by a reshape: its bitmap's chunks past the old end
- * stay set until the reshape ends (md_bitmap_keep), as the kernel's
- * resize marks them: the copies there are filled only as the reshape
- * passes, and a kernel finishing it resyncs past the old end only where
- * bits are set.  With a->lock held (or before the array is served). */
-static void md_bm_keep_new_space(struct md_array *a)
-{
-	const struct md_reshape *rs = &a->reshape;
-	int r;
-
-	if (!a->bm.map || a->level != 10 || !a->reshaping || rs->to_end <= rs->from_end)
-		return;
-	if ((r = md_bitmap_keep(a->bm.map, rs->from_end)) < 0)
-		log_warn("%s: could not mark the write-intent bitmap past the old end: %s",
-		         a->vol.name, err_detail(r));
-}
-
 /* a's bitmap resized to index bytes of index space (with a->lock held
  * and no write in flight): the chunk as md_bitmap_resize keeps or
  * doubles it within the space the header reserves, the set bits carried
@@ -154,10 +137,6 @@ void md_bm_reshape(struct md_array *a, bool ended)
 		if (want < a->vol.size)
 			want = a->vol.size;
 		int r = want != a->bm.geom.array_size ? md_bm_resize(a, want) : 0;
-		if (r == 0 && ended)
-			r = md_bitmap_keep(a->bm.map, UINT64_MAX);
-		else if (r == 0)
-			md_bm_keep_new_space(a);
 		if (r < 0) {
 			/* Left behind the superblock's events, it is called out
 			 * of date at the next start: a whole resync then. */
@@ -312,7 +291,6 @@ void md_bm_load(struct md_array *a, const struct md_super *fresh)
 	free(buf);
 	a->bm.map = b;
 	a->bm.room = room;
-	md_bm_keep_new_space(a);
 	log_info("%s: keeping its write-intent bitmap (%llu chunks of %u bytes, %llu dirty)",
 	         a->vol.name, (unsigned long long)md_bitmap_chunks(b), ref.chunksize,
 	         (unsigned long long)md_bitmap_dirty(b));

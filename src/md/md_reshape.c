@@ -667,9 +667,6 @@ static int md_reshape_finish(struct md_array *a)
 		if (rebuilt)
 			a->m[role].recovering = false;
 	}
-	/* Every copy is filled now: a raid10's new space may be cleared. */
-	if (a->bm.map)
-		md_bitmap_keep(a->bm.map, UINT64_MAX);
 	/* Shrunk: the roles past the new count are spares (raid5's
 	 * finish_reshape takes them out of the array). */
 	for (unsigned s = 0; s < a->max_dev && s < MD_SB_MAX_DEV; s++)
