@@ -267,6 +267,26 @@ uint64_t md_bitmap_pick_chunk(uint64_t index_bytes, uint64_t room_bytes, uint64_
 	return want >= min_chunk ? want : 0;
 }
 
+uint64_t md_bitmap_resize_chunk(uint64_t index_bytes, uint64_t space_bytes, uint64_t chunk)
+{
+	while (chunk < (1ull << 31) &&
+	       md_bitmap_bytes(index_bytes / chunk + (index_bytes % chunk != 0)) > space_bytes)
+		chunk *= 2;
+	return chunk;
+}
+
+void md_bitmap_regrid(const uint8_t *img, uint64_t n, uint64_t chunk, uint8_t *out, uint64_t out_n,
+                      uint64_t out_chunk)
+{
+	for (uint64_t c = 0; c < n; c++) {
+		if (!(img[MD_BITMAP_HDR + c / 8] & (1u << (c % 8))))
+			continue;
+		uint64_t o = c * chunk / out_chunk, last = ((c + 1) * chunk - 1) / out_chunk;
+		for (; o <= last && o < out_n; o++)
+			out[MD_BITMAP_HDR + o / 8] |= (uint8_t)(1u << (o % 8));
+	}
+}
+
 /* ---- upkeep ---- */
 
 int md_bitmap_new(const struct md_bitmap_info *hdr, uint64_t index_bytes, uint32_t unit,

@@ -156,6 +156,20 @@ unsigned md_bitmap_unmap_all(const struct md_bitmap_geom *g, uint64_t first, uin
  * want non-zero: want, or 0 if its bits do not fit. */
 uint64_t md_bitmap_pick_chunk(uint64_t index_bytes, uint64_t room_bytes, uint64_t want);
 
+/* The chunk md_bitmap_resize (chunksize 0: raid10_start_reshape's, a
+ * raid10 resized for a new device count) gives a bitmap of chunk bytes
+ * resized to index_bytes of index space with space_bytes for it (its
+ * sectors_reserved): the chunk kept while the header and the bits fit,
+ * else doubled until they do (at most 2 GiB). */
+uint64_t md_bitmap_resize_chunk(uint64_t index_bytes, uint64_t space_bytes, uint64_t chunk);
+
+/* The bits of image img (n chunks of chunk bytes) carried into image out
+ * (out_n chunks of out_chunk bytes, a multiple of chunk; its header and
+ * bits as they are): a set chunk sets every chunk of out it overlaps, as
+ * md_bitmap_resize carries them. */
+void md_bitmap_regrid(const uint8_t *img, uint64_t n, uint64_t chunk, uint8_t *out, uint64_t out_n,
+                      uint64_t out_chunk);
+
 /* Bytes of a bitmap (superblock and bits) with chunks bits. */
 static inline uint64_t md_bitmap_bytes(uint64_t chunks)
 {

@@ -354,9 +354,18 @@ out:
 int md_bitmap_follow(struct vol **vols, unsigned n, struct vol *src, const struct md_super *f,
                      uint64_t events, const char *name)
 {
+	/* raid5/6: member sectors, whatever the header says. */
+	return md_bitmap_follow_to(vols, n, src, f, events, f->size * 512, f->size * 512, f->size,
+	                           name);
+}
+
+int md_bitmap_follow_to(struct vol **vols, unsigned n, struct vol *src, const struct md_super *f,
+                        uint64_t events, uint64_t old_index, uint64_t new_index,
+                        uint64_t sync_sectors, const char *name)
+{
 	struct md_bitmap_info h;
-	uint64_t at, end, len, nchunks;
-	uint8_t uuid[16], *buf = NULL;
+	uint64_t at, end, len, old_len, nchunks, old_chunks, old_chunk, space;
+	uint8_t uuid[16], *buf = NULL, *old = NULL;
 	int r;
 
 	if (!(f->feature_map & MD_FEATURE_BITMAP_OFFSET))
@@ -384,16 +393,35 @@ int md_bitmap_follow(struct vol **vols, unsigned n, struct vol *src, const struc
 	buf = NULL;
 	if (r < 0)
 		return r;
-	/* raid5/6 (a reshape's levels): member sectors, whatever the header says. */
-	h.sync_size = f->size;
-	nchunks = f->size * 512 / h.chunksize + (f->size * 512 % h.chunksize != 0);
+	/* A new index space (a raid10's array size): the chunk as
+	 * md_bitmap_resize keeps or doubles it within the space reserved
+	 * (or the room, where the header reserves none). */
+	old_chunk = h.chunksize;
+	space = h.sectors_reserved ? (uint64_t)h.sectors_reserved * 512 : end - at;
+	if (new_index != old_index)
+		h.chunksize = (uint32_t)md_bitmap_resize_chunk(new_index, space, h.chunksize);
+	h.sync_size = sync_sectors;
+	old_chunks = old_index / old_chunk + (old_index % old_chunk != 0);
+	nchunks = new_index / h.chunksize + (new_index % h.chunksize != 0);
+	old_len = (md_bitmap_bytes(old_chunks) + 4095) / 4096 * 4096;
 	len = (md_bitmap_bytes(nchunks) + 4095) / 4096 * 4096;
-	if (nchunks > MD_BITMAP_MAX_CHUNKS || len > end - at)
+	if (nchunks > MD_BITMAP_MAX_CHUNKS || old_chunks > MD_BITMAP_MAX_CHUNKS || len > end - at ||
+	    old_len > end - at)
 		return err_set(-EUCLEAN, "%s: the write-intent bitmap on %s does not fit its room",
 		               name, src->name);
-	if (!(buf = vol_buf_alloc(len)))
+	if (!(buf = vol_buf_alloc(len)) || !(old = vol_buf_alloc(old_len))) {
+		free(buf);
 		return -ENOMEM;
-	r = vol_read(src, buf, len, at);
+	}
+	r = vol_read(src, old, old_len, at);
+	memset(buf, 0, len);
+	if (h.chunksize == old_chunk) /* the bits where they were (those past the old end clear) */
+		memcpy(buf, old, (old_len < len ? old_len : len));
+	else
+		md_bitmap_regrid(old, old_chunks, old_chunk, buf, nchunks, h.chunksize);
+	for (uint64_t c = old_chunks; h.chunksize == old_chunk && c < nchunks; c++)
+		buf[MD_BITMAP_HDR + c / 8] &= (uint8_t) ~(1u << (c % 8));
+	free(old);
 	h.events = events;
 	md_bitmap_encode(&h, buf);
 	for (unsigned i = 0; i < n && r == 0; i++) {

@@ -61,4 +61,14 @@ int md_array_bitmap(struct vol *v, const struct md_bitmap_grow_opts *o);
 int md_bitmap_follow(struct vol **vols, unsigned n, struct vol *src, const struct md_super *f,
                      uint64_t events, const char *name);
 
+/* md_bitmap_follow for a new index space: the bitmap of old_index bytes
+ * resized to new_index (a raid10 changing its device count: its array
+ * size, as raid10_start_reshape resizes it), the chunk kept or doubled as
+ * md_bitmap_resize does within the space the header reserves and the
+ * set bits carried over; sync_size recorded as sync_sectors (md writes
+ * its resync_max_sectors there: a raid10 reshape's smaller size). */
+int md_bitmap_follow_to(struct vol **vols, unsigned n, struct vol *src, const struct md_super *f,
+                        uint64_t events, uint64_t old_index, uint64_t new_index,
+                        uint64_t sync_sectors, const char *name);
+
 #endif

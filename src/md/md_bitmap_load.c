@@ -57,6 +57,13 @@ static int md_bm_io_write(void *ctx, const uint8_t *img, size_t off, size_t len)
 static int md_bm_geom(const struct md_array *a, const struct md_super *fresh,
                       struct md_bitmap_geom *g)
 {
+	/* raid10's index space is the array's bytes, which a reshape keeps
+	 * in place: one geometry whichever way it goes, of the new size (the
+	 * kernel resized it so at the start) or what is served. */
+	if (a->reshaping && a->level == 10)
+		return md_bitmap_geom_init(g, a->level, a->n, fresh->chunk, a->size,
+		                           a->reshape.to_end > a->vol.size ? a->reshape.to_end
+		                                                           : a->vol.size);
 	if (!a->reshaping)
 		return md_bitmap_geom_init(g, a->level, a->n, fresh->chunk, a->size, a->vol.size);
 	int r = md_bitmap_geom_init(g, a->level, a->reshape.from.raid_disks,
@@ -64,10 +71,85 @@ static int md_bm_geom(const struct md_array *a, const struct md_super *fresh,
 	return r < 0 ? r : md_bitmap_geom_also(g, a->reshape.to.raid_disks, a->reshape.to.chunk);
 }
 
+/* a's bitmap resized to index bytes of index space (with a->lock held
+ * and no write in flight): the chunk as md_bitmap_resize keeps or
+ * doubles it within the space the header reserves, the set bits carried
+ * over, the whole image written to every member.  0 or -errno; the old
+ * bitmap stays on failure. */
+static int md_bm_resize(struct md_array *a, uint64_t index)
+{
+	struct md_bitmap_io io = {.write = md_bm_io_write, .ctx = a};
+	const struct md_bitmap_info *old = md_bitmap_header(a->bm.map);
+	struct md_bitmap_info h = *old;
+	struct md_bitmap *b = NULL, *was = a->bm.map;
+	uint64_t space = h.sectors_reserved ? (uint64_t)h.sectors_reserved * 512 : a->bm.room;
+	uint32_t unit = 512;
+	size_t old_len;
+	const uint8_t *oimg = md_bitmap_image(was, &old_len);
+	int r;
+
+	h.chunksize = (uint32_t)md_bitmap_resize_chunk(index, space, old->chunksize);
+	h.sync_size = index / 512;
+	uint64_t n = index / h.chunksize + (index % h.chunksize != 0);
+	uint8_t *img = calloc(1, md_bitmap_bytes(n));
+	if (!img)
+		return -ENOMEM;
+	md_bitmap_regrid(oimg, md_bitmap_chunks(was), old->chunksize, img, n, h.chunksize);
+	for (unsigned i = 0; i < a->n; i++)
+		if (a->m[i].vol && a->m[i].vol->block_min > unit)
+			unit = a->m[i].vol->block_min;
+	err_clear();
+	r = md_bitmap_new(&h, index, unit, a->bm.room, img, &io, a->vol.name, &b);
+	free(img);
+	if (r < 0)
+		return r;
+	for (unsigned i = 0; i < a->n; i++)
+		a->m[i].bm_ok = false; /* each gets the whole image */
+	size_t len;
+	const uint8_t *nimg = md_bitmap_image(b, &len);
+	a->bm.map = b; /* the writer asks it for the image's length */
+	r = md_bm_io_write(a, nimg, 0, len);
+	if (r < 0) {
+		a->bm.map = was;
+		md_bitmap_free(b);
+		return r;
+	}
+	md_bitmap_free(was);
+	a->bm.geom.array_size = index;
+	return 0;
+}
+
 void md_bm_reshape(struct md_array *a, bool ended)
 {
 	if (!a->bm.map)
 		return;
+	if (a->level == 10) {
+		/* A write dirties the chunk of its array bytes, whichever
+		 * geometry it lands in, and a resync from the bitmap rewrites
+		 * those through the reshape vol: both copies of the geometry
+		 * that holds them.  The size follows the kernel's: resized to
+		 * the new size at a device count change's start
+		 * (raid10_start_reshape), and at the end to what is served. */
+		const struct md_reshape *rs = &a->reshape;
+		uint64_t want = ended                                      ? a->vol.size
+		                : rs->from.raid_disks != rs->to.raid_disks ? rs->to_end
+		                                                           : a->bm.geom.array_size;
+		if (want < a->vol.size)
+			want = a->vol.size;
+		int r = want != a->bm.geom.array_size ? md_bm_resize(a, want) : 0;
+		if (r < 0) {
+			/* Left behind the superblock's events, it is called out
+			 * of date at the next start: a whole resync then. */
+			log_warn(
+			    "%s: the write-intent bitmap cannot be resized to %llu bytes (%s): "
+			    "it is not kept up from now on; after a crash the whole array is "
+			    "resynced",
+			    a->vol.name, (unsigned long long)want, err_detail(r));
+			md_bitmap_free(a->bm.map);
+			a->bm.map = NULL;
+		}
+		return;
+	}
 	if (ended) {
 		md_bitmap_geom_swap(&a->bm.geom);
 		a->bm.geom.array_size = a->vol.size;
@@ -208,6 +290,7 @@ void md_bm_load(struct md_array *a, const struct md_super *fresh)
 		}
 	free(buf);
 	a->bm.map = b;
+	a->bm.room = room;
 	log_info("%s: keeping its write-intent bitmap (%llu chunks of %u bytes, %llu dirty)",
 	         a->vol.name, (unsigned long long)md_bitmap_chunks(b), ref.chunksize,
 	         (unsigned long long)md_bitmap_dirty(b));
@@ -249,6 +332,7 @@ int md_bm_attach(struct md_array *a, const struct md_super *fresh, const struct 
 	if (r < 0)
 		return r;
 	a->bm.off = off;
+	a->bm.room = room;
 	a->bm.geom = g;
 	for (unsigned i = 0; i < a->n; i++)
 		a->m[i].bm_ok = false; /* each gets the whole image */

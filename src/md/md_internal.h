@@ -116,6 +116,7 @@ struct md_bm {
 	struct md_bitmap_geom geom;
 	int64_t off;      /* where it is: sectors from each member's superblock
 	                   * (negative for 1.0), as bitmap_offset says */
+	uint64_t room;    /* bytes each member's copy may take, at most */
 	bool trusted;     /* found up to date: a resync may follow it */
 	uint64_t pass_ns; /* last lazy clearing pass (with lock) */
 };

@@ -30,11 +30,19 @@ static bool md_reshape_layout_ok(const struct md_level_info *lv, uint32_t layout
 	return false;
 }
 
-/* Whether a raid10 layout is one uraid reshapes: near copies only (md
- * refuses far ones; offset ones md reshapes, uraid not yet). */
-static bool md_reshape_raid10_near(uint32_t layout)
+/* Whether a raid10 layout is one md reshapes: near or offset copies
+ * (raid10.c's check_reshape refuses far ones). */
+static bool md_reshape_raid10_ok(uint32_t layout)
 {
-	return MD_RAID10_FAR(layout) == 1 && !(layout & MD_RAID10_OFFSET);
+	return MD_RAID10_FAR(layout) == 1 || (layout & MD_RAID10_OFFSET);
+}
+
+/* The far copies of raid10 geometry g: offset layouts keep each device
+ * row that many chunks deep (raid10.c's first_dev_address and
+ * last_dev_address multiply by them); 1 for near ones. */
+static uint64_t md_reshape_raid10_far(const struct raid_geom *g)
+{
+	return MD_RAID10_FAR(g->layout) ? MD_RAID10_FAR(g->layout) : 1;
 }
 
 uint64_t md_reshape_geom_size(const struct raid_geom *g, uint64_t dev, uint64_t chunk)
@@ -42,9 +50,10 @@ uint64_t md_reshape_geom_size(const struct raid_geom *g, uint64_t dev, uint64_t 
 	if (g->level == 10) {
 		/* calc_sectors(): the array's chunks, then the used chunks per
 		 * device (rounded up), then raid10_size() of those. */
-		uint64_t nc = MD_RAID10_NEAR(g->layout), d = g->raid_disks;
-		uint64_t chunks = dev / g->chunk * d / nc, used = (chunks * nc + d - 1) / d;
-		return used * d / nc * g->chunk;
+		uint64_t nc = MD_RAID10_NEAR(g->layout), fc = md_reshape_raid10_far(g);
+		uint64_t d = g->raid_disks, chunks = dev / g->chunk / fc * d / nc;
+		uint64_t used = (chunks * nc * fc + d - 1) / d;
+		return used / fc * d / nc * g->chunk;
 	}
 	if (!md_level_parity(g->level))
 		return 0;
@@ -54,7 +63,8 @@ uint64_t md_reshape_geom_size(const struct raid_geom *g, uint64_t dev, uint64_t 
 uint64_t md_reshape_dev_first(const struct raid_geom *g, uint64_t a)
 {
 	if (g->level == 10)
-		return a / g->chunk * MD_RAID10_NEAR(g->layout) / g->raid_disks * g->chunk;
+		return a / g->chunk * MD_RAID10_NEAR(g->layout) / g->raid_disks * g->chunk *
+		       md_reshape_raid10_far(g);
 	return a / (g->chunk * (g->raid_disks - md_level_parity(g->level))) * g->chunk;
 }
 
@@ -64,25 +74,39 @@ uint64_t md_reshape_dev_end(const struct raid_geom *g, uint64_t a)
 
 	if (g->level == 10) {
 		uint64_t c = (a + g->chunk - 1) / g->chunk * MD_RAID10_NEAR(g->layout);
-		return (c + d - 1) / d * g->chunk;
+		return (c + d - 1) / d * g->chunk * md_reshape_raid10_far(g);
 	}
 	uint64_t row = g->chunk * (d - md_level_parity(g->level));
 	return (a + row - 1) / row * g->chunk;
 }
 
+uint64_t md_reshape_least_shift(const struct md_reshape *rs)
+{
+	uint64_t a = rs->from.chunk, b = rs->to.chunk;
+
+	if (rs->from.level == 10) {
+		a *= md_reshape_raid10_far(&rs->from);
+		b *= md_reshape_raid10_far(&rs->to);
+	}
+	return a > b ? a : b;
+}
+
 /* The level's half of md_reshape_parse: raid5/6 the same level, a layout
- * it names; raid10 near copies, the same layout (md keeps the copies),
- * at least as many devices as copies, before and after. */
+ * it names; raid10 near or offset copies, the same layout (md keeps the
+ * copies; a switch between near and offset, which md takes, uraid does
+ * not continue: md_reshape_to_check), at least as many devices as
+ * copies, before and after. */
 static int md_reshape_parse_level(const struct md_super *fresh, const struct md_level_info *lv,
                                   int64_t old_disks, const char *name)
 {
 	if (fresh->level == 10) {
-		uint32_t nc = MD_RAID10_NEAR(fresh->layout);
-		if (!md_reshape_raid10_near(fresh->layout) || fresh->new_layout != fresh->layout)
+		uint32_t nc = MD_RAID10_NEAR(fresh->layout) * MD_RAID10_FAR(fresh->layout);
+		if (!md_reshape_raid10_ok(fresh->layout) || fresh->new_layout != fresh->layout)
 			return err_set(
 			    -ENOTSUP,
 			    "%s: md records a reshape of a raid10 from layout 0x%x to "
-			    "0x%x; uraid reshapes raid10 near layouts, keeping the layout",
+			    "0x%x; uraid reshapes raid10 near and offset layouts, keeping the "
+			    "layout",
 			    name, fresh->layout, fresh->new_layout);
 		if (nc < 1 || old_disks < nc || fresh->raid_disks < nc)
 			return err_set(-EINVAL,
@@ -1005,6 +1029,7 @@ int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *fin
 	 * has no parity to keep: any run of blocks (a page, as md copies). */
 	unit = rs->from.level == 10 ? 4096 : chunk * (rs->to.raid_disks - par);
 	end = rs->to_end;
+	uint64_t least = md_reshape_least_shift(rs);
 	for (unsigned role = 0; role < a->n; role++) {
 		const struct md_super *sb = a->m[role].sb;
 		uint64_t off, size;
@@ -1012,16 +1037,19 @@ int md_reshape_run(struct vol *v, const struct md_reshape_run_opts *o, bool *fin
 			continue;
 		md_super_new_data_area(sb, &off, &size);
 		/* Forwards the new data area lies before the old one, backwards
-		 * after it, by a chunk or more (else md needs a backup file). */
+		 * after it, by a chunk or more (else md needs a backup file);
+		 * raid10 offset copies by a chunk of each of their far copies
+		 * (raid10.c's run(): "offset difference not enough"). */
 		uint64_t lo = back ? sb->data_offset : off, hi = back ? off : sb->data_offset;
-		if (hi < lo || (hi - lo) * 512 < chunk)
+		if (hi < lo || (hi - lo) * 512 < least)
 			return err_set(
 			    -ENOTSUP,
 			    "%s: %s: the new data area (sector %llu) does not lie %s the old "
-			    "one (sector %llu) by a chunk or more; that reshape needs a "
+			    "one (sector %llu) by %llu sectors or more; that reshape needs a "
 			    "backup file, which uraid does not use",
 			    v->name, a->m[role].vol->name, (unsigned long long)off,
-			    back ? "after" : "before", (unsigned long long)sb->data_offset);
+			    back ? "after" : "before", (unsigned long long)sb->data_offset,
+			    (unsigned long long)least / 512);
 		if ((hi - lo) * 512 < shift)
 			shift = (hi - lo) * 512;
 	}

@@ -35,7 +35,8 @@ struct md_reshape {
 	uint64_t to_end;       /* used size in whole chunks of both) */
 };
 
-/* The geometry rules a reshape keeps, per level (raid5/6, raid10 near):
+/* The geometry rules a reshape keeps, per level (raid5/6, raid10 near
+ * and offset):
  * md_reshape_geom_size: the array bytes of g over members using dev
  * bytes each, as the kernel counts them during a reshape (raid5_size() in
  * whole chunks of chunk bytes, the larger of the two geometries';
@@ -43,11 +44,17 @@ struct md_reshape {
  * md_reshape_dev_first: the lowest member offset holding a byte of the
  * chunk of array byte a (raid10.c's first_dev_address); md_reshape_dev_end:
  * the member offset past every byte of array bytes [0, a), in whole chunks
- * (last_dev_address).  A window may write the new geometry up to where the
- * old one still holds bytes a restart needs. */
+ * (last_dev_address; offset layouts in whole rows of far chunks).  A window may write the new
+ * geometry up to where the old one still holds bytes a restart needs. */
 uint64_t md_reshape_geom_size(const struct raid_geom *g, uint64_t dev, uint64_t chunk);
 uint64_t md_reshape_dev_first(const struct raid_geom *g, uint64_t a);
 uint64_t md_reshape_dev_end(const struct raid_geom *g, uint64_t a);
+
+/* The least distance (bytes) the data offset of every member must move by
+ * for reshape rs to run without a backup file: the larger chunk (raid5
+ * run()), for raid10 the larger of each geometry's chunk times its far
+ * copies (raid10.c's run(): an offset layout's device row is that deep). */
+uint64_t md_reshape_least_shift(const struct md_reshape *rs);
 
 /* The reshape the freshest superblock fresh of array name records (it
  * has MD_FEATURE_RESHAPE_ACTIVE), checked as the kernel's raid5 checks

@@ -52,8 +52,12 @@ static int md_reshape_to_check(const struct md_super *f, const struct md_reshape
 	*layout = t->layout_set ? t->layout : f->layout;
 	*chunk = t->chunk ? t->chunk : f->chunk;
 	if (f->level == 10) {
-		/* mdadm's analyse_change and raid10.c's check_reshape; offset
-		 * copies md reshapes too, uraid not yet. */
+		/* mdadm's analyse_change and raid10.c's check_reshape.  A switch
+		 * between near and offset copies both take, but the kernel's
+		 * reshape of one (Linux 6.1) reads past the members' end and
+		 * fails them ("attempt to access beyond end of device", seen
+		 * with n2 -> o2 of 4 devices), so uraid starts none: the
+		 * kernel could not continue it. */
 		uint32_t copies = MD_RAID10_NEAR(f->layout) * MD_RAID10_FAR(f->layout);
 		if (MD_RAID10_FAR(f->layout) > 1 && !(f->layout & MD_RAID10_OFFSET))
 			return err_set(-ENOTSUP,
@@ -66,12 +70,13 @@ static int md_reshape_to_check(const struct md_super *f, const struct md_reshape
 			               "%s: Cannot change number of copies when reshaping RAID10 "
 			               "(md's rule)",
 			               name);
-		if (*layout != f->layout || (f->layout & MD_RAID10_OFFSET))
-			return err_set(-ENOTSUP,
-			               "%s: a raid10 with offset copies, or a switch between near "
-			               "and offset: md reshapes those, uraid only near layouts as "
-			               "they are",
-			               name);
+		if (*layout != f->layout)
+			return err_set(
+			    -ENOTSUP,
+			    "%s: a raid10 switch between near and offset copies: md takes "
+			    "it, but the kernel's reshape of one fails members (reads "
+			    "past their end), so uraid does not start one",
+			    name);
 		named = true;
 	}
 	if (f->level == 4) {
@@ -207,12 +212,6 @@ static int md_reshape_grow_check(struct md_super **sbs, unsigned nm, unsigned fr
 		               "%s: reshaping an array with a PPL or a journal: uraid keeps "
 		               "neither across a reshape",
 		               name);
-	if (f->level == 10 && (f->feature_map & MD_FEATURE_BITMAP_OFFSET))
-		return err_set(-ENOTSUP,
-		               "%s: reshaping a raid10 with a write-intent bitmap: the kernel "
-		               "resizes the bitmap to the new size at the start, uraid does not "
-		               "yet; remove it first (uraid grow --bitmap=none)",
-		               name);
 	if (p->raid_disks < f->raid_disks && nnew)
 		return err_set(-EINVAL, "%s: %u -> %u devices takes no new member (--add)", name,
 		               f->raid_disks, p->raid_disks);
@@ -248,14 +247,22 @@ static int md_reshape_grow_check(struct md_super **sbs, unsigned nm, unsigned fr
 		p->back = p->raid_disks < f->raid_disks;
 	else
 		p->back = !(before > after);
-	/* A raid10 of three copies or more, or changing its chunk, two
+	/* A raid10 of three near copies or more, or changing its chunk, two
 	 * chunks: md_reshape_run's window rule counts each geometry in whole
 	 * chunk rows, and with one such a reshape comes to a position where
 	 * no window fits (a simulation of the rule over 2..8 devices, near
-	 * 1..4, chunks 4 KiB..1 MiB found none with two). */
-	bool two = f->level == 10 && (MD_RAID10_NEAR(f->layout) > 2 || p->chunk != f->chunk);
-	uint32_t least = two ? 2 * chunk : chunk;
-	const char *by = two ? "two chunks" : "a chunk";
+	 * 1..4, chunks 4 KiB..1 MiB found none with two).  Offset copies F
+	 * chunks, as many as the kernel asks (raid10.c's run(): each device
+	 * row is F chunks deep); the same simulation over o2 and o3 found
+	 * none stalled with F. */
+	uint32_t far =
+	    f->level == 10 && (f->layout & MD_RAID10_OFFSET) ? MD_RAID10_FAR(f->layout) : 1;
+	bool two =
+	    f->level == 10 && far == 1 && (MD_RAID10_NEAR(f->layout) > 2 || p->chunk != f->chunk);
+	uint32_t times = far > 1 ? far : two ? 2 : 1;
+	uint32_t least = times * chunk;
+	char by[32];
+	snprintf(by, sizeof(by), times > 1 ? "%u chunks" : "a chunk", times);
 	room = p->back ? after : before;
 	p->shift = room / 2 / chunk * chunk;
 	if (p->shift >= least)
@@ -372,6 +379,26 @@ static void md_reshape_plan_super(const struct md_reshape_plan *p, const struct 
 	    p->back ? md_reshape_sectors(f, p->layout, p->chunk, p->raid_disks, p->size / big * big)
 	            : 0;
 	tmpl->new_offset = p->back ? (int32_t)p->shift : -(int32_t)p->shift;
+}
+
+/* The bitmap of the array of f written to the nm vols at the start of
+ * plan p with events (md_bitmap_follow).  raid10's index space is its
+ * array: with the device count changing, raid10_start_reshape resizes
+ * the bitmap to the new size (md_bitmap_resize, the chunk kept while the
+ * bits fit), and md records its resync_max_sectors, the smaller of the two
+ * sizes while the reshape runs, as sync_size. */
+static int md_reshape_bitmap_follow(const struct md_reshape_plan *p, struct vol **vols, unsigned nm,
+                                    struct vol *src, const struct md_super *f, uint64_t events,
+                                    const char *name)
+{
+	if (f->level != 10)
+		return md_bitmap_follow(vols, nm, src, f, events, name);
+	uint64_t was = md_reshape_sectors(f, f->layout, f->chunk, f->raid_disks, f->size);
+	uint64_t now = p->raid_disks != f->raid_disks
+	                   ? md_reshape_sectors(f, p->layout, p->chunk, p->raid_disks, p->size)
+	                   : was;
+	return md_bitmap_follow_to(vols, nm, src, f, events, was * 512, now * 512,
+	                           was < now ? was : now, name);
 }
 
 int md_reshape_restripe_check(struct md_super **sbs, unsigned nm, unsigned fresh,
@@ -492,7 +519,7 @@ int md_reshape_restripe(char **specs, unsigned nm, struct vol **vols, struct md_
 	 * layout, chunk, the move in delta_disks and new_offset), the new
 	 * members' first, then the members'. */
 	md_reshape_plan_super(&p, f, &tmpl);
-	r = md_bitmap_follow(vols, nm, vols[fresh], f, events, name); /* NEWs copy it */
+	r = md_reshape_bitmap_follow(&p, vols, nm, vols[fresh], f, events, name); /* NEWs copy it */
 	for (unsigned i = 0; i < nnew && r == 0; i++) {
 		r = md_manage_new_super(all[nm + i], news[i], &tmpl, vols[fresh], slot[i],
 		                        end_sb[i], &nsb[i]);

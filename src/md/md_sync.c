@@ -69,6 +69,12 @@ int md_resync(struct md_array *a)
 			unsigned k = md_bitmap_unmap_all(&a->bm.geom, c * h->chunksize,
 			                                 (c + 1) * h->chunksize, off, len);
 			for (unsigned i = 0; i < k && r == 0; i++) {
+				/* a raid10's index may reach past what is served (a
+				 * reshape's new space, which it fills as it goes) */
+				if (off[i] >= size)
+					continue;
+				if (len[i] > size - off[i])
+					len[i] = size - off[i];
 				r = md_resync_range(a, buf, piece, off[i], off[i] + len[i]);
 				done += len[i];
 			}

@@ -34,6 +34,7 @@
 # Skips (77) when the linux-peer harness or a package it needs is missing.
 MB=1
 . "$(dirname "$0")/peer-lib.sh"
+. "$(dirname "$0")/reshape-peer-lib.sh"
 command -v mdadm >/dev/null || { echo "skip: mdadm missing"; exit 77; }
 
 # 8 MiB members: boot 2's time goes to each array's sha256 and check under TCG
@@ -51,55 +52,6 @@ add_images ub5 4 8M # issue 19's backwards chunk change, below
 declare -A create_opts=([g5]="--bitmap=internal --bitmap-chunk=1M" [u5]="--bitmap=internal --bitmap-chunk=1M")
 # ks5: the kernel's own shrink (below), 6 of each member's 7 MiB used
 add_images ks5 4 8M
-
-# guest_half NAME MD LEVEL CHUNK N GROW...: guest lines in which mdadm
-# makes NAME (the first N of its devices), fills it, prints "before NAME
-# SHA256 BYTES", starts `mdadm --grow GROW...` crawling, holds it at 4096
-# sectors (md's sync_max), stops it and prints "held NAME RESHAPE_POSITION
-# FEATURES" from the superblock.
-guest_half() {
-    local name=$1 md=$2 level=$3 chunk=$4 n=$5
-    shift 5
-    local all=(${devs[$name]})
-    echo "mdadm --create /dev/md$md --run --metadata=1.2 --level=$level --chunk=$chunk ${create_opts[$name]:-} --raid-devices=$n ${all[*]:0:$n} >/tmp/c.log 2>&1 || { echo 'before $name create-failed'; cat /tmp/c.log; }"
-    echo "while [ \"\$(cat /sys/block/md$md/md/sync_action)\" != idle ]; do sleep 0.2; done"
-    echo "dd if=/dev/urandom of=/dev/md$md bs=64k oflag=direct 2>/dev/null; sync"
-    echo "echo \"before $name \$(sha256sum < /dev/md$md | cut -d' ' -f1) \$(blockdev --getsize64 /dev/md$md)\""
-    echo "echo 10 > /proc/sys/dev/raid/speed_limit_min; echo 10 > /proc/sys/dev/raid/speed_limit_max"
-    guest_hold $name $md ${all[0]} "$*"
-}
-
-# guest_hold NAME MD DEV GROW: guest lines that start `mdadm --grow
-# /dev/mdMD GROW`, hold the reshape at 4096 sectors (md's sync_max), stop
-# the array there and print "held NAME RESHAPE_POSITION FEATURES" from
-# DEV's superblock.
-guest_hold() {
-    local name=$1 md=$2 dev=$3
-    echo "mdadm --grow /dev/md$md $4 >/tmp/g.log 2>&1 || { echo 'held $name grow-failed'; cat /tmp/g.log; }"
-    echo "for t in \$(seq 100); do [ \"\$(cat /sys/block/md$md/md/sync_action)\" = reshape ] && break; sleep 0.1; done"
-    # md lowers sync_max only while the reshape is frozen (as mdadm --stop does)
-    echo "echo frozen > /sys/block/md$md/md/sync_action; echo 4096 > /sys/block/md$md/md/sync_max; echo idle > /sys/block/md$md/md/sync_action"
-    echo "echo 1000 > /proc/sys/dev/raid/speed_limit_min; echo 200000 > /proc/sys/dev/raid/speed_limit_max"
-    echo "for t in \$(seq 300); do [ \"\$(cut -d' ' -f1 /sys/block/md$md/md/sync_completed)\" -ge 4096 ] 2>/dev/null && break; sleep 0.1; done"
-    echo "mdadm --stop /dev/md$md >/dev/null 2>&1"
-    echo "echo \"held $name \$(mdadm --examine $dev | sed -n 's/.*Reshape pos.n : \\([0-9]*\\).*/\\1/p') \$(mdadm --examine $dev | sed -n 's/.*Feature Map : //p')\""
-}
-
-# guest_after NAME MD BYTES: guest lines that assemble NAME as /dev/mdMD,
-# let the kernel finish any reshape it records, print "after NAME SHA256
-# (of the first BYTES) SIZE DISKS CHUNK LAYOUT" and "mismatch NAME COUNT"
-# (md's check).
-guest_after() {
-    local name=$1 md=$2 bytes=$3
-    echo "mdadm --assemble /dev/md$md ${devs[$name]} >/tmp/a.log 2>&1 || { echo 'after $name assemble-failed'; cat /tmp/a.log; }"
-    echo "dmesg | grep -q 'md$md: bitmap file is out of date' && echo 'stale $name'"
-    echo "for t in \$(seq 1500); do [ \"\$(cat /sys/block/md$md/md/reshape_position)\" = none ] && [ \"\$(cat /sys/block/md$md/md/sync_action)\" = idle ] && break; sleep 0.2; done"
-    echo "echo \"after $name \$(head -c $bytes /dev/md$md | sha256sum | cut -d' ' -f1) \$(blockdev --getsize64 /dev/md$md) \$(cat /sys/block/md$md/md/raid_disks) \$(cat /sys/block/md$md/md/chunk_size) \$(cat /sys/block/md$md/md/layout)\""
-    echo "echo check > /sys/block/md$md/md/sync_action"
-    echo "while [ \"\$(cat /sys/block/md$md/md/sync_action)\" != idle ]; do sleep 0.2; done"
-    echo "echo \"mismatch $name \$(cat /sys/block/md$md/md/mismatch_cnt)\""
-    echo "mdadm --stop /dev/md$md >/dev/null 2>&1"
-}
 
 # guest_shrink NAME MD: the kernel's own shrink, raid5 4 -> 3 devices with no
 # backup file: mdadm makes NAME with --size 6M (1 MiB of each member left
@@ -136,23 +88,6 @@ guest_shrink() {
 LINUX_PEER_SMP=${LINUX_PEER_SMP:-1} run_peer "${imgs[@]}"
 fail=0
 declare -A want_sha want_size
-# sha_of NAME BYTES: uraid's sha256 of the first BYTES of NAME's array
-sha_of() {
-    $URAID serve --readonly --run "nbdcopy \"\$uri\" - | head -c $2 | sha256sum" ${files[$1]} 2>"$D/$1.err" | cut -d' ' -f1 || true
-}
-# examine_all NAME WHAT REGEX: mdadm --examine reads each of NAME's
-# members and finds REGEX in each (a reshape's position, the same on
-# all, or the count it ended at).  Sets fail=1 if not.
-examine_all() {
-    local f seen="" line
-    for f in ${files[$1]}; do
-        line=$(mdadm --examine "$f" 2>&1 | grep -E "$3" | sort | tr -s ' ' | tr '\n' ' ') || line=""
-        [ -n "$line" ] && { [ -z "$seen" ] || [ "$seen" = "$line" ]; } ||
-            { echo "FAIL: $1: mdadm --examine $f: want $2 ('$3'), got '$line' (others: '$seen')"; fail=1; return 0; }
-        seen=$line
-    done
-    echo "ok: $1: mdadm --examine agrees on every member: $2 ($seen)"
-}
 for name in g5 g6 c5 g10 ks5; do
     read -r _ _ want_sha[$name] want_size[$name] <<< "$(grep "^before $name " <<< "$out")" || true
     held=$(grep "^held $name " <<< "$out" || true)

@@ -145,6 +145,23 @@ static void test_mapping(void)
 	CHECK_EQ(md_bitmap_pick_chunk(1ull << 40, 4096, 4096), 0);
 	CHECK_EQ(md_bitmap_pick_chunk(16ull << 40, 128 * K, 0), 64 * M);
 	CHECK_EQ(md_bitmap_pick_chunk(64ull << 40, 256 * K, 0), 128 * M);
+
+	/* md_bitmap_resize's chunk (raid10_start_reshape): kept while the
+	 * header and the bits fit the space, doubled until they do */
+	CHECK_EQ(md_bitmap_resize_chunk(14 * M, 512, 64 * M), 64 * M);
+	CHECK_EQ(md_bitmap_resize_chunk(2048 * 64 * K, 512, 64 * K), 64 * K); /* 256 + 256 */
+	CHECK_EQ(md_bitmap_resize_chunk(2048 * 64 * K + 1, 512, 64 * K),
+	         128 * K);                                                   /* one bit more */
+	CHECK_EQ(md_bitmap_resize_chunk(1ull << 50, 512, 4096), 1ull << 31); /* md's limit */
+	/* bits carried into a chunk twice the size: each sets the one it lies in */
+	uint8_t from[MD_BITMAP_HDR + 2] = {0}, to[MD_BITMAP_HDR + 1] = {0};
+	from[MD_BITMAP_HDR] = 0x81;     /* chunks 0 and 7 */
+	from[MD_BITMAP_HDR + 1] = 0x04; /* chunk 10 */
+	md_bitmap_regrid(from, 11, 64 * K, to, 6, 128 * K);
+	CHECK_EQ(to[MD_BITMAP_HDR], 0x29); /* 0, 3, 5 */
+	memset(to, 0, sizeof(to));
+	md_bitmap_regrid(from, 11, 64 * K, to, 4, 128 * K); /* clipped to 4 chunks */
+	CHECK_EQ(to[MD_BITMAP_HDR], 0x09);
 }
 
 /* A fake io: records what was written. */

@@ -271,6 +271,12 @@ static void test_reads(void)
 	    {10, 4, 6, 64, 64, 0x103, 0x103, 2, false},
 	    {10, 4, 4, 64, 16, 0x102, 0x102, 4, false},
 	    {10, 5, 4, 64, 64, 0x102, 0x102, 3, true},
+	    /* raid10 offset layouts (0x10201: o2, 0x10301: o3): md reshapes
+	     * those too, each device row far copies deep */
+	    {10, 4, 5, 64, 64, 0x10201, 0x10201, 3, false},
+	    {10, 3, 6, 32, 32, 0x10301, 0x10301, 2, false},
+	    {10, 4, 4, 64, 32, 0x10201, 0x10201, 4, false},
+	    {10, 5, 4, 32, 32, 0x10201, 0x10201, 3, true},
 	};
 
 	for (unsigned i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
@@ -715,7 +721,7 @@ static void test_refusals(void)
 	    {&r5, delta_roles, -EINVAL, "does not match the roles"},
 	    {&r5, level_change, -ENOTSUP, "from level 5 to level 6"},
 	    {&r5, nothing_changes, -EINVAL, "changes nothing"},
-	    {&r10, r10_to_far, -ENOTSUP, "near layouts, keeping the layout"},
+	    {&r10, r10_to_far, -ENOTSUP, "near and offset layouts, keeping the layout"},
 	    {&r10, r10_off_page, -EINVAL, "not on a page"},
 	    {&r10, r10_copies, -EINVAL, "fewer than the 3 copies"},
 	    {&r10, past_end, -EINVAL, "past the end"},
@@ -866,7 +872,8 @@ static void test_start_backwards(void)
 
 /* A raid10 reshape md or uraid does not make, refused with its rule before
  * anything is written: far copies (md's words), a layout change that
- * changes the copies or switches to offset, offset copies (uraid). */
+ * changes the copies or goes to far copies, a switch between near and
+ * offset copies (md takes it, the kernel's reshape fails members). */
 static void test_start10(void)
 {
 	const struct {
@@ -876,10 +883,10 @@ static void test_start10(void)
 		const char *msg;
 	} bad[] = {
 	    {"--layout=f2", {.raid_disks = 5}, -ENOTSUP, "Cannot reshape RAID10 in far-mode"},
-	    {"--layout=o2", {.raid_disks = 5}, -ENOTSUP, "uraid only near layouts"},
+	    {"--layout=o2", {.layout_set = true, .layout = 0x102}, -ENOTSUP, "near and offset"},
 	    {"--layout=n2", {.layout_set = true, .layout = 0x103}, -EINVAL, "number of copies"},
 	    {"--layout=n2", {.layout_set = true, .layout = 0x201}, -ENOTSUP, "to far-mode"},
-	    {"--layout=n2", {.layout_set = true, .layout = 0x10201}, -ENOTSUP, "uraid only near"},
+	    {"--layout=n2", {.layout_set = true, .layout = 0x10201}, -ENOTSUP, "near and offset"},
 	};
 
 	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

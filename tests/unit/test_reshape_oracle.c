@@ -3,8 +3,9 @@
  * more devices, another chunk, another layout, or several at once, and
  * fewer devices to an --array-size, backwards; raid5
  * and raid6, every layout each takes, raid4 (devices and chunk), and
- * raid10 near-2 and near-3 (devices and chunk), 3..8 members, chunks
- * 4 KiB..1 MiB; and raid0's grow through a raid4 with its parity missing).
+ * raid10 near-2, near-3, offset-2 and offset-3 (devices and chunk), 3..8
+ * members, chunks 4 KiB..1 MiB; and raid0's grow through a raid4 with its
+ * parity missing).
  * Each case makes an array on member files (md_create), fills it at
  * random through the array (kept in a flat reference), starts the
  * reshape, and then, in two phases, runs md_reshape_run() in a thread
@@ -18,15 +19,18 @@
  * writes; what they read becomes the reference), the second run to the
  * end.  Then the array, reassembled, holds the new geometry alone, reads
  * the reference (zeros past it, where it grew) and its parity agrees.
- * Half the raid4/5/6 cases keep a write-intent bitmap (64 KiB chunks) through it:
+ * Half the raid4/5/6/10 cases keep a write-intent bitmap (64 KiB chunks) through it:
  * a power cut is then resynced from the bitmap alone (checked to be
  * trusted), so a client write not marked in the geometry it landed in
- * leaves parity that the final check finds wrong.
+ * leaves parity (raid10: copies) that the final check finds wrong; a
+ * raid10's, indexed by array bytes, resized at the start to the new
+ * size, must cover it (checked at the end).
  * Kills of a serving process are tests/sh/md-reshape.sh's and the
  * kernel's side is tests/sh/md-kernel-reshape.sh's.
  *
- * RESHAPE_ORACLE_CASES=N (default 8) and RESHAPE_ORACLE_SEED=S (default
- * 1) choose the cases; each is printed, with the seed that repeats it. */
+ * RESHAPE_ORACLE_CASES=N (default 12: an offset layout cut with a bitmap among them) and
+ * RESHAPE_ORACLE_SEED=S (default 1) choose the cases; each is printed, with the seed that repeats
+ * it. */
 #include "check.h"
 #include "member_files.h"
 
@@ -64,15 +68,24 @@ static const char *const stop_names[] = {"position", "flag", "power cut"};
 static const uint32_t raid5_layouts[] = {0, 1, 2, 3, 4, 5};
 static const uint32_t raid6_layouts[] = {0, 1, 2, 3, 4, 5, 16, 17, 18, 19, 20};
 
-/* raid10: near copies (uraid reshapes those, keeping the layout), two or
- * three; the rest their named layouts. */
+/* raid10: near or offset copies (md reshapes those, keeping the layout),
+ * two or three (n2, n3, o2, o3); the rest their named layouts. */
+static const uint32_t raid10_layouts[] = {0x102, 0x102, 0x103, 0x10201, 0x10201, 0x10301};
+
 static uint32_t pick_layout(int level, unsigned long long *rs)
 {
 	if (level == 10)
-		return check_rand(rs) % 3 ? 0x102 : 0x103;
+		return raid10_layouts[check_rand(rs) % 6];
 	if (level == 4)
 		return 0; /* mdadm --create's word; a raid4 has no other */
 	return level == 5 ? raid5_layouts[check_rand(rs) % 6] : raid6_layouts[check_rand(rs) % 11];
+}
+
+/* The chunks a raid10 of layout moves its data offset by at least
+ * (md_reshape_grow.c): its far copies for offset ones, else two. */
+static unsigned raid10_least(uint32_t layout)
+{
+	return layout & 0x10000 ? (layout >> 8) & 0xff : 2;
 }
 
 /* Each member's data area (bytes) for chunks up to big KiB: 8 stripes
@@ -147,8 +160,11 @@ static void pick(unsigned long long seed, struct ocase *c)
 		do
 			c->to_chunk = 4u << (check_rand(&rs) % 9);
 		while (c->to_chunk == c->from_chunk);
-		/* half the room moves the data (raid10: by two chunks at least) */
-		while ((uint64_t)c->to_chunk * 1024 * (c->level == 10 ? 2 : 1) > room / 2)
+		/* half the room moves the data (raid10: by two chunks at least,
+		 * offset copies by their far count) */
+		while ((uint64_t)c->to_chunk * 1024 *
+		           (c->level == 10 ? raid10_least(c->from_layout) : 1) >
+		       room / 2)
 			c->to_chunk /= 2;
 	}
 	if (what & 4 && c->level != 10 && c->level != 4) /* md keeps a raid10's copies */
@@ -163,16 +179,20 @@ static void pick(unsigned long long seed, struct ocase *c)
 		unsigned most = c->from_disks - min;
 		c->to_disks -= 1 + (unsigned)(check_rand(&rs) % (most < 2 ? most : 2));
 		uint32_t big = c->from_chunk > c->to_chunk ? c->from_chunk : c->to_chunk;
+		/* raid10: moved by two chunks, or its far count */
 		uint64_t chunks = data_bytes(big) / 1024 / big - 2 - check_rand(&rs) % 2 -
-		                  (c->level == 10 ? 2 : 0); /* raid10: moved by two */
-		if (c->level == 10) /* near copies: to_disks / copies chunks a row */
-			c->array_size = chunks * c->to_disks / (c->from_layout & 0xff) * big * 2;
+		                  (c->level == 10 ? 2 * raid10_least(c->from_layout) - 2 : 0);
+		/* raid10: to_disks / near chunks a row, far rows deep */
+		unsigned far = (c->from_layout >> 8) & 0xff;
+		if (c->level == 10)
+			c->array_size =
+			    chunks / far * c->to_disks / (c->from_layout & 0xff) * big * 2;
 		else
 			c->array_size = chunks * big * 2 * (c->to_disks - (c->level == 6 ? 2 : 1));
 	}
 	c->window = (uint64_t)(1 + check_rand(&rs) % 8) * 64 * 1024;
-	c->stop = seed % 3;                           /* each kind in any three cases running */
-	c->bitmap = c->level != 10 && (seed / 3) % 2; /* raid10: refused (md_reshape_grow.c) */
+	c->stop = seed % 3; /* each kind in any three cases running */
+	c->bitmap = (seed / 3) % 2;
 }
 
 /* Open members [0, n) writable (or read-only) and assemble them, the
@@ -566,6 +586,19 @@ static void run_case(unsigned long long seed)
 	CHECK_EQ(sb.chunk, c.to_chunk * 2);
 	CHECK_EQ(sb.layout, c.to_layout);
 	CHECK_EQ(!!(sb.feature_map & MD_FEATURE_BITMAP_OFFSET), c.bitmap);
+	if (c.bitmap && c.level == 10) {
+		/* Its index is the array: the bits of what it ended as fit in
+		 * the space the header reserves (the kernel's resize). */
+		struct md_bitmap_info h;
+		uint64_t at, bend;
+		uint8_t *blk = malloc(4096);
+		CHECK_EQ(md_super_bitmap_area(&sb, m0->size, &at, &bend), 0);
+		CHECK_EQ(vol_read(m0, blk, 4096, at), 0);
+		CHECK_EQ(md_bitmap_decode(blk, &h, "oracle"), 0);
+		uint64_t bits = (v->size + h.chunksize - 1) / h.chunksize;
+		CHECK(md_bitmap_bytes(bits) <= (uint64_t)h.sectors_reserved * 512);
+		free(blk);
+	}
 	vol_close(m0);
 	for (unsigned i = c.to_disks; i < c.from_disks; i++) {
 		CHECK_EQ(member_open(path((int)i), MEMBER_READONLY, &m0), 0);
@@ -585,7 +618,7 @@ static void run_case(unsigned long long seed)
 int main(void)
 {
 	const char *e = getenv("RESHAPE_ORACLE_CASES"), *s = getenv("RESHAPE_ORACLE_SEED");
-	unsigned cases = e ? (unsigned)strtoul(e, NULL, 10) : 8;
+	unsigned cases = e ? (unsigned)strtoul(e, NULL, 10) : 12;
 	unsigned long long seed = s ? strtoull(s, NULL, 10) : 1;
 
 	if (check_tmpdir(dir, sizeof(dir), "reshape-oracle") < 0)
