@@ -88,33 +88,7 @@ guest_shrink() {
 LINUX_PEER_SMP=${LINUX_PEER_SMP:-1} run_peer "${imgs[@]}"
 fail=0
 declare -A want_sha want_size
-for name in g5 g6 c5 g10 ks5; do
-    read -r _ _ want_sha[$name] want_size[$name] <<< "$(grep "^before $name " <<< "$out")" || true
-    held=$(grep "^held $name " <<< "$out" || true)
-    pos=$(cut -d' ' -f3 <<< "$held")
-    if ! [[ "$pos" =~ ^[0-9]+$ ]] || [ "$pos" = 0 ] || [ -z "${want_size[$name]}" ]; then
-        echo "FAIL: $name: the kernel's reshape was not held part-way: '$held'"
-        fail=1
-        continue
-    fi
-    got=$(sha_of $name "${want_size[$name]}")
-    if [ "$got" = "${want_sha[$name]}" ]; then
-        echo "ok: $name: uraid reads the kernel's half-reshaped array (held at $pos KiB)"
-    else
-        echo "FAIL: $name: uraid read '$got', the kernel wrote '${want_sha[$name]}' (held: $held)"
-        cat "$D/$name.err"
-        fail=1
-    fi
-    if ! $URAID grow --continue ${files[$name]} >"$D/$name.cont" 2>&1; then
-        echo "FAIL: $name: uraid grow --continue: $(cat "$D/$name.cont")"
-        fail=1
-        continue
-    fi
-    got=$(sha_of $name "${want_size[$name]}")
-    [ "$got" = "${want_sha[$name]}" ] && echo "ok: $name: uraid finished the kernel's reshape and reads the same" ||
-        { echo "FAIL: $name: after uraid's --continue it reads '$got'"; fail=1; }
-    examine_all $name "no reshape left" "Raid Devices|Reshape|Feature Map"
-done
+continue_kernels g5 g6 c5 g10 ks5
 
 # u5, u6, uc5: ours, stopped part-way (N devices, M after)
 # us5: 2 x 6912 KiB (of 7168 a member holds), leaving each 256 KiB after its data to move it up into

@@ -4,7 +4,8 @@
 # part-way (guest_half, guest_hold), assemble one and let the kernel
 # finish (guest_after), and on the host uraid's sha256 of an array
 # (sha_of) and mdadm --examine's agreement over its members
-# (examine_all).  The caller declares create_opts (mdadm --create options
+# (examine_all), and uraid finishing what the kernel held (continue_kernels).
+# The caller declares create_opts (mdadm --create options
 # per array) and sets hold_min (the sectors sync_completed must reach
 # before the array is stopped; 4096, md's sync_max, by default).
 
@@ -73,4 +74,41 @@ examine_all() {
         seen=$line
     done
     echo "ok: $1: mdadm --examine agrees on every member: $2 ($seen)"
+}
+
+# continue_kernels NAME...: for each array whose reshape the kernel held
+# part-way in boot 1 (its "before" and "held" lines in $out), uraid reads
+# the kernel's sha256 read-only from the two geometries, finishes the
+# reshape with `grow --continue`, reads the same again, and mdadm
+# --examine finds no reshape left on any member.  Fills want_sha and
+# want_size (the caller declares them); sets fail=1 on a mismatch.
+continue_kernels() {
+    local name held pos got
+    for name; do
+        read -r _ _ want_sha[$name] want_size[$name] <<< "$(grep "^before $name " <<< "$out")" || true
+        held=$(grep "^held $name " <<< "$out" || true)
+        pos=$(cut -d' ' -f3 <<< "$held")
+        if ! [[ "$pos" =~ ^[0-9]+$ ]] || [ "$pos" = 0 ] || [ -z "${want_size[$name]}" ]; then
+            echo "FAIL: $name: the kernel's reshape was not held part-way: '$held'"
+            fail=1
+            continue
+        fi
+        got=$(sha_of $name "${want_size[$name]}")
+        if [ "$got" = "${want_sha[$name]}" ]; then
+            echo "ok: $name: uraid reads the kernel's half-reshaped array (held at $pos KiB)"
+        else
+            echo "FAIL: $name: uraid read '$got', the kernel wrote '${want_sha[$name]}' (held: $held)"
+            cat "$D/$name.err"
+            fail=1
+        fi
+        if ! $URAID grow --continue ${files[$name]} >"$D/$name.cont" 2>&1; then
+            echo "FAIL: $name: uraid grow --continue: $(cat "$D/$name.cont")"
+            fail=1
+            continue
+        fi
+        got=$(sha_of $name "${want_size[$name]}")
+        [ "$got" = "${want_sha[$name]}" ] && echo "ok: $name: uraid finished the kernel's reshape and reads the same" ||
+            { echo "FAIL: $name: after uraid's --continue it reads '$got'"; fail=1; }
+        examine_all $name "no reshape left" "Raid Devices|Reshape|Feature Map"
+    done
 }
