@@ -694,6 +694,123 @@ static int crypt_child_write(struct crypt_vol *c, const unsigned char *buf, uint
 	return r;
 }
 
+/* A lone write that is one piece (at most CRYPT_INLINE_MAX, a segment of
+ * a streamed NBD write) over a child that takes a write as consecutive
+ * smaller ones at no extra cost (VOL_CAP_STREAM, vol.h: mem:, page-cache
+ * files, RAID0/1/10 of those) goes as a pipeline of CRYPT_PIPE_CHUNK
+ * chunks: the caller encrypts chunk k + 1 while a pool thread writes chunk
+ * k, so the request costs max(encrypt, write) and not their sum (the
+ * writer's chain at qd1: docs/write-path.md, "LUKS writes").  The chunks
+ * reach the child in order, one after the other, from one thread, as
+ * vol.h's stream rule lets a STREAM vol be written; when chunk k's write
+ * (or its encryption) fails, no later chunk is written and the request
+ * fails.  Not with FUA (one durable write, as the NBD stream keeps it) and
+ * not with other writes in flight (their requests keep the cores). */
+#define CRYPT_PIPE_CHUNK (128u << 10)
+
+struct crypt_pipe {
+	struct crypt_vol *c;
+	unsigned char *out;
+	const unsigned char *in;
+	uint64_t len, off;
+	pthread_mutex_t lock;
+	pthread_cond_t more;
+	uint64_t encrypted; /* bytes of out ready; under lock */
+	int enc_err;        /* the encryption failed at encrypted; under lock */
+	bool waiting;       /* the writer sleeps on more; under lock */
+	atomic_bool stop;   /* the writer met an error: encrypt no further */
+	int write_err;      /* the writer's alone */
+};
+
+static void crypt_pipe_publish(struct crypt_pipe *p, uint64_t encrypted, int err)
+{
+	pthread_mutex_lock(&p->lock);
+	p->encrypted = encrypted;
+	p->enc_err = err;
+	if (p->waiting)
+		pthread_cond_signal(&p->more);
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* Piece 0: encrypt chunk after chunk, publishing each; it never waits for
+ * the writer, so a caller running both pieces alone (no pool thread free)
+ * encrypts everything and then writes it. */
+static int crypt_pipe_encrypt(struct crypt_pipe *p)
+{
+	struct crypt_ctx *x = crypt_ctx_get(p->c, 1);
+	uint64_t done = 0;
+	int r = x ? 0 : -ENOMEM;
+
+	while (r == 0 && done < p->len && !atomic_load_explicit(&p->stop, memory_order_relaxed)) {
+		uint64_t n = p->len - done < CRYPT_PIPE_CHUNK ? p->len - done : CRYPT_PIPE_CHUNK;
+
+		r = crypt_transform(p->c, x, p->out + done, p->in + done, n, p->off + done);
+		if (r == 0)
+			crypt_pipe_publish(p, done += n, 0);
+	}
+	if (r < 0)
+		crypt_pipe_publish(p, done, r);
+	if (x)
+		crypt_ctx_put(p->c, 1, x);
+	return 0; /* the result is the writer's or enc_err */
+}
+
+/* Piece 1: write each chunk once it is encrypted, in order; none after an
+ * error. */
+static int crypt_pipe_write(struct crypt_pipe *p)
+{
+	for (uint64_t pos = 0; pos < p->len;) {
+		uint64_t n = p->len - pos < CRYPT_PIPE_CHUNK ? p->len - pos : CRYPT_PIPE_CHUNK;
+
+		pthread_mutex_lock(&p->lock);
+		while (!p->enc_err && p->encrypted < pos + n) {
+			p->waiting = true;
+			pthread_cond_wait(&p->more, &p->lock);
+			p->waiting = false;
+		}
+		bool ready = p->encrypted >= pos + n;
+		pthread_mutex_unlock(&p->lock);
+		if (!ready)
+			return 0; /* chunk not encrypted: enc_err says why */
+		int r = crypt_child_write(p->c, p->out + pos, n, p->off + pos, 0);
+		if (r < 0) {
+			p->write_err = r;
+			atomic_store(&p->stop, true);
+			return 0;
+		}
+		pos += n;
+	}
+	return 0;
+}
+
+static int crypt_pipe_piece(void *arg, unsigned i)
+{
+	struct crypt_pipe *p = arg;
+
+	return i == 0 ? crypt_pipe_encrypt(p) : crypt_pipe_write(p);
+}
+
+static bool crypt_pipe_wanted(struct crypt_vol *c, uint64_t len, unsigned flags, unsigned busy)
+{
+	return (c->child->caps & VOL_CAP_STREAM) && !(flags & VOL_FUA) && busy == 0 &&
+	       len >= 2 * CRYPT_PIPE_CHUNK && crypt_cpus() >= 2;
+}
+
+static int crypt_pipe_run(struct crypt_vol *c, unsigned char *out, const unsigned char *in,
+                          uint64_t len, uint64_t off)
+{
+	struct crypt_pipe p = {.c = c, .out = out, .in = in, .len = len, .off = off};
+
+	pthread_mutex_init(&p.lock, NULL);
+	pthread_cond_init(&p.more, NULL);
+	atomic_init(&p.stop, false);
+	exec_parallel(2, crypt_pipe_piece, &p);
+	pthread_cond_destroy(&p.more);
+	pthread_mutex_destroy(&p.lock);
+	/* A write error is at or before the chunk the encryption failed on. */
+	return p.write_err ? p.write_err : p.enc_err;
+}
+
 static int crypt_write(struct vol *v, const void *buf, uint64_t len, uint64_t off,
 		       unsigned flags)
 {
@@ -714,12 +831,18 @@ static int crypt_write(struct vol *v, const void *buf, uint64_t len, uint64_t of
 		  atomic_load_explicit(&c->write_ns_per_mib, memory_order_relaxed) <=
 			  CRYPT_SLOW_NS_PER_MIB;
 	j.piece = crypt_piece_len(len, j.write ? unit : c->sector_size, busy > 0);
+	if (j.piece >= len && crypt_pipe_wanted(c, len, flags, busy)) {
+		r = crypt_pipe_run(c, bounce, buf, len, off);
+		atomic_fetch_sub_explicit(&c->writes, 1, memory_order_relaxed);
+		goto out;
+	}
 	if (j.piece >= len)
 		j.write = false; /* one piece: encrypt, then one child write */
 	r = crypt_job_run(&j);
 	atomic_fetch_sub_explicit(&c->writes, 1, memory_order_relaxed);
 	if (r == 0 && !j.write)
 		r = crypt_child_write(c, bounce, len, off, flags);
+out:
 	bounce_put(bounce, own);
 	return r;
 }
