@@ -272,10 +272,11 @@ out:
 	free(b);
 }
 
-/* A child for the write pipeline: memory that takes a write in segments
- * (VOL_CAP_STREAM, as mem: and page-cache files do; stream unless told
- * not to), logging each write's range in the order they come, and failing
- * (-EIO, nothing written) the write that covers fail_at. */
+/* A child for the write pipeline: memory (VOL_CAP_RAM) that takes a
+ * write in segments (VOL_CAP_STREAM), as mem: and tmpfs files do, or an
+ * array of such (segments, not RAM) unless ram; it logs each write's range
+ * in the order they come, and fails (-EIO, nothing written) the write
+ * that covers fail_at. */
 #define SEG_LOG 64
 
 struct seg_vol {
@@ -339,7 +340,7 @@ static const struct vol_ops seg_ops = {
     .close = seg_close,
 };
 
-static struct seg_vol *seg_open(bool stream, uint64_t fail_at)
+static struct seg_vol *seg_open(bool ram, uint64_t fail_at)
 {
 	struct seg_vol *s = calloc(1, sizeof(*s));
 
@@ -348,16 +349,16 @@ static struct seg_vol *seg_open(bool stream, uint64_t fail_at)
 	s->fail_at = fail_at;
 	pthread_mutex_init(&s->lock, NULL);
 	CHECK_EQ(vol_init(&s->vol, &seg_ops, "seg", DEV_SIZE, 512,
-	                  VOL_CAP_FUA | VOL_CAP_FLUSH | (stream ? VOL_CAP_STREAM : 0)),
+	                  VOL_CAP_FUA | VOL_CAP_FLUSH | VOL_CAP_STREAM | (ram ? VOL_CAP_RAM : 0)),
 	         0);
 	return s;
 }
 
-/* A lone 256 KiB write (an NBD stream's segment) over a child that takes
- * segments goes to it as consecutive chunks in order, the ciphertext the
- * same as sector-by-sector writes make; when the child fails one chunk's
- * write, the request fails and no later chunk is written.  A child that
- * wants whole writes, and a FUA write, get one write. */
+/* A lone 256 KiB write (an NBD stream's segment) over a child in RAM that
+ * takes segments goes to it as consecutive chunks in order, the ciphertext
+ * the same as sector-by-sector writes make; when the child fails one
+ * chunk's write, the request fails and no later chunk is written.  An
+ * array (segments, not RAM), and a FUA write, get one write. */
 static void write_pipeline(void)
 {
 	const uint64_t off = 512u << 10, len = 256u << 10, chunk = 128u << 10;
@@ -415,7 +416,7 @@ static void write_pipeline(void)
 	}
 	seg_close(&s->vol);
 
-	/* A child that takes only whole writes (a parity array): one write. */
+	/* An array of RAM members (its writes fan out): one write. */
 	s = seg_open(false, UINT64_MAX);
 	c = open_crypt(&s->vol, "aes-xts-plain64", 64, 4096, 0);
 	if (c) {
