@@ -23,10 +23,8 @@
  * exec_parallel(), and over a fast plain store each piece writes its part
  * as soon as it is encrypted (see crypt_write); over anything else the
  * request is one child write (so a RAID5 below still sees whole
- * stripes).  A lone write of one piece (an NBD stream's 256 KiB segment)
- * over a child in RAM that takes segments is a pipeline: chunk k + 1
- * encrypted while chunk k is written (see crypt_pipe).  A small write, or one among
- * others, runs inline on the caller's thread.
+ * stripes).  A small write, or one among others, runs inline on the
+ * caller's thread.
  *
  * Reads go by 128 KiB chunks (see crypt_read).  Where the child shows its
  * bytes (a view, vol.h: a file's page cache, mem:), a chunk is decrypted
@@ -747,181 +745,13 @@ static int crypt_child_write(struct crypt_vol *c, const unsigned char *buf, uint
 	return r;
 }
 
-/* A lone write that is one piece (at most CRYPT_INLINE_MAX, a segment of
- * a streamed NBD write) over a child in RAM that takes a write as
- * consecutive smaller ones at no extra cost (VOL_CAP_STREAM, vol.h; below)
- * goes as a pipeline of CRYPT_PIPE_CHUNK
- * chunks: a pool thread encrypts chunk k + 1 while the caller writes chunk
- * k, so the request costs about max(encrypt, write) and not their sum (the
- * writer's chain at qd1: docs/write-path.md, "LUKS writes").
- *
- * The caller writes every chunk, in order, one after the other, as vol.h's
- * stream rule lets a STREAM vol be written; when chunk k's write (or its
- * encryption) fails, no later chunk is written and the request fails.
- * Encryption is claimed chunk by chunk (an atomic counter) by the caller
- * and the helper alike: the caller encrypts the first chunk, and any chunk
- * it needs that the helper has not begun, so a helper that wakes late
- * costs nothing, and when the caller has claimed everything exec_parallel
- * runs the helper's piece on the caller too (it finds nothing and
- * returns): the caller sleeps only while the helper is inside a chunk it
- * needs.  A first version had the helper write and the caller encrypt:
- * the caller then always slept until the helper's last write (server CPU
- * per 1 MiB LUKS2 write at qd1 771 -> 996 us, the wake-ups).
- *
- * Only over a child in RAM that takes segments (VOL_CAP_RAM and
- * VOL_CAP_STREAM: mem:, a tmpfs file, a slice of one), whose write is one
- * copy on the calling thread, so the helper has the other core.  Over a
- * RAID1 of RAM members (an array does not pass VOL_CAP_RAM) each chunk's
- * write already puts its second copy on a pool thread: with the pipeline
- * LUKS2 on RAID1x2 wrote at 0.78-0.99 of the whole-segment path at qd1
- * (paired runs, load 6-11) for 5-13% more CPU a request.  Not with FUA
- * (one durable write, as the NBD stream keeps it) and not with other
- * writes in flight (their requests keep the cores). */
-#define CRYPT_PIPE_CHUNK (128u << 10)
-#define CRYPT_PIPE_MAX_CHUNKS 32u /* bits of crypt_pipe.done */
-
-struct crypt_pipe {
-	struct crypt_vol *c;
-	unsigned char *out;
-	const unsigned char *in;
-	uint64_t len, off;
-	unsigned chunks;
-	atomic_uint claimed; /* chunks claimed for encryption */
-	atomic_bool stop;    /* the caller met an error: encrypt no further */
-	pthread_mutex_t lock;
-	pthread_cond_t ready;
-	uint32_t done, failed; /* bit k: chunk k encrypted, or failed; under lock */
-	int enc_err;           /* the first encryption error; under lock */
-	bool waiting;          /* the caller sleeps on ready; under lock */
-	const struct crypt_turn *turn;
-};
-
-static uint64_t crypt_pipe_len(const struct crypt_pipe *p, unsigned k)
-{
-	uint64_t start = (uint64_t)k * CRYPT_PIPE_CHUNK;
-
-	return p->len - start < CRYPT_PIPE_CHUNK ? p->len - start : CRYPT_PIPE_CHUNK;
-}
-
-/* Claim the next chunk to encrypt and encrypt it; false when none is left
- * (or the request stopped). */
-static bool crypt_pipe_encrypt_next(struct crypt_pipe *p, struct crypt_ctx *x)
-{
-	unsigned k;
-	int r;
-
-	if (atomic_load_explicit(&p->stop, memory_order_relaxed) ||
-	    (k = atomic_fetch_add(&p->claimed, 1)) >= p->chunks)
-		return false;
-	uint64_t start = (uint64_t)k * CRYPT_PIPE_CHUNK;
-	r = crypt_transform(p->c, x, p->out + start, p->in + start, crypt_pipe_len(p, k),
-	                    p->off + start);
-	pthread_mutex_lock(&p->lock);
-	if (r == 0) {
-		p->done |= 1u << k;
-	} else {
-		p->failed |= 1u << k;
-		if (!p->enc_err)
-			p->enc_err = r;
-	}
-	if (p->waiting)
-		pthread_cond_signal(&p->ready);
-	pthread_mutex_unlock(&p->lock);
-	return true;
-}
-
-/* Piece 1, the helper: encrypt whatever chunks are left. */
-static int crypt_pipe_help(struct crypt_pipe *p)
-{
-	struct crypt_ctx *x;
-
-	if (atomic_load(&p->claimed) >= p->chunks)
-		return 0; /* woke late: the caller did it all */
-	x = crypt_ctx_get(p->c, 1);
-	if (!x)
-		return 0; /* the caller encrypts what is left */
-	while (crypt_pipe_encrypt_next(p, x))
-		;
-	crypt_ctx_put(p->c, 1, x);
-	return 0;
-}
-
-/* Piece 0, the caller: each chunk in order, encrypted by whoever claims it
- * first, then written.  Returns the request's result. */
-static int crypt_pipe_lead(struct crypt_pipe *p)
-{
-	struct crypt_ctx *x = crypt_ctx_get(p->c, 1);
-	int r = x ? 0 : -ENOMEM;
-
-	for (unsigned k = 0; r == 0 && k < p->chunks; k++) {
-		uint32_t bit = 1u << k;
-
-		for (;;) {
-			pthread_mutex_lock(&p->lock);
-			bool ready = (p->done | p->failed) & bit;
-			pthread_mutex_unlock(&p->lock);
-			if (ready || !crypt_pipe_encrypt_next(p, x))
-				break;
-		}
-		pthread_mutex_lock(&p->lock);
-		while (!((p->done | p->failed) & bit)) { /* the helper is on it */
-			p->waiting = true;
-			pthread_cond_wait(&p->ready, &p->lock);
-			p->waiting = false;
-		}
-		if (p->failed & bit)
-			r = p->enc_err;
-		pthread_mutex_unlock(&p->lock);
-		if (r == 0)
-			r = crypt_child_write(p->c, p->out + (uint64_t)k * CRYPT_PIPE_CHUNK,
-			                      crypt_pipe_len(p, k),
-			                      p->off + (uint64_t)k * CRYPT_PIPE_CHUNK, 0, p->turn);
-	}
-	atomic_store(&p->stop, true);
-	if (x)
-		crypt_ctx_put(p->c, 1, x);
-	return r;
-}
-
-static int crypt_pipe_piece(void *arg, unsigned i)
-{
-	struct crypt_pipe *p = arg;
-
-	return i == 0 ? crypt_pipe_lead(p) : crypt_pipe_help(p);
-}
-
-static bool crypt_pipe_wanted(struct crypt_vol *c, uint64_t len, unsigned flags, unsigned busy)
-{
-	const unsigned caps = VOL_CAP_STREAM | VOL_CAP_RAM;
-
-	return (c->child->caps & caps) == caps && !(flags & VOL_FUA) && busy == 0 &&
-	       len >= 2 * CRYPT_PIPE_CHUNK && len <= CRYPT_PIPE_MAX_CHUNKS * CRYPT_PIPE_CHUNK &&
-	       crypt_cpus() >= 2;
-}
-
-static int crypt_pipe_run(struct crypt_vol *c, unsigned char *out, const unsigned char *in,
-                          uint64_t len, uint64_t off, const struct crypt_turn *t)
-{
-	struct crypt_pipe p = {.c = c,
-	                       .out = out,
-	                       .in = in,
-	                       .len = len,
-	                       .off = off,
-	                       .chunks =
-	                           (unsigned)((len + CRYPT_PIPE_CHUNK - 1) / CRYPT_PIPE_CHUNK),
-	                       .turn = t};
-	int r;
-
-	pthread_mutex_init(&p.lock, NULL);
-	pthread_cond_init(&p.ready, NULL);
-	atomic_init(&p.claimed, 0);
-	atomic_init(&p.stop, false);
-	r = exec_parallel(2, crypt_pipe_piece, &p);
-	pthread_cond_destroy(&p.ready);
-	pthread_mutex_destroy(&p.lock);
-	return r;
-}
-
+/* Not pipelined: a lone 256 KiB segment over a child in RAM encrypted in
+ * 128 KiB chunks, chunk k + 1 on a pool thread while the caller wrote
+ * chunk k, wrote LUKS2 on a tmpfs file at 0.75-0.96 of this path at qd1 in
+ * every one of 5 paired rounds at the quietest load seen (5-7 on 2 vCPUs),
+ * for 3-17% more server CPU a request: at qd1 the NBD stream already runs
+ * the receive, this writer and the client's send at once, and a third
+ * thread for the cipher had no core (docs/write-path.md, "luks16"). */
 static int crypt_write(struct vol *v, const void *buf, uint64_t len, uint64_t off,
 		       unsigned flags)
 {
@@ -948,18 +778,12 @@ static int crypt_write(struct vol *v, const void *buf, uint64_t len, uint64_t of
 	                      .turn = &t};
 	j.write = c->child_store && off % unit == 0 && !crypt_child_slow(c, &c->write_ns_per_mib);
 	j.piece = crypt_piece_len(len, j.write ? unit : c->sector_size, busy > 0);
-	if (j.piece >= len && crypt_pipe_wanted(c, len, flags, busy)) {
-		r = crypt_pipe_run(c, bounce, buf, len, off, &t);
-		atomic_fetch_sub_explicit(&c->writes, 1, memory_order_relaxed);
-		goto out;
-	}
 	if (j.piece >= len)
 		j.write = false; /* one piece: encrypt, then one child write */
 	r = crypt_job_run(&j);
 	atomic_fetch_sub_explicit(&c->writes, 1, memory_order_relaxed);
 	if (r == 0 && !j.write)
 		r = crypt_child_write(c, bounce, len, off, flags, &t);
-out:
 	bounce_put(bounce, own);
 	return r;
 }

@@ -2,12 +2,10 @@
  * round-trip oracle for every cipher and both sector sizes (requests
  * smaller and larger than the 256 KiB parallel split), iv_offset and plain vs
  * plain64 IVs, nothing of the plaintext in the child, write_zeroes,
- * caps, the errors for bad parameters, the write pipeline's order and
- * failure rule over a child that takes segments, and which timings make a
- * child with a view slow. */
+ * caps, the errors for bad parameters, and which timings make a child
+ * with a view slow. */
 #include "check.h"
 
-#include "core/exec.h"
 #include "core/log.h"
 #include "disc/crypt.h"
 #include "member/member.h"
@@ -272,165 +270,6 @@ out:
 	free(b);
 }
 
-/* A child for the write pipeline: memory (VOL_CAP_RAM) that takes a
- * write in segments (VOL_CAP_STREAM), as mem: and tmpfs files do, or an
- * array of such (segments, not RAM) unless ram; it logs each write's range
- * in the order they come, and fails (-EIO, nothing written) the write
- * that covers fail_at. */
-#define SEG_LOG 64
-
-struct seg_vol {
-	struct vol vol;
-	struct vol *inner;
-	pthread_mutex_t lock;
-	unsigned n;
-	uint64_t off[SEG_LOG], len[SEG_LOG];
-	unsigned flags[SEG_LOG];
-	uint64_t fail_at;
-};
-
-static struct seg_vol *to_seg(struct vol *v)
-{
-	return container_of(v, struct seg_vol, vol);
-}
-
-static int seg_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
-{
-	return vol_read(to_seg(v)->inner, buf, len, off);
-}
-
-static int seg_write(struct vol *v, const void *buf, uint64_t len, uint64_t off, unsigned flags)
-{
-	struct seg_vol *s = to_seg(v);
-
-	pthread_mutex_lock(&s->lock);
-	if (s->n < SEG_LOG) {
-		s->off[s->n] = off;
-		s->len[s->n] = len;
-		s->flags[s->n] = flags;
-	}
-	s->n++;
-	pthread_mutex_unlock(&s->lock);
-	if (s->fail_at >= off && s->fail_at < off + len)
-		return -EIO;
-	return vol_write(s->inner, buf, len, off, 0);
-}
-
-static int seg_flush(struct vol *v)
-{
-	(void)v;
-	return 0;
-}
-
-static void seg_close(struct vol *v)
-{
-	struct seg_vol *s = to_seg(v);
-
-	vol_close(s->inner);
-	pthread_mutex_destroy(&s->lock);
-	vol_fini(v);
-	free(s);
-}
-
-static const struct vol_ops seg_ops = {
-    .kind = "seg",
-    .read = seg_read,
-    .write = seg_write,
-    .flush = seg_flush,
-    .close = seg_close,
-};
-
-static struct seg_vol *seg_open(bool ram, uint64_t fail_at)
-{
-	struct seg_vol *s = calloc(1, sizeof(*s));
-
-	CHECK(s != NULL);
-	s->inner = open_mem();
-	s->fail_at = fail_at;
-	pthread_mutex_init(&s->lock, NULL);
-	CHECK_EQ(vol_init(&s->vol, &seg_ops, "seg", DEV_SIZE, 512,
-	                  VOL_CAP_FUA | VOL_CAP_FLUSH | VOL_CAP_STREAM | (ram ? VOL_CAP_RAM : 0)),
-	         0);
-	return s;
-}
-
-/* A lone 256 KiB write (an NBD stream's segment) over a child in RAM that
- * takes segments goes to it as consecutive chunks in order, the ciphertext
- * the same as sector-by-sector writes make; when the child fails one
- * chunk's write, the request fails and no later chunk is written.  An
- * array (segments, not RAM), and a FUA write, get one write. */
-static void write_pipeline(void)
-{
-	const uint64_t off = 512u << 10, len = 256u << 10, chunk = 128u << 10;
-	unsigned char *a = malloc(len), *b = malloc(len), *ref = malloc(len);
-	bool pipelined = exec_cpu_count() >= 2; /* one core: one write, no pipeline */
-	struct vol *m = open_mem(), *c;
-	struct seg_vol *s;
-
-	CHECK(a && b && ref);
-	for (uint64_t i = 0; i < len; i++)
-		a[i] = (unsigned char)(i * 13 + i / 4096);
-	/* The reference ciphertext: 4 KiB writes, each one piece inline. */
-	c = open_crypt(m, "aes-xts-plain64", 64, 4096, 0);
-	for (uint64_t p = 0; c && p < len; p += 4096)
-		CHECK_EQ(vol_write(c, a + p, 4096, off + p, 0), 0);
-	CHECK_EQ(vol_read(m, ref, len, off), 0);
-	if (c)
-		vol_close(c);
-
-	/* In order, chunk after chunk, and the same bytes. */
-	s = seg_open(true, UINT64_MAX);
-	c = open_crypt(&s->vol, "aes-xts-plain64", 64, 4096, 0);
-	if (c) {
-		CHECK_EQ(vol_write(c, a, len, off, 0), 0);
-		CHECK_EQ(s->n, pipelined ? len / chunk : 1);
-		for (unsigned i = 0; i < s->n && i < SEG_LOG; i++) {
-			CHECK_EQ(s->off[i], i ? s->off[i - 1] + s->len[i - 1] : off);
-			CHECK_EQ(s->flags[i], 0);
-		}
-		CHECK_EQ(vol_read(s->inner, b, len, off), 0);
-		CHECK(memcmp(b, ref, len) == 0);
-		CHECK_EQ(vol_read(c, b, len, off), 0);
-		CHECK(memcmp(b, a, len) == 0);
-		/* FUA: one durable write, not chunks. */
-		s->n = 0;
-		CHECK_EQ(vol_write(c, a, len, off, VOL_FUA), 0);
-		CHECK_EQ(s->n, 1);
-		CHECK_EQ(s->flags[0], VOL_FUA);
-		vol_close(c);
-	}
-	seg_close(&s->vol);
-
-	/* The first chunk's write fails: nothing after it is written. */
-	s = seg_open(true, off + 4096);
-	c = open_crypt(&s->vol, "aes-xts-plain64", 64, 4096, 0);
-	if (c) {
-		CHECK_EQ(vol_write(c, a, len, off, 0), -EIO);
-		CHECK_EQ(s->n, 1);
-		CHECK(s->n >= 1 && s->off[0] == off);
-		/* The failed write's range and all after it hold nothing. */
-		memset(ref, 0, len);
-		CHECK_EQ(vol_read(s->inner, b, len, off), 0);
-		CHECK(memcmp(b, ref, len) == 0);
-		vol_close(c);
-	}
-	seg_close(&s->vol);
-
-	/* An array of RAM members (its writes fan out): one write. */
-	s = seg_open(false, UINT64_MAX);
-	c = open_crypt(&s->vol, "aes-xts-plain64", 64, 4096, 0);
-	if (c) {
-		CHECK_EQ(vol_write(c, a, len, off, 0), 0);
-		CHECK_EQ(s->n, 1);
-		vol_close(c);
-	}
-	seg_close(&s->vol);
-	vol_close(m);
-	free(a);
-	free(b);
-	free(ref);
-}
-
 /* A child with a view (a page cache, memory) whose view is slow by the
  * clock (sleep_us a call, as on a loaded machine) and may hold the view of
  * gate_off until released; it counts read() calls, the one-request path a
@@ -655,7 +494,6 @@ int main(void)
 	caps_and_limits();
 	child_errors();
 	slow_child();
-	write_pipeline();
 	view_timing();
 	bad_params();
 	return check_done();
