@@ -8,8 +8,10 @@
 # reads a fixed byte count over a 256 MiB range, writes before reads so
 # that reads are of data.  The `mem:` rows twice: as they come (the first
 # pass over the range pays the kernel's first touch of each page) and
-# written once first (memw: the transport and the copy alone).  Also the server's CPU per request (getrusage of
-# all its threads, through /usr/bin/time: the load-independent figure).
+# written once first (memw: the transport and the copy alone).  Also the
+# server's CPU per request of each run (utime + stime of all its threads
+# from /proc/PID/stat before and after the run: the figure a loaded
+# machine moves least), in a table of its own after the ratios.
 #
 # Each ratio of build B (the only build when B is not given) is set
 # against issue 16's goal for it: the table says met or not.
@@ -38,6 +40,8 @@ fio1() {
     case $1 in *read) echo $(( $(cut -d';' -f7 <<<"$out") / 1024 )) ;;
                *) echo $(( $(cut -d';' -f48 <<<"$out") / 1024 )) ;; esac
 }
+# The server's CPU time so far, in clock ticks (all its threads).
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 # One server of build $1 for row $2 (serve args after "--"), then the runs
 # named in $3 ("write:1M:1 read:1M:16 ..."): one line each to rows.
 serve_row() {
@@ -53,14 +57,19 @@ serve_row() {
             "$uraid" serve --foreground --socket "$dir/s.sock" "$@" 2>>"$dir/serve.log" & pid=$!
     fi
     for _ in $(seq 100); do [ -S "$dir/s.sock" ] && break; sleep 0.1; done
+    local spid=$pid
+    [ "$label" = nbdkit ] || spid=$(pgrep -P $pid || echo $pid)
     for spec in $runs; do
         IFS=: read -r rw bs qd <<<"$spec"
         # warm: write the 256 MiB range once, not counted (the kernel's
         # first touch of a mem: member's pages is then behind the runs)
         [ "$rw" = warm ] && { fio1 write "$bs" "$qd" 256 >/dev/null; continue; }
-        local m=$mib
+        local m=$mib t0 mbs reqs
         [ "$bs" = 4k ] && m=$((mib / 8))
-        echo "$build $label $rw $bs $qd $(fio1 "$rw" "$bs" "$qd" "$m")" >> "$dir/rows"
+        t0=$(ticks "$spid")
+        mbs=$(fio1 "$rw" "$bs" "$qd" "$m")
+        reqs=$(( m * 1024 / ${bs%[kM]} )); [ "$bs" = 1M ] && reqs=$m
+        echo "$build $label $rw $bs $qd $mbs $(( ($(ticks "$spid") - t0) * 1000000 / $(getconf CLK_TCK) / reqs ))" >> "$dir/rows"
     done
     if [ "$label" = nbdkit ]; then
         kill $pid
@@ -109,10 +118,11 @@ python3 - "$dir/rows" <<'PY'
 import statistics, sys
 # runs[key] is in round order: index i of every list is round i, so a
 # ratio is taken inside one round (rows minutes apart, not the whole run).
-runs = {}
+runs, cpus = {}, {}
 for line in open(sys.argv[1]):
-    b, label, rw, bs, qd, mb = line.split()
+    b, label, rw, bs, qd, mb, cpu = line.split()
     runs.setdefault((b, label, rw, bs, qd), []).append(int(mb))
+    cpus.setdefault((b, label, rw, bs, qd), []).append(int(cpu))
 def med(k):
     v = runs.get(k)
     return statistics.median(v) if v else 0
@@ -182,6 +192,18 @@ for name, label in [("4K randwrite RAID1x2 / nbdkit", "raid1x2"),
     nk = ('A', 'nbdkit', 'randwrite', '4k', '32')
     rs = [f"{ratio((b,) + k, nk):4.2f} ({med((b,) + k):.0f}/{med(nk):.0f})" for b in "AB"]
     line(name, "32", rs[0], rs[1], verdict(name, "1", rounds(("B",) + k, nk)))
+print()
+print("Server CPU per request (us, /proc/PID/stat around each run): median (min-max) over rounds")
+print(f"{'row':14} {'op':10} {'bs':>3} {'qd':>3} " + ("" if single else f"{'A':>18} ") + f"{'B':>18}")
+def cpucell(k):
+    v = cpus.get(k)
+    return f"{statistics.median(v):.0f} ({min(v)}-{max(v)})" if v else "-"
+for (b, label, rw, bs, qd) in cpus:
+    if b != "B":
+        continue
+    k = (label, rw, bs, qd)
+    print(f"{label:14} {rw:10} {bs:>3} {qd:>3} " + ("" if single else f"{cpucell(('A',) + k):>18} ") +
+          f"{cpucell(('B',) + k):>18}")
 if single:
     sys.exit(0)  # no pairs
 print()
