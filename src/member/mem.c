@@ -127,8 +127,7 @@ static void mem_populate(struct mem_vol *m, uint64_t len, uint64_t off)
 	}
 }
 
-static int mem_write(struct vol *v, const void *buf, uint64_t len,
-		     uint64_t off, unsigned flags)
+static int mem_write(struct vol *v, const void *buf, uint64_t len, uint64_t off, unsigned flags)
 {
 	struct mem_vol *m = container_of(v, struct mem_vol, vol);
 	(void)flags;
@@ -137,6 +136,18 @@ static int mem_write(struct vol *v, const void *buf, uint64_t len,
 	mem_populate(m, len, off);
 	memcpy(m->base + off, buf, len);
 	pages_mark(m, off / m->page, (off + len - 1) / m->page, true);
+	return 0;
+}
+
+/* Each part copied where it goes: the copy a write of them joined makes,
+ * without the bounce before it. */
+static int mem_writev(struct vol *v, const struct iovec *iov, unsigned n, uint64_t off,
+                      unsigned flags)
+{
+	for (unsigned i = 0; i < n; i++) {
+		mem_write(v, iov[i].iov_base, iov[i].iov_len, off, flags);
+		off += iov[i].iov_len;
+	}
 	return 0;
 }
 
@@ -208,6 +219,7 @@ static const struct vol_ops mem_ops = {
     .kind = "mem",
     .read = mem_read,
     .write = mem_write,
+    .writev = mem_writev,
     .trim = mem_zero,
     .write_zeroes = mem_zero,
     .close = mem_close,
@@ -236,7 +248,7 @@ int mem_member_open(const char *rest, unsigned flags, struct vol **out)
 		return -ENOMEM;
 	}
 	m->base = mmap(NULL, size, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (m->base == MAP_FAILED) {
 		free(m->written);
 		free(m);
