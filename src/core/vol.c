@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-int vol_init(struct vol *v, const struct vol_ops *ops, const char *name, uint64_t size,
-             uint32_t block_min, unsigned caps)
+int vol_init(struct vol *v, const struct vol_ops *ops, const char *name,
+	     uint64_t size, uint32_t block_min, unsigned caps)
 {
 	v->ops = ops;
 	v->name = strdup(name ? name : ops->kind);
@@ -38,7 +38,8 @@ int vol_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
 	return v->ops->read(v, buf, len, off);
 }
 
-int vol_write(struct vol *v, const void *buf, uint64_t len, uint64_t off, unsigned flags)
+int vol_write(struct vol *v, const void *buf, uint64_t len, uint64_t off,
+	      unsigned flags)
 {
 	if (!vol_range_ok(v, len, off))
 		return -EINVAL;
@@ -65,7 +66,8 @@ int vol_trim(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
 	return v->ops->trim(v, len, off, flags);
 }
 
-int vol_write_zeroes(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
+int vol_write_zeroes(struct vol *v, uint64_t len, uint64_t off,
+		     unsigned flags)
 {
 	if (!vol_range_ok(v, len, off))
 		return -EINVAL;
@@ -153,9 +155,10 @@ static int extent_first_run(void *arg, uint64_t run_len, unsigned flags)
 	return 1; /* one is enough */
 }
 
-int vol_extent_first(struct vol *v, uint64_t len, uint64_t off, uint64_t *run_len, unsigned *flags)
+int vol_extent_first(struct vol *v, uint64_t len, uint64_t off, uint64_t *run_len,
+		     unsigned *flags)
 {
-	struct extent_first e = {len, 0};
+	struct extent_first e = { len, 0 };
 	int r = vol_extents(v, len, off, extent_first_run, &e);
 
 	if (r < 0)
@@ -286,7 +289,8 @@ void vol_close(struct vol *v)
 /* One shared read-only page of zeros would not do: write() takes a buffer
  * of up to block_max bytes, so write in pieces of a zeroed scratch buffer.
  * In several pieces, FUA covers them all by one flush at the end. */
-int vol_write_zeroes_by_writing(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
+int vol_write_zeroes_by_writing(struct vol *v, uint64_t len, uint64_t off,
+				unsigned flags)
 {
 	const uint64_t piece = 1u << 20;
 	void *zero = vol_buf_zalloc(len < piece ? len : piece);

@@ -103,7 +103,8 @@ struct vol;
  * straight from the source rather than from a copy of it: one pass over
  * memory instead of two.  fn returns 0 or a negative errno, which ends
  * the view and is returned. */
-typedef int (*vol_view_fn)(void *arg, const void *src, uint64_t piece_len, uint64_t piece_off);
+typedef int (*vol_view_fn)(void *arg, const void *src, uint64_t piece_len,
+			   uint64_t piece_off);
 
 /* A fill is a view for writing: fn is called over [off, off+len) in
  * order, in pieces, each with dst pointing at piece_len bytes of the vol's
@@ -134,20 +135,24 @@ typedef int (*vol_extent_fn)(void *arg, uint64_t run_len, unsigned flags);
 struct vol_ops {
 	const char *kind; /* "file", "mem", "raid1", "luks2", ... */
 	int (*read)(struct vol *v, void *buf, uint64_t len, uint64_t off);
-	int (*write)(struct vol *v, const void *buf, uint64_t len, uint64_t off, unsigned flags);
+	int (*write)(struct vol *v, const void *buf, uint64_t len, uint64_t off,
+		     unsigned flags);
 	int (*flush)(struct vol *v);
 	int (*trim)(struct vol *v, uint64_t len, uint64_t off, unsigned flags);
-	int (*write_zeroes)(struct vol *v, uint64_t len, uint64_t off, unsigned flags);
+	int (*write_zeroes)(struct vol *v, uint64_t len, uint64_t off,
+			    unsigned flags);
 	void (*close)(struct vol *v);
 	/* Optional.  -ENOTSUP when the vol cannot show its bytes (then use
 	 * read); -EIO when they could not be reached (a file's page failed
 	 * to read or the file shrank: read() then reports the real error),
 	 * possibly after fn ran over some pieces.  fn must be restartable:
 	 * a caller that falls back to read() redoes the whole range. */
-	int (*view)(struct vol *v, uint64_t len, uint64_t off, vol_view_fn fn, void *arg);
+	int (*view)(struct vol *v, uint64_t len, uint64_t off, vol_view_fn fn,
+		    void *arg);
 	/* Optional (see vol_extent_fn): 0, fn's non-zero return, or a
 	 * negative errno. */
-	int (*extents)(struct vol *v, uint64_t len, uint64_t off, vol_extent_fn fn, void *arg);
+	int (*extents)(struct vol *v, uint64_t len, uint64_t off, vol_extent_fn fn,
+		       void *arg);
 	/* Optional (see vol_fill_fn): 0 or fn's negative errno. */
 	int (*fill)(struct vol *v, uint64_t len, uint64_t off, vol_fill_fn fn, void *arg);
 	/* Optional (the contract above): n >= 1 parts, their total > 0,
@@ -167,12 +172,13 @@ struct vol {
 };
 
 /* Fill the common fields; name is copied.  Returns 0 or -ENOMEM. */
-int vol_init(struct vol *v, const struct vol_ops *ops, const char *name, uint64_t size,
-             uint32_t block_min, unsigned caps);
+int vol_init(struct vol *v, const struct vol_ops *ops, const char *name,
+	     uint64_t size, uint32_t block_min, unsigned caps);
 /* Free what vol_init allocated (for close() implementations). */
 void vol_fini(struct vol *v);
 
-static inline bool vol_range_ok(const struct vol *v, uint64_t len, uint64_t off)
+static inline bool vol_range_ok(const struct vol *v, uint64_t len,
+				uint64_t off)
 {
 	return off <= v->size && len <= v->size - off;
 }
@@ -180,10 +186,12 @@ static inline bool vol_range_ok(const struct vol *v, uint64_t len, uint64_t off)
 /* The entry points layers call: bounds-checked, with the NULL-op defaults
  * described above.  Out-of-range requests return -EINVAL. */
 int vol_read(struct vol *v, void *buf, uint64_t len, uint64_t off);
-int vol_write(struct vol *v, const void *buf, uint64_t len, uint64_t off, unsigned flags);
+int vol_write(struct vol *v, const void *buf, uint64_t len, uint64_t off,
+	      unsigned flags);
 int vol_flush(struct vol *v);
 int vol_trim(struct vol *v, uint64_t len, uint64_t off, unsigned flags);
-int vol_write_zeroes(struct vol *v, uint64_t len, uint64_t off, unsigned flags);
+int vol_write_zeroes(struct vol *v, uint64_t len, uint64_t off,
+		     unsigned flags);
 void vol_close(struct vol *v);
 /* Read any byte range [off, off+len) of v, into any buffer, whatever its
  * block_min: through a bounce of whole blocks from vol_buf_alloc() unless
@@ -201,7 +209,8 @@ int vol_fill(struct vol *v, uint64_t len, uint64_t off, vol_fill_fn fn, void *ar
 int vol_extents(struct vol *v, uint64_t len, uint64_t off, vol_extent_fn fn, void *arg);
 /* The first run of [off, off+len) alone: its length (at most len) in
  * *run_len and its flags in *flags.  0 or a negative errno. */
-int vol_extent_first(struct vol *v, uint64_t len, uint64_t off, uint64_t *run_len, unsigned *flags);
+int vol_extent_first(struct vol *v, uint64_t len, uint64_t off, uint64_t *run_len,
+		     unsigned *flags);
 
 /* Write the parts iov[0..n) one after the other from off (the contract
  * above): through the writev op, else as one write of a copy.  -EINVAL
@@ -224,7 +233,8 @@ typedef int64_t (*vol_iov_fn)(void *arg, const struct iovec *iov, unsigned n, ui
 int vol_iov_write_all(const struct iovec *iov, unsigned n, uint64_t off, vol_iov_fn fn, void *arg);
 
 /* Write zeros by writing a zero buffer: the fallback for write_zeroes. */
-int vol_write_zeroes_by_writing(struct vol *v, uint64_t len, uint64_t off, unsigned flags);
+int vol_write_zeroes_by_writing(struct vol *v, uint64_t len, uint64_t off,
+				unsigned flags);
 
 /* A buffer of len bytes for I/O to a vol, starting at a multiple of
  * VOL_BUF_ALIGN (what an O_DIRECT member asks at most; its size is rounded
@@ -235,6 +245,7 @@ int vol_write_zeroes_by_writing(struct vol *v, uint64_t len, uint64_t off, unsig
 void *vol_buf_alloc(size_t len);
 void *vol_buf_zalloc(size_t len);
 
-#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+#define container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
 
 #endif

@@ -22,7 +22,8 @@ static int slice_read(struct vol *v, void *buf, uint64_t len, uint64_t off)
 	return s->child->ops->read(s->child, buf, len, s->offset + off);
 }
 
-static int slice_write(struct vol *v, const void *buf, uint64_t len, uint64_t off, unsigned flags)
+static int slice_write(struct vol *v, const void *buf, uint64_t len,
+		       uint64_t off, unsigned flags)
 {
 	struct slice_vol *s = to_slice(v);
 	return s->child->ops->write(s->child, buf, len, s->offset + off, flags);
@@ -46,7 +47,8 @@ static int slice_trim(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
 	return vol_trim(s->child, len, s->offset + off, flags);
 }
 
-static int slice_write_zeroes(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
+static int slice_write_zeroes(struct vol *v, uint64_t len, uint64_t off,
+			      unsigned flags)
 {
 	struct slice_vol *s = to_slice(v);
 	return vol_write_zeroes(s->child, len, s->offset + off, flags);
@@ -77,7 +79,7 @@ static int slice_view_piece(void *arg, const void *src, uint64_t len, uint64_t o
 static int slice_view(struct vol *v, uint64_t len, uint64_t off, vol_view_fn fn, void *arg)
 {
 	struct slice_vol *s = to_slice(v);
-	struct slice_view sv = {fn, arg, s->offset};
+	struct slice_view sv = { fn, arg, s->offset };
 
 	return s->child->ops->view(s->child, len, s->offset + off, slice_view_piece, &sv);
 }
@@ -91,16 +93,16 @@ static int slice_extents(struct vol *v, uint64_t len, uint64_t off, vol_extent_f
 }
 
 static const struct vol_ops slice_ops = {
-    .kind = "slice",
-    .read = slice_read,
-    .write = slice_write,
-    .writev = slice_writev,
-    .flush = slice_flush,
-    .trim = slice_trim,
-    .write_zeroes = slice_write_zeroes,
-    .close = slice_close,
-    .view = slice_view,
-    .extents = slice_extents,
+	.kind = "slice",
+	.read = slice_read,
+	.write = slice_write,
+	.writev = slice_writev,
+	.flush = slice_flush,
+	.trim = slice_trim,
+	.write_zeroes = slice_write_zeroes,
+	.close = slice_close,
+	.view = slice_view,
+	.extents = slice_extents,
 };
 
 void slice_adopt(struct vol *slice)
@@ -108,8 +110,8 @@ void slice_adopt(struct vol *slice)
 	to_slice(slice)->owns_child = true;
 }
 
-int slice_open(struct vol *child, uint64_t offset, uint64_t size, bool owns_child, const char *name,
-               struct vol **out)
+int slice_open(struct vol *child, uint64_t offset, uint64_t size,
+	       bool owns_child, const char *name, struct vol **out)
 {
 	struct slice_vol *s;
 	int r;
@@ -122,8 +124,8 @@ int slice_open(struct vol *child, uint64_t offset, uint64_t size, bool owns_chil
 		return -ENOMEM;
 	/* The child's 4096-byte view pieces are the slice's only if the
 	 * window starts on a boundary (vol.h's promise to the caller). */
-	r = vol_init(&s->vol, &slice_ops, name ? name : child->name, size, child->block_min,
-	             offset % 4096 ? child->caps & ~VOL_CAP_VIEW : child->caps);
+	r = vol_init(&s->vol, &slice_ops, name ? name : child->name, size,
+		     child->block_min, offset % 4096 ? child->caps & ~VOL_CAP_VIEW : child->caps);
 	if (r < 0) {
 		free(s);
 		return r;

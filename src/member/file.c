@@ -67,7 +67,7 @@ static void file_sigbus_install(void)
 {
 	/* SA_NODEFER: the jump leaves the handler without sigreturn, and
 	 * SIGBUS must not stay blocked after it. */
-	struct sigaction sa = {.sa_sigaction = file_sigbus, .sa_flags = SA_SIGINFO | SA_NODEFER};
+	struct sigaction sa = { .sa_sigaction = file_sigbus, .sa_flags = SA_SIGINFO | SA_NODEFER };
 
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGBUS, &sa, NULL);
@@ -121,7 +121,7 @@ static int file_pread(struct file_vol *f, char *p, uint64_t len, uint64_t off)
 static int file_pwrite(struct file_vol *f, const char *p, uint64_t len, uint64_t off, int rwf)
 {
 	while (len > 0) {
-		struct iovec iov = {(void *)p, len};
+		struct iovec iov = { (void *)p, len };
 		ssize_t n = pwritev2(f->fd, &iov, 1, (off_t)off, rwf);
 		if (n < 0) {
 			if (errno == EINTR)
@@ -229,13 +229,11 @@ static int file_trim(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
 	int r;
 
 	if (f->is_blockdev) {
-		uint64_t range[2] = {off, len};
+		uint64_t range[2] = { off, len };
 		r = ioctl(f->fd, BLKDISCARD, range) < 0 ? -errno : 0;
 	} else {
-		r = fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off,
-		              (off_t)len) < 0
-		        ? -errno
-		        : 0;
+		r = fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			      (off_t)off, (off_t)len) < 0 ? -errno : 0;
 	}
 	/* Trim is advisory: a filesystem or device without it loses nothing. */
 	if (r == -EOPNOTSUPP || r == -ENOTTY)
@@ -245,23 +243,23 @@ static int file_trim(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
 	return r;
 }
 
-static int file_write_zeroes(struct vol *v, uint64_t len, uint64_t off, unsigned flags)
+static int file_write_zeroes(struct vol *v, uint64_t len, uint64_t off,
+			     unsigned flags)
 {
 	struct file_vol *f = container_of(v, struct file_vol, vol);
 	int r;
 
 	if (f->is_blockdev) {
-		uint64_t range[2] = {off, len};
+		uint64_t range[2] = { off, len };
 		r = ioctl(f->fd, BLKZEROOUT, range) < 0 ? -errno : 0;
 	} else {
-		int mode = (flags & VOL_MAY_TRIM) ? FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
-		                                  : FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE;
+		int mode = (flags & VOL_MAY_TRIM)
+				   ? FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
+				   : FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE;
 		r = fallocate(f->fd, mode, (off_t)off, (off_t)len) < 0 ? -errno : 0;
 		if (r == -EOPNOTSUPP && (flags & VOL_MAY_TRIM) == 0)
-			r = fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off,
-			              (off_t)len) < 0
-			        ? -errno
-			        : 0;
+			r = fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				      (off_t)off, (off_t)len) < 0 ? -errno : 0;
 	}
 	if (r == -EOPNOTSUPP || r == -ENOTTY) {
 		if (flags & VOL_FAST_ZERO)
@@ -322,16 +320,16 @@ static int file_extents(struct vol *v, uint64_t len, uint64_t off, vol_extent_fn
 }
 
 static const struct vol_ops file_ops = {
-    .kind = "file",
-    .read = file_read,
-    .write = file_write,
-    .writev = file_writev,
-    .flush = file_flush,
-    .trim = file_trim,
-    .write_zeroes = file_write_zeroes,
-    .close = file_close,
-    .view = file_view,
-    .extents = file_extents,
+	.kind = "file",
+	.read = file_read,
+	.write = file_write,
+	.writev = file_writev,
+	.flush = file_flush,
+	.trim = file_trim,
+	.write_zeroes = file_write_zeroes,
+	.close = file_close,
+	.view = file_view,
+	.extents = file_extents,
 };
 
 /* What O_DIRECT on fd needs: offsets and lengths in multiples of
@@ -409,8 +407,7 @@ int file_member_open(const char *path, unsigned flags, struct vol **out)
 	if (S_ISBLK(st.st_mode)) {
 		int ssz = 512;
 		if (ioctl(fd, BLKGETSIZE64, &size) < 0) {
-			r = err_set(-errno, "%s: cannot read the device size: %s", path,
-			            strerror(errno));
+			r = err_set(-errno, "%s: cannot read the device size: %s", path, strerror(errno));
 			goto out_close;
 		}
 		if (ioctl(fd, BLKSSZGET, &ssz) == 0 && ssz > 0)
@@ -440,8 +437,8 @@ int file_member_open(const char *path, unsigned flags, struct vol **out)
 	f->fd = fd;
 	f->is_blockdev = S_ISBLK(st.st_mode);
 	f->mem_align = mem_align;
-	unsigned caps =
-	    VOL_CAP_TRIM | VOL_CAP_ZEROES | VOL_CAP_FUA | VOL_CAP_FLUSH | VOL_CAP_MULTI_CONN;
+	unsigned caps = VOL_CAP_TRIM | VOL_CAP_ZEROES | VOL_CAP_FUA |
+			VOL_CAP_FLUSH | VOL_CAP_MULTI_CONN;
 	if (!f->is_blockdev)
 		caps |= VOL_CAP_FAST_ZERO;
 	if (ro)

@@ -127,7 +127,8 @@ static void mem_populate(struct mem_vol *m, uint64_t len, uint64_t off)
 	}
 }
 
-static int mem_write(struct vol *v, const void *buf, uint64_t len, uint64_t off, unsigned flags)
+static int mem_write(struct vol *v, const void *buf, uint64_t len,
+		     uint64_t off, unsigned flags)
 {
 	struct mem_vol *m = container_of(v, struct mem_vol, vol);
 	(void)flags;
@@ -248,7 +249,7 @@ int mem_member_open(const char *rest, unsigned flags, struct vol **out)
 		return -ENOMEM;
 	}
 	m->base = mmap(NULL, size, PROT_READ | PROT_WRITE,
-	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (m->base == MAP_FAILED) {
 		free(m->written);
 		free(m);
