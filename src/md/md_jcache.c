@@ -12,6 +12,19 @@
  * write may log data into a row between a destage's start and its end
  * (writers wait; a destage skips a row with a writer inside).  A write
  * that goes through (jc_write_rows) holds its rows as a destage does.
+ *
+ * While the cache holds nothing, a write of whole rows goes to the array
+ * as it is (jc_write_stream), where the RAID layer's write-behind may take
+ * it as write-through's stream is taken: pieces whose log append and
+ * member writes overlap, acknowledged once copied, made durable by the
+ * next FLUSH (md_jcache_flush) or FUA.  Those pieces log DATA and PARITY
+ * of rows no cached page is in; before a page is cached again, every
+ * such write has returned and write-behind is drained (jc_write_piece), so
+ * that no DATA cached meets an older piece logged after it, and no append
+ * is pinned while a piece waits for log room.  Destages and the writes
+ * that release cached pages go direct (md_journal_destage,
+ * md_journal_write_direct): what they release counts as on the members
+ * when they return.
  * Lock order: c->mu, then the journal's own. */
 #include "md_jcache.h"
 
@@ -80,8 +93,10 @@ struct md_jcache {
 	unsigned busy; /* destages (and a checkpoint) in progress */
 	bool stop, drain, draining, ckpt;
 	unsigned since_cp;
-	unsigned waiting; /* writers waiting for room */
-	uint64_t cursor;  /* the elevator: the row after the last one taken */
+	unsigned waiting;   /* writers waiting for room */
+	unsigned streaming; /* jc_write_stream writes in flight */
+	bool behind;        /* one returned since the last md_jcache_flush */
+	uint64_t cursor;    /* the elevator: the row after the last one taken */
 	struct md_jcache_stats st;
 	pthread_t thread[JC_DESTAGERS];
 	unsigned nthreads;
@@ -476,8 +491,15 @@ static int jc_write_piece(struct md_jcache *c, const char *buf, unsigned n, uint
 		if (e == 0) {
 			c->pages += n;
 			c->sres += sneed;
+			/* No stream write starts now (pages > 0); those in
+			 * flight return, then what they left behind is
+			 * written out, before this DATA is logged. */
+			while (c->streaming)
+				pthread_cond_wait(&c->cond, &c->mu);
 		}
 		pthread_mutex_unlock(&c->mu);
+		if (e == 0)
+			e = raid_drain_behind(c->array);
 		if (e == 0)
 			e = md_journal_log_data(c->j, aoff, src, n, &unit);
 		pthread_mutex_lock(&c->mu);
@@ -597,7 +619,8 @@ static int jc_write_rows(struct md_jcache *c, const char *buf, uint64_t off, uin
 	}
 	pthread_mutex_unlock(&c->mu);
 	if (e == 0 && hi > lo)
-		e = vol_write(c->array, merged ? merged : buf + (lo - off), hi - lo, lo, 0);
+		e = md_journal_write_direct(c->j, merged ? merged : buf + (lo - off), hi - lo, lo,
+		                            0);
 	pthread_mutex_lock(&c->mu);
 	for (uint64_t row = lo / rb; row < held; row++) {
 		struct jc_row *r = jc_find(c, row);
@@ -639,15 +662,47 @@ static int jc_write_cached(struct md_jcache *c, const char *buf, uint64_t len, u
 	return e;
 }
 
+/* A write of [off, off+len) (whole pages, a whole row at least) straight
+ * to the array while the cache holds nothing, none of it being entered:
+ * 0 or -errno, or 1 when the cache holds something (the caller goes the
+ * cached way).  See the top. */
+static int jc_write_stream(struct md_jcache *c, const char *buf, uint64_t len, uint64_t off,
+                           unsigned flags)
+{
+	pthread_mutex_lock(&c->mu);
+	if (c->err || c->head || c->pages || c->sres) {
+		int e = c->err ? c->err : 1;
+		pthread_mutex_unlock(&c->mu);
+		return e;
+	}
+	c->streaming++;
+	pthread_mutex_unlock(&c->mu);
+	int e = vol_write(c->array, buf, len, off, flags);
+	pthread_mutex_lock(&c->mu);
+	c->streaming--;
+	if (e == 0) {
+		c->behind = true;
+		c->st.stream_rows += len / c->row_bytes;
+	}
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->mu);
+	return e;
+}
+
 /* A write's whole stripe rows, and the row it completes, go through the
  * array (jc_write_rows); the rest is cached.  A stream of writes then
  * reaches the members as write-through's does, in order, without the
  * destage writing each row it left whole behind the disks' heads. */
-static int jc_write_aligned(struct md_jcache *c, const char *buf, uint64_t len, uint64_t off)
+static int jc_write_aligned(struct md_jcache *c, const char *buf, uint64_t len, uint64_t off,
+                            unsigned flags)
 {
 	uint64_t rb = c->row_bytes, hi = (off + len) / rb * rb, start = off;
 	int e = 0;
 
+	if (hi >= (off + rb - 1) / rb * rb + rb &&
+	    (e = jc_write_stream(c, buf, len, off, flags)) <= 0)
+		return e;
+	e = 0;
 	if (hi >= off / rb * rb + rb) {
 		e = jc_write_rows(c, buf, off, hi, &start);
 		if (e == 0 && start > off)
@@ -665,10 +720,11 @@ int md_jcache_write(struct md_jcache *c, const void *buf, uint64_t len, uint64_t
 {
 	int e;
 
-	(void)flags; /* every append is flushed: FUA holds on return */
+	/* Every append is flushed: FUA holds on return (a stream write
+	 * passes it on). */
 	if (off % JC_PAGE == 0 && len % JC_PAGE == 0) {
 		pthread_rwlock_rdlock(&c->rmw);
-		e = jc_write_aligned(c, buf, len, off);
+		e = jc_write_aligned(c, buf, len, off, flags);
 		pthread_rwlock_unlock(&c->rmw);
 		return e;
 	}
@@ -682,7 +738,7 @@ int md_jcache_write(struct md_jcache *c, const void *buf, uint64_t len, uint64_t
 	e = md_jcache_read(c, tmp, hi - lo, lo);
 	if (e == 0) {
 		memcpy(tmp + (off - lo), buf, len);
-		e = jc_write_aligned(c, tmp, hi - lo, lo);
+		e = jc_write_aligned(c, tmp, hi - lo, lo, flags);
 	}
 	pthread_rwlock_unlock(&c->rmw);
 	free(tmp);
@@ -807,6 +863,23 @@ void md_jcache_pause(struct md_jcache *c, bool pause)
 	pthread_mutex_unlock(&c->mu);
 }
 
+int md_jcache_flush(struct md_jcache *c)
+{
+	pthread_mutex_lock(&c->mu);
+	bool behind = c->behind;
+	c->behind = false;
+	pthread_mutex_unlock(&c->mu);
+	if (!behind)
+		return 0; /* what was acknowledged is on the flushed journal */
+	int e = vol_flush(c->array);
+	if (e < 0) {
+		pthread_mutex_lock(&c->mu);
+		c->behind = true;
+		pthread_mutex_unlock(&c->mu);
+	}
+	return e;
+}
+
 void md_jcache_stats(struct md_jcache *c, struct md_jcache_stats *st)
 {
 	pthread_mutex_lock(&c->mu);
@@ -872,10 +945,8 @@ int md_jcache_open(struct md_journal *j, struct vol *array, uint64_t chunk, unsi
 		free(c);
 		return -e;
 	}
-	/* The cache is the array's write-behind: the RAID layer's own would
-	 * acknowledge a destage before logging its stripes, and log them
-	 * after a later write of the same pages. */
-	raid_set_writebehind(array, -1);
+	/* The RAID layer's write-behind stays on for stream writes (see the
+	 * top); destages never take it (md_journal_destage). */
 	md_journal_set_reclaim(j, jc_reclaim, c);
 	*out = c;
 	return 0;

@@ -35,6 +35,7 @@ struct md_jcache_stats {
 	uint64_t read_pages;   /* pages destage read from the array (not cached) */
 	uint64_t cached_pages; /* pages held now */
 	uint64_t through_rows; /* whole stripe rows written through, not cached */
+	uint64_t stream_rows;  /* ... of them, by writes while the cache was empty */
 };
 
 /* Open the cache for array (a RAID4/5/6 vol: ndata data chunks of chunk
@@ -50,6 +51,11 @@ int md_jcache_open(struct md_journal *j, struct vol *array, uint64_t chunk, unsi
 int md_jcache_read(struct md_jcache *c, void *buf, uint64_t len, uint64_t off);
 int md_jcache_write(struct md_jcache *c, const void *buf, uint64_t len, uint64_t off,
                     unsigned flags);
+
+/* The md vol's flush: what stream writes (md_jcache.c) left with the
+ * array's write-behind, on the members and flushed; the rest is on the
+ * flushed journal already.  0 or -errno. */
+int md_jcache_flush(struct md_jcache *c);
 
 /* Before a trim or write-zeroes of [off, off+len) goes to the array: the
  * cached rows it touches destaged, and writes held off until

@@ -806,8 +806,11 @@ int md_journal_checkpoint(struct md_journal *j)
 	uint64_t cp = j->next_cp;
 	bool moved = cp != j->last_cp;
 	pthread_mutex_unlock(&j->mu);
-	/* Flushed always: a caller (close) counts on the members' flush. */
-	r = vol_flush(j->array);
+	/* Flushed always: a caller (close) counts on the members' flush.
+	 * Only the members: the units done are on them, and what
+	 * write-behind holds is logged by lanes that may be waiting for this
+	 * checkpoint's room (jn_wait_room_locked). */
+	r = raid_flush_members(j->array);
 	if (r == 0 && moved) {
 		if (j->ops.set_tail)
 			r = j->ops.set_tail(j->ops.ctx, cp);
@@ -977,7 +980,9 @@ static int jn_append(struct md_journal *j, struct jn_build *ap, const void *key,
 		goto fail;
 	}
 	unit->iov = NULL;
-	bool half = !pins && !j->reclaim && jn_used(j) * 2 > j->size;
+	/* Lazily, past half the log: a stream's pieces (write-through's, and
+	 * write-back's while its cache is empty) keep the tail moving. */
+	bool half = !pins && jn_used(j) * 2 > j->size;
 	pthread_mutex_unlock(&j->mu);
 	if (out)
 		*out = unit;
@@ -998,6 +1003,12 @@ fail:
  * data pages are in the log already, so jn_log records parity only (the
  * kernel's r5l_write_stripe for a stripe leaving the caching phase). */
 static _Thread_local bool jn_destaging;
+/* Set while this thread writes through the array what must be on the
+ * members (or logged) when the write returns: a destage, or a write
+ * that releases cached pages (md_journal_write_direct).  The RAID layer
+ * asks it (raid_log_ops.direct) and writes such a write direct, never
+ * behind. */
+static _Thread_local bool jn_no_behind;
 
 /* The pages and meta blocks of a data append of n pages. */
 static uint64_t jn_data_total(unsigned n)
@@ -1071,10 +1082,25 @@ void md_journal_unpin(struct md_journal *j, struct md_journal_unit *unit)
 
 int md_journal_destage(struct md_journal *j, const void *buf, uint64_t len, uint64_t off)
 {
-	jn_destaging = true;
+	jn_destaging = jn_no_behind = true;
 	int r = vol_write(j->array, buf, len, off, 0);
-	jn_destaging = false;
+	jn_destaging = jn_no_behind = false;
 	return r;
+}
+
+int md_journal_write_direct(struct md_journal *j, const void *buf, uint64_t len, uint64_t off,
+                            unsigned flags)
+{
+	jn_no_behind = true;
+	int r = vol_write(j->array, buf, len, off, flags);
+	jn_no_behind = false;
+	return r;
+}
+
+static bool jn_direct(void *ctx)
+{
+	(void)ctx;
+	return jn_no_behind;
 }
 
 void md_journal_set_reclaim(struct md_journal *j, int (*reclaim)(void *ctx), void *ctx)
@@ -1212,8 +1238,12 @@ static void jn_done(void *ctx, const struct raid_log_stripe *s, unsigned n, int 
 
 void md_journal_log_ops(struct md_journal *j, struct raid_log_ops *ops)
 {
-	*ops = (struct raid_log_ops){
-	    .log = jn_log, .done = jn_done, .ctx = j, .align = R5L_PAGE, .overlap = true};
+	*ops = (struct raid_log_ops){.log = jn_log,
+	                             .done = jn_done,
+	                             .ctx = j,
+	                             .align = R5L_PAGE,
+	                             .overlap = true,
+	                             .direct = jn_direct};
 }
 
 void md_journal_close(struct md_journal *j)

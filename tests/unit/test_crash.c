@@ -106,6 +106,7 @@ static bool behind; /* write-behind forced on (URAID_WB_MODE=1) */
 static unsigned seeds = CRASH_SEEDS;
 static unsigned writers = CRASH_THREADS; /* writer threads of a round */
 static uint64_t behind_whole;            /* stripes the lanes wrote whole, all rounds */
+static uint64_t wb_behind_whole;         /* ... of them, under a write-back journal */
 
 static const char *member_path(unsigned i)
 {
@@ -417,6 +418,8 @@ static void crash_round(int level, enum crash_policy policy, unsigned long long 
 	uint64_t whole, partial;
 	raid_wb_counts(md_array_raid(arr), &whole, &partial);
 	behind_whole += whole;
+	if (policy == CRASH_JOURNAL_WB)
+		wb_behind_whole += whole;
 	vol_close(arr); /* cannot mark it clean: the power is gone */
 	arr = NULL;
 
@@ -530,16 +533,16 @@ int main(void)
 	writers = 1; /* write-behind takes a write that has nothing beside it */
 	behind_whole = 0;
 	for (unsigned p = 0; p < sizeof(crash_policies) / sizeof(crash_policies[0]); p++) {
-		/* write-back turns the RAID layer's write-behind off (its cache
-		 * is the write-behind): nothing more to see there */
-		if (!crash_policies[p].supported || crash_policies[p].policy == CRASH_NONE ||
-		    crash_policies[p].policy == CRASH_JOURNAL_WB)
+		/* write-back too: a write of whole rows while its cache is empty
+		 * goes to the array, written behind (md_jcache.c) */
+		if (!crash_policies[p].supported || crash_policies[p].policy == CRASH_NONE)
 			continue;
 		crash_level(5, p);
 		if (crash_policies[p].raid6)
 			crash_level(6, p);
 	}
-	CHECK(behind_whole > 0); /* the lanes did write (and log) stripes */
+	CHECK(behind_whole > 0);    /* the lanes did write (and log) stripes */
+	CHECK(wb_behind_whole > 0); /* ... write-back's stream writes among them */
 	for (unsigned i = 0; i < CRASH_MAX_MEMBERS; i++) {
 		unlink(member_path(i));
 		unlink(saved_path(i));
