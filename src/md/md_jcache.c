@@ -13,8 +13,10 @@
  * (writers wait; a destage skips a row with a writer inside).  A write
  * that goes through (jc_write_rows) holds its rows as a destage does.
  *
- * While the cache holds nothing, a write of whole rows goes to the array
- * as it is (jc_write_stream), where the RAID layer's write-behind may take
+ * While the cache holds nothing, a write of 64 KiB or more goes to the
+ * array as it is (jc_write_stream), written through as write-through
+ * writes it (a single one: partial rows read, modified and written) or,
+ * where the RAID layer's write-behind may take
  * it as write-through's stream is taken: pieces whose log append and
  * member writes overlap, acknowledged once copied, made durable by the
  * next FLUSH (md_jcache_flush) or FUA.  Those pieces log DATA and PARITY
@@ -52,6 +54,12 @@
  * two or three members busy (reads of the others, then data and parity),
  * so several in flight keep every disk's queue fed. */
 #define JC_DESTAGERS 4
+/* Writes this long go to the array while the cache is empty (see the
+ * top): write-behind's least (raid_wb.c), so that a stream's requests
+ * are taken whole, their partial rows held for the next one there, and
+ * none leaves a tail here that keeps the next from coming this way.
+ * Shorter ones are cached. */
+#define JC_STREAM_MIN (64u << 10)
 
 struct jc_page {
 	uint32_t idx; /* page in the row: data chunk * pages a chunk + page in it */
@@ -95,6 +103,7 @@ struct md_jcache {
 	unsigned since_cp;
 	unsigned waiting;   /* writers waiting for room */
 	unsigned streaming; /* jc_write_stream writes in flight */
+	bool stream_want;   /* one found the cache holding pages: destage them */
 	bool behind;        /* one returned since the last md_jcache_flush */
 	uint64_t cursor;    /* the elevator: the row after the last one taken */
 	struct md_jcache_stats st;
@@ -331,21 +340,23 @@ static void *jc_thread(void *arg)
 	pthread_mutex_lock(&c->mu);
 	while (!c->stop) {
 		bool movable;
+		if (!c->head && !c->pages)
+			c->stream_want = false;
 		int quarters = md_journal_pressure(c->j, &movable);
 		if (c->pages * 2 > c->cap || c->stripes * 2 > JC_MAX_STRIPES)
 			c->draining = true;
 		else if (c->pages * 4 <= c->cap && c->stripes * 4 <= JC_MAX_STRIPES)
 			c->draining = false;
 		bool want = !c->err && !c->paused &&
-		            (c->drain || c->draining || c->waiting ||
+		            (c->drain || c->draining || c->waiting || c->stream_want ||
 		             (quarters >= 1 && (c->head || movable)));
 		if (!want) {
 			pthread_cond_broadcast(&c->cond);
 			jc_timed_wait(&c->wake, &c->mu, 100);
 			continue;
 		}
-		bool urgent = c->drain || quarters >= 2 || c->pages * 4 >= c->cap * 3 ||
-		              c->stripes * 4 >= JC_MAX_STRIPES * 3;
+		bool urgent = c->drain || c->stream_want || quarters >= 2 ||
+		              c->pages * 4 >= c->cap * 3 || c->stripes * 4 >= JC_MAX_STRIPES * 3;
 		struct jc_row *r = jc_pick(c, urgent, quarters >= 2);
 		if (!r && c->waiting)
 			r = jc_pick(c, true, quarters >= 2); /* a writer waits for room */
@@ -662,16 +673,22 @@ static int jc_write_cached(struct md_jcache *c, const char *buf, uint64_t len, u
 	return e;
 }
 
-/* A write of [off, off+len) (whole pages, a whole row at least) straight
- * to the array while the cache holds nothing, none of it being entered:
- * 0 or -errno, or 1 when the cache holds something (the caller goes the
- * cached way).  See the top. */
+/* A write of [off, off+len) (whole pages, JC_STREAM_MIN at least)
+ * straight to the array while the cache holds nothing, none of it being
+ * entered: 0 or -errno, or 1 when the cache holds something (the caller
+ * goes the cached way, and the destage is asked to empty the cache, so
+ * that a stream after a few small writes soon comes this way).  See the
+ * top. */
 static int jc_write_stream(struct md_jcache *c, const char *buf, uint64_t len, uint64_t off,
                            unsigned flags)
 {
 	pthread_mutex_lock(&c->mu);
 	if (c->err || c->head || c->pages || c->sres) {
 		int e = c->err ? c->err : 1;
+		if (!c->err && !c->stream_want) {
+			c->stream_want = true;
+			pthread_cond_broadcast(&c->wake);
+		}
 		pthread_mutex_unlock(&c->mu);
 		return e;
 	}
@@ -682,7 +699,7 @@ static int jc_write_stream(struct md_jcache *c, const char *buf, uint64_t len, u
 	c->streaming--;
 	if (e == 0) {
 		c->behind = true;
-		c->st.stream_rows += len / c->row_bytes;
+		c->st.stream_bytes += len;
 	}
 	pthread_cond_broadcast(&c->cond);
 	pthread_mutex_unlock(&c->mu);
@@ -699,8 +716,7 @@ static int jc_write_aligned(struct md_jcache *c, const char *buf, uint64_t len, 
 	uint64_t rb = c->row_bytes, hi = (off + len) / rb * rb, start = off;
 	int e = 0;
 
-	if (hi >= (off + rb - 1) / rb * rb + rb &&
-	    (e = jc_write_stream(c, buf, len, off, flags)) <= 0)
+	if (len >= JC_STREAM_MIN && (e = jc_write_stream(c, buf, len, off, flags)) <= 0)
 		return e;
 	e = 0;
 	if (hi >= off / rb * rb + rb) {
