@@ -168,6 +168,118 @@ int vol_extent_first(struct vol *v, uint64_t len, uint64_t off, uint64_t *run_le
 	return 0;
 }
 
+/* The total of n parts, or UINT64_MAX when it overflows. */
+static uint64_t vol_iov_total(const struct iovec *iov, unsigned n)
+{
+	uint64_t t = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		if (iov[i].iov_len > UINT64_MAX - 1 - t)
+			return UINT64_MAX;
+		t += iov[i].iov_len;
+	}
+	return t;
+}
+
+int vol_writev(struct vol *v, const struct iovec *iov, unsigned n, uint64_t off, unsigned flags)
+{
+	uint64_t len = vol_iov_total(iov, n);
+
+	if (len == UINT64_MAX || !vol_range_ok(v, len, off))
+		return -EINVAL;
+	if (v->caps & VOL_CAP_READONLY)
+		return -EROFS;
+	if (len == 0)
+		return (flags & VOL_FUA) ? vol_flush(v) : 0;
+	if (v->ops->writev)
+		return v->ops->writev(v, iov, n, off, flags);
+	return vol_writev_by_copy(v, iov, n, off, flags);
+}
+
+int vol_writev_by_copy(struct vol *v, const struct iovec *iov, unsigned n, uint64_t off,
+                       unsigned flags)
+{
+	uint64_t len = vol_iov_total(iov, n), cap = len < v->block_max ? len : v->block_max;
+	size_t i = 0, skip = 0;
+	char *b;
+	int r = 0;
+
+	if (len == UINT64_MAX)
+		return -EINVAL;
+	if (len == 0)
+		return (flags & VOL_FUA) ? vol_flush(v) : 0;
+	/* A bounce a whole number of blocks, so that every write but the
+	 * last is one too. */
+	if (cap > v->block_min)
+		cap -= cap % v->block_min;
+	if (!(b = vol_buf_alloc(cap)))
+		return -ENOMEM;
+	bool split = len > cap;
+	while (len > 0 && r == 0) {
+		uint64_t fill = 0, want = len < cap ? len : cap;
+		while (fill < want) {
+			size_t k = iov[i].iov_len - skip;
+			if (k > want - fill)
+				k = want - fill;
+			memcpy(b + fill, (const char *)iov[i].iov_base + skip, k);
+			fill += k;
+			skip += k;
+			if (skip == iov[i].iov_len) {
+				i++;
+				skip = 0;
+			}
+		}
+		r = v->ops->write(v, b, fill, off, split ? 0 : flags & VOL_FUA);
+		off += fill;
+		len -= fill;
+	}
+	free(b);
+	if (r == 0 && split && (flags & VOL_FUA))
+		r = vol_flush(v);
+	return r;
+}
+
+int vol_iov_write_all(const struct iovec *iov, unsigned n, uint64_t off, vol_iov_fn fn, void *arg)
+{
+	struct iovec batch[VOL_IOV_BATCH];
+	unsigned i = 0;
+	size_t skip = 0; /* bytes of iov[i] written */
+
+	for (;;) {
+		while (i < n && iov[i].iov_len == skip) {
+			i++;
+			skip = 0;
+		}
+		if (i == n)
+			return 0;
+		unsigned k = 0;
+		batch[k++] = (struct iovec){(char *)iov[i].iov_base + skip, iov[i].iov_len - skip};
+		for (unsigned j = i + 1; j < n && k < VOL_IOV_BATCH; j++)
+			if (iov[j].iov_len)
+				batch[k++] = iov[j];
+		int64_t w = fn(arg, batch, k, off);
+		if (w < 0)
+			return (int)w;
+		if (w == 0)
+			return -EIO;
+		off += (uint64_t)w;
+		/* Move on by w bytes: whole parts, then into one. */
+		while (w > 0 && i < n) {
+			size_t left = iov[i].iov_len - skip;
+			if ((uint64_t)w < left) {
+				skip += (size_t)w;
+				w = 0;
+			} else {
+				w -= (int64_t)left;
+				i++;
+				skip = 0;
+			}
+		}
+		if (w > 0)
+			return -EIO; /* more than it was given */
+	}
+}
+
 void vol_close(struct vol *v)
 {
 	if (v)

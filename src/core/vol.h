@@ -49,6 +49,16 @@
  *    (a parity stripe) nor pay per request (a disk, a model of one).
  *    Layers that pass their child's caps on pass it on; one that adds a
  *    cost per request clears it.
+ *  - writev() (optional) writes the parts iov[0..n) one after the other
+ *    to [off, off + their total), as write() would write them joined in
+ *    one buffer: the same contract (the total a multiple of block_min, no
+ *    short transfer, VOL_FUA for all of it, a failure may leave any part
+ *    of the range changed).  Parts may have any length and address.
+ *    Without the op, vol_writev copies them into one bounce and writes
+ *    that (vol_writev_by_copy), which costs what the caller would have
+ *    paid by copying; a member that writes scattered memory natively
+ *    (pwritev) saves that copy.  Layers that merely move the range (a
+ *    slice, a disk model) pass it on.
  *  - VOL_CAP_RAM: the vol's bytes are in memory (mem:, a file on tmpfs):
  *    a write is a copy, never a disk's wait, whatever a timing taken on a
  *    loaded machine says.  Set by members; a layer that adds latency
@@ -61,6 +71,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 /* Flags for write, trim and write_zeroes. */
 #define VOL_FUA 0x1u       /* durable before return */
@@ -144,6 +155,10 @@ struct vol_ops {
 		       void *arg);
 	/* Optional (see vol_fill_fn): 0 or fn's negative errno. */
 	int (*fill)(struct vol *v, uint64_t len, uint64_t off, vol_fill_fn fn, void *arg);
+	/* Optional (the contract above): n >= 1 parts, their total > 0,
+	 * checked in range by vol_writev. */
+	int (*writev)(struct vol *v, const struct iovec *iov, unsigned n, uint64_t off,
+	              unsigned flags);
 };
 
 struct vol {
@@ -196,6 +211,26 @@ int vol_extents(struct vol *v, uint64_t len, uint64_t off, vol_extent_fn fn, voi
  * *run_len and its flags in *flags.  0 or a negative errno. */
 int vol_extent_first(struct vol *v, uint64_t len, uint64_t off, uint64_t *run_len,
 		     unsigned *flags);
+
+/* Write the parts iov[0..n) one after the other from off (the contract
+ * above): through the writev op, else as one write of a copy.  -EINVAL
+ * out of range or for a total that overflows, -EROFS on a read-only vol;
+ * a zero total writes nothing (a flush with VOL_FUA). */
+int vol_writev(struct vol *v, const struct iovec *iov, unsigned n, uint64_t off, unsigned flags);
+/* The fallback for writev: the parts copied into bounces of at most
+ * block_max bytes, each written with write() (VOL_FUA: one flush after
+ * the last when there are several). */
+int vol_writev_by_copy(struct vol *v, const struct iovec *iov, unsigned n, uint64_t off,
+                       unsigned flags);
+/* The loop of a writev op over a writer that may take less than it is
+ * given (pwritev): fn is called with what is left, at most VOL_IOV_BATCH
+ * parts at a time, its parts' bytes starting at off, and returns how many
+ * bytes it wrote (from the first part on) or a negative errno, which ends
+ * the loop and is returned; 0 bytes is -EIO (no progress).  0 once every
+ * byte is written.  Zero-length parts are skipped. */
+#define VOL_IOV_BATCH 256u
+typedef int64_t (*vol_iov_fn)(void *arg, const struct iovec *iov, unsigned n, uint64_t off);
+int vol_iov_write_all(const struct iovec *iov, unsigned n, uint64_t off, vol_iov_fn fn, void *arg);
 
 /* Write zeros by writing a zero buffer: the fallback for write_zeroes. */
 int vol_write_zeroes_by_writing(struct vol *v, uint64_t len, uint64_t off,

@@ -29,6 +29,13 @@ static int slice_write(struct vol *v, const void *buf, uint64_t len,
 	return s->child->ops->write(s->child, buf, len, s->offset + off, flags);
 }
 
+static int slice_writev(struct vol *v, const struct iovec *iov, unsigned n, uint64_t off,
+                        unsigned flags)
+{
+	struct slice_vol *s = to_slice(v);
+	return vol_writev(s->child, iov, n, s->offset + off, flags);
+}
+
 static int slice_flush(struct vol *v)
 {
 	return vol_flush(to_slice(v)->child);
@@ -89,6 +96,7 @@ static const struct vol_ops slice_ops = {
 	.kind = "slice",
 	.read = slice_read,
 	.write = slice_write,
+	.writev = slice_writev,
 	.flush = slice_flush,
 	.trim = slice_trim,
 	.write_zeroes = slice_write_zeroes,

@@ -12,6 +12,21 @@
  * write may log data into a row between a destage's start and its end
  * (writers wait; a destage skips a row with a writer inside).  A write
  * that goes through (jc_write_rows) holds its rows as a destage does.
+ *
+ * While the cache holds nothing, a write of 64 KiB or more goes to the
+ * array as it is (jc_write_stream), written through as write-through
+ * writes it (a single one: partial rows read, modified and written) or,
+ * where the RAID layer's write-behind may take
+ * it as write-through's stream is taken: pieces whose log append and
+ * member writes overlap, acknowledged once copied, made durable by the
+ * next FLUSH (md_jcache_flush) or FUA.  Those pieces log DATA and PARITY
+ * of rows no cached page is in; before a page is cached again, every
+ * such write has returned and write-behind is drained (jc_write_piece), so
+ * that no DATA cached meets an older piece logged after it, and no append
+ * is pinned while a piece waits for log room.  Destages and the writes
+ * that release cached pages go direct (md_journal_destage,
+ * md_journal_write_direct): what they release counts as on the members
+ * when they return.
  * Lock order: c->mu, then the journal's own. */
 #include "md_jcache.h"
 
@@ -39,6 +54,12 @@
  * two or three members busy (reads of the others, then data and parity),
  * so several in flight keep every disk's queue fed. */
 #define JC_DESTAGERS 4
+/* Writes this long go to the array while the cache is empty (see the
+ * top): write-behind's least (raid_wb.c), so that a stream's requests
+ * are taken whole, their partial rows held for the next one there, and
+ * none leaves a tail here that keeps the next from coming this way.
+ * Shorter ones are cached. */
+#define JC_STREAM_MIN (64u << 10)
 
 struct jc_page {
 	uint32_t idx; /* page in the row: data chunk * pages a chunk + page in it */
@@ -80,8 +101,11 @@ struct md_jcache {
 	unsigned busy; /* destages (and a checkpoint) in progress */
 	bool stop, drain, draining, ckpt;
 	unsigned since_cp;
-	unsigned waiting; /* writers waiting for room */
-	uint64_t cursor;  /* the elevator: the row after the last one taken */
+	unsigned waiting;   /* writers waiting for room */
+	unsigned streaming; /* jc_write_stream writes in flight */
+	bool stream_want;   /* one found the cache holding pages: destage them */
+	bool behind;        /* one returned since the last md_jcache_flush */
+	uint64_t cursor;    /* the elevator: the row after the last one taken */
 	struct md_jcache_stats st;
 	pthread_t thread[JC_DESTAGERS];
 	unsigned nthreads;
@@ -316,21 +340,23 @@ static void *jc_thread(void *arg)
 	pthread_mutex_lock(&c->mu);
 	while (!c->stop) {
 		bool movable;
+		if (!c->head && !c->pages)
+			c->stream_want = false;
 		int quarters = md_journal_pressure(c->j, &movable);
 		if (c->pages * 2 > c->cap || c->stripes * 2 > JC_MAX_STRIPES)
 			c->draining = true;
 		else if (c->pages * 4 <= c->cap && c->stripes * 4 <= JC_MAX_STRIPES)
 			c->draining = false;
 		bool want = !c->err && !c->paused &&
-		            (c->drain || c->draining || c->waiting ||
+		            (c->drain || c->draining || c->waiting || c->stream_want ||
 		             (quarters >= 1 && (c->head || movable)));
 		if (!want) {
 			pthread_cond_broadcast(&c->cond);
 			jc_timed_wait(&c->wake, &c->mu, 100);
 			continue;
 		}
-		bool urgent = c->drain || quarters >= 2 || c->pages * 4 >= c->cap * 3 ||
-		              c->stripes * 4 >= JC_MAX_STRIPES * 3;
+		bool urgent = c->drain || c->stream_want || quarters >= 2 ||
+		              c->pages * 4 >= c->cap * 3 || c->stripes * 4 >= JC_MAX_STRIPES * 3;
 		struct jc_row *r = jc_pick(c, urgent, quarters >= 2);
 		if (!r && c->waiting)
 			r = jc_pick(c, true, quarters >= 2); /* a writer waits for room */
@@ -476,8 +502,15 @@ static int jc_write_piece(struct md_jcache *c, const char *buf, unsigned n, uint
 		if (e == 0) {
 			c->pages += n;
 			c->sres += sneed;
+			/* No stream write starts now (pages > 0); those in
+			 * flight return, then what they left behind is
+			 * written out, before this DATA is logged. */
+			while (c->streaming)
+				pthread_cond_wait(&c->cond, &c->mu);
 		}
 		pthread_mutex_unlock(&c->mu);
+		if (e == 0)
+			e = raid_drain_behind(c->array);
 		if (e == 0)
 			e = md_journal_log_data(c->j, aoff, src, n, &unit);
 		pthread_mutex_lock(&c->mu);
@@ -597,7 +630,8 @@ static int jc_write_rows(struct md_jcache *c, const char *buf, uint64_t off, uin
 	}
 	pthread_mutex_unlock(&c->mu);
 	if (e == 0 && hi > lo)
-		e = vol_write(c->array, merged ? merged : buf + (lo - off), hi - lo, lo, 0);
+		e = md_journal_write_direct(c->j, merged ? merged : buf + (lo - off), hi - lo, lo,
+		                            0);
 	pthread_mutex_lock(&c->mu);
 	for (uint64_t row = lo / rb; row < held; row++) {
 		struct jc_row *r = jc_find(c, row);
@@ -639,15 +673,52 @@ static int jc_write_cached(struct md_jcache *c, const char *buf, uint64_t len, u
 	return e;
 }
 
+/* A write of [off, off+len) (whole pages, JC_STREAM_MIN at least)
+ * straight to the array while the cache holds nothing, none of it being
+ * entered: 0 or -errno, or 1 when the cache holds something (the caller
+ * goes the cached way, and the destage is asked to empty the cache, so
+ * that a stream after a few small writes soon comes this way).  See the
+ * top. */
+static int jc_write_stream(struct md_jcache *c, const char *buf, uint64_t len, uint64_t off,
+                           unsigned flags)
+{
+	pthread_mutex_lock(&c->mu);
+	if (c->err || c->head || c->pages || c->sres) {
+		int e = c->err ? c->err : 1;
+		if (!c->err && !c->stream_want) {
+			c->stream_want = true;
+			pthread_cond_broadcast(&c->wake);
+		}
+		pthread_mutex_unlock(&c->mu);
+		return e;
+	}
+	c->streaming++;
+	pthread_mutex_unlock(&c->mu);
+	int e = vol_write(c->array, buf, len, off, flags);
+	pthread_mutex_lock(&c->mu);
+	c->streaming--;
+	if (e == 0) {
+		c->behind = true;
+		c->st.stream_bytes += len;
+	}
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->mu);
+	return e;
+}
+
 /* A write's whole stripe rows, and the row it completes, go through the
  * array (jc_write_rows); the rest is cached.  A stream of writes then
  * reaches the members as write-through's does, in order, without the
  * destage writing each row it left whole behind the disks' heads. */
-static int jc_write_aligned(struct md_jcache *c, const char *buf, uint64_t len, uint64_t off)
+static int jc_write_aligned(struct md_jcache *c, const char *buf, uint64_t len, uint64_t off,
+                            unsigned flags)
 {
 	uint64_t rb = c->row_bytes, hi = (off + len) / rb * rb, start = off;
 	int e = 0;
 
+	if (len >= JC_STREAM_MIN && (e = jc_write_stream(c, buf, len, off, flags)) <= 0)
+		return e;
+	e = 0;
 	if (hi >= off / rb * rb + rb) {
 		e = jc_write_rows(c, buf, off, hi, &start);
 		if (e == 0 && start > off)
@@ -665,10 +736,11 @@ int md_jcache_write(struct md_jcache *c, const void *buf, uint64_t len, uint64_t
 {
 	int e;
 
-	(void)flags; /* every append is flushed: FUA holds on return */
+	/* Every append is flushed: FUA holds on return (a stream write
+	 * passes it on). */
 	if (off % JC_PAGE == 0 && len % JC_PAGE == 0) {
 		pthread_rwlock_rdlock(&c->rmw);
-		e = jc_write_aligned(c, buf, len, off);
+		e = jc_write_aligned(c, buf, len, off, flags);
 		pthread_rwlock_unlock(&c->rmw);
 		return e;
 	}
@@ -682,7 +754,7 @@ int md_jcache_write(struct md_jcache *c, const void *buf, uint64_t len, uint64_t
 	e = md_jcache_read(c, tmp, hi - lo, lo);
 	if (e == 0) {
 		memcpy(tmp + (off - lo), buf, len);
-		e = jc_write_aligned(c, tmp, hi - lo, lo);
+		e = jc_write_aligned(c, tmp, hi - lo, lo, flags);
 	}
 	pthread_rwlock_unlock(&c->rmw);
 	free(tmp);
@@ -807,6 +879,23 @@ void md_jcache_pause(struct md_jcache *c, bool pause)
 	pthread_mutex_unlock(&c->mu);
 }
 
+int md_jcache_flush(struct md_jcache *c)
+{
+	pthread_mutex_lock(&c->mu);
+	bool behind = c->behind;
+	c->behind = false;
+	pthread_mutex_unlock(&c->mu);
+	if (!behind)
+		return 0; /* what was acknowledged is on the flushed journal */
+	int e = vol_flush(c->array);
+	if (e < 0) {
+		pthread_mutex_lock(&c->mu);
+		c->behind = true;
+		pthread_mutex_unlock(&c->mu);
+	}
+	return e;
+}
+
 void md_jcache_stats(struct md_jcache *c, struct md_jcache_stats *st)
 {
 	pthread_mutex_lock(&c->mu);
@@ -872,10 +961,8 @@ int md_jcache_open(struct md_journal *j, struct vol *array, uint64_t chunk, unsi
 		free(c);
 		return -e;
 	}
-	/* The cache is the array's write-behind: the RAID layer's own would
-	 * acknowledge a destage before logging its stripes, and log them
-	 * after a later write of the same pages. */
-	raid_set_writebehind(array, -1);
+	/* The RAID layer's write-behind stays on for stream writes (see the
+	 * top); destages never take it (md_journal_destage). */
 	md_journal_set_reclaim(j, jc_reclaim, c);
 	*out = c;
 	return 0;

@@ -6,7 +6,10 @@
  * payloads, flushed); they stay here, and reads see them.  Its whole
  * stripe rows (and the row it completes from pages held here) go through
  * instead, as write-through writes them: DATA and PARITY logged, then the
- * members, acknowledged after (through_rows).  Destage
+ * members, acknowledged after (through_rows); while the cache is empty a
+ * write of 64 KiB or more goes to the array whole, whose write-behind may
+ * take a stream of them as it takes write-through's (stream_bytes;
+ * md_jcache_flush).  Destage
  * threads (several rows at once) write them to the array later, a stripe
  * row each, in member order (oldest first, what pins the journal's tail,
  * once the log is half full), through md_journal_destage: the
@@ -35,6 +38,7 @@ struct md_jcache_stats {
 	uint64_t read_pages;   /* pages destage read from the array (not cached) */
 	uint64_t cached_pages; /* pages held now */
 	uint64_t through_rows; /* whole stripe rows written through, not cached */
+	uint64_t stream_bytes; /* written to the array while the cache was empty */
 };
 
 /* Open the cache for array (a RAID4/5/6 vol: ndata data chunks of chunk
@@ -50,6 +54,11 @@ int md_jcache_open(struct md_journal *j, struct vol *array, uint64_t chunk, unsi
 int md_jcache_read(struct md_jcache *c, void *buf, uint64_t len, uint64_t off);
 int md_jcache_write(struct md_jcache *c, const void *buf, uint64_t len, uint64_t off,
                     unsigned flags);
+
+/* The md vol's flush: what stream writes (md_jcache.c) left with the
+ * array's write-behind, on the members and flushed; the rest is on the
+ * flushed journal already.  0 or -errno. */
+int md_jcache_flush(struct md_jcache *c);
 
 /* Before a trim or write-zeroes of [off, off+len) goes to the array: the
  * cached rows it touches destaged, and writes held off until

@@ -164,9 +164,11 @@ struct md_journal_unit {
 	bool done;
 	unsigned pins; /* write-back: pages the cache still holds (md_journal_unpin) */
 	struct md_journal_unit *next;
-	/* Its append: blocks and pages, written by whichever writer leads the
-	 * batch it is in (state: 0 not yet, 1 durable, -errno). */
-	const char *buf;
+	/* Its append (struct jn_build): blocks and pages, written by whichever
+	 * writer leads the batch it is in (state: 0 not yet, 1 durable,
+	 * -errno). */
+	const struct iovec *iov;
+	unsigned niov;
 	uint64_t total;
 	int state;
 	struct md_journal_unit *bnext;
@@ -223,6 +225,91 @@ static int jn_io(struct md_journal *j, bool write, void *buf, uint64_t npages, u
 		pos = ring_add(j->size, pos, run * R5L_PAGE_SECTORS);
 	}
 	return 0;
+}
+
+/* Write an append's parts iov[0..n) (npages pages) at log position pos,
+ * split where the log wraps. */
+static int jn_writev(struct md_journal *j, const struct iovec *iov, unsigned n, uint64_t npages,
+                     uint64_t pos)
+{
+	uint64_t run = (j->size - pos) / R5L_PAGE_SECTORS;
+
+	if (run >= npages)
+		return vol_writev(j->log, iov, n, pos * 512, 0);
+	/* Parts [0, k) and the first `cut` bytes of part k go before the
+	 * end of the log, the rest at its start. */
+	uint64_t want = run * R5L_PAGE;
+	unsigned k = 0;
+	while (want >= iov[k].iov_len) {
+		want -= iov[k].iov_len;
+		k++;
+	}
+	struct iovec *two = malloc((n + 1) * sizeof(*two));
+	if (!two)
+		return -ENOMEM;
+	memcpy(two, iov, (size_t)k * sizeof(*two));
+	unsigned first = k;
+	if (want) {
+		two[first++] = (struct iovec){iov[k].iov_base, (size_t)want};
+	}
+	two[first] = (struct iovec){(char *)iov[k].iov_base + want, iov[k].iov_len - want};
+	memcpy(two + first + 1, iov + k + 1, (size_t)(n - k - 1) * sizeof(*two));
+	int r = vol_writev(j->log, two, first, pos * 512, 0);
+	if (r == 0)
+		r = vol_writev(j->log, two + first, n - k, 0, 0);
+	free(two);
+	return r;
+}
+
+/* An append being put together: its meta blocks (nmeta, one buffer) and
+ * the parts in log order, each meta block followed by the pages its
+ * payloads describe, read where they lie (the stripes' buffers, the
+ * cache's pages): no copy of them is made, and their checksums are taken
+ * there. */
+struct jn_build {
+	char *meta;
+	unsigned nmeta, used;
+	struct iovec *iov;
+	unsigned niov, cap;
+	uint64_t total; /* pages: meta blocks and data */
+};
+
+static int jn_build_init(struct jn_build *b, unsigned nmeta, uint64_t npages)
+{
+	*b = (struct jn_build){.nmeta = nmeta, .total = nmeta + npages};
+	if (b->total > UINT_MAX)
+		return -ENOSPC;
+	b->cap = (unsigned)b->total;
+	b->meta = vol_buf_alloc((size_t)nmeta * R5L_PAGE);
+	b->iov = malloc((size_t)b->cap * sizeof(*b->iov));
+	return b->meta && b->iov ? 0 : -ENOMEM;
+}
+
+static void jn_build_free(struct jn_build *b)
+{
+	free(b->meta);
+	free(b->iov);
+}
+
+/* One page (or meta block) more, joined to the last part where it lies
+ * just after it. */
+static void jn_build_push(struct jn_build *b, const char *page)
+{
+	struct iovec *l = b->niov ? &b->iov[b->niov - 1] : NULL;
+
+	if (l && (const char *)l->iov_base + l->iov_len == page)
+		l->iov_len += R5L_PAGE;
+	else
+		b->iov[b->niov++] = (struct iovec){(void *)page, R5L_PAGE};
+}
+
+/* The next meta block, empty, in the append. */
+static char *jn_build_meta(struct jn_build *b)
+{
+	char *mb = b->meta + (size_t)b->used++ * R5L_PAGE;
+	meta_init(mb, 0, 0);
+	jn_build_push(b, mb);
+	return mb;
 }
 
 int md_journal_open(struct vol *log, struct vol *array, struct vol *const *members,
@@ -719,8 +806,11 @@ int md_journal_checkpoint(struct md_journal *j)
 	uint64_t cp = j->next_cp;
 	bool moved = cp != j->last_cp;
 	pthread_mutex_unlock(&j->mu);
-	/* Flushed always: a caller (close) counts on the members' flush. */
-	r = vol_flush(j->array);
+	/* Flushed always: a caller (close) counts on the members' flush.
+	 * Only the members: the units done are on them, and what
+	 * write-behind holds is logged by lanes that may be waiting for this
+	 * checkpoint's room (jn_wait_room_locked). */
+	r = raid_flush_members(j->array);
 	if (r == 0 && moved) {
 		if (j->ops.set_tail)
 			r = j->ops.set_tail(j->ops.ctx, cp);
@@ -785,17 +875,17 @@ static int jn_wait_room_locked(struct md_journal *j, uint64_t total, uint64_t li
 	return 0;
 }
 
-/* Append total pages of buf (meta blocks, each followed by its pages,
- * positions and seqs filled in here) as one unit keyed by key, in log
- * order, by group commit: durable on the log on return.  A write-back
+/* Append b (meta blocks, each followed by its pages, positions and seqs
+ * filled in here) as one unit keyed by key, in log order, by group
+ * commit: durable on the log on return.  A write-back
  * append (pins > 0: its pages are held in the cache) may fill at most
  * half the log, so that the parity of the stripes it pins always fits
  * beside it, and its unit stays until md_journal_unpin has been called
  * pins times (*out); a full log asks the cache to destage. */
-static int jn_append(struct md_journal *j, char *buf, uint64_t total, const void *key,
-                     unsigned pins, struct md_journal_unit **out)
+static int jn_append(struct md_journal *j, struct jn_build *ap, const void *key, unsigned pins,
+                     struct md_journal_unit **out)
 {
-	uint64_t limit = pins ? j->size / 2 : j->size;
+	uint64_t limit = pins ? j->size / 2 : j->size, total = ap->total;
 	int r;
 
 	struct md_journal_unit *unit = calloc(1, sizeof(*unit));
@@ -818,12 +908,15 @@ static int jn_append(struct md_journal *j, char *buf, uint64_t total, const void
 	unit->key = key ? key : unit;
 	unit->pins = pins;
 	unit->start = j->head;
-	unit->buf = buf;
+	unit->iov = ap->iov;
+	unit->niov = ap->niov;
 	unit->total = total;
 	/* Number the blocks in log order. */
-	for (char *p = buf; p < buf + total * R5L_PAGE;) {
+	uint64_t at = 0; /* pages of the append before block k */
+	for (unsigned k = 0; k < ap->nmeta; k++) {
+		char *p = ap->meta + (size_t)k * R5L_PAGE;
 		struct r5l_meta_block *m = (struct r5l_meta_block *)p;
-		uint64_t pos = ring_add(j->size, j->head, (uint64_t)(p - buf) / 512);
+		uint64_t pos = ring_add(j->size, j->head, at * R5L_PAGE_SECTORS);
 		m->position = htole64(pos);
 		m->seq = htole64(j->seq++);
 		unsigned pages = 0; /* the block's pages: its payloads' */
@@ -834,7 +927,7 @@ static int jn_append(struct md_journal *j, char *buf, uint64_t total, const void
 			off += (uint32_t)sizeof(d) + 4 * (le32toh(d.size) / R5L_PAGE_SECTORS);
 		}
 		meta_seal(m, j->seed);
-		p += (uint64_t)(1 + pages) * R5L_PAGE;
+		at += 1 + pages;
 	}
 	j->head = ring_add(j->size, j->head, total * R5L_PAGE_SECTORS);
 	/* In the units (done() marks it once the member writes are through,
@@ -859,7 +952,7 @@ static int jn_append(struct md_journal *j, char *buf, uint64_t total, const void
 			pthread_mutex_unlock(&j->mu);
 			int e = 0;
 			for (struct md_journal_unit *u = b; u && e == 0; u = u->bnext)
-				e = jn_io(j, true, (void *)u->buf, u->total, u->start, 0);
+				e = jn_writev(j, u->iov, u->niov, u->total, u->start);
 			if (e == 0)
 				e = vol_flush(j->log);
 			pthread_mutex_lock(&j->mu);
@@ -886,8 +979,10 @@ static int jn_append(struct md_journal *j, char *buf, uint64_t total, const void
 			j->last = prev;
 		goto fail;
 	}
-	unit->buf = NULL;
-	bool half = !pins && !j->reclaim && jn_used(j) * 2 > j->size;
+	unit->iov = NULL;
+	/* Lazily, past half the log: a stream's pieces (write-through's, and
+	 * write-back's while its cache is empty) keep the tail moving. */
+	bool half = !pins && jn_used(j) * 2 > j->size;
 	pthread_mutex_unlock(&j->mu);
 	if (out)
 		*out = unit;
@@ -908,6 +1003,12 @@ fail:
  * data pages are in the log already, so jn_log records parity only (the
  * kernel's r5l_write_stripe for a stripe leaving the caching phase). */
 static _Thread_local bool jn_destaging;
+/* Set while this thread writes through the array what must be on the
+ * members (or logged) when the write returns: a destage, or a write
+ * that releases cached pages (md_journal_write_direct).  The RAID layer
+ * asks it (raid_log_ops.direct) and writes such a write direct, never
+ * behind. */
+static _Thread_local bool jn_no_behind;
 
 /* The pages and meta blocks of a data append of n pages. */
 static uint64_t jn_data_total(unsigned n)
@@ -921,38 +1022,35 @@ int md_journal_log_data(struct md_journal *j, const uint64_t *aoff, const char *
 {
 	const unsigned per_meta = (R5L_PAGE - 32) / (16 + 4);
 	uint64_t total = jn_data_total(n);
-	char *buf, *at;
+	struct jn_build b;
 	int r;
 
 	if (!n || (total + 1) * R5L_PAGE_SECTORS * 4 >= j->size)
 		return err_set(-ENOSPC,
 		               "%s: journal: a write of %u pages does not fit a log of %llu",
 		               j->log->name, n, (unsigned long long)(j->size / R5L_PAGE_SECTORS));
-	if (!(buf = vol_buf_alloc(total * R5L_PAGE)))
-		return -ENOMEM;
-	at = buf;
+	if ((r = jn_build_init(&b, (unsigned)(total - n), n)) < 0)
+		goto out;
 	for (unsigned i = 0; i < n; i += per_meta) {
-		char *mb = at;
+		char *mb = jn_build_meta(&b);
 		uint32_t moff = 32;
-		meta_init(mb, 0, 0);
-		at += R5L_PAGE;
 		for (unsigned k = i; k < n && k < i + per_meta; k++) {
 			struct r5l_payload_data_parity pd = {
 			    .header = {htole16(R5L_PAYLOAD_DATA), 0},
 			    .size = htole32(R5L_PAGE_SECTORS),
 			    .location = htole64(aoff[k] / 512),
 			};
-			memcpy(at, page[k], R5L_PAGE);
-			uint32_t c = htole32(crc32c(j->seed, at, R5L_PAGE));
+			uint32_t c = htole32(crc32c(j->seed, page[k], R5L_PAGE));
+			jn_build_push(&b, page[k]);
 			memcpy(mb + moff, &pd, sizeof(pd));
 			memcpy(mb + moff + sizeof(pd), &c, 4);
 			moff += (uint32_t)sizeof(pd) + 4;
-			at += R5L_PAGE;
 		}
 		((struct r5l_meta_block *)mb)->meta_size = htole32(moff);
 	}
-	r = jn_append(j, buf, total, NULL, n, unit);
-	free(buf);
+	r = jn_append(j, &b, NULL, n, unit);
+out:
+	jn_build_free(&b);
 	return r;
 }
 
@@ -984,10 +1082,25 @@ void md_journal_unpin(struct md_journal *j, struct md_journal_unit *unit)
 
 int md_journal_destage(struct md_journal *j, const void *buf, uint64_t len, uint64_t off)
 {
-	jn_destaging = true;
+	jn_destaging = jn_no_behind = true;
 	int r = vol_write(j->array, buf, len, off, 0);
-	jn_destaging = false;
+	jn_destaging = jn_no_behind = false;
 	return r;
+}
+
+int md_journal_write_direct(struct md_journal *j, const void *buf, uint64_t len, uint64_t off,
+                            unsigned flags)
+{
+	jn_no_behind = true;
+	int r = vol_write(j->array, buf, len, off, flags);
+	jn_no_behind = false;
+	return r;
+}
+
+static bool jn_direct(void *ctx)
+{
+	(void)ctx;
+	return jn_no_behind;
 }
 
 void md_journal_set_reclaim(struct md_journal *j, int (*reclaim)(void *ctx), void *ctx)
@@ -1015,7 +1128,7 @@ static int jn_log(void *ctx, const struct raid_log_stripe *s, unsigned n, unsign
 	unsigned npar = j->parity, nmeta = 0;
 	uint64_t npages = 0, total;
 	uint32_t room = 0; /* bytes left in the current meta block */
-	char *buf = NULL;
+	struct jn_build b;
 	int r;
 
 	(void)flags;                /* every append is flushed: FUA comes free */
@@ -1047,10 +1160,11 @@ static int jn_log(void *ctx, const struct raid_log_stripe *s, unsigned n, unsign
 		               "of %llu",
 		               j->log->name, (unsigned long long)total,
 		               (unsigned long long)(j->size / R5L_PAGE_SECTORS));
-	if (!(buf = vol_buf_alloc(total * R5L_PAGE)))
-		return -ENOMEM;
-	/* Fill pages and descriptors; positions and seqs come under the lock. */
-	char *mb = NULL, *at = buf;
+	if ((r = jn_build_init(&b, nmeta, npages)) < 0)
+		goto out;
+	/* Descriptors and checksums of the pages where they lie; positions
+	 * and seqs come under the lock. */
+	char *mb = NULL;
 	uint32_t moff_in = 0;
 	for (unsigned i = 0; i < n; i++) {
 		const struct raid_log_stripe *u = &s[i];
@@ -1063,9 +1177,7 @@ static int jn_log(void *ctx, const struct raid_log_stripe *s, unsigned n, unsign
 			if (!mb || R5L_PAGE - moff_in < need) {
 				if (mb)
 					((struct r5l_meta_block *)mb)->meta_size = htole32(moff_in);
-				mb = at;
-				at += R5L_PAGE;
-				meta_init(mb, 0, 0);
+				mb = jn_build_meta(&b);
 				moff_in = 32;
 			}
 			for (unsigned d = 0; d < u->ndata; d++) {
@@ -1076,12 +1188,12 @@ static int jn_log(void *ctx, const struct raid_log_stripe *s, unsigned n, unsign
 				    .size = htole32(R5L_PAGE_SECTORS),
 				    .location = htole64((u->aoff + d * j->chunk + in) / 512),
 				};
-				memcpy(at, u->data[d] + in, R5L_PAGE);
-				uint32_t c = htole32(crc32c(j->seed, at, R5L_PAGE));
+				const char *src = u->data[d] + in;
+				uint32_t c = htole32(crc32c(j->seed, src, R5L_PAGE));
+				jn_build_push(&b, src);
 				memcpy(mb + moff_in, &pd, sizeof(pd));
 				memcpy(mb + moff_in + sizeof(pd), &c, 4);
 				moff_in += (uint32_t)sizeof(pd) + 4;
-				at += R5L_PAGE;
 			}
 			struct r5l_payload_data_parity pp = {
 			    .header = {htole16(R5L_PAYLOAD_PARITY), 0},
@@ -1092,22 +1204,20 @@ static int jn_log(void *ctx, const struct raid_log_stripe *s, unsigned n, unsign
 			moff_in += (uint32_t)sizeof(pp);
 			for (unsigned k = 0; k < npar; k++) {
 				const char *src = (k == 0 ? u->pbuf : u->qbuf) + in;
-				memcpy(at, src, R5L_PAGE);
-				uint32_t c = htole32(crc32c(j->seed, at, R5L_PAGE));
+				uint32_t c = htole32(crc32c(j->seed, src, R5L_PAGE));
+				jn_build_push(&b, src);
 				memcpy(mb + moff_in, &c, 4);
 				moff_in += 4;
-				at += R5L_PAGE;
 			}
 		}
 	}
 	if (mb)
 		((struct r5l_meta_block *)mb)->meta_size = htole32(moff_in);
 
-	r = jn_append(j, buf, total, s, 0, NULL);
-	free(buf);
-	if (r < 0)
-		return r;
-	return 0;
+	r = jn_append(j, &b, s, 0, NULL);
+out:
+	jn_build_free(&b);
+	return r;
 }
 
 static void jn_done(void *ctx, const struct raid_log_stripe *s, unsigned n, int r)
@@ -1128,8 +1238,12 @@ static void jn_done(void *ctx, const struct raid_log_stripe *s, unsigned n, int 
 
 void md_journal_log_ops(struct md_journal *j, struct raid_log_ops *ops)
 {
-	*ops = (struct raid_log_ops){
-	    .log = jn_log, .done = jn_done, .ctx = j, .align = R5L_PAGE, .overlap = true};
+	*ops = (struct raid_log_ops){.log = jn_log,
+	                             .done = jn_done,
+	                             .ctx = j,
+	                             .align = R5L_PAGE,
+	                             .overlap = true,
+	                             .direct = jn_direct};
 }
 
 void md_journal_close(struct md_journal *j)

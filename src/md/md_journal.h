@@ -145,7 +145,8 @@ int md_journal_recover(struct md_journal *j, struct md_journal_stats *st);
 void md_journal_log_ops(struct md_journal *j, struct raid_log_ops *ops);
 
 /* Flush the members and move the tail past every stripe that reached
- * them.  0 or -errno. */
+ * them (what the array's write-behind holds is not waited for: it
+ * reaches the log later).  0 or -errno. */
 int md_journal_checkpoint(struct md_journal *j);
 
 /* Where the tail is now (sectors). */
@@ -187,6 +188,12 @@ unsigned md_journal_max_data(struct md_journal *j);
  * cache holds, and only those, come from its log) as a destage: its
  * parity is logged, its data not again.  0 or -errno. */
 int md_journal_destage(struct md_journal *j, const void *buf, uint64_t len, uint64_t off);
+/* Write [off, off+len) through the array as write-through does (data and
+ * parity logged, then the members), direct: on the members when it
+ * returns, never written behind (the cache's writes that release pages
+ * it held: their appends may be unpinned then).  0 or -errno. */
+int md_journal_write_direct(struct md_journal *j, const void *buf, uint64_t len, uint64_t off,
+                            unsigned flags);
 
 /* What a writer waiting for log room calls (without the journal's locks
  * held) to have the cache destage: 0, or the error that stops the cache

@@ -318,8 +318,9 @@ static int md_flush(struct vol *v)
 	struct md_array *a = to_md(v);
 	md_io_enter(a);
 	uint64_t begun = clock_now_ns();
-	/* Write-back: what was acknowledged is on the flushed journal. */
-	int r = md_failure_recorded(a, a->jc ? 0 : vol_flush(a->raid));
+	/* Write-back: what was acknowledged is on the flushed journal, or
+	 * with the array's write-behind (md_jcache_flush). */
+	int r = md_failure_recorded(a, a->jc ? md_jcache_flush(a->jc) : vol_flush(a->raid));
 	if (r == 0)
 		md_bm_after_flush(a, begun);
 	return md_io_leave(a, r);
@@ -373,7 +374,9 @@ static void md_close(struct vol *v)
 	if (!a->readonly && atomic_load(&a->active)) {
 		/* Data durable first, then the clean mark; the journal's tail
 		 * past everything (the members flushed). */
-		int r = a->jn ? md_journal_checkpoint(a->jn) : vol_flush(a->raid);
+		int r = vol_flush(a->raid);
+		if (r == 0 && a->jn)
+			r = md_journal_checkpoint(a->jn);
 		if (r == 0)
 			r = dr;
 		pthread_mutex_lock(&a->lock);

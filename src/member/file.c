@@ -182,6 +182,41 @@ static int file_write(struct vol *v, const void *buf, uint64_t len, uint64_t off
 	return file_pwrite(f, buf, len, off, rwf);
 }
 
+struct file_iov {
+	struct file_vol *f;
+	int rwf;
+};
+
+static int64_t file_pwritev_some(void *arg, const struct iovec *iov, unsigned n, uint64_t off)
+{
+	struct file_iov *x = arg;
+
+	for (;;) {
+		ssize_t w = pwritev2(x->f->fd, iov, (int)n, (off_t)off, x->rwf);
+		if (w > 0)
+			return w;
+		if (w == 0)
+			return -ENOSPC;
+		if (errno != EINTR)
+			return -errno;
+	}
+}
+
+/* Scattered parts in one pwritev2 a batch (the journal's appends: meta
+ * blocks and the pages they describe, where the pages lie).  O_DIRECT
+ * wants every part aligned in address and length: otherwise one copy. */
+static int file_writev(struct vol *v, const struct iovec *iov, unsigned n, uint64_t off,
+                       unsigned flags)
+{
+	struct file_vol *f = container_of(v, struct file_vol, vol);
+	struct file_iov x = {f, (flags & VOL_FUA) ? RWF_DSYNC : 0};
+
+	for (unsigned i = 0; i < n && f->mem_align > 1; i++)
+		if (file_needs_bounce(f, iov[i].iov_base) || iov[i].iov_len % v->block_min)
+			return vol_writev_by_copy(v, iov, n, off, flags);
+	return vol_iov_write_all(iov, n, off, file_pwritev_some, &x);
+}
+
 static int file_flush(struct vol *v)
 {
 	struct file_vol *f = container_of(v, struct file_vol, vol);
@@ -288,6 +323,7 @@ static const struct vol_ops file_ops = {
 	.kind = "file",
 	.read = file_read,
 	.write = file_write,
+	.writev = file_writev,
 	.flush = file_flush,
 	.trim = file_trim,
 	.write_zeroes = file_write_zeroes,

@@ -140,6 +140,18 @@ static int mem_write(struct vol *v, const void *buf, uint64_t len,
 	return 0;
 }
 
+/* Each part copied where it goes: the copy a write of them joined makes,
+ * without the bounce before it. */
+static int mem_writev(struct vol *v, const struct iovec *iov, unsigned n, uint64_t off,
+                      unsigned flags)
+{
+	for (unsigned i = 0; i < n; i++) {
+		mem_write(v, iov[i].iov_base, iov[i].iov_len, off, flags);
+		off += iov[i].iov_len;
+	}
+	return 0;
+}
+
 /* The fill: the whole range is one piece of memory.  Its pages are marked
  * written whatever fn did: a marked page reads what its memory holds,
  * which is zeros, old data or what fn stored (vol.h's failed-write rule). */
@@ -208,6 +220,7 @@ static const struct vol_ops mem_ops = {
     .kind = "mem",
     .read = mem_read,
     .write = mem_write,
+    .writev = mem_writev,
     .trim = mem_zero,
     .write_zeroes = mem_zero,
     .close = mem_close,

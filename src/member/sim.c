@@ -175,6 +175,26 @@ static int sim_write(struct vol *v, const void *buf, uint64_t len, uint64_t off,
 	return r;
 }
 
+/* One transfer of the parts' total, as the write of them joined. */
+static int sim_writev(struct vol *v, const struct iovec *iov, unsigned n, uint64_t off,
+                      unsigned flags)
+{
+	struct sim_vol *s = to_sim(v);
+	uint64_t len = 0;
+	int r;
+
+	for (unsigned i = 0; i < n; i++)
+		len += iov[i].iov_len; /* vol_writev checked the total */
+	sim_enter(s);
+	sim_position(s, len, off);
+	s->nwrite++;
+	s->write_bytes += len;
+	r = vol_writev(s->inner, iov, n, off, flags);
+	sim_wait(s);
+	sim_leave(s);
+	return r;
+}
+
 /* Trim and write_zeroes: the inner member does the work; the model charges
  * a positioning cost only (a disk's zeroing is assumed to be metadata). */
 /* Position the head at off, let the inner member trim or zero the range,
@@ -252,6 +272,7 @@ static const struct vol_ops sim_ops = {
     .kind = "sim",
     .read = sim_read,
     .write = sim_write,
+    .writev = sim_writev,
     .flush = sim_flush,
     .trim = sim_trim,
     .write_zeroes = sim_write_zeroes,

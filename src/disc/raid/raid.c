@@ -287,6 +287,12 @@ int raid_set_writebehind(struct vol *array, int mode)
 	return a ? raid_wb_set_mode(a, mode) : -EINVAL;
 }
 
+int raid_drain_behind(struct vol *array)
+{
+	struct raid_array *a = raid_array_of(array);
+	return a ? raid_wb_barrier(a) : -EINVAL;
+}
+
 int raid_set_log(struct vol *array, const struct raid_log_ops *ops)
 {
 	struct raid_array *a = raid_array_of(array);
@@ -428,18 +434,14 @@ static int raid_flush_one(void *arg, unsigned i)
 	return 0;
 }
 
-/* Flush every live member at once. */
-static int raid_flush(struct vol *v)
+/* Flush every live member at once (what write-behind holds not waited
+ * for: raid_flush does that first). */
+static int raid_flush_live(struct raid_array *a)
 {
-	struct raid_array *a = to_raid(v);
 	struct raid_flush f = {.a = a};
 	unsigned n = 0;
-	int r = raid_wb_barrier(a);
+	int r = -ENOMEM;
 
-	if (r)
-		return r;
-	raid_behind_drain(a); /* md does not wait for them here; this does */
-	r = -ENOMEM;
 	f.roles = malloc(a->n * sizeof(*f.roles));
 	f.err = calloc(a->n, sizeof(*f.err));
 	if (!f.roles || !f.err)
@@ -468,6 +470,23 @@ out:
 	free(f.roles);
 	free(f.err);
 	return r;
+}
+
+static int raid_flush(struct vol *v)
+{
+	struct raid_array *a = to_raid(v);
+	int r = raid_wb_barrier(a);
+
+	if (r)
+		return r;
+	raid_behind_drain(a); /* md does not wait for them here; this does */
+	return raid_flush_live(a);
+}
+
+int raid_flush_members(struct vol *array)
+{
+	struct raid_array *a = raid_array_of(array);
+	return a ? raid_flush_live(a) : -EINVAL;
 }
 
 static void raid_close(struct vol *v)

@@ -160,6 +160,15 @@ int raid_set_readahead(struct vol *array, int mode);
  * turns it off (after writing out what it holds).  -ENOTSUP if the array
  * has none (one member, stripes too wide to stage). */
 int raid_set_writebehind(struct vol *array, int mode);
+/* Wait until write-behind holds nothing: every piece logged and on the
+ * members (their caches; no flush).  0, or the sticky error of data
+ * written behind that was lost; -EINVAL for a vol that is not a RAID vol. */
+int raid_drain_behind(struct vol *array);
+/* Flush every live member without waiting for write-behind: the writes
+ * that returned from the members are durable on return (a stripe log's
+ * checkpoint, which must not wait for pieces whose log calls may wait
+ * for it).  0 or -errno; -EINVAL for a vol that is not a RAID vol. */
+int raid_flush_members(struct vol *array);
 
 /* ---- a stripe log (parity levels) ----
  * md closes the RAID5/6 write hole two ways, PPL and the raid5-cache
@@ -206,6 +215,11 @@ struct raid_log_ops {
 	 * comes from log()'s thread before its next log() (PPL holds its
 	 * areas' locks in between). */
 	bool overlap;
+	/* Optional: true when the calling thread's write must be on the
+	 * members when it returns, never written behind (raid_wb.c): the
+	 * journal's write-back destages and the writes that release cached
+	 * pages count them on the members (or logged) from then on. */
+	bool (*direct)(void *ctx);
 };
 
 /* Set (ops non-NULL) or clear the array's stripe log, before the array

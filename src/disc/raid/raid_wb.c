@@ -57,7 +57,9 @@
  * pass a piece calls done().  A
  * log that refuses the call (full, or too many entries for a PPL header)
  * leaves the whole stripes to lane 0's direct path too, logged there in
- * its own batches.
+ * its own batches.  A log may also keep a thread's write off this path
+ * (its direct() hook: the journal's write-back destages, which count
+ * their rows on the members once the write returns).
  *
  * Lanes write whole stripes without the stripe locks.  That is safe by
  * the barrier design, not by locking: (1) no direct write to the array
@@ -721,7 +723,8 @@ static bool raid_wb_takes(struct raid_array *a, uint64_t len, uint64_t off, unsi
 	int mode = atomic_load(&wb->mode);
 
 	if (mode < 0 || (flags & VOL_FUA) || wb->writers > 1 ||
-	    (wb->row && atomic_load(&wb->direct) > 1))
+	    (wb->row && atomic_load(&wb->direct) > 1) ||
+	    (a->log.direct && a->log.direct(a->log.ctx)))
 		return false;
 	if (mode == 0 && (wb->seq < 2 || len < RAID_WB_MIN_LEN || !raid_members_slow(a)))
 		return false;
