@@ -181,8 +181,11 @@ struct md_array {
 	bool rs_rec_enabled;
 	/* A level change that waits for the reshape under way to end (the
 	 * raid0 grow's way back to raid0, 6 -> 5 from a layout rotating Q:
-	 * md_takeover_live.c), to rs_then_level. */
-	bool rs_then;
+	 * md_takeover_live.c), to rs_then_level: called by the reshape
+	 * thread once the new geometry serves alone, no lock held; NULL for
+	 * none.  A hook, so that the reshape does not need the takeovers
+	 * linked (the fuzz build has md_reshape.c without them). */
+	void (*rs_then)(struct md_array *a);
 	int rs_then_level;
 	bool no_recovery; /* served without online recovery (at any level) */
 };
@@ -279,11 +282,6 @@ int md_reshape_begin(struct md_array *a, const struct md_reshape *rs);
 int md_reshape_start(struct md_array *a);
 /* At close: the thread stops after the window it moves and ends. */
 void md_reshape_stop(struct md_array *a);
-
-/* md_takeover_live.c: the reshape ended and the new geometry serves
- * alone; a->rs_then asks for a level change now (from the reshape
- * thread, no lock held). */
-void md_takeover_after_reshape(struct md_array *a);
 
 /* md_vol.c */
 /* The md vol over a->raid: 0 or -errno. */

@@ -1279,7 +1279,7 @@ static void *md_reshape_thread(void *p)
 	} else if (r < 0 && r != -EINTR)
 		log_warn("%s: reshape stopped: %s", a->vol.name, err_detail(r));
 	if (finished && a->rs_then) /* the level change that waited for it */
-		md_takeover_after_reshape(a);
+		a->rs_then(a);
 	return NULL;
 }
 

@@ -361,7 +361,7 @@ static int live_plan(struct md_array *a, int level, const char *layout, unsigned
 /* After the reshape a level change waits for (a->rs_then: the raid0
  * grow's way back, 6 -> 5 from a layout rotating Q): from the reshape
  * thread, once the new geometry serves alone. */
-void md_takeover_after_reshape(struct md_array *a)
+static void takeover_after_reshape(struct md_array *a)
 {
 	struct md_takeover_plan p;
 	uint64_t events;
@@ -369,7 +369,7 @@ void md_takeover_after_reshape(struct md_array *a)
 
 	pthread_mutex_lock(&a->lock);
 	int level = a->rs_then_level;
-	a->rs_then = false;
+	a->rs_then = NULL;
 	r = live_plan(a, level, NULL, 0, &p, &events);
 	pthread_mutex_unlock(&a->lock);
 	if (r == 0)
@@ -442,7 +442,7 @@ int md_array_takeover(struct vol *v, int level, const char *layout, unsigned rai
 	}
 	if (p->restripe_before) {
 		/* 6 -> 5 from a layout rotating Q: the reshape to its -6 form
-		 * first, the takeover when it ends (md_takeover_after_reshape). */
+		 * first, the takeover when it ends (takeover_after_reshape). */
 		struct md_reshape_to t = {.layout_set = true, .layout = p->before_layout};
 		if (nnew) {
 			r = err_set(-EINVAL, "%s: %s takes no new member (--add)", a->vol.name,
@@ -450,13 +450,13 @@ int md_array_takeover(struct vol *v, int level, const char *layout, unsigned rai
 			goto out;
 		}
 		pthread_mutex_lock(&a->lock);
-		a->rs_then = true;
+		a->rs_then = takeover_after_reshape;
 		a->rs_then_level = p->level;
 		pthread_mutex_unlock(&a->lock);
 		r = md_array_restripe(v, &t, NULL, 0, force);
 		if (r < 0) {
 			pthread_mutex_lock(&a->lock);
-			a->rs_then = false;
+			a->rs_then = NULL;
 			pthread_mutex_unlock(&a->lock);
 		}
 		goto out;
@@ -574,7 +574,7 @@ int md_array_grow_raid0(struct vol *v, unsigned raid_disks, struct vol **news, u
 		goto out;
 	struct md_reshape_to t = {.raid_disks = raid_disks + 1, .parity_missing = true};
 	pthread_mutex_lock(&a->lock);
-	a->rs_then = true; /* back to raid0 when the reshape ends */
+	a->rs_then = takeover_after_reshape; /* back to raid0 when the reshape ends */
 	a->rs_then_level = 0;
 	pthread_mutex_unlock(&a->lock);
 	err_clear();
@@ -585,7 +585,7 @@ int md_array_grow_raid0(struct vol *v, unsigned raid_disks, struct vol **news, u
 		int e = r;
 		snprintf(why, sizeof(why), "%s", err_detail(e));
 		pthread_mutex_lock(&a->lock);
-		a->rs_then = false;
+		a->rs_then = NULL;
 		r = live_plan(a, 0, NULL, 0, p, &events);
 		pthread_mutex_unlock(&a->lock);
 		if (r == 0)

@@ -32,10 +32,11 @@ disc=()
 for f in "$src"/disc/*.c "$src"/disc/raid/*.c; do
     [ "$(basename "$f")" = crypt.c ] || disc+=("$f")
 done
-# md's files but those that open members by name (member/).
+# md's files but those that open members by name (member/) or start a
+# reshape or a level change on a running array (md_reshape_grow.c, md_takeover_live.c).
 md=()
 for f in "$src"/md/*.c; do
-    case "$(basename "$f")" in md_create.c|md_grow.c|md_rebuild.c|md_reshape_grow.c|md_bitmap_grow.c) ;; *) md+=("$f") ;; esac
+    case "$(basename "$f")" in md_create.c|md_grow.c|md_rebuild.c|md_reshape_grow.c|md_bitmap_grow.c|md_takeover_live.c) ;; *) md+=("$f") ;; esac
 done
 # Every source is compiled once (the targets share core/, disc/ and md/),
 # FUZZ_JOBS (default 2) compilers at a time, then each target is linked.
