@@ -16,11 +16,7 @@ requires nbdinfo nbdcopy mdadm cmp
 for i in 0 1 2; do truncate -s 8M "$tmp/m$i"; done
 m=("$tmp/m0" "$tmp/m1")
 reshape_array --level=0 --chunk=64 -- "${m[@]}"
-sock=$tmp/s.sock ctl=$tmp/s.ctl
-uri="nbd+unix:///?socket=$sock"
-start_server "$sock" --control "$ctl" --sync-speed-max 256K "${m[@]}" 2>"$tmp/serve.log"
-/usr/bin/python3 "$tmp/client.py" "$uri" "$tmp/ref" "$tmp/stop" >"$tmp/client.out" 2>"$tmp/client.err" &
-client=$!
+reshape_serve 256K "${m[@]}"
 out=$("$URAID" grow -n 3 --add "$tmp/m2" "$ctl" 2>&1) || fail "grow through the control socket: $out"
 for _ in $(seq 100); do
     "$URAID" detail "$ctl" | grep -q "Reshape Status : [1-9][0-9]*% complete" && break

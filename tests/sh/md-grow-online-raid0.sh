@@ -18,11 +18,7 @@ requires nbdinfo nbdcopy mdadm cmp
 for i in 0 1 2 3; do truncate -s 16M "$tmp/m$i"; done
 m=("$tmp/m0" "$tmp/m1" "$tmp/m2")
 reshape_array --level=0 --chunk=64 -- "${m[@]}"
-sock=$tmp/s.sock ctl=$tmp/s.ctl
-uri="nbd+unix:///?socket=$sock"
-start_server "$sock" --control "$ctl" --sync-speed-max 2M "${m[@]}" 2>"$tmp/serve.log"
-/usr/bin/python3 "$tmp/client.py" "$uri" "$tmp/ref" "$tmp/stop" >"$tmp/client.out" 2>"$tmp/client.err" &
-client=$!
+reshape_serve 2M "${m[@]}"
 out=$("$URAID" grow -n 5 --add "$tmp/m3" "$ctl" 2>&1) && fail "-n 5 with one NEW: $out"
 grep -q "3 -> 5 devices takes 2 new members" <<<"$out" || fail "-n 5 with one NEW said: $out"
 "$URAID" detail "$ctl" | grep -q "Raid Level : raid0" || fail "a refused grow changed the level"

@@ -27,11 +27,7 @@ for i in 0 1 2 3 4; do truncate -s 16M "$tmp/m$i"; done
 m=("$tmp/m0" "$tmp/m1" "$tmp/m2")
 reshape_array --level=5 --chunk=16 -- "${m[@]}"
 
-sock=$tmp/s.sock ctl=$tmp/s.ctl
-uri="nbd+unix:///?socket=$sock"
-start_server "$sock" --control "$ctl" --sync-speed-max 2M "${m[@]}" 2>"$tmp/serve.log"
-/usr/bin/python3 "$tmp/client.py" "$uri" "$tmp/ref" "$tmp/stop" >"$tmp/client.out" 2>"$tmp/client.err" &
-client=$!
+reshape_serve 2M "${m[@]}"
 "$URAID" monitor --test "$ctl" >"$tmp/mon.json" &
 monitor=$!
 for _ in $(seq 100); do grep -q TestMessage "$tmp/mon.json" && break; sleep 0.1; done

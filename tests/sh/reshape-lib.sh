@@ -9,6 +9,11 @@
 #                         `uraid create OPT...` on the MEMBERs; size = the
 #                         array's bytes, $tmp/ref that many random bytes,
 #                         written to the array; $tmp/client.py the client
+#   reshape_serve SPEED MEMBER...
+#                         serves the MEMBERs with a control socket ($sock,
+#                         $ctl: $tmp/s.sock, $tmp/s.ctl unless set; $uri
+#                         set) at --sync-speed-max SPEED, and starts the
+#                         client against $tmp/ref ($client its pid)
 #   reshape_end CTL WHAT NEW_SIZE
 #                         reshape_wait_end, then reshape_stop WHAT NEW_SIZE:
 #                         the client ($client) told to stop and waited for,
@@ -47,6 +52,17 @@ with open(ref, "r+b") as f:
 h.flush()
 print(n)
 PY
+}
+
+# reshape_serve: above; the serve's log is $tmp/serve.log.
+reshape_serve() {
+    local speed=$1
+    shift
+    sock=${sock:-$tmp/s.sock} ctl=${ctl:-$tmp/s.ctl}
+    uri="nbd+unix:///?socket=$sock"
+    start_server "$sock" --control "$ctl" --sync-speed-max "$speed" "$@" 2>"$tmp/serve.log"
+    /usr/bin/python3 "$tmp/client.py" "$uri" "$tmp/ref" "$tmp/stop" >"$tmp/client.out" 2>"$tmp/client.err" &
+    client=$!
 }
 
 reshape_array() {
