@@ -258,55 +258,69 @@ static void md_set_aside(struct md_array *a, struct md_member m, const struct md
 	free(m.sb);
 }
 
+/* Take stale[i] back in the role its own superblock gives it (free), as
+ * forced (md_force_write raises its events on a writable start if it is
+ * more than one behind), its slot that role again in a's table. */
+static void md_force_take(struct md_array *a, struct md_member *stale, unsigned i,
+                          const struct md_super *fresh, const char *name)
+{
+	unsigned role = md_super_role(stale[i].sb);
+
+	if (a->readonly)
+		log_warn("%s: %s is stale by %llu events (events %llu, newest %llu); taken in role "
+		         "%u to start the array (--force), read-only",
+		         name, stale[i].vol->name,
+		         (unsigned long long)(fresh->events - stale[i].sb->events),
+		         (unsigned long long)stale[i].sb->events, (unsigned long long)fresh->events,
+		         role);
+	a->m[role] = stale[i];
+	a->m[role].recovering = false;
+	a->m[role].forced = true;
+	if (stale[i].sb->dev_number < MD_SB_MAX_DEV)
+		a->roles[stale[i].sb->dev_number] = (uint16_t)role;
+	stale[i].vol = NULL;
+	stale[i].sb = NULL;
+}
+
+/* Whether m (stale, maybe taken already) could go in the role its own
+ * superblock gives it: no member holds that. */
+static bool md_force_free(const struct md_array *a, const struct md_member *m)
+{
+	return m->vol && md_super_role(m->sb) < a->n && !a->m[md_super_role(m->sb)].vol;
+}
+
 /* mdadm --assemble --force's choice (its force_array()), the one rule for
  * read-only and writable starts: while the members in their roles cannot
  * start the array, take the stale member with the most events (of equal
- * ones, the lowest role) in the role its own superblock gives it, which
- * the freshest may record as faulty, and with it every other stale one of
- * the same events ("we can't lose and we might gain").  Each taken is
- * marked forced (md_force_write raises its events on a writable start)
- * and its slot takes its role again in a's table.  The others of
- * stale[0..n) are set aside (md_set_aside) for why[i]. */
+ * ones, the lowest role) and with it every other of the same events ("we
+ * can't lose and we might gain"), each in the role its own superblock
+ * gives it (md_force_take).  The others of stale[0..n) are set aside
+ * (md_set_aside) for why[i].  Unlike mdadm, a member one event behind that
+ * the freshest records as faulty (md's margin: mdadm counts it up to date
+ * and --force clears its FAULTY flag) is taken only while too few are in
+ * sync, as any stale one: where the array can start without it, it missed
+ * the writes of its absence (md-dirty-degraded.sh's crash), and taking it
+ * back would serve them stale. */
 static void md_force_stale(struct md_array *a, struct md_member *stale, const char **why,
                            unsigned n, const struct md_super *fresh, const char *name)
 {
 	while (!md_enough(a, fresh)) {
 		int best = -1;
 		for (unsigned i = 0; i < n; i++) {
-			unsigned role = stale[i].vol ? md_super_role(stale[i].sb) : a->n;
-			if (role >= a->n || a->m[role].vol)
+			if (!md_force_free(a, &stale[i]))
 				continue;
 			if (best < 0 || stale[i].sb->events > stale[best].sb->events ||
 			    (stale[i].sb->events == stale[best].sb->events &&
-			     role < md_super_role(stale[best].sb)))
+			     md_super_role(stale[i].sb) < md_super_role(stale[best].sb)))
 				best = (int)i;
 		}
 		if (best < 0)
 			break;
 		uint64_t vintage = stale[best].sb->events;
-		for (unsigned pass = 0; pass < 2; pass++)
-			for (unsigned i = 0; i < n; i++) {
-				unsigned role = stale[i].vol ? md_super_role(stale[i].sb) : a->n;
-				if ((pass == 0) != (i == (unsigned)best) || role >= a->n ||
-				    a->m[role].vol || stale[i].sb->events != vintage)
-					continue;
-				if (a->readonly)
-					log_warn(
-					    "%s: %s is stale by %llu events (events %llu, newest "
-					    "%llu); taken in role %u to start the array (--force), "
-					    "read-only",
-					    name, stale[i].vol->name,
-					    (unsigned long long)(fresh->events - vintage),
-					    (unsigned long long)vintage,
-					    (unsigned long long)fresh->events, role);
-				a->m[role] = stale[i];
-				a->m[role].recovering = false;
-				a->m[role].forced = true;
-				if (stale[i].sb->dev_number < MD_SB_MAX_DEV)
-					a->roles[stale[i].sb->dev_number] = (uint16_t)role;
-				stale[i].vol = NULL;
-				stale[i].sb = NULL;
-			}
+		md_force_take(a, stale, (unsigned)best, fresh, name);
+		for (unsigned i = 0; i < n; i++)
+			if (md_force_free(a, &stale[i]) && stale[i].sb->events == vintage)
+				md_force_take(a, stale, i, fresh, name);
 	}
 	for (unsigned i = 0; i < n; i++)
 		if (stale[i].vol)
@@ -493,7 +507,8 @@ static int md_set_check_missing(struct md_array *a, const struct md_super *fresh
 /* What mdadm --assemble --force writes once md_force_stale() took members
  * back, for a writable start (nothing else is written, and nothing at all
  * when none was taken): each forced member's events raised to the
- * freshest's ("forcing event count in X(N) from A up to B"); then in the
+ * freshest's ("forcing event count in X(N) from A up to B"), but for one
+ * within md's margin of one event, which both take as it is; then in the
  * superblock the array is based on, mdadm's chosen drive (md_fresh_index:
  * the lowest role at those events, a forced member maybe), every member's
  * slot its role (spares' spare, the journal's journal), and an unclean
@@ -513,7 +528,7 @@ static int md_force_write(struct md_array *a, struct md_super *fresh, const char
 		if (!m->vol)
 			continue;
 		avail += !m->recovering;
-		if (m->forced) {
+		if (m->forced && m->sb->events + 1 < fresh->events) {
 			log_warn("%s: forcing event count in %s(%u) from %llu up to %llu", name,
 			         m->vol->name, role, (unsigned long long)m->sb->events,
 			         (unsigned long long)fresh->events);
@@ -522,8 +537,8 @@ static int md_force_write(struct md_array *a, struct md_super *fresh, const char
 			if (r < 0)
 				return err_set(r, "%s: %s: cannot write its superblock: %s", name,
 				               m->vol->name, strerror(-r));
-			any = true;
 		}
+		any |= m->forced;
 		if (!chosen && m->sb->events == fresh->events)
 			chosen = m;
 		clean &= md_super_clean(m->sb);
