@@ -14,6 +14,14 @@
 #   - RAID1 x2: role 0 stale, the fresh member under recovery (`uraid add
 #     --no-rebuild`): role 0 is taken back, and is the superblock that now
 #     records the new member in its role; the recovery runs from it.
+#   - failed: a RAID5 x4 whose roles 1 and 2 failed their writes (md's
+#     MD_BROKEN): role 2's member, one event behind and recorded faulty,
+#     is taken back with its events kept (mdadm's margin), role 0's
+#     superblock (the one the array is based on) records it in role 2
+#     again and the array clean, no other member is written, and a restart
+#     without --force, members given in reverse order, reads what the
+#     forced start read (the superblock based on is role 0's, not the
+#     first given).
 #   - refused: the RAID5 with roles 1 and 3 not given, so even its stale
 #     member cannot start it: the refusal names the roles, and no byte
 #     changes.
@@ -86,6 +94,28 @@ echo "ok: raid5: role 0 taken back, written alone, p2 read, writable after"
 stale r6 6 4 3 2
 forced r6 1
 echo "ok: raid6: the same with two roles failed"
+
+# failed: roles 1 and 2 fail their writes under a copy
+make_array rf 5 4 --chunk=64
+rf=("${files[@]}")
+"$URAID" serve --run "nbdcopy $tmp/rf.data \"\$uri\"" "${rf[0]}" "fault:after=20,mode=write:${rf[1]}" \
+    "fault:after=50,mode=write:${rf[2]}" "${rf[3]}" >/dev/null 2>&1 &&
+    fail "rf: the copy onto the failing array succeeded"
+mdadm --examine "${rf[0]}" | grep -q "Array State : A..A " || fail "rf: roles 1, 2 not failed"
+before=$(sums "${rf[@]}")
+"$URAID" serve --force --run "nbdcopy \"\$uri\" $tmp/rf.got" "${rf[@]}" 2> "$tmp/rf.log" ||
+    fail "rf: --force: $(cat "$tmp/rf.log")"
+grep -q "forcing event count" "$tmp/rf.log" && fail "rf: raised the events of a member one behind"
+grep -q "rf.2: slot 2 of ${rf[0]}'s superblock records it in role 2 now (was faulty)" "$tmp/rf.log" ||
+    fail "rf: role 2 not restored in role 0's superblock: $(cat "$tmp/rf.log")"
+grep -q "marking the array clean in ${rf[0]}'s superblock" "$tmp/rf.log" ||
+    fail "rf: not marked clean: $(cat "$tmp/rf.log")"
+diff <(sed 1d <<<"$before") <(sums "${rf[@]:1}") >/dev/null || fail "rf: --force wrote a member other than role 0's"
+mdadm --examine "${rf[0]}" | grep -q "Array State : A.AA " || fail "rf: $(mdadm --examine "${rf[0]}")"
+"$URAID" serve --readonly --run "nbdcopy \"\$uri\" $tmp/rf.again" "${rf[3]}" "${rf[2]}" "${rf[1]}" \
+    "${rf[0]}" 2>"$tmp/rf.log" || fail "rf: restart without --force: $(cat "$tmp/rf.log")"
+cmp -s "$tmp/rf.got" "$tmp/rf.again" || fail "rf: the restart reads other data than the forced start"
+echo "ok: failed raid5: role 2 back with its events, restored and marked clean in role 0's superblock alone; restarts"
 
 # refused: the RAID5 again, roles 1 and 3 not given (given, the failed role 3
 # would be taken too, as mdadm takes the next freshest while it has too few)
