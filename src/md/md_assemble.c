@@ -393,8 +393,15 @@ static void md_set_roles(struct md_array *a, struct md_cand **g, unsigned k,
 				why = NULL;
 			}
 		}
+		/* mdadm's force_array() passes over a member whose reshape
+		 * differs from the freshest's: the kernel would take its
+		 * reshape position, and data would move twice or not at all. */
+		bool same_reshape = (sb->feature_map & MD_FEATURE_RESHAPE_ACTIVE) ==
+		                        (fresh->feature_map & MD_FEATURE_RESHAPE_ACTIVE) &&
+		                    (!(fresh->feature_map & MD_FEATURE_RESHAPE_ACTIVE) ||
+		                     sb->reshape_position == fresh->reshape_position);
 		if (why && o->force_stale && md_super_role(sb) < a->n &&
-		    sb->events < fresh->events && !rec) {
+		    sb->events < fresh->events && !rec && same_reshape) {
 			stale_why[nstale] = why;
 			stale[nstale++] = (struct md_member){.vol = g[i]->v, .sb = sb};
 		} else if (why) {
