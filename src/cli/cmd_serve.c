@@ -91,9 +91,10 @@ static void serve_usage(FILE *f)
 		"  --degraded             start arrays that are missing members\n"
 		"  --force                start a RAID5/6 that is degraded and was not shut\n"
 		"                         down cleanly (md's write hole: stripes written at\n"
-		"                         the crash may be wrong on the missing member); with\n"
-		"                         --readonly, take stale members into an array that\n"
-		"                         cannot start without them (mdadm --assemble --force)\n"
+		"                         the crash may be wrong on the missing member); take\n"
+		"                         stale members back into an array that cannot start\n"
+		"                         without them, as mdadm --assemble --force: writing\n"
+		"                         their event counts up (with --readonly, in memory)\n"
 		"  --assume GEOMETRY      build an array without metadata from the members:\n"
 		"                         level=5,chunk=64K,layout=left-symmetric,\n"
 		"                         order=c.img,a.img,b.img[,offset=SIZE][,size=SIZE]\n"
@@ -426,7 +427,7 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 			break;
 		case OPT_FORCE:
 			a->stack.start_dirty_degraded = true;
-			a->stack.force_stale = true; /* taken only with --readonly */
+			a->stack.force_stale = true;
 			break;
 		case OPT_ASSUME:
 			assume = optarg;

@@ -425,9 +425,11 @@ struct md_assemble_opts {
 	bool no_reshape;
 	bool start_dirty_degraded; /* start a writable RAID5/6 that is
 	                            * md_dirty_degraded() (mdadm --force) */
-	/* With readonly: when the members up to date cannot start the array,
-	 * take stale ones in, the freshest first, until they can (mdadm
-	 * --assemble --force's choice, made in memory: nothing is written). */
+	/* When the members up to date cannot start the array, take stale
+	 * ones in, the freshest first, until they can (mdadm --assemble
+	 * --force's choice).  Writable, their superblocks are written as
+	 * mdadm writes them (events raised; roles and the clean mark in the
+	 * superblock the array is based on); read-only, in memory only. */
 	bool force_stale;
 	/* md's speed_limit_min and _max for online recoveries and checks,
 	 * bytes per second of each member (0: no limit): a sync runs at most

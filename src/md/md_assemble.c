@@ -24,8 +24,9 @@
  *     superblock transitions are md_manage.c's.
  * Read-only arrays never write, recover nor take spares: they leave out
  * spares and members under recovery.  Assembly writes nothing, except
- * that resync of an unclean array and the recovery offsets of members a
- * rebuild is about to restart below them. */
+ * that resync of an unclean array, the recovery offsets of members a
+ * rebuild is about to restart below them, and with --force the stale
+ * members it takes back (md_force_stale, md_force_write: mdadm's). */
 #include "md_internal.h"
 #include "md_ppl.h"
 #include "md_reshape.h"
@@ -90,8 +91,28 @@ static bool md_cand_left(const struct md_super *sb, const struct md_super *fresh
 	       md_super_same_geometry(sb, "", fresh, "", "") < 0 && (err_clear(), true);
 }
 
-/* The freshest superblock of the *k candidates of g (a copy, for the
- * members' own may be freed), every member checked against it, and the
+/* The freshest superblock of the *k candidates of g: the highest events,
+ * and of several with those, the one in the lowest role by its own
+ * superblock (spares last).  That is the one mdadm bases an array on (its
+ * "chosen drive", added to the kernel last so that the kernel, which keeps
+ * the first of equal events in its list, bases it on that one too), and
+ * the one whose roles and clean mark `--force` writes (md_force_write):
+ * the others of those events may still record a forced member faulty. */
+static unsigned md_fresh_index(struct md_cand **g, unsigned k)
+{
+	unsigned fi = 0;
+
+	for (unsigned i = 1; i < k; i++) {
+		const struct md_super *s = g[i]->sb, *f = g[fi]->sb;
+		if (s->events > f->events ||
+		    (s->events == f->events && md_super_role(s) < md_super_role(f)))
+			fi = i;
+	}
+	return fi;
+}
+
+/* The freshest superblock of the *k candidates of g (md_fresh_index; a
+ * copy, for the members' own may be freed), every member checked against it, and the
  * array's name; a member that missed the end of a reshape is taken in the
  * finished geometry (md_reshape_catch_up; *caught counts them); a device
  * that left the array (md_cand_left) is closed and taken out of g (*k
@@ -100,12 +121,9 @@ static int md_set_fresh(struct md_cand **g, unsigned *k, struct md_super **fresh
                         bool readonly, unsigned *caught)
 {
 	struct md_super *fresh;
-	unsigned fi = 0;
+	unsigned fi = md_fresh_index(g, *k);
 	int r;
 
-	for (unsigned i = 1; i < *k; i++)
-		if (g[i]->sb->events > g[fi]->sb->events)
-			fi = i;
 	*freshp = fresh = malloc(sizeof(*fresh));
 	if (!fresh)
 		return -ENOMEM;
@@ -218,48 +236,100 @@ static bool md_enough(const struct md_array *a, const struct md_super *fresh)
 	return have + md_level_parity(fresh->level) >= a->n;
 }
 
-/* mdadm --assemble --force's choice, in memory: while the members in
- * their roles cannot start the array, take the stale member with the most
- * events (in the role its own superblock gives it, which the freshest may
- * record as faulty).  The others of stale[0..n) are left out (closed). */
-static void md_force_stale(struct md_array *a, struct md_member *stale, unsigned n,
-                           const struct md_super *fresh, const char *name)
+/* A member md_set_roles() leaves out for reason why (which it logs): a
+ * stale one that md may take back from the write-intent bitmap waits in
+ * a->stale (md_readd.c decides once the array runs); the rest are closed. */
+static void md_set_aside(struct md_array *a, struct md_member m, const struct md_super *fresh,
+                         const char *name, const char *why)
+{
+	if (m.sb->events < fresh->events && !(m.sb->feature_map & MD_FEATURE_RECOVERY_OFFSET) &&
+	    md_super_role(m.sb) < a->n && a->rec.enabled &&
+	    (fresh->feature_map & MD_FEATURE_BITMAP_OFFSET)) {
+		log_warn("%s: %s (events %llu, newest %llu) left out for now: it %s; it is "
+		         "re-added from the write-intent bitmap if that covers what it missed",
+		         name, m.vol->name, (unsigned long long)m.sb->events,
+		         (unsigned long long)fresh->events, why);
+		a->stale[a->nstale++] = m;
+		return;
+	}
+	log_warn("%s: %s (events %llu, newest %llu) left out: it %s", name, m.vol->name,
+	         (unsigned long long)m.sb->events, (unsigned long long)fresh->events, why);
+	vol_close(m.vol);
+	free(m.sb);
+}
+
+/* Take stale[i] back in the role its own superblock gives it (free), as
+ * forced (md_force_write raises its events on a writable start if it is
+ * more than one behind), its slot that role again in a's table. */
+static void md_force_take(struct md_array *a, struct md_member *stale, unsigned i,
+                          const struct md_super *fresh, const char *name)
+{
+	unsigned role = md_super_role(stale[i].sb);
+
+	if (a->readonly)
+		log_warn("%s: %s is stale by %llu events (events %llu, newest %llu); taken in role "
+		         "%u to start the array (--force), read-only",
+		         name, stale[i].vol->name,
+		         (unsigned long long)(fresh->events - stale[i].sb->events),
+		         (unsigned long long)stale[i].sb->events, (unsigned long long)fresh->events,
+		         role);
+	a->m[role] = stale[i];
+	a->m[role].recovering = false;
+	a->m[role].forced = true;
+	if (stale[i].sb->dev_number < MD_SB_MAX_DEV)
+		a->roles[stale[i].sb->dev_number] = (uint16_t)role;
+	stale[i].vol = NULL;
+	stale[i].sb = NULL;
+}
+
+/* Whether m (stale, maybe taken already) could go in the role its own
+ * superblock gives it: no member holds that. */
+static bool md_force_free(const struct md_array *a, const struct md_member *m)
+{
+	return m->vol && md_super_role(m->sb) < a->n && !a->m[md_super_role(m->sb)].vol;
+}
+
+/* mdadm --assemble --force's choice (its force_array()), the one rule for
+ * read-only and writable starts: while the members in their roles cannot
+ * start the array, take the stale member with the most events (of equal
+ * ones, the lowest role) and with it every other of the same events ("we
+ * can't lose and we might gain"), each in the role its own superblock
+ * gives it (md_force_take).  The others of stale[0..n) are set aside
+ * (md_set_aside) for why[i].  Unlike mdadm, a member one event behind that
+ * the freshest records as faulty (md's margin: mdadm counts it up to date
+ * and --force clears its FAULTY flag) is taken only while too few are in
+ * sync, as any stale one: where the array can start without it, it missed
+ * the writes of its absence (md-dirty-degraded.sh's crash), and taking it
+ * back would serve them stale. */
+static void md_force_stale(struct md_array *a, struct md_member *stale, const char **why,
+                           unsigned n, const struct md_super *fresh, const char *name)
 {
 	while (!md_enough(a, fresh)) {
 		int best = -1;
 		for (unsigned i = 0; i < n; i++) {
-			unsigned role = md_super_role(stale[i].sb);
-			if (stale[i].vol && role < a->n && !a->m[role].vol &&
-			    (best < 0 || stale[i].sb->events > stale[best].sb->events))
+			if (!md_force_free(a, &stale[i]))
+				continue;
+			if (best < 0 || stale[i].sb->events > stale[best].sb->events ||
+			    (stale[i].sb->events == stale[best].sb->events &&
+			     md_super_role(stale[i].sb) < md_super_role(stale[best].sb)))
 				best = (int)i;
 		}
 		if (best < 0)
 			break;
-		unsigned role = md_super_role(stale[best].sb);
-		log_warn("%s: %s is stale by %llu events (events %llu, newest %llu); taken in role "
-		         "%u to start the array (--force), read-only",
-		         name, stale[best].vol->name,
-		         (unsigned long long)(fresh->events - stale[best].sb->events),
-		         (unsigned long long)stale[best].sb->events,
-		         (unsigned long long)fresh->events, role);
-		a->m[role] = stale[best];
-		a->m[role].recovering = false;
-		stale[best].vol = NULL;
-		stale[best].sb = NULL;
+		uint64_t vintage = stale[best].sb->events;
+		md_force_take(a, stale, (unsigned)best, fresh, name);
+		for (unsigned i = 0; i < n; i++)
+			if (md_force_free(a, &stale[i]) && stale[i].sb->events == vintage)
+				md_force_take(a, stale, i, fresh, name);
 	}
 	for (unsigned i = 0; i < n; i++)
-		if (stale[i].vol) {
-			log_warn("%s: %s (events %llu, newest %llu) left out: it is stale", name,
-			         stale[i].vol->name, (unsigned long long)stale[i].sb->events,
-			         (unsigned long long)fresh->events);
-			vol_close(stale[i].vol);
-			free(stale[i].sb);
-		}
+		if (stale[i].vol)
+			md_set_aside(a, stale[i], fresh, name, why[i]);
 }
 
 /* Each member of g takes the role the freshest superblock gives its slot
  * (as the kernel does), or stands by as a spare; stale, spare and faulty
- * ones are left out (closed).  With o->force_stale (read-only) stale ones
+ * ones are left out (md_set_aside).  With o->force_stale, stale ones
  * are kept aside for md_force_stale() instead.  Consumes g's vols and
  * superblocks. */
 static void md_set_roles(struct md_array *a, struct md_cand **g, unsigned k,
@@ -267,11 +337,11 @@ static void md_set_roles(struct md_array *a, struct md_cand **g, unsigned k,
                          const struct md_assemble_opts *o)
 {
 	struct md_member stale[k ? k : 1];
+	const char *stale_why[k ? k : 1];
 	unsigned nstale = 0;
 
 	for (unsigned i = 0; i < k; i++) {
 		struct md_super *sb = g[i]->sb;
-		const char *mname = g[i]->v->name;
 		unsigned slot = sb->dev_number;
 		unsigned role = slot < fresh->max_dev ? fresh->roles[slot] : MD_ROLE_SPARE;
 		const char *why = NULL;
@@ -323,25 +393,20 @@ static void md_set_roles(struct md_array *a, struct md_cand **g, unsigned k,
 				why = NULL;
 			}
 		}
-		if (why && o->force_stale && o->readonly && md_super_role(sb) < a->n &&
-		    sb->events < fresh->events && !rec) {
+		/* mdadm's force_array() passes over a member whose reshape
+		 * differs from the freshest's: the kernel would take its
+		 * reshape position, and data would move twice or not at all. */
+		bool same_reshape = (sb->feature_map & MD_FEATURE_RESHAPE_ACTIVE) ==
+		                        (fresh->feature_map & MD_FEATURE_RESHAPE_ACTIVE) &&
+		                    (!(fresh->feature_map & MD_FEATURE_RESHAPE_ACTIVE) ||
+		                     sb->reshape_position == fresh->reshape_position);
+		if (why && o->force_stale && md_super_role(sb) < a->n &&
+		    sb->events < fresh->events && !rec && same_reshape) {
+			stale_why[nstale] = why;
 			stale[nstale++] = (struct md_member){.vol = g[i]->v, .sb = sb};
-		} else if (why && sb->events < fresh->events && !rec && md_super_role(sb) < a->n &&
-		           a->rec.enabled && (fresh->feature_map & MD_FEATURE_BITMAP_OFFSET)) {
-			/* md takes such a member back from the bitmap if it
-			 * qualifies (md_readd.c decides, once the array runs). */
-			log_warn(
-			    "%s: %s (events %llu, newest %llu) left out for now: it %s; it is "
-			    "re-added from the write-intent bitmap if that covers what it missed",
-			    name, mname, (unsigned long long)sb->events,
-			    (unsigned long long)fresh->events, why);
-			a->stale[a->nstale++] = (struct md_member){.vol = g[i]->v, .sb = sb};
 		} else if (why) {
-			log_warn("%s: %s (events %llu, newest %llu) left out: it %s", name, mname,
-			         (unsigned long long)sb->events, (unsigned long long)fresh->events,
-			         why);
-			vol_close(g[i]->v);
-			free(sb);
+			md_set_aside(a, (struct md_member){.vol = g[i]->v, .sb = sb}, fresh, name,
+			             why);
 		} else {
 			a->m[role].vol = g[i]->v;
 			a->m[role].sb = sb;
@@ -351,7 +416,7 @@ static void md_set_roles(struct md_array *a, struct md_cand **g, unsigned k,
 		g[i]->sb = NULL;
 	}
 	if (nstale)
-		md_force_stale(a, stale, nstale, fresh, name);
+		md_force_stale(a, stale, stale_why, nstale, fresh, name);
 	/* A slot whose role has no member here (or another member now) is
 	 * recorded as faulty at the first superblock update. */
 	for (unsigned s = 0; s < a->max_dev && s < MD_SB_MAX_DEV; s++) {
@@ -403,10 +468,12 @@ static int md_set_check_missing(struct md_array *a, const struct md_super *fresh
 	if (redundant && *missing && !rs && !md_enough(a, fresh)) {
 		r = err_set(-ENODEV,
 		            "%s (%s...): %s cannot run: %u of %u members in sync (missing or "
-		            "failed role %s); `--force --readonly` takes back the members that "
-		            "failed last, as mdadm --assemble --force does",
+		            "failed role %s)%s",
 		            name, md_first_present(a), md_level_name(fresh->level), *present, a->n,
-		            list);
+		            list,
+		            o->force_stale ? ", even with the stale members --force may take back"
+		                           : "; `--force` takes back the members that failed "
+		                             "last, as mdadm --assemble --force does");
 		return r;
 	}
 	if (surprise && !o->run_degraded) {
@@ -441,6 +508,87 @@ static int md_set_check_missing(struct md_array *a, const struct md_super *fresh
 		         "wrong where they lie on the missing member (md's write hole)",
 		         name, o->readonly ? "" : "starting anyway (--force) a ", what);
 	}
+	return 0;
+}
+
+/* What mdadm --assemble --force writes once md_force_stale() took members
+ * back, for a writable start (nothing else is written, and nothing at all
+ * when none was taken): each forced member's events raised to the
+ * freshest's ("forcing event count in X(N) from A up to B"), but for one
+ * within md's margin of one event, which both take as it is; then in the
+ * superblock the array is based on, mdadm's chosen drive (md_fresh_index:
+ * the lowest role at those events, a forced member maybe), every member's
+ * slot its role (spares' spare, the journal's journal), and an unclean
+ * RAID4/5/6 that is still degraded marked clean (resync_offset MaxSector:
+ * what a resync could not recompute is lost either way; fresh too, so no
+ * resync runs).  The other members are not written.  0 or -errno with
+ * err_set() detail. */
+static int md_force_write(struct md_array *a, struct md_super *fresh, const char *name)
+{
+	struct md_member *chosen = NULL;
+	bool any = false, clean = true, change = false;
+	unsigned avail = 0;
+	int r;
+
+	for (unsigned role = 0; role < a->n; role++) {
+		struct md_member *m = &a->m[role];
+		if (!m->vol)
+			continue;
+		avail += !m->recovering;
+		if (m->forced && m->sb->events + 1 < fresh->events) {
+			log_warn("%s: forcing event count in %s(%u) from %llu up to %llu", name,
+			         m->vol->name, role, (unsigned long long)m->sb->events,
+			         (unsigned long long)fresh->events);
+			m->sb->events = fresh->events;
+			r = md_super_write(m->vol, m->sb);
+			if (r < 0)
+				return err_set(r, "%s: %s: cannot write its superblock: %s", name,
+				               m->vol->name, strerror(-r));
+		}
+		any |= m->forced;
+		if (!chosen && m->sb->events == fresh->events)
+			chosen = m;
+		clean &= md_super_clean(m->sb);
+	}
+	if (!any || !chosen)
+		return 0;
+	for (unsigned i = 0; i < a->nspare; i++)
+		clean &= md_super_clean(a->spare[i].sb);
+	struct md_super *c = chosen->sb;
+	for (unsigned role = 0; role <= a->n + a->nspare; role++) {
+		const struct md_member *m = role < a->n               ? &a->m[role]
+		                            : role < a->n + a->nspare ? &a->spare[role - a->n]
+		                                                      : &a->journal;
+		unsigned want = role < a->n               ? role
+		                : role < a->n + a->nspare ? MD_ROLE_SPARE
+		                                          : MD_ROLE_JOURNAL;
+		unsigned slot = m->sb ? m->sb->dev_number : MD_SB_MAX_DEV;
+		if (!m->vol || slot >= c->max_dev || slot >= MD_SB_MAX_DEV ||
+		    c->roles[slot] == want)
+			continue;
+		log_warn("%s: %s: slot %u of %s's superblock records it in role %u now (was %s)",
+		         name, m->vol->name, slot, chosen->vol->name, want,
+		         c->roles[slot] == MD_ROLE_FAULTY ? "faulty" : "another role");
+		c->roles[slot] = (uint16_t)want;
+		change = true;
+	}
+	bool enough_dirty =
+	    avail == a->n || (fresh->level == 4 && avail + 1 == a->n && a->m[a->n - 1].vol == NULL);
+	if (!clean && md_level_parity(fresh->level) && !enough_dirty) {
+		log_warn(
+		    "%s: marking the array clean in %s's superblock (a degraded %s not shut "
+		    "down cleanly: what the crash tore on the missing member is lost either way)",
+		    name, chosen->vol->name, md_level_name(fresh->level));
+		c->resync_offset = MD_MAX_SECTOR;
+		fresh->resync_offset = MD_MAX_SECTOR;
+		change = true;
+	}
+	if (!change)
+		return 0;
+	r = md_super_write(chosen->vol, c);
+	if (r < 0)
+		return err_set(r, "%s: %s: cannot write its superblock: %s", name,
+		               chosen->vol->name, strerror(-r));
 	return 0;
 }
 
@@ -678,6 +826,8 @@ static int md_array_open(struct md_cand **g, unsigned k, const struct md_assembl
 	md_set_roles(a, g, k, fresh, name, o);
 	r = md_set_check_missing(a, fresh, o, reshaping ? &rs : NULL, name, &present, &missing,
 	                         &recovering);
+	if (r == 0 && !o->readonly)
+		r = md_force_write(a, fresh, name);
 	if (r == 0)
 		r = reshaping ? md_reshape_open(a, &rs, name)
 		              : md_array_open_raid(a, fresh, name, o->readonly, slices);

@@ -37,6 +37,7 @@ struct md_member {
 	struct md_super *sb;
 	bool failed;
 	bool recovering;   /* being rebuilt online (its sb says so) */
+	bool forced;       /* stale, taken back by --force (md_force_stale) */
 	struct vol *slice; /* its data area (being recovered) */
 	bool slice_given;  /* the RAID vol owns slice */
 	struct vol *data;  /* its data area as the RAID vol holds it, or NULL */

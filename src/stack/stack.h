@@ -16,8 +16,8 @@ struct stack_opts {
 	bool run_degraded;    /* start an array that is missing members */
 	bool no_recovery;     /* no online recovery: leave out spares and members being rebuilt */
 	bool start_dirty_degraded;   /* start a dirty degraded RAID5/6 writable (--force) */
-	bool force_stale;            /* with readonly: stale members start an array that
-	                              * cannot start without them (--force, md.h) */
+	bool force_stale;            /* stale members start an array that cannot start
+	                              * without them (--force; written unless readonly, md.h) */
 	uint64_t sync_min, sync_max; /* md arrays' recovery and check speed limits (md.h) */
 	bool journal_writeback;      /* md write journals in write-back mode (md.h) */
 	uint64_t journal_cache;      /* and their caches' bytes (0: the default) */
