@@ -13,7 +13,8 @@
  * rules), luks_hdr.c (the in-memory header, secrets), luks_af.c
  * (anti-forensic splitter), luks_kdf.c (argon2/pbkdf2 and the iteration
  * benchmark), luks_cipher.c (key-slot area encryption), luks_dump.c and
- * luks2_dump.c (luksDump-style report).
+ * luks2_dump.c (luksDump-style report), luks_backup.c (header backup and
+ * restore in cryptsetup's format).
  *
  * Secrets (passphrases, derived keys, volume keys) live in buffers from
  * luks_secret_alloc(), which are locked in memory and wiped when freed. */
@@ -23,6 +24,7 @@
 #include "core/vol.h"
 #include "luks/luks2.h"
 #include "luks/luks_af.h"
+#include "luks/luks_backup.h"
 #include "luks/luks_cipher.h"
 #include "luks/luks_dump.h"
 #include "luks/luks_hdr.h"

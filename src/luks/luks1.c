@@ -18,7 +18,9 @@
 #define LUKS1_KEY_DISABLED 0x0000DEADu
 #define LUKS1_DIGEST_LEN 20
 #define LUKS1_STRIPES 4000u
-#define LUKS1_ITER_MAX INT32_MAX /* cryptsetup's limit (and OpenSSL's int) */
+#define LUKS1_ITER_MAX INT32_MAX   /* cryptsetup's limit (and OpenSSL's int) */
+#define LUKS1_PHDR_PADDED 1024u    /* cryptsetup's struct luks_phdr, padding included */
+#define LUKS1_ALIGN_KEYSLOTS 4096u /* where cryptsetup puts key slot 0 */
 
 struct luks1_keyblock {
 	uint8_t active[4];
@@ -96,6 +98,28 @@ static int luks1_check_slots(struct vol *dev, const struct luks1_phdr *p, uint32
 	return 0;
 }
 
+/* The header area as cryptsetup's luksHeaderBackup takes it: up to the end
+ * of the last slot's material (luks1_check_slots() keeps that before the
+ * payload).  cryptsetup's phdr is 1024 bytes (592 and padding); when slot 0
+ * starts at 4096 the sectors between are unused and the backup zeroes
+ * them, so that no old signature travels with it. */
+static void luks1_hdr_area(struct luks_hdr *h, const struct luks1_phdr *p, uint32_t key_bytes)
+{
+	uint64_t secs = ((uint64_t)key_bytes * LUKS1_STRIPES + 511) / 512, end = 0;
+
+	for (int i = 0; i < LUKS1_SLOTS; i++) {
+		uint64_t off = be32_get(p->slots[i].material_offset);
+		if (off + secs > end)
+			end = off + secs;
+	}
+	h->hdr_area = end * 512;
+	h->hdr_gap[0] = h->hdr_gap[1] = 0;
+	if (be32_get(p->slots[0].material_offset) * 512ull == LUKS1_ALIGN_KEYSLOTS) {
+		h->hdr_gap[0] = LUKS1_PHDR_PADDED;
+		h->hdr_gap[1] = LUKS1_ALIGN_KEYSLOTS;
+	}
+}
+
 static int luks1_load(struct vol *dev, struct luks_hdr *h)
 {
 	_Alignas(VOL_BUF_ALIGN) unsigned char buf[4096]; /* O_DIRECT reads it */
@@ -130,11 +154,11 @@ static int luks1_load(struct vol *dev, struct luks_hdr *h)
 	h->seg.sector_size = 512;
 	h->seg.offset = (uint64_t)payload * 512;
 	h->data_offset = h->seg.offset;
-	if (h->seg.offset < sizeof(*p) || h->seg.offset > dev->size)
-		return err_set(-EINVAL,
-		               "%s: LUKS1 payload offset %u is outside the "
-		               "device",
-		               dev->name, payload);
+	/* A payload beyond the end is refused when it is opened
+	 * (luks_open_payload), not here: a header backup ends before it. */
+	if (h->seg.offset < sizeof(*p))
+		return err_set(-EINVAL, "%s: LUKS1 payload offset %u lies in the header", dev->name,
+		               payload);
 	luks1_str(h->uuid, sizeof(h->uuid), p->uuid, sizeof(p->uuid));
 
 	h->digests[0].used = true;
@@ -151,6 +175,7 @@ static int luks1_load(struct vol *dev, struct luks_hdr *h)
 	r = luks1_check_slots(dev, p, key_bytes, payload);
 	if (r < 0)
 		return r;
+	luks1_hdr_area(h, p, key_bytes);
 
 	for (int i = 0; i < LUKS1_SLOTS; i++) {
 		const struct luks1_keyblock *kb = &p->slots[i];

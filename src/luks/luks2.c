@@ -340,6 +340,9 @@ static int luks2_parse(struct luks_hdr *h)
 	    ju64(cfg, "keyslots_size", &h->keyslots_size) < 0 ||
 	    h->keyslots_size % LUKS2_AREA_ALIGN)
 		return err_set(-EINVAL, "LUKS2 config: bad json_size or keyslots_size");
+	/* luks2_check() bounds keyslots_size (128 MiB) before this is reached. */
+	h->hdr_area = 2 * h->hdr_size + h->keyslots_size;
+	h->hdr_gap[0] = h->hdr_gap[1] = 0;
 	json_object_object_foreach(ks, key, val)
 	{
 		int id = luks2_id(key);
@@ -1048,6 +1051,44 @@ int luks2_keyslot_remove(struct luks_hdr *h, struct vol *dev, int slot)
 	if (r == 0)
 		r = luks2_area_wipe(dev, off, size);
 	return r;
+}
+
+/* ---- UUID ---- */
+
+int luks2_uuid_check(const struct luks_hdr *h, const char *uuid, char out[40])
+{
+	size_t i;
+
+	if (h->version != 2)
+		return err_set(-ENOTSUP, "the UUID can only be changed on LUKS2 (this is LUKS1; "
+		                         "cryptsetup luksUUID changes it)");
+	for (i = 0; uuid[i] && i < 36; i++) {
+		bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+		char c = uuid[i];
+		if (dash ? c != '-'
+		         : !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
+		             (c >= 'A' && c <= 'F')))
+			break;
+		out[i] = c >= 'A' && c <= 'F' ? (char)(c - 'A' + 'a') : c;
+	}
+	if (i != 36 || uuid[i])
+		return err_set(-EINVAL,
+		               "'%s' is not a UUID (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx, "
+		               "hexadecimal)",
+		               uuid);
+	out[36] = 0;
+	return 0;
+}
+
+int luks2_set_uuid(struct luks_hdr *h, struct vol *dev, const char *uuid)
+{
+	char u[40];
+	int r = luks2_uuid_check(h, uuid, u);
+
+	if (r < 0)
+		return r;
+	memcpy(h->uuid, u, sizeof(u));
+	return luks2_write(h, dev);
 }
 
 /* ---- format ---- */
