@@ -74,6 +74,13 @@ int luks_load(struct vol *dev, struct luks_hdr **out)
 		h->ops = luks_version(r);
 		r = h->ops->load(dev, h);
 	}
+	/* As cryptsetup refuses to load it ("Device is too small"): key
+	 * material beyond the end cannot be read, nor rewritten. */
+	if (r == 0 && h->hdr_area > dev->size)
+		r = err_set(-EINVAL,
+		            "%s: %" PRIu64 " bytes is too small for its LUKS%d header, whose "
+		            "header area takes %" PRIu64 " bytes",
+		            dev->name, dev->size, h->version, h->hdr_area);
 	if (r < 0) {
 		luks_hdr_free(h);
 		return r;
@@ -81,7 +88,6 @@ int luks_load(struct vol *dev, struct luks_hdr **out)
 	*out = h;
 	return 0;
 }
-
 
 /* The digest that checks the data segment's volume key.  Never a key
  * slot's own digest: an unbound slot's digest checks some other key. */

@@ -38,7 +38,8 @@ int luks_probe(struct vol *dev);
 
 /* Read and check the header.  A LUKS2 device with one damaged copy loads
  * from the other and sets needs_repair (a warning is logged).  Both
- * damaged: -EINVAL with detail.  Free with luks_hdr_free(). */
+ * damaged, or a device shorter than the header area: -EINVAL with
+ * detail.  Free with luks_hdr_free(). */
 int luks_load(struct vol *dev, struct luks_hdr **out);
 
 /* Try the passphrase on the active key slots bound to the data segment

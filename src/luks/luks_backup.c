@@ -193,9 +193,8 @@ int luks_header_restore(struct vol *dev, struct vol *backup, bool force)
 		            backup->name, err_detail(r));
 		goto out;
 	}
-	r = luks_area_ok(b, backup, "the backup file");
-	if (r == 0)
-		r = luks_area_ok(b, dev, "the device");
+	/* luks_load() refused a file shorter than the header area. */
+	r = luks_area_ok(b, dev, "the device");
 	if (r < 0)
 		goto out;
 	r = luks_restore_allowed(b, dev, force);

@@ -119,7 +119,7 @@ cryptsetup luksFormat -q --type luks2 "${FAST_PBKDF2[@]}" -d k1 --luks2-metadata
 watch=m2.img refused "backup of another layout" 'metadata area 16384 bytes in the backup, 32768' \
     "$URAID" luks-header-restore --header-backup-file u2.bak m2.img
 head -c 65536 u2.bak > short.bak
-watch=o2.img refused "truncated backup" 'larger than the backup file' \
+watch=o2.img refused "truncated backup" 'too small for its LUKS2 header' \
     "$URAID" luks-header-restore --header-backup-file short.bak o2.img
 watch=o2.img refused "a file that is no backup" 'is not a LUKS header backup' \
     "$URAID" luks-header-restore --header-backup-file k1 o2.img
@@ -198,5 +198,6 @@ for v in 1 2; do
     "$URAID" luks-dump short.img > /dev/null 2> out && fail "LUKS$v: luks-dump shows a header larger than its device"
     grep -q 'too small for its LUKS' out || fail "LUKS$v: luks-dump on a short device says: $(cat out)"
 done
-"$URAID" is-luks -v k1 | grep -q '^not LUKS' || fail "is-luks -v on a non-LUKS file"
+if "$URAID" is-luks -v k1 > out; then fail "is-luks: k1 is LUKS"; fi
+grep -q '^not LUKS: k1: no LUKS header found$' out || fail "is-luks -v on a non-LUKS file says: $(cat out)"
 echo "ok: header backup/restore, kill-slot, uuid and is-luks agree with cryptsetup (LUKS1, LUKS2)"
