@@ -461,7 +461,7 @@ static int luks_do_kill(struct luks_args *a, struct vol *dev, struct luks_hdr *h
 	}
 	for (int i = 0; i < h->nslots; i++)
 		others += i != (int)slot && h->slots[i].active && luks_slot_bound(h, i);
-	if (h->version == 2 && luks_slot_bound(h, (int)slot) && others == 0 && !a->force) {
+	if (luks_slot_bound(h, (int)slot) && others == 0 && !a->force) {
 		fprintf(stderr,
 		        "uraid: %s: %s: key slot %u is the last one that opens the volume: "
 		        "without it the data cannot be read; nothing written (--force removes "
@@ -469,7 +469,7 @@ static int luks_do_kill(struct luks_args *a, struct vol *dev, struct luks_hdr *h
 		        a->name, dev->name, slot);
 		return 1;
 	}
-	r = luks2_keyslot_remove(h, dev, (int)slot);
+	r = luks_keyslot_kill(h, dev, (int)slot);
 	if (r < 0)
 		return cli_fail(a->name, r);
 	printf("key slot %u removed\n", slot);
@@ -485,7 +485,7 @@ static int luks_do_uuid(struct luks_args *a, struct vol *dev, struct luks_hdr *h
 		printf("%s\n", h->uuid);
 		return 0;
 	}
-	r = luks2_uuid_check(h, a->uuid, u);
+	r = luks_uuid_check(a->uuid, u);
 	if (r < 0)
 		return cli_fail(dev->name, r);
 	snprintf(q, sizeof(q),
@@ -496,7 +496,7 @@ static int luks_do_uuid(struct luks_args *a, struct vol *dev, struct luks_hdr *h
 		fprintf(stderr, "uraid: %s: not confirmed, nothing written\n", a->name);
 		return 1;
 	}
-	r = luks2_set_uuid(h, dev, u);
+	r = luks_set_uuid(h, dev, u);
 	if (r < 0)
 		return cli_fail(dev->name, r);
 	return 0;

@@ -57,6 +57,20 @@ int luks_verify_key(const struct luks_hdr *h, const struct luks_secret *vk);
 int luks_open_payload(struct luks_hdr *h, struct vol *dev, bool owns_dev,
                       const struct luks_secret *vk, struct vol **out);
 
+/* Remove key slot `slot` without its passphrase (cryptsetup luksKillSlot):
+ * the header first, then the slot's material overwritten with random
+ * bytes.  LUKS1 and LUKS2.  -ENOENT when the slot is not active. */
+int luks_keyslot_kill(struct luks_hdr *h, struct vol *dev, int slot);
+
+/* Is uuid one (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx, hexadecimal, any
+ * case)?  0 with the lower-case form libuuid writes in out, or -EINVAL with
+ * the detail. */
+int luks_uuid_check(const char *uuid, char out[40]);
+
+/* Give the header a new UUID (cryptsetup luksUUID --uuid), checked as
+ * luks_uuid_check() does.  LUKS1 and LUKS2 (both copies). */
+int luks_set_uuid(struct luks_hdr *h, struct vol *dev, const char *uuid);
+
 /* Rewrite both LUKS2 header copies if loading found one damaged or stale.
  * No-op for a clean header; -ENOTSUP for LUKS1. */
 int luks_repair(struct luks_hdr *h, struct vol *dev);

@@ -1,9 +1,10 @@
-/* luks1.c — reading the LUKS1 header (what qemu-img and older cryptsetup
+/* luks1.c — the LUKS1 header (what qemu-img and older cryptsetup
  * create): a 592-byte big-endian phdr at offset 0 with eight key slots,
  * PBKDF2 for both key slots and the master-key digest, and the payload
- * offset in 512-byte sectors.  uraid opens LUKS1 volumes but does not
- * change their headers (convert with `cryptsetup convert` for that): its
- * version table (luks1_ops, listed in luks.c) has no write. */
+ * offset in 512-byte sectors.  uraid opens LUKS1 volumes and changes only
+ * what needs no new key material: a key slot killed, the UUID (its version
+ * table, luks1_ops, listed in luks.c, has no write; to add or change
+ * passphrases, convert with `cryptsetup convert --type luks2`). */
 #include "core/log.h"
 #include "core/vol.h"
 #include "luks/luks_hdr.h"
@@ -50,6 +51,12 @@ _Static_assert(sizeof(struct luks1_phdr) == 592, "LUKS1 phdr");
 static uint32_t be32_get(const uint8_t *p)
 {
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void be32_put(uint8_t *p, uint32_t v)
+{
+	for (int i = 3; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
 }
 
 /* Copy a fixed-width, possibly unterminated field into dst. */
@@ -244,8 +251,74 @@ static void luks1_dump(const struct luks_hdr *h, FILE *f)
 	}
 }
 
+/* Change the phdr in place: its first 4096 bytes are read again, must
+ * still be the header h was loaded from (same UUID), and are written back
+ * with edit's change. */
+static int luks1_edit(const struct luks_hdr *h, struct vol *dev,
+                      void (*edit)(struct luks1_phdr *p, const void *arg), const void *arg)
+{
+	_Alignas(VOL_BUF_ALIGN) unsigned char buf[4096];
+	struct luks1_phdr *p = (void *)buf;
+	int r;
+
+	r = vol_read(dev, buf, sizeof(buf), 0);
+	if (r < 0)
+		return err_set(r, "%s: reading LUKS1 header: %s", dev->name, strerror(-r));
+	if (memcmp(p->magic, LUKS_MAGIC, LUKS_MAGIC_LEN) != 0 ||
+	    strncmp(p->uuid, h->uuid, sizeof(p->uuid)) != 0)
+		return err_set(-ESTALE, "%s: the LUKS1 header changed since it was read",
+		               dev->name);
+	edit(p, arg);
+	r = vol_write(dev, buf, sizeof(buf), 0, 0);
+	if (r == 0)
+		r = vol_flush(dev);
+	if (r < 0)
+		return err_set(r, "%s: writing the LUKS1 header: %s", dev->name, strerror(-r));
+	return 0;
+}
+
+/* As cryptsetup disables a slot: state DEAD, no iterations, no salt. */
+static void luks1_disable(struct luks1_phdr *p, const void *arg)
+{
+	struct luks1_keyblock *kb = &p->slots[*(const int *)arg];
+
+	be32_put(kb->active, LUKS1_KEY_DISABLED);
+	be32_put(kb->iterations, 0);
+	memset(kb->salt, 0, sizeof(kb->salt));
+}
+
+static int luks1_kill_slot(struct luks_hdr *h, struct vol *dev, int slot)
+{
+	struct luks_keyslot *s = &h->slots[slot];
+	int r;
+
+	r = luks1_edit(h, dev, luks1_disable, &slot);
+	if (r < 0)
+		return r;
+	s->active = false;
+	h->digests[0].keyslots &= ~(1u << slot);
+	return luks_area_wipe(dev, s->area_offset, s->area_size);
+}
+
+static void luks1_put_uuid(struct luks1_phdr *p, const void *arg)
+{
+	memset(p->uuid, 0, sizeof(p->uuid));
+	memcpy(p->uuid, arg, strnlen(arg, sizeof(p->uuid) - 1));
+}
+
+static int luks1_set_uuid(struct luks_hdr *h, struct vol *dev, const char *uuid)
+{
+	int r = luks1_edit(h, dev, luks1_put_uuid, uuid);
+
+	if (r == 0)
+		snprintf(h->uuid, sizeof(h->uuid), "%s", uuid);
+	return r;
+}
+
 const struct luks_version_ops luks1_ops = {
     .version = 1,
     .load = luks1_load,
+    .kill_slot = luks1_kill_slot,
+    .set_uuid = luks1_set_uuid,
     .dump = luks1_dump,
 };

@@ -855,27 +855,6 @@ static json_object *luks2_kdf_json(const struct luks_kdf *k)
 	return o;
 }
 
-/* Overwrite a key-slot area with random bytes, so the old material (and
- * with it the key it held) is gone. */
-static int luks2_area_wipe(struct vol *dev, uint64_t off, uint64_t size)
-{
-	unsigned char *buf = vol_buf_alloc(size);
-	int r;
-
-	if (!buf)
-		return -ENOMEM;
-	r = random_fill(buf, size);
-	if (r == 0)
-		r = vol_write(dev, buf, size, off, 0);
-	if (r == 0)
-		r = vol_flush(dev);
-	free(buf);
-	if (r < 0)
-		return err_set(r, "%s: wiping key-slot area at %" PRIu64 ": %s", dev->name, off,
-		               err_detail(r));
-	return 0;
-}
-
 /* Add slot to (or drop it from) the "keyslots" list of a digest or token. */
 static void luks2_list_keyslot(json_object *digest, int slot, bool add)
 {
@@ -1003,7 +982,7 @@ int luks2_keyslot_store(struct luks_hdr *h, struct vol *dev, int slot, const str
 	if (r == 0)
 		r = luks2_parse(h);
 	if (r == 0 && old_size)
-		r = luks2_area_wipe(dev, old_off, old_size);
+		r = luks_area_wipe(dev, old_off, old_size);
 	if (r == 0)
 		r = slot;
 out:
@@ -1049,45 +1028,16 @@ int luks2_keyslot_remove(struct luks_hdr *h, struct vol *dev, int slot)
 	if (r == 0)
 		r = luks2_parse(h);
 	if (r == 0)
-		r = luks2_area_wipe(dev, off, size);
+		r = luks_area_wipe(dev, off, size);
 	return r;
 }
 
 /* ---- UUID ---- */
 
-int luks2_uuid_check(const struct luks_hdr *h, const char *uuid, char out[40])
+/* The UUID lives in the binary headers: both are rewritten. */
+static int luks2_set_uuid(struct luks_hdr *h, struct vol *dev, const char *uuid)
 {
-	size_t i;
-
-	if (h->version != 2)
-		return err_set(-ENOTSUP, "the UUID can only be changed on LUKS2 (this is LUKS1; "
-		                         "cryptsetup luksUUID changes it)");
-	for (i = 0; uuid[i] && i < 36; i++) {
-		bool dash = i == 8 || i == 13 || i == 18 || i == 23;
-		char c = uuid[i];
-		if (dash ? c != '-'
-		         : !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
-		             (c >= 'A' && c <= 'F')))
-			break;
-		out[i] = c >= 'A' && c <= 'F' ? (char)(c - 'A' + 'a') : c;
-	}
-	if (i != 36 || uuid[i])
-		return err_set(-EINVAL,
-		               "'%s' is not a UUID (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx, "
-		               "hexadecimal)",
-		               uuid);
-	out[36] = 0;
-	return 0;
-}
-
-int luks2_set_uuid(struct luks_hdr *h, struct vol *dev, const char *uuid)
-{
-	char u[40];
-	int r = luks2_uuid_check(h, uuid, u);
-
-	if (r < 0)
-		return r;
-	memcpy(h->uuid, u, sizeof(u));
+	snprintf(h->uuid, sizeof(h->uuid), "%s", uuid);
 	return luks2_write(h, dev);
 }
 
@@ -1248,6 +1198,8 @@ const struct luks_version_ops luks2_ops = {
     .probe_backup = luks2_probe_backup,
     .load = luks2_load,
     .write = luks2_write,
+    .kill_slot = luks2_keyslot_remove,
+    .set_uuid = luks2_set_uuid,
     .dump = luks2_dump,
     .free = luks2_state_free,
 };

@@ -29,12 +29,4 @@ int luks2_keyslot_store(struct luks_hdr *h, struct vol *dev, int slot, const str
 /* Remove a key slot: header first, then wipe its area. */
 int luks2_keyslot_remove(struct luks_hdr *h, struct vol *dev, int slot);
 
-/* Give the header a new UUID (cryptsetup luksUUID --uuid): the form
- * xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx, any case, stored lower-case as
- * libuuid writes it.  Both copies are rewritten. */
-int luks2_set_uuid(struct luks_hdr *h, struct vol *dev, const char *uuid);
-/* What luks2_set_uuid() refuses (a LUKS1 header, a malformed UUID), asked
- * before it: 0 with the stored form in out, or -errno with the detail. */
-int luks2_uuid_check(const struct luks_hdr *h, const char *uuid, char out[40]);
-
 #endif

@@ -11,7 +11,9 @@
 #    another layout or version, a truncated one and a file that is not one
 #    are refused without writing (sha256 unchanged); --force restores;
 #  - luks-kill-slot, luks-uuid and is-luks against luksKillSlot, luksUUID
-#    and isLuks on the same images.
+#    and isLuks on the same images (LUKS1 and LUKS2; a killed slot's
+#    material overwritten, its neighbour's not; the last slot and a
+#    malformed UUID refused).
 source "$SRCDIR/tests/sh/luks-lib.sh"
 requires cryptsetup cmp
 
@@ -133,28 +135,38 @@ grep -q 'restoring anyway' out || fail "restore --force does not warn: $(cat out
     fail "restore --force: cryptsetup does not see the backup's UUID"
 cs_ok o2.img k1 || fail "restore --force: the backup's passphrase does not open"
 
-# --- kill-slot against luksKillSlot: the same slots left
-cp l2.img ka.img
-cryptsetup luksAddKey -q "${FAST_PBKDF2[@]}" -d k1 --key-slot 1 ka.img k2
-cryptsetup luksAddKey -q "${FAST_PBKDF2[@]}" -d k1 --key-slot 3 ka.img k3
-cp ka.img kb.img
-"$URAID" luks-kill-slot ka.img 1 > out || fail "luks-kill-slot 1"
-grep -q 'key slot 1 removed' out || fail "luks-kill-slot says: $(cat out)"
-cryptsetup -q luksKillSlot kb.img 1 < /dev/null 2> /dev/null
-[ "$(cs_slots ka.img)" = "0 3" ] || fail "after luks-kill-slot 1 cryptsetup sees '$(cs_slots ka.img)'"
-[ "$(cs_slots ka.img)" = "$(cs_slots kb.img)" ] || fail "luks-kill-slot and luksKillSlot differ"
-cs_ok ka.img k2 && fail "a killed slot's passphrase still opens"
-cs_ok ka.img k3 || fail "luks-kill-slot lost another slot"
-watch=ka.img refused "kill an inactive slot" 'key slot 1 is not active' \
-    "$URAID" luks-kill-slot ka.img 1
-"$URAID" luks-kill-slot ka.img 0 > /dev/null || fail "luks-kill-slot 0"
-watch=ka.img refused "kill the last slot" 'the last one that opens the volume' \
-    "$URAID" luks-kill-slot ka.img 3
-"$URAID" luks-kill-slot --force ka.img 3 > /dev/null || fail "luks-kill-slot --force"
-[ -z "$(cs_slots ka.img)" ] || fail "after killing every slot cryptsetup sees '$(cs_slots ka.img)'"
-cp l1.img t1.img
-watch=t1.img refused "kill a LUKS1 slot" 'only be changed on LUKS2' \
-    "$URAID" luks-kill-slot t1.img 0
+# --- kill-slot against luksKillSlot: the same slots left, the material
+# overwritten
+for v in 1 2; do
+    cp l$v.img ka.img
+    cryptsetup luksAddKey -q "${FAST_PBKDF2[@]}" -d k1 --key-slot 1 ka.img k2
+    cryptsetup luksAddKey -q "${FAST_PBKDF2[@]}" -d k1 --key-slot 3 ka.img k3
+    cp ka.img kb.img
+    [ $v = 2 ] || cp ka.img before1.img
+    "$URAID" luks-kill-slot ka.img 1 > out || fail "LUKS$v: luks-kill-slot 1"
+    [ $v = 2 ] || cp ka.img killed1.img
+    grep -q 'key slot 1 removed' out || fail "LUKS$v: luks-kill-slot says: $(cat out)"
+    cryptsetup -q luksKillSlot kb.img 1 < /dev/null 2> /dev/null
+    [ "$(cs_slots ka.img)" = "0 3" ] ||
+        fail "LUKS$v: after luks-kill-slot 1 cryptsetup sees '$(cs_slots ka.img)'"
+    [ "$(cs_slots ka.img)" = "$(cs_slots kb.img)" ] || fail "LUKS$v: luks-kill-slot and luksKillSlot differ"
+    cs_ok ka.img k2 && fail "LUKS$v: a killed slot's passphrase still opens"
+    cs_ok ka.img k3 || fail "LUKS$v: luks-kill-slot lost another slot"
+    watch=ka.img refused "LUKS$v: kill an inactive slot" 'key slot 1 is not active' \
+        "$URAID" luks-kill-slot ka.img 1
+    "$URAID" luks-kill-slot ka.img 0 > /dev/null || fail "LUKS$v: luks-kill-slot 0"
+    watch=ka.img refused "LUKS$v: kill the last slot" 'the last one that opens the volume' \
+        "$URAID" luks-kill-slot ka.img 3
+    "$URAID" luks-kill-slot --force ka.img 3 > /dev/null || fail "LUKS$v: luks-kill-slot --force"
+    [ -z "$(cs_slots ka.img)" ] || fail "LUKS$v: after killing every slot cryptsetup sees '$(cs_slots ka.img)'"
+done
+# LUKS1 key slot 1's material (sectors 512-1011) is overwritten, slot
+# 3's (1520-2019) is not.
+slot_bytes() { dd if="$1" bs=512 skip="$2" count=500 status=none | sha256sum; }
+[ "$(slot_bytes before1.img 512)" != "$(slot_bytes killed1.img 512)" ] ||
+    fail "LUKS1: key slot 1's material is still there"
+[ "$(slot_bytes before1.img 1520)" = "$(slot_bytes killed1.img 1520)" ] ||
+    fail "LUKS1: killing slot 1 changed slot 3's material"
 
 # --- uuid against luksUUID
 for v in 1 2; do
@@ -174,8 +186,10 @@ watch=t.img refused "a malformed UUID" 'is not a UUID' \
 watch=t.img refused "luks-uuid --uuid unconfirmed" 'not confirmed' \
     "$URAID" luks-uuid --uuid 11111111-2222-4333-8444-666666666666 t.img < /dev/null
 cp l1.img t1.img
-watch=t1.img refused "a LUKS1 UUID" 'only be changed on LUKS2' \
-    "$URAID" luks-uuid --batch --uuid 11111111-2222-4333-8444-555555555555 t1.img
+"$URAID" luks-uuid --batch --uuid 11111111-2222-4333-8444-AAAAAAAAAAAA t1.img || fail "LUKS1: luks-uuid --uuid"
+[ "$(cryptsetup luksUUID t1.img)" = 11111111-2222-4333-8444-aaaaaaaaaaaa ] ||
+    fail "LUKS1: cryptsetup reads UUID '$(cryptsetup luksUUID t1.img)' after luks-uuid --uuid"
+cs_ok t1.img k1 || fail "LUKS1: luks-uuid --uuid broke the header"
 
 # --- is-luks against isLuks (cryptsetup on copies: it repairs what it loads)
 cp l2.img p2.img
