@@ -80,6 +80,10 @@ printf 'X' | dd of=t.img bs=1 seek=$((16384 + 4200)) conv=notrunc status=none
 cs_ok t.img k1 && fail "cryptsetup opens a header with both copies damaged"
 watch=t.img refused "restore onto a header that does not load" 'holds no LUKS header' \
     "$URAID" luks-header-restore --header-backup-file cs2.bak t.img
+# ... and the reason names each copy's damage (the secondary's checksum,
+# not the empty offsets searched after it)
+grep -q 'primary: checksum mismatch; secondary: checksum mismatch' out ||
+    fail "both copies damaged: $(cat out)"
 "$URAID" luks-header-restore --force --header-backup-file cs2.bak t.img 2> out ||
     fail "restore --force: $(cat out)"
 cs_ok t.img k1 || fail "cryptsetup does not open the header uraid restored"
