@@ -431,6 +431,7 @@ static int luks2_parse(struct luks_hdr *h)
 
 struct luks2_copy {
 	bool ok;
+	bool magic; /* the magic is there (the copy may still be bad) */
 	uint64_t seqid, hdr_size;
 	_Alignas(VOL_BUF_ALIGN) struct luks2_bin bin; /* read straight from dev */
 	json_object *json;
@@ -517,6 +518,7 @@ static int luks2_read_copy(struct vol *dev, uint64_t off, bool primary, struct l
 		snprintf(c->why, sizeof(c->why), "no magic");
 		return 0;
 	}
+	c->magic = true;
 	if (b->version[0] != 0 || b->version[1] != 2 || !luks2_hdr_size_ok(c->hdr_size) ||
 	    be64_get(b->hdr_offset) != off ||
 	    strncmp(b->checksum_alg, "sha256", sizeof(b->checksum_alg)) != 0 ||
@@ -650,11 +652,18 @@ static int luks2_load(struct vol *dev, struct luks_hdr *h)
 	if (c[0].ok || c[0].rule) {
 		r = luks2_read_copy(dev, c[0].hdr_size, false, &c[1]);
 	} else {
+		/* The first copy found with its magic names why the secondary
+		 * is bad when no offset holds a good one. */
+		char why[sizeof(c[1].why)] = "";
 		for (uint64_t s = 16384; s <= (4u << 20) && !c[1].ok && !c[1].rule; s *= 2) {
 			r = luks2_read_copy(dev, s, false, &c[1]);
 			if (r < 0)
 				goto out;
+			if (c[1].magic && !c[1].ok && !c[1].rule && !why[0])
+				snprintf(why, sizeof(why), "%s", c[1].why);
 		}
+		if (!c[1].ok && !c[1].rule && why[0])
+			memcpy(c[1].why, why, sizeof(why));
 	}
 	if (r < 0)
 		goto out;
