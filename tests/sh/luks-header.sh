@@ -200,13 +200,18 @@ cp l2.img p2.img
 printf 'X' | dd of=p2.img bs=1 seek=4200 conv=notrunc status=none
 cp p2.img b2.img
 printf 'X' | dd of=b2.img bs=1 seek=$((16384 + 4200)) conv=notrunc status=none
-for img in l1.img l2.img p2.img b2.img k1 short.bak; do
+# a requirement uraid does not know: still LUKS, as for isLuks
+cp l2.img req.img
+luks2_edit req.img 'j["config"]["requirements"] = {"mandatory": ["frobnicate"]}'
+for img in l1.img l2.img p2.img b2.img req.img k1 short.bak; do
     cp "$img" cs.copy
     if cryptsetup isLuks cs.copy; then want=0; else want=1; fi
     if "$URAID" is-luks "$img" 2> /dev/null; then got=0; else got=$?; fi
     [ "$got" = "$want" ] || fail "is-luks $img: exit $got, cryptsetup isLuks $want"
 done
 [ "$("$URAID" is-luks -v l1.img)" = "l1.img: LUKS1" ] || fail "is-luks -v on LUKS1"
+[[ $("$URAID" is-luks -v req.img) == "req.img: LUKS2 (uraid cannot open it: "*"'frobnicate'"* ]] ||
+    fail "is-luks -v on an unknown requirement: $("$URAID" is-luks -v req.img)"
 # A device shorter than its header area is no LUKS device to cryptsetup
 # ("too small"), for luksDump too.
 for v in 1 2; do
