@@ -79,5 +79,10 @@ int cmd_luks_dump(int argc, char **argv);
 int cmd_luks_add_key(int argc, char **argv);
 int cmd_luks_remove_key(int argc, char **argv);
 int cmd_luks_change_key(int argc, char **argv);
+int cmd_luks_kill_slot(int argc, char **argv);
+int cmd_luks_uuid(int argc, char **argv);
+int cmd_is_luks(int argc, char **argv);
+int cmd_luks_header_backup(int argc, char **argv);
+int cmd_luks_header_restore(int argc, char **argv);
 
 #endif

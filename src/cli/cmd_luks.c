@@ -6,11 +6,20 @@
  *   luks-add-key     a new passphrase in a free key slot
  *   luks-remove-key  remove the key slot the given passphrase opens
  *   luks-change-key  replace a passphrase, keeping its slot number
+ *   luks-kill-slot   remove key slot N, passphrase unknown (not the last one
+ *                    that opens the volume without --force)
+ *   luks-uuid        show the UUID, or set it with --uuid
+ *   is-luks          exit 0 when TARGET... holds a LUKS header, 1 when not
+ *   luks-header-backup / luks-header-restore
+ *                    the header area to and from a file in cryptsetup's
+ *                    format (src/luks/luks_backup.c); restore refuses a
+ *                    backup that does not match without --force
  *
  * TARGET... is what the stack assembles to (stack_open with no_luks), so
  * `uraid luks-format a.img b.img` formats the RAID1 that a.img and b.img
  * hold.  Every command that changes the header writes both LUKS2 copies,
- * which also repairs a damaged one; luks-dump never writes. */
+ * which also repairs a damaged one; luks-dump, is-luks, luks-uuid without
+ * --uuid and luks-header-backup never write. */
 #include "cli.h"
 #include "stack/passphrase.h"
 #include "stack/stack.h"
@@ -18,6 +27,7 @@
 #include "core/log.h"
 #include "luks/luks.h"
 #include "md/probe.h"
+#include "member/member.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -25,13 +35,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum luks_cmd { LC_FORMAT, LC_DUMP, LC_ADD, LC_REMOVE, LC_CHANGE };
+enum luks_cmd {
+	LC_FORMAT,
+	LC_DUMP,
+	LC_ADD,
+	LC_REMOVE,
+	LC_CHANGE,
+	LC_KILL,
+	LC_UUID,
+	LC_IS_LUKS,
+	LC_BACKUP,
+	LC_RESTORE,
+};
 
 struct luks_args {
 	enum luks_cmd cmd;
 	const char *name;
-	bool batch, dump_vk;
-	const char *key_file, *new_key_file, *label;
+	bool batch, dump_vk, force, verbose;
+	const char *key_file, *new_key_file, *label, *uuid, *backup_file;
 	int key_slot;
 	struct luks2_format_opts fmt;
 	struct stack_opts stack;
@@ -52,20 +73,24 @@ enum {
 	OPT_CIPHER,
 	OPT_HASH,
 	OPT_FORCE,
+	OPT_UUID,
+	OPT_BACKUP_FILE,
 };
 
 static void luks_usage(const struct luks_args *a, FILE *f)
 {
-	fprintf(f, "usage: uraid %s [OPTIONS] TARGET...\n", a->name);
+	fprintf(f, "usage: uraid %s [OPTIONS] TARGET...%s\n", a->name,
+	        a->cmd == LC_KILL ? " N" : "");
 	switch (a->cmd) {
 	case LC_FORMAT:
-		fprintf(f, "Write a new LUKS2 header on the volume TARGET... assembles to.\n"
-		           "  -q, --batch               do not ask for confirmation\n"
-		           "      --type luks2          the only type uraid writes\n"
-		           "      --cipher SPEC         aes-xts-plain64 (default)\n"
-		           "      --key-size BITS       256 or 512 (default 512)\n"
-		           "      --sector-size BYTES   512 or 4096 (default where the target allows)\n"
-		           "      --label LABEL\n");
+		fprintf(
+		    f, "Write a new LUKS2 header on the volume TARGET... assembles to.\n"
+		       "  -q, --batch               do not ask for confirmation\n"
+		       "      --type luks2          the only type uraid writes\n"
+		       "      --cipher SPEC         aes-xts-plain64 (default)\n"
+		       "      --key-size BITS       256 or 512 (default 512)\n"
+		       "      --sector-size BYTES   512 or 4096 (default where the target allows)\n"
+		       "      --label LABEL\n");
 		break;
 	case LC_DUMP:
 		fprintf(f, "Show the LUKS header of the volume TARGET... assembles to.\n"
@@ -81,6 +106,37 @@ static void luks_usage(const struct luks_args *a, FILE *f)
 	case LC_CHANGE:
 		fprintf(f, "Replace the passphrase of the slot it opens (same slot).\n");
 		break;
+	case LC_KILL:
+		fprintf(f,
+		        "Remove key slot N without its passphrase.\n"
+		        "      --force               also the last key slot that opens the volume\n"
+		        "                            (and write on a RAID5/6 that is degraded and\n"
+		        "                            was not shut down cleanly)\n");
+		return;
+	case LC_UUID:
+		fprintf(f, "Show the UUID of the LUKS header, or set it.\n"
+		           "      --uuid UUID           the new UUID (asks YES unless --batch)\n"
+		           "  -q, --batch               do not ask for confirmation\n");
+		return;
+	case LC_IS_LUKS:
+		fprintf(
+		    f, "Exit 0 when the volume TARGET... assembles to holds a LUKS header, 1 when\n"
+		       "not.\n"
+		       "  -v, --verbose             say which\n");
+		return;
+	case LC_BACKUP:
+		fprintf(f, "Copy the LUKS header area to a new file (cryptsetup's format).\n"
+		           "      --header-backup-file FILE   the file to create\n");
+		return;
+	case LC_RESTORE:
+		fprintf(f,
+		        "Write the LUKS header area held by a backup file back.\n"
+		        "      --header-backup-file FILE   the backup\n"
+		        "      --force               also when the device's header is missing or\n"
+		        "                            differs (UUID, layout); and write on a\n"
+		        "                            RAID5/6 that is degraded and was not shut\n"
+		        "                            down cleanly\n");
+		return;
 	}
 	fprintf(f, "  -d, --key-file FILE       the (existing) passphrase: whole file\n");
 	if (a->cmd == LC_ADD || a->cmd == LC_CHANGE)
@@ -95,8 +151,10 @@ static void luks_usage(const struct luks_args *a, FILE *f)
 		       "      --pbkdf-force-iterations N   skip the benchmark\n"
 		       "      --hash HASH           pbkdf2 hash (default sha256)\n");
 	if (a->cmd != LC_DUMP)
-		fprintf(f, "      --force               write on a RAID5/6 that is degraded and was not\n"
-		           "                            shut down cleanly (md's write hole)\n");
+		fprintf(
+		    f,
+		    "      --force               write on a RAID5/6 that is degraded and was not\n"
+		    "                            shut down cleanly (md's write hole)\n");
 	fprintf(f, "Without --key-file, passphrases are asked on the terminal, or read\n"
 	           "as one line from standard input when that is not a terminal.\n");
 }
@@ -139,6 +197,9 @@ static int luks_parse(struct luks_args *a, int argc, char **argv)
 	    {"dump-volume-key", no_argument, NULL, OPT_DUMP_VK},
 	    {"direct", no_argument, NULL, 'D'},
 	    {"force", no_argument, NULL, OPT_FORCE},
+	    {"uuid", required_argument, NULL, OPT_UUID},
+	    {"header-backup-file", required_argument, NULL, OPT_BACKUP_FILE},
+	    {"verbose", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
@@ -149,7 +210,7 @@ static int luks_parse(struct luks_args *a, int argc, char **argv)
 	a->key_slot = -1;
 	p->type = LUKS_KDF_ARGON2ID;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "qd:S:Dh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "qd:S:Dvh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'q':
 			a->batch = true;
@@ -158,7 +219,17 @@ static int luks_parse(struct luks_args *a, int argc, char **argv)
 			a->key_file = optarg;
 			break;
 		case OPT_FORCE:
+			a->force = true;
 			a->stack.start_dirty_degraded = true;
+			break;
+		case OPT_UUID:
+			a->uuid = optarg;
+			break;
+		case OPT_BACKUP_FILE:
+			a->backup_file = optarg;
+			break;
+		case 'v':
+			a->verbose = true;
 			break;
 		case OPT_NEW_KEY_FILE:
 			a->new_key_file = optarg;
@@ -230,8 +301,21 @@ static int luks_parse(struct luks_args *a, int argc, char **argv)
 			return -2;
 		}
 	}
-	if (optind >= argc) {
+	if (optind + (a->cmd == LC_KILL) >= argc) {
 		luks_usage(a, stderr);
+		return -2;
+	}
+	if ((a->cmd == LC_BACKUP || a->cmd == LC_RESTORE) && !a->backup_file) {
+		fprintf(stderr, "uraid: %s: --header-backup-file FILE is required\n", a->name);
+		return -2;
+	}
+	if ((a->uuid && a->cmd != LC_UUID) ||
+	    (a->backup_file && a->cmd != LC_BACKUP && a->cmd != LC_RESTORE) ||
+	    (a->verbose && a->cmd != LC_IS_LUKS)) {
+		fprintf(stderr,
+		        "uraid: %s: --uuid is for luks-uuid, --header-backup-file for "
+		        "luks-header-backup and luks-header-restore, --verbose for is-luks\n",
+		        a->name);
 		return -2;
 	}
 	return optind;
@@ -361,6 +445,100 @@ static int luks_do_dump(struct luks_args *a, struct vol *dev, struct luks_hdr *h
 	return 0;
 }
 
+/* luks-kill-slot: the slot goes without its passphrase, but not the last
+ * one that opens the volume unless --force (cryptsetup asks there). */
+static int luks_do_kill(struct luks_args *a, struct vol *dev, struct luks_hdr *h, const char *n)
+{
+	uint32_t slot;
+	int others = 0, r;
+
+	if (luks_u32(n, "key slot", &slot) < 0)
+		return 2;
+	if (slot >= (uint32_t)h->nslots || !h->slots[slot].active) {
+		fprintf(stderr, "uraid: %s: %s: key slot %u is not active; nothing written\n",
+		        a->name, dev->name, slot);
+		return 1;
+	}
+	for (int i = 0; i < h->nslots; i++)
+		others += i != (int)slot && h->slots[i].active && luks_slot_bound(h, i);
+	if (luks_slot_bound(h, (int)slot) && others == 0 && !a->force) {
+		fprintf(stderr,
+		        "uraid: %s: %s: key slot %u is the last one that opens the volume: "
+		        "without it the data cannot be read; nothing written (--force removes "
+		        "it)\n",
+		        a->name, dev->name, slot);
+		return 1;
+	}
+	r = luks_keyslot_kill(h, dev, (int)slot);
+	if (r < 0)
+		return cli_fail(a->name, r);
+	printf("key slot %u removed\n", slot);
+	return 0;
+}
+
+static int luks_do_uuid(struct luks_args *a, struct vol *dev, struct luks_hdr *h)
+{
+	char u[40], q[400];
+	int r;
+
+	if (!a->uuid) {
+		printf("%s\n", h->uuid);
+		return 0;
+	}
+	r = luks_uuid_check(a->uuid, u);
+	if (r < 0)
+		return cli_fail(dev->name, r);
+	snprintf(q, sizeof(q),
+	         "Change the UUID of %s from %s to %s?\n"
+	         "Are you sure? (Type 'YES' in capital letters): ",
+	         dev->name, h->uuid, u);
+	if (!a->batch && passphrase_confirm(q) < 0) {
+		fprintf(stderr, "uraid: %s: not confirmed, nothing written\n", a->name);
+		return 1;
+	}
+	r = luks_set_uuid(h, dev, u);
+	if (r < 0)
+		return cli_fail(dev->name, r);
+	return 0;
+}
+
+/* is-luks: a header that loads, or one in a feature uraid lacks (it is
+ * LUKS all the same: cryptsetup isLuks says so). */
+static int luks_do_is_luks(struct luks_args *a, struct vol *dev)
+{
+	struct luks_hdr *h = NULL;
+	int r, v;
+
+	err_clear();
+	r = luks_load(dev, &h);
+	v = r == 0 ? h->version : r == -ENOTSUP ? luks_probe(dev) : 0;
+	luks_hdr_free(h);
+	if (v > 0 && a->verbose && r == 0)
+		printf("%s: LUKS%d\n", dev->name, v);
+	else if (v > 0 && a->verbose)
+		printf("%s: LUKS%d (uraid cannot open it: %s)\n", dev->name, v, err_detail(r));
+	if (v > 0)
+		return 0;
+	if (a->verbose)
+		printf("not LUKS: %s\n", err_detail(r));
+	return 1;
+}
+
+static int luks_do_restore(struct luks_args *a, struct vol *dev)
+{
+	struct vol *file = NULL;
+	int r;
+
+	r = file_member_open(a->backup_file, MEMBER_READONLY, &file);
+	if (r < 0)
+		return cli_fail(a->name, r);
+	r = luks_header_restore(dev, file, a->force);
+	vol_close(file);
+	if (r < 0)
+		return cli_fail(a->name, r);
+	return 0;
+}
+
 static int luks_run(struct luks_args *a, int argc, char **argv)
 {
 	struct luks_hdr *h = NULL;
@@ -378,16 +556,20 @@ static int luks_run(struct luks_args *a, int argc, char **argv)
 		return 2;
 	}
 	a->stack.no_luks = true;
-	a->stack.readonly = a->cmd == LC_DUMP;
+	a->stack.readonly = a->cmd == LC_DUMP || a->cmd == LC_IS_LUKS || a->cmd == LC_BACKUP ||
+	                    (a->cmd == LC_UUID && !a->uuid);
 	/* A new header goes on what the members make as a whole, as
 	 * cryptsetup luksFormat DISK does: a disk's partitions (or an
-	 * array's LVs) are overwritten, not formatted one by one. */
-	a->stack.whole = a->cmd == LC_FORMAT;
-	r = stack_open(argv + first, argc - first, &a->stack, &dev);
+	 * array's LVs) are overwritten, not formatted one by one.  So does a
+	 * restored one, where the old may be gone. */
+	a->stack.whole = a->cmd == LC_FORMAT || a->cmd == LC_RESTORE;
+	r = stack_open(argv + first, argc - first - (a->cmd == LC_KILL), &a->stack, &dev);
 	if (r < 0)
 		return cli_fail(a->name, r);
-	if (a->cmd == LC_FORMAT) {
-		rc = luks_do_format(a, dev);
+	if (a->cmd == LC_FORMAT || a->cmd == LC_RESTORE || a->cmd == LC_IS_LUKS) {
+		rc = a->cmd == LC_FORMAT    ? luks_do_format(a, dev)
+		     : a->cmd == LC_RESTORE ? luks_do_restore(a, dev)
+		                            : luks_do_is_luks(a, dev);
 		goto out;
 	}
 	r = luks_load(dev, &h);
@@ -395,10 +577,24 @@ static int luks_run(struct luks_args *a, int argc, char **argv)
 		rc = cli_fail(a->name, r);
 		goto out;
 	}
-	if (a->cmd == LC_DUMP)
+	switch (a->cmd) {
+	case LC_DUMP:
 		rc = luks_do_dump(a, dev, h);
-	else
+		break;
+	case LC_KILL:
+		rc = luks_do_kill(a, dev, h, argv[argc - 1]);
+		break;
+	case LC_UUID:
+		rc = luks_do_uuid(a, dev, h);
+		break;
+	case LC_BACKUP:
+		r = luks_header_backup(h, dev, a->backup_file);
+		rc = r < 0 ? cli_fail(a->name, r) : 0;
+		break;
+	default:
 		rc = luks_do_keys(a, dev, h);
+		break;
+	}
 out:
 	luks_hdr_free(h);
 	vol_close(dev);
@@ -432,5 +628,35 @@ int cmd_luks_remove_key(int argc, char **argv)
 int cmd_luks_change_key(int argc, char **argv)
 {
 	struct luks_args a = {.cmd = LC_CHANGE, .name = "luks-change-key"};
+	return luks_run(&a, argc, argv);
+}
+
+int cmd_luks_kill_slot(int argc, char **argv)
+{
+	struct luks_args a = {.cmd = LC_KILL, .name = "luks-kill-slot"};
+	return luks_run(&a, argc, argv);
+}
+
+int cmd_luks_uuid(int argc, char **argv)
+{
+	struct luks_args a = {.cmd = LC_UUID, .name = "luks-uuid"};
+	return luks_run(&a, argc, argv);
+}
+
+int cmd_is_luks(int argc, char **argv)
+{
+	struct luks_args a = {.cmd = LC_IS_LUKS, .name = "is-luks"};
+	return luks_run(&a, argc, argv);
+}
+
+int cmd_luks_header_backup(int argc, char **argv)
+{
+	struct luks_args a = {.cmd = LC_BACKUP, .name = "luks-header-backup"};
+	return luks_run(&a, argc, argv);
+}
+
+int cmd_luks_header_restore(int argc, char **argv)
+{
+	struct luks_args a = {.cmd = LC_RESTORE, .name = "luks-header-restore"};
 	return luks_run(&a, argc, argv);
 }

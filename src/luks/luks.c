@@ -6,6 +6,7 @@
 #include "luks/luks.h"
 
 #include "core/log.h"
+#include "core/random.h"
 #include "disc/crypt.h"
 #include "disc/slice.h"
 #include "luks/luks_version.h"
@@ -74,6 +75,13 @@ int luks_load(struct vol *dev, struct luks_hdr **out)
 		h->ops = luks_version(r);
 		r = h->ops->load(dev, h);
 	}
+	/* As cryptsetup refuses to load it ("Device is too small"): key
+	 * material beyond the end cannot be read, nor rewritten. */
+	if (r == 0 && h->hdr_area > dev->size)
+		r = err_set(-EINVAL,
+		            "%s: %" PRIu64 " bytes is too small for its LUKS%d header, whose "
+		            "header area takes %" PRIu64 " bytes",
+		            dev->name, dev->size, h->version, h->hdr_area);
 	if (r < 0) {
 		luks_hdr_free(h);
 		return r;
@@ -81,7 +89,6 @@ int luks_load(struct vol *dev, struct luks_hdr **out)
 	*out = h;
 	return 0;
 }
-
 
 /* The digest that checks the data segment's volume key.  Never a key
  * slot's own digest: an unbound slot's digest checks some other key. */
@@ -303,4 +310,74 @@ int luks_repair(struct luks_hdr *h, struct vol *dev)
 		log_warn("%s: LUKS%d header copies rewritten (seqid %" PRIu64 ")", dev->name,
 		         h->version, h->seqid);
 	return r;
+}
+
+int luks_keyslot_kill(struct luks_hdr *h, struct vol *dev, int slot)
+{
+	if (slot < 0 || slot >= h->nslots || !h->slots[slot].active)
+		return err_set(-ENOENT, "%s: key slot %d is not active", dev->name, slot);
+	if (!h->ops->kill_slot)
+		return err_set(-ENOTSUP, "%s: LUKS%d key slots cannot be changed", dev->name,
+		               h->version);
+	return h->ops->kill_slot(h, dev, slot);
+}
+
+int luks_uuid_check(const char *uuid, char out[40])
+{
+	size_t i;
+
+	for (i = 0; uuid[i] && i < 36; i++) {
+		bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+		char c = uuid[i];
+		if (dash ? c != '-'
+		         : !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
+		             (c >= 'A' && c <= 'F')))
+			break;
+		out[i] = c >= 'A' && c <= 'F' ? (char)(c - 'A' + 'a') : c;
+	}
+	if (i != 36 || uuid[i])
+		return err_set(-EINVAL,
+		               "'%s' is not a UUID (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx, "
+		               "hexadecimal)",
+		               uuid);
+	out[36] = 0;
+	return 0;
+}
+
+int luks_set_uuid(struct luks_hdr *h, struct vol *dev, const char *uuid)
+{
+	char u[40];
+	int r = luks_uuid_check(uuid, u);
+
+	if (r < 0)
+		return r;
+	if (!h->ops->set_uuid)
+		return err_set(-ENOTSUP, "%s: the LUKS%d UUID cannot be changed", dev->name,
+		               h->version);
+	return h->ops->set_uuid(h, dev, u);
+}
+
+int luks_area_wipe(struct vol *dev, uint64_t off, uint64_t size)
+{
+	uint64_t bm = dev->block_min ? dev->block_min : 1;
+	uint64_t start = off / bm * bm, end = (off + size + bm - 1) / bm * bm;
+	unsigned char *buf = vol_buf_alloc(end - start);
+	int r = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	/* Partly covered blocks: read first, so their other bytes stay. */
+	if (start != off || end != off + size)
+		r = vol_read(dev, buf, end - start, start);
+	if (r == 0)
+		r = random_fill(buf + (off - start), size);
+	if (r == 0)
+		r = vol_write(dev, buf, end - start, start, 0);
+	if (r == 0)
+		r = vol_flush(dev);
+	free(buf);
+	if (r < 0)
+		return err_set(r, "%s: wiping key-slot area at %" PRIu64 ": %s", dev->name, off,
+		               err_detail(r));
+	return 0;
 }

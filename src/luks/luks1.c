@@ -1,9 +1,10 @@
-/* luks1.c — reading the LUKS1 header (what qemu-img and older cryptsetup
+/* luks1.c — the LUKS1 header (what qemu-img and older cryptsetup
  * create): a 592-byte big-endian phdr at offset 0 with eight key slots,
  * PBKDF2 for both key slots and the master-key digest, and the payload
- * offset in 512-byte sectors.  uraid opens LUKS1 volumes but does not
- * change their headers (convert with `cryptsetup convert` for that): its
- * version table (luks1_ops, listed in luks.c) has no write. */
+ * offset in 512-byte sectors.  uraid opens LUKS1 volumes and changes only
+ * what needs no new key material: a key slot killed, the UUID (its version
+ * table, luks1_ops, listed in luks.c, has no write; to add or change
+ * passphrases, convert with `cryptsetup convert --type luks2`). */
 #include "core/log.h"
 #include "core/vol.h"
 #include "luks/luks_hdr.h"
@@ -18,7 +19,9 @@
 #define LUKS1_KEY_DISABLED 0x0000DEADu
 #define LUKS1_DIGEST_LEN 20
 #define LUKS1_STRIPES 4000u
-#define LUKS1_ITER_MAX INT32_MAX /* cryptsetup's limit (and OpenSSL's int) */
+#define LUKS1_ITER_MAX INT32_MAX   /* cryptsetup's limit (and OpenSSL's int) */
+#define LUKS1_PHDR_PADDED 1024u    /* cryptsetup's struct luks_phdr, padding included */
+#define LUKS1_ALIGN_KEYSLOTS 4096u /* where cryptsetup puts key slot 0 */
 
 struct luks1_keyblock {
 	uint8_t active[4];
@@ -48,6 +51,12 @@ _Static_assert(sizeof(struct luks1_phdr) == 592, "LUKS1 phdr");
 static uint32_t be32_get(const uint8_t *p)
 {
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void be32_put(uint8_t *p, uint32_t v)
+{
+	for (int i = 3; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
 }
 
 /* Copy a fixed-width, possibly unterminated field into dst. */
@@ -96,6 +105,28 @@ static int luks1_check_slots(struct vol *dev, const struct luks1_phdr *p, uint32
 	return 0;
 }
 
+/* The header area as cryptsetup's luksHeaderBackup takes it: up to the end
+ * of the last slot's material (luks1_check_slots() keeps that before the
+ * payload).  cryptsetup's phdr is 1024 bytes (592 and padding); when slot 0
+ * starts at 4096 the sectors between are unused and the backup zeroes
+ * them, so that no old signature travels with it. */
+static void luks1_hdr_area(struct luks_hdr *h, const struct luks1_phdr *p, uint32_t key_bytes)
+{
+	uint64_t secs = ((uint64_t)key_bytes * LUKS1_STRIPES + 511) / 512, end = 0;
+
+	for (int i = 0; i < LUKS1_SLOTS; i++) {
+		uint64_t off = be32_get(p->slots[i].material_offset);
+		if (off + secs > end)
+			end = off + secs;
+	}
+	h->hdr_area = end * 512;
+	h->hdr_gap[0] = h->hdr_gap[1] = 0;
+	if (be32_get(p->slots[0].material_offset) * 512ull == LUKS1_ALIGN_KEYSLOTS) {
+		h->hdr_gap[0] = LUKS1_PHDR_PADDED;
+		h->hdr_gap[1] = LUKS1_ALIGN_KEYSLOTS;
+	}
+}
+
 static int luks1_load(struct vol *dev, struct luks_hdr *h)
 {
 	_Alignas(VOL_BUF_ALIGN) unsigned char buf[4096]; /* O_DIRECT reads it */
@@ -130,11 +161,11 @@ static int luks1_load(struct vol *dev, struct luks_hdr *h)
 	h->seg.sector_size = 512;
 	h->seg.offset = (uint64_t)payload * 512;
 	h->data_offset = h->seg.offset;
-	if (h->seg.offset < sizeof(*p) || h->seg.offset > dev->size)
-		return err_set(-EINVAL,
-		               "%s: LUKS1 payload offset %u is outside the "
-		               "device",
-		               dev->name, payload);
+	/* A payload beyond the end is refused when it is opened
+	 * (luks_open_payload), not here: a header backup ends before it. */
+	if (h->seg.offset < sizeof(*p))
+		return err_set(-EINVAL, "%s: LUKS1 payload offset %u lies in the header", dev->name,
+		               payload);
 	luks1_str(h->uuid, sizeof(h->uuid), p->uuid, sizeof(p->uuid));
 
 	h->digests[0].used = true;
@@ -151,6 +182,7 @@ static int luks1_load(struct vol *dev, struct luks_hdr *h)
 	r = luks1_check_slots(dev, p, key_bytes, payload);
 	if (r < 0)
 		return r;
+	luks1_hdr_area(h, p, key_bytes);
 
 	for (int i = 0; i < LUKS1_SLOTS; i++) {
 		const struct luks1_keyblock *kb = &p->slots[i];
@@ -219,8 +251,74 @@ static void luks1_dump(const struct luks_hdr *h, FILE *f)
 	}
 }
 
+/* Change the phdr in place: its first 4096 bytes are read again, must
+ * still be the header h was loaded from (same UUID), and are written back
+ * with edit's change. */
+static int luks1_edit(const struct luks_hdr *h, struct vol *dev,
+                      void (*edit)(struct luks1_phdr *p, const void *arg), const void *arg)
+{
+	_Alignas(VOL_BUF_ALIGN) unsigned char buf[4096];
+	struct luks1_phdr *p = (void *)buf;
+	int r;
+
+	r = vol_read(dev, buf, sizeof(buf), 0);
+	if (r < 0)
+		return err_set(r, "%s: reading LUKS1 header: %s", dev->name, strerror(-r));
+	if (memcmp(p->magic, LUKS_MAGIC, LUKS_MAGIC_LEN) != 0 ||
+	    strncmp(p->uuid, h->uuid, sizeof(p->uuid)) != 0)
+		return err_set(-ESTALE, "%s: the LUKS1 header changed since it was read",
+		               dev->name);
+	edit(p, arg);
+	r = vol_write(dev, buf, sizeof(buf), 0, 0);
+	if (r == 0)
+		r = vol_flush(dev);
+	if (r < 0)
+		return err_set(r, "%s: writing the LUKS1 header: %s", dev->name, strerror(-r));
+	return 0;
+}
+
+/* As cryptsetup disables a slot: state DEAD, no iterations, no salt. */
+static void luks1_disable(struct luks1_phdr *p, const void *arg)
+{
+	struct luks1_keyblock *kb = &p->slots[*(const int *)arg];
+
+	be32_put(kb->active, LUKS1_KEY_DISABLED);
+	be32_put(kb->iterations, 0);
+	memset(kb->salt, 0, sizeof(kb->salt));
+}
+
+static int luks1_kill_slot(struct luks_hdr *h, struct vol *dev, int slot)
+{
+	struct luks_keyslot *s = &h->slots[slot];
+	int r;
+
+	r = luks1_edit(h, dev, luks1_disable, &slot);
+	if (r < 0)
+		return r;
+	s->active = false;
+	h->digests[0].keyslots &= ~(1u << slot);
+	return luks_area_wipe(dev, s->area_offset, s->area_size);
+}
+
+static void luks1_put_uuid(struct luks1_phdr *p, const void *arg)
+{
+	memset(p->uuid, 0, sizeof(p->uuid));
+	memcpy(p->uuid, arg, strnlen(arg, sizeof(p->uuid) - 1));
+}
+
+static int luks1_set_uuid(struct luks_hdr *h, struct vol *dev, const char *uuid)
+{
+	int r = luks1_edit(h, dev, luks1_put_uuid, uuid);
+
+	if (r == 0)
+		snprintf(h->uuid, sizeof(h->uuid), "%s", uuid);
+	return r;
+}
+
 const struct luks_version_ops luks1_ops = {
     .version = 1,
     .load = luks1_load,
+    .kill_slot = luks1_kill_slot,
+    .set_uuid = luks1_set_uuid,
     .dump = luks1_dump,
 };

@@ -340,6 +340,9 @@ static int luks2_parse(struct luks_hdr *h)
 	    ju64(cfg, "keyslots_size", &h->keyslots_size) < 0 ||
 	    h->keyslots_size % LUKS2_AREA_ALIGN)
 		return err_set(-EINVAL, "LUKS2 config: bad json_size or keyslots_size");
+	/* luks2_check() bounds keyslots_size (128 MiB) before this is reached. */
+	h->hdr_area = 2 * h->hdr_size + h->keyslots_size;
+	h->hdr_gap[0] = h->hdr_gap[1] = 0;
 	json_object_object_foreach(ks, key, val)
 	{
 		int id = luks2_id(key);
@@ -428,6 +431,7 @@ static int luks2_parse(struct luks_hdr *h)
 
 struct luks2_copy {
 	bool ok;
+	bool magic; /* the magic is there (the copy may still be bad) */
 	uint64_t seqid, hdr_size;
 	_Alignas(VOL_BUF_ALIGN) struct luks2_bin bin; /* read straight from dev */
 	json_object *json;
@@ -514,6 +518,7 @@ static int luks2_read_copy(struct vol *dev, uint64_t off, bool primary, struct l
 		snprintf(c->why, sizeof(c->why), "no magic");
 		return 0;
 	}
+	c->magic = true;
 	if (b->version[0] != 0 || b->version[1] != 2 || !luks2_hdr_size_ok(c->hdr_size) ||
 	    be64_get(b->hdr_offset) != off ||
 	    strncmp(b->checksum_alg, "sha256", sizeof(b->checksum_alg)) != 0 ||
@@ -647,11 +652,18 @@ static int luks2_load(struct vol *dev, struct luks_hdr *h)
 	if (c[0].ok || c[0].rule) {
 		r = luks2_read_copy(dev, c[0].hdr_size, false, &c[1]);
 	} else {
+		/* The first copy found with its magic names why the secondary
+		 * is bad when no offset holds a good one. */
+		char why[sizeof(c[1].why)] = "";
 		for (uint64_t s = 16384; s <= (4u << 20) && !c[1].ok && !c[1].rule; s *= 2) {
 			r = luks2_read_copy(dev, s, false, &c[1]);
 			if (r < 0)
 				goto out;
+			if (c[1].magic && !c[1].ok && !c[1].rule && !why[0])
+				snprintf(why, sizeof(why), "%s", c[1].why);
 		}
+		if (!c[1].ok && !c[1].rule && why[0])
+			memcpy(c[1].why, why, sizeof(why));
 	}
 	if (r < 0)
 		goto out;
@@ -852,27 +864,6 @@ static json_object *luks2_kdf_json(const struct luks_kdf *k)
 	return o;
 }
 
-/* Overwrite a key-slot area with random bytes, so the old material (and
- * with it the key it held) is gone. */
-static int luks2_area_wipe(struct vol *dev, uint64_t off, uint64_t size)
-{
-	unsigned char *buf = vol_buf_alloc(size);
-	int r;
-
-	if (!buf)
-		return -ENOMEM;
-	r = random_fill(buf, size);
-	if (r == 0)
-		r = vol_write(dev, buf, size, off, 0);
-	if (r == 0)
-		r = vol_flush(dev);
-	free(buf);
-	if (r < 0)
-		return err_set(r, "%s: wiping key-slot area at %" PRIu64 ": %s", dev->name, off,
-		               err_detail(r));
-	return 0;
-}
-
 /* Add slot to (or drop it from) the "keyslots" list of a digest or token. */
 static void luks2_list_keyslot(json_object *digest, int slot, bool add)
 {
@@ -1000,7 +991,7 @@ int luks2_keyslot_store(struct luks_hdr *h, struct vol *dev, int slot, const str
 	if (r == 0)
 		r = luks2_parse(h);
 	if (r == 0 && old_size)
-		r = luks2_area_wipe(dev, old_off, old_size);
+		r = luks_area_wipe(dev, old_off, old_size);
 	if (r == 0)
 		r = slot;
 out:
@@ -1046,8 +1037,17 @@ int luks2_keyslot_remove(struct luks_hdr *h, struct vol *dev, int slot)
 	if (r == 0)
 		r = luks2_parse(h);
 	if (r == 0)
-		r = luks2_area_wipe(dev, off, size);
+		r = luks_area_wipe(dev, off, size);
 	return r;
+}
+
+/* ---- UUID ---- */
+
+/* The UUID lives in the binary headers: both are rewritten. */
+static int luks2_set_uuid(struct luks_hdr *h, struct vol *dev, const char *uuid)
+{
+	snprintf(h->uuid, sizeof(h->uuid), "%s", uuid);
+	return luks2_write(h, dev);
 }
 
 /* ---- format ---- */
@@ -1207,6 +1207,8 @@ const struct luks_version_ops luks2_ops = {
     .probe_backup = luks2_probe_backup,
     .load = luks2_load,
     .write = luks2_write,
+    .kill_slot = luks2_keyslot_remove,
+    .set_uuid = luks2_set_uuid,
     .dump = luks2_dump,
     .free = luks2_state_free,
 };

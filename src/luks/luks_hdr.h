@@ -106,7 +106,15 @@ struct luks_hdr {
 	uint64_t hdr_size;      /* LUKS2: binary header + JSON area per copy */
 	uint64_t keyslots_size; /* LUKS2: bytes of the keyslot area */
 	uint64_t data_offset;   /* bytes */
-	int nslots;             /* 8 or 32 */
+	/* The header area, what cryptsetup's luksHeaderBackup copies
+	 * (luks_backup.c): bytes [0, hdr_area) of the device.  LUKS2: both
+	 * copies and the keyslots area (2 x hdr_size + keyslots_size); LUKS1:
+	 * the phdr and the key material of all eight slots, to the end of the
+	 * last.  The backup holds [hdr_gap[0], hdr_gap[1]) as zeros (LUKS1:
+	 * the unused sectors after the phdr when key slot 0 starts at 4096). */
+	uint64_t hdr_area;
+	uint64_t hdr_gap[2];
+	int nslots; /* 8 or 32 */
 	struct luks_keyslot slots[LUKS_SLOTS_MAX];
 	struct luks_digest digests[LUKS_SLOTS_MAX];
 	struct luks_segment seg;

@@ -28,6 +28,11 @@ struct luks_version_ops {
 	int (*load)(struct vol *dev, struct luks_hdr *h);
 	/* Rewrite every copy of the header from h.  NULL: read-only. */
 	int (*write)(struct luks_hdr *h, struct vol *dev);
+	/* Remove active key slot i (h->slots[i] and the header on dev), then
+	 * overwrite its material (luks_keyslot_kill). */
+	int (*kill_slot)(struct luks_hdr *h, struct vol *dev, int slot);
+	/* Store uuid (checked, lower-case) in h and on dev (luks_set_uuid). */
+	int (*set_uuid)(struct luks_hdr *h, struct vol *dev, const char *uuid);
 	/* The version's part of luks_dump(). */
 	void (*dump)(const struct luks_hdr *h, FILE *f);
 	/* Free h->state (may be NULL). */
@@ -44,6 +49,11 @@ int luks2_check(struct json_object *j, uint64_t hdr_size, char *why, size_t why_
 
 /* LUKS2's part of the report (luks2_dump.c). */
 void luks2_dump(const struct luks_hdr *h, FILE *f);
+
+/* Overwrite [off, off + size) of dev with random bytes, so that the key
+ * material there (and the key it held) is gone; blocks of dev that the
+ * range covers only in part keep their other bytes (luks.c). */
+int luks_area_wipe(struct vol *dev, uint64_t off, uint64_t size);
 
 /* One hex field of the report: title, then 16 bytes a line, the
  * following lines after indent (luks_dump.c). */

@@ -3,7 +3,8 @@
  * LUKS1 phdr, both LUKS2 binary headers and what their JSON says), the
  * luksDump report, an unlock attempt with a fixed passphrase, and the
  * payload vol cut out by what the segment says, as `uraid luks-dump` and a
- * read-only `uraid serve` do.
+ * read-only `uraid serve` do; and the device taken as a header backup
+ * (`uraid luks-header-restore`, luks_backup.c) restored onto a RAM device.
  *
  * Input:
  *   byte 0    flags: bit 0 give both LUKS2 header copies the SHA-256 they
@@ -28,6 +29,13 @@
  * The device vol checks the vol contract and aborts when it is broken,
  * and aborts on any write: loading, dumping and unlocking change nothing.
  *
+ * Restore (header areas up to 1088 KiB, so that a run stays cheap: a
+ * LUKS1 header of 256-bit keys, small LUKS2 ones): a header
+ * compared with itself has no difference; onto an empty RAM device it is
+ * refused without --force with nothing written; with --force, when it
+ * succeeds, a second restore without --force succeeds too (the device's
+ * header is now the backup's).
+ *
  * Build and run: tests/sh/format-fuzz.sh (clang -fsanitize=fuzzer,...). */
 #define FUZZ_NAME "fuzz_luks"
 #include "fuzz_vol.h"
@@ -49,6 +57,7 @@
 #define FUZZ_ARGON2_MEM_MAX 64u /* KiB */
 #define FUZZ_ARGON2_CPUS_MAX 4u
 #define FUZZ_AF_MAX (512u << 10)
+#define FUZZ_RESTORE_MAX (1088u << 10) /* a LUKS1 header of 256-bit keys */
 
 /* Where the binary header keeps hdr_size and the checksum. */
 #define L2_HDR_SIZE_AT 8
@@ -153,6 +162,45 @@ static void open_payload(struct luks_hdr *h, struct vol *dev, const struct luks_
 	}
 }
 
+/* The device as a backup file, restored onto a RAM device just large
+ * enough (see the top). */
+static void restore(const struct luks_hdr *h, struct vol *file)
+{
+	static const unsigned char zero[64 << 10];
+	char why[512];
+	uint64_t size = (h->hdr_area + 4096 + 4095) / 4096 * 4096;
+	struct vol *ram;
+	const unsigned char *b;
+	int r;
+
+	if (luks_backup_diff(h, h, why, sizeof(why)) != 0 || why[0])
+		abort();
+	if (h->hdr_area > FUZZ_RESTORE_MAX)
+		return;
+	ram = fuzz_ram_new(size, NULL, 0);
+	b = container_of(ram, struct fuzz_ram, vol)->b;
+	err_clear();
+	if (luks_header_restore(ram, file, false) == 0)
+		abort(); /* nothing on ram to check the backup against */
+	for (uint64_t i = 0; i < size; i += sizeof(zero))
+		if (memcmp(b + i, zero, size - i < sizeof(zero) ? size - i : sizeof(zero)) != 0)
+			abort(); /* a refusal wrote */
+	err_clear();
+	r = luks_header_restore(ram, file, true);
+	if (verbose)
+		fprintf(stderr, "fuzz_luks: restore --force: %s\n", r < 0 ? err_detail(r) : "ok");
+	if (r == 0) {
+		err_clear();
+		r = luks_header_restore(ram, file, false);
+		if (verbose)
+			fprintf(stderr, "fuzz_luks: restore again: %s\n",
+			        r < 0 ? err_detail(r) : "ok");
+		if (r < 0)
+			abort();
+	}
+	vol_close(ram);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fuzz_disk d;
@@ -195,6 +243,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		goto out;
 	}
 	luks_dump(h, NULL, devnull);
+	restore(h, &d.vol);
 
 	struct luks_secret *vk = NULL;
 	if ((flags & 0x02) && clamp_kdf(h)) {
