@@ -1023,8 +1023,11 @@ static int jn_append(struct md_journal *j, struct jn_build *ap, const void *key,
 	/* Past half the log: a stream's pieces (write-through's, and
 	 * write-back's while its cache is empty) keep the tail moving, by the
 	 * reclaim thread, so that this writer does not wait for the members'
-	 * flush (they are writing the pieces logged before this one). */
-	if (!pins && jn_used(j) * 2 > j->size)
+	 * flush (they are writing the pieces logged before this one); in
+	 * steps of a quarter of the log at least, as the kernel reclaims
+	 * (max_free_space), unless it is three quarters full. */
+	uint64_t used = jn_used(j), movable = (j->next_cp + j->size - j->last_cp) % j->size;
+	if (!pins && used * 2 > j->size && (movable * 4 >= j->size || used * 4 > j->size * 3))
 		jn_reclaim_locked(j);
 	pthread_mutex_unlock(&j->mu);
 	if (out)
