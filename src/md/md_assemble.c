@@ -674,8 +674,9 @@ static int md_array_open_raid(struct md_array *a, const struct md_super *fresh, 
 }
 
 /* md_journal's word that the tail moved: into the journal member's
- * superblock (journal_tail, the recovery_offset field), written with the
- * array's state. */
+ * superblock (journal_tail, the recovery_offset field) alone, as a
+ * rebuild's checkpoint writes its member's: the kernel reads the tail
+ * from the journal member only, and the events stay as they are. */
 static int md_journal_set_tail(void *ctx, uint64_t tail)
 {
 	struct md_array *a = ctx;
@@ -683,7 +684,7 @@ static int md_journal_set_tail(void *ctx, uint64_t tail)
 
 	pthread_mutex_lock(&a->lock);
 	a->journal.sb->recovery_offset = tail;
-	r = md_array_sync(a, atomic_load(&a->active));
+	r = md_array_sync_journal(a);
 	pthread_mutex_unlock(&a->lock);
 	return r;
 }

@@ -195,6 +195,10 @@ struct md_array {
  * spare's) superblock, events + 1; with a->lock held; 0 if at least one
  * member took it. */
 int md_array_sync(struct md_array *a, bool active);
+/* md_state.c: the journal member's superblock alone, events as they are
+ * (the journal tail's checkpoint: the data members' superblocks do not
+ * change, and each write was a seek on every disk); a->lock held. */
+int md_array_sync_journal(struct md_array *a);
 /* Marks the array active (in every superblock) before its first write. */
 int md_mark_active(struct md_array *a);
 /* Whether a role has no in-sync member. */

@@ -10,8 +10,10 @@
  * Each request is one "unit"; done() marks it, and the tail may move to
  * the start of the last unit before which every unit is done, once the
  * members were flushed (the kernel's next_checkpoint: that unit is
- * replayed once more, harmlessly).  A full log makes writers checkpoint,
- * or wait for units in flight. */
+ * replayed once more, harmlessly).  Past half the log a reclaim thread
+ * checkpoints (the kernel's r5l_reclaim_thread), so that no writer waits
+ * for the members' flush; a full log makes writers checkpoint, or wait
+ * for units in flight. */
 #include "md_journal.h"
 #include "md.h"
 
@@ -201,6 +203,11 @@ struct md_journal {
 	int (*reclaim)(void *ctx);
 	void *reclaim_ctx;
 	uint64_t tail_seq;
+	/* The reclaim thread (started at the first need): checkpoints once
+	 * the log is past half full (want), until stop. */
+	pthread_t reclaimer;
+	pthread_cond_t rcond;
+	bool reclaimer_on, reclaim_want, stop;
 };
 
 static uint64_t jn_used(const struct md_journal *j)
@@ -357,6 +364,7 @@ int md_journal_open(struct vol *log, struct vol *array, struct vol *const *membe
 	pthread_mutex_init(&j->mu, NULL);
 	pthread_mutex_init(&j->ckpt, NULL);
 	pthread_cond_init(&j->cond, NULL);
+	pthread_cond_init(&j->rcond, NULL);
 	free(blk);
 	*out = j;
 	return 0;
@@ -840,6 +848,38 @@ static void jn_pop_locked(struct md_journal *j)
 	pthread_cond_broadcast(&j->cond);
 }
 
+/* The reclaim thread: a checkpoint each time it is asked for one; a
+ * failure shows at the next checkpoint (a writer's, or close's). */
+static void *jn_reclaim_run(void *arg)
+{
+	struct md_journal *j = arg;
+
+	pthread_mutex_lock(&j->mu);
+	for (;;) {
+		while (!j->reclaim_want && !j->stop)
+			pthread_cond_wait(&j->rcond, &j->mu);
+		if (j->stop)
+			break;
+		j->reclaim_want = false;
+		pthread_mutex_unlock(&j->mu);
+		md_journal_checkpoint(j);
+		pthread_mutex_lock(&j->mu);
+	}
+	pthread_mutex_unlock(&j->mu);
+	return NULL;
+}
+
+/* Ask the reclaim thread for a checkpoint, starting it the first time
+ * (j->mu held).  Without a thread, the caller's next writer that finds
+ * the log full checkpoints itself (jn_wait_room_locked). */
+static void jn_reclaim_locked(struct md_journal *j)
+{
+	if (!j->reclaimer_on && !j->stop)
+		j->reclaimer_on = pthread_create(&j->reclaimer, NULL, jn_reclaim_run, j) == 0;
+	j->reclaim_want = true;
+	pthread_cond_signal(&j->rcond);
+}
+
 /* Wait (j->mu held) until total more pages fit under limit: move the tail
  * (flushing the members) or wait for the units in flight to reach them
  * (write-back: ask the cache to destage what pins the tail).  0, or the
@@ -980,16 +1020,18 @@ static int jn_append(struct md_journal *j, struct jn_build *ap, const void *key,
 		goto fail;
 	}
 	unit->iov = NULL;
-	/* Lazily, past half the log: a stream's pieces (write-through's, and
-	 * write-back's while its cache is empty) keep the tail moving. */
-	bool half = !pins && jn_used(j) * 2 > j->size;
+	/* Past half the log: a stream's pieces (write-through's, and
+	 * write-back's while its cache is empty) keep the tail moving, by the
+	 * reclaim thread, so that this writer does not wait for the members'
+	 * flush (they are writing the pieces logged before this one); in
+	 * steps of a quarter of the log at least, as the kernel reclaims
+	 * (max_free_space), unless it is three quarters full. */
+	uint64_t used = jn_used(j), movable = (j->next_cp + j->size - j->last_cp) % j->size;
+	if (!pins && used * 2 > j->size && (movable * 4 >= j->size || used * 4 > j->size * 3))
+		jn_reclaim_locked(j);
 	pthread_mutex_unlock(&j->mu);
 	if (out)
 		*out = unit;
-	if (half && pthread_mutex_trylock(&j->ckpt) == 0) {
-		pthread_mutex_unlock(&j->ckpt);
-		md_journal_checkpoint(j); /* lazily; a failure shows at the next */
-	}
 	return 0;
 fail:
 	pthread_mutex_unlock(&j->mu);
@@ -1250,6 +1292,13 @@ void md_journal_close(struct md_journal *j)
 {
 	if (!j)
 		return;
+	pthread_mutex_lock(&j->mu);
+	j->stop = true;
+	pthread_cond_signal(&j->rcond);
+	bool on = j->reclaimer_on;
+	pthread_mutex_unlock(&j->mu);
+	if (on)
+		pthread_join(j->reclaimer, NULL);
 	while (j->first) {
 		struct md_journal_unit *u = j->first;
 		j->first = u->next;
@@ -1258,6 +1307,7 @@ void md_journal_close(struct md_journal *j)
 	pthread_mutex_destroy(&j->mu);
 	pthread_mutex_destroy(&j->ckpt);
 	pthread_cond_destroy(&j->cond);
+	pthread_cond_destroy(&j->rcond);
 	vol_close(j->log);
 	free(j);
 }

@@ -204,7 +204,9 @@ void md_journal_set_reclaim(struct md_journal *j, int (*reclaim)(void *ctx), voi
  * whether a checkpoint would move the tail now (*movable). */
 int md_journal_pressure(struct md_journal *j, bool *movable);
 
-/* Close (after the last write): frees it and closes log. */
+/* Close (after the last write): stops the reclaim thread (the log's
+ * checkpoints past half full), frees it and closes log; the array stays
+ * open until then. */
 void md_journal_close(struct md_journal *j);
 
 #endif

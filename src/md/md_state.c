@@ -3,7 +3,9 @@
  * array is first written to (md_mark_active) and when a member fails
  * (md_member_failed, the RAID vol's event, which emits Fail and
  * DegradedArray: md_events.h).  The bottom of the running
- * array's files (md_internal.h): it calls none of them. */
+ * array's files (md_internal.h): it calls none of them.  The journal
+ * tail's checkpoints write the journal member's superblock alone
+ * (md_array_sync_journal). */
 #include "md_internal.h"
 #include "md_manage.h"
 
@@ -12,6 +14,28 @@
 #include <errno.h>
 #include <string.h>
 #include <time.h>
+
+/* The journal member's superblock: the array's state as the members hold
+ * it, and its journal_tail (in recovery_offset), which md_journal.c moves.
+ * Called with a->lock held. */
+static int md_journal_sb_write(struct md_array *a, bool active)
+{
+	struct md_super *sb = a->journal.sb;
+
+	md_manage_set_state(sb, a->events, a->max_dev, a->roles);
+	sb->resync_offset = (active || a->unclean) ? 0 : MD_MAX_SECTOR;
+	int e = md_super_write(a->journal.vol, sb);
+	if (e < 0)
+		log_warn("%s: journal: %s", a->vol.name, err_detail(e));
+	return e;
+}
+
+int md_array_sync_journal(struct md_array *a)
+{
+	if (!a->journal.vol || a->journal.failed)
+		return 0; /* no journal to record a tail in: nothing replays it */
+	return md_journal_sb_write(a, atomic_load(&a->active));
+}
 
 /* Write the array state into every live member's superblock: events + 1.
  * Called with a->lock held.  Returns 0 if at least one member took it. */
@@ -43,19 +67,10 @@ int md_array_sync(struct md_array *a, bool active)
 		} else
 			written++;
 	}
-	/* The journal member keeps the array's state and its journal_tail
-	 * (in recovery_offset), which md_journal.c moves. */
 	if (a->journal.vol && !a->journal.failed) {
-		struct md_super *sb = a->journal.sb;
-		md_manage_set_state(sb, a->events, a->max_dev, a->roles);
-		sb->resync_offset = (active || a->unclean) ? 0 : MD_MAX_SECTOR;
-		int e = md_super_write(a->journal.vol, sb);
-		if (e < 0) {
-			log_warn("%s: journal: %s", a->vol.name, err_detail(e));
-			last = e;
-			written = 0; /* the tail must reach the journal's superblock */
-			return last;
-		}
+		int e = md_journal_sb_write(a, active);
+		if (e < 0)
+			return e; /* the tail must reach the journal's superblock */
 	}
 	/* Spares follow the array's state as md keeps them (a spare left
 	 * behind would not count as one of the array's). */

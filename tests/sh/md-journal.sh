@@ -6,7 +6,8 @@
 #     journal feature (0x200); uraid examine says the same; a bitmap or a
 #     level without parity beside a journal is refused;
 #   - a clean serve writes through the journal (its tail moves) and reads
-#     back what it wrote;
+#     back what it wrote; its checkpoints write the journal member's
+#     superblock alone (the data members' events move twice a session);
 #   - `uraid serve` killed -9 mid-write: the next writable start replays
 #     the journal instead of a resync, and the parity check agrees;
 #   - the journal member missing: a writable start is refused (md writes
@@ -47,6 +48,24 @@ tail=$("$URAID" examine j.img | sed -n 's/.*Journal Tail : \([0-9]*\) sectors/\1
 got=$("$URAID" serve --readonly a.img b.img c.img j.img --run 'nbdcopy "$uri" - | head -c 4194304 | sha256sum' 2>/dev/null)
 [ "$got" = "$(sha256sum < pat)" ] || fail "read back after a journalled write differs"
 echo "ok: writes go through the journal (tail at sector $tail) and read back"
+
+# A checkpoint (the tail moved: 24 MiB through an 8 MiB log moves it at
+# least twice) writes the journal member's superblock alone, as a
+# rebuild's checkpoint writes the recovering member's: the data members'
+# superblocks are written when the array turns active and clean, two
+# events, not once more a checkpoint (each was two seeks on every disk).
+events() { mdadm --examine "$1" | sed -n 's/^ *Events : \([0-9]*\).*/\1/p'; }
+ev0=$(events a.img)
+head -c 24M /dev/urandom > pat1
+"$URAID" serve a.img b.img c.img j.img --run 'nbdcopy pat1 "$uri"' 2>log ||
+    fail "serve: $(cat log)"
+ev1=$(events a.img)
+[ "$ev1" = $((ev0 + 2)) ] ||
+    fail "a.img's events went from $ev0 to $ev1 over one session: checkpoints wrote it"
+[ "$(events j.img)" = "$ev1" ] || fail "the journal's events $(events j.img), a.img's $ev1"
+got=$("$URAID" serve --readonly a.img b.img c.img j.img --run 'nbdcopy "$uri" - | head -c 25165824 | sha256sum' 2>/dev/null)
+[ "$got" = "$(sha256sum < pat1)" ] || fail "read back after 24 MiB through the journal differs"
+echo "ok: 24 MiB through an 8 MiB journal: the data members' events $ev0 -> $ev1 (checkpoints wrote the journal's superblock alone)"
 
 # Killed mid-write over slow members: stripes torn on the members, the
 # journal holds them.

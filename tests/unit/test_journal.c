@@ -19,6 +19,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -125,14 +126,18 @@ struct rig {
 	struct vol *members[8], *array, *jmem, *jlog;
 	struct md_journal *j;
 	uint64_t tail;
-	unsigned tails; /* set_tail calls */
+	atomic_uint tails;        /* set_tail calls (the reclaim thread's too) */
+	pthread_t main;           /* the test's thread */
+	atomic_bool tail_by_main; /* a set_tail call came from it */
 };
 
 static int rig_set_tail(void *ctx, uint64_t tail)
 {
 	struct rig *g = ctx;
 	g->tail = tail;
-	g->tails++;
+	if (pthread_equal(pthread_self(), g->main))
+		atomic_store(&g->tail_by_main, true);
+	atomic_fetch_add(&g->tails, 1);
 	return 0;
 }
 
@@ -153,6 +158,7 @@ static void rig_array(struct rig *g)
 static void rig_open_chunks(struct rig *g, int level, uint64_t jsize, unsigned chunks)
 {
 	memset(g, 0, sizeof(*g));
+	g->main = pthread_self();
 	g->level = level;
 	g->n = level == 6 ? 5 : 4;
 	g->m = level == 6 ? 2 : 1;
@@ -374,6 +380,34 @@ static void test_wrap(int level)
 	rig_close(&g);
 	free(buf);
 	free(flat);
+}
+
+/* Past half the log the tail moves by the reclaim thread, not by the
+ * writer (it would wait for the members' flush): 5 writes of a page on
+ * RAID5, each logged as its stripe's chunk (a meta block, 4 data pages
+ * and 4 of P: 45 of the log's 64 pages in all), leave the log past half
+ * full and never full, so no writer needs room; the tail moves, and
+ * never from the writer's thread. */
+static void test_reclaim_thread(void)
+{
+	struct rig g;
+	struct md_journal_stats st;
+	unsigned char buf[4096];
+	unsigned long long seed = 0x5eed;
+
+	rig_open(&g, 5, 256 << 10);
+	CHECK_EQ(rig_journal(&g, &st, true), 0);
+	unsigned before = atomic_load(&g.tails);
+	atomic_store(&g.tail_by_main, false); /* the start's tail is the writer's */
+	for (uint64_t i = 0; i < 5; i++) {
+		fill(buf, sizeof(buf), &seed);
+		CHECK_EQ(vol_write(g.array, buf, sizeof(buf), i * g.chunk * (g.n - g.m), 0), 0);
+	}
+	for (int k = 0; k < 1000 && atomic_load(&g.tails) == before; k++)
+		nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL); /* 10 s at most */
+	CHECK(atomic_load(&g.tails) > before);
+	CHECK(!atomic_load(&g.tail_by_main));
+	rig_close(&g);
 }
 
 /* A corrupt page ends the log at its meta block, as the kernel's
@@ -812,6 +846,7 @@ int main(void)
 		test_wb_through(level);
 	}
 	test_corrupt_ends_log();
+	test_reclaim_thread();
 	test_log_ahead();
 	test_log_two_ahead();
 	return check_done();
