@@ -64,7 +64,7 @@ int md_array_info(struct vol *v, struct md_array_info *in)
 		return -EINVAL;
 	pthread_mutex_lock(&a->lock);
 	/* A failed role shows twice: "removed" in its place, faulty after. */
-	in->m = calloc(2 * a->n + a->nspare + a->nretired + 1, sizeof(*in->m));
+	in->m = calloc(3 * a->n + a->nspare + a->nretired + 1, sizeof(*in->m));
 	if (!in->m) {
 		pthread_mutex_unlock(&a->lock);
 		return -ENOMEM;
@@ -112,6 +112,15 @@ int md_array_info(struct vol *v, struct md_array_info *in)
 			in->m[in->nmembers - 1].has_io =
 			    raid_member_stats(a->raid, r, &in->m[in->nmembers - 1].io) == 0;
 		}
+		/* A replacement being built shows as mdadm --detail shows it:
+		 * a spare rebuilding in the role, beside the member. */
+		if (mm->repl && !mm->repl->failed) {
+			in->recovering = true;
+			in->working_devs++;
+			in->spare_devs++;
+			md_info_add(in, mm->repl->vol, (int)r, (int)mm->repl->sb->dev_number,
+			            MD_MEMBER_REBUILDING);
+		}
 	}
 	for (unsigned i = 0; i < a->nspare; i++) {
 		in->working_devs++;
@@ -124,6 +133,11 @@ int md_array_info(struct vol *v, struct md_array_info *in)
 		if (mm->vol && mm->failed) {
 			in->failed_devs++;
 			md_info_add(in, mm->vol, -1, mm->sb ? (int)mm->sb->dev_number : -1,
+			            MD_MEMBER_FAULTY);
+		}
+		if (mm->repl && mm->repl->failed) {
+			in->failed_devs++;
+			md_info_add(in, mm->repl->vol, -1, (int)mm->repl->sb->dev_number,
 			            MD_MEMBER_FAULTY);
 		}
 	}
@@ -186,6 +200,9 @@ int md_array_info(struct vol *v, struct md_array_info *in)
 			for (unsigned r = 0; r < a->n; r++)
 				if (a->m[r].vol && a->m[r].recovering)
 					in->rec_done = md_manage_recovery_from(a->m[r].sb, a->size);
+				else if (a->m[r].repl && !a->m[r].repl->failed)
+					in->rec_done =
+					    md_manage_recovery_from(a->m[r].repl->sb, a->size);
 		}
 	}
 	pthread_mutex_unlock(&a->lock);

@@ -42,6 +42,14 @@ int md_array_sync(struct md_array *a, bool active)
 			last = e;
 		} else
 			written++;
+		/* Its replacement keeps its own feature bits and offset. */
+		if (mm->repl && !mm->repl->failed) {
+			struct md_super *rsb = mm->repl->sb;
+			md_manage_set_state(rsb, a->events, a->max_dev, a->roles);
+			rsb->resync_offset = sb->resync_offset;
+			if ((e = md_super_write(mm->repl->vol, rsb)) < 0)
+				log_warn("%s: replacement: %s", a->vol.name, err_detail(e));
+		}
 	}
 	/* The journal member keeps the array's state and its journal_tail
 	 * (in recovery_offset), which md_journal.c moves. */
@@ -117,6 +125,9 @@ void md_member_failed(void *ctx, unsigned role, int err)
 			a->roles[mm->sb->dev_number] = MD_ROLE_FAULTY;
 		log_warn("%s: member %u (%s) marked faulty: %s", a->vol.name, role,
 		         mm->vol ? mm->vol->name : "?", strerror(err < 0 ? -err : err));
+		/* Its replacement goes with it (the kernel would recover it
+		 * in the role instead: md_replace.h). */
+		md_repl_fail(a, role, -EIO, false);
 		if (!a->readonly) {
 			int e = md_array_sync(a, atomic_load(&a->active));
 			if (e < 0) {
