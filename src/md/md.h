@@ -603,6 +603,17 @@ int md_array_readd(struct vol *v, const char *member);
  * forgot it).  Takes nv on success.  0 or -errno with err_set(). */
 int md_array_readd_vol(struct vol *v, struct vol *nv);
 
+/* Replace the in-sync member named member (its vol name) with nv (mdadm
+ * --replace OLD --with NEW, hot; md_replace.h): nv is checked as
+ * md_array_add checks a new member, gets OLD's role as a replacement
+ * (recorded in every superblock), takes every write from now on and is
+ * built from OLD in the background; then OLD is faulty and nv holds the
+ * role.  Takes nv on success.  -EROFS for a read-only array, -EINVAL for
+ * one without online recovery or an OLD not in sync, -EBUSY when the
+ * role has a replacement already or a reshape runs.  0 or -errno with
+ * err_set(). */
+int md_array_replace(struct vol *v, const char *member, struct vol *nv, bool force);
+
 /* md's sync_action for checks, on a running array. */
 enum md_check_action {
 	MD_CHECK_STOP,   /* interrupt the check running (or asked for) */

@@ -267,3 +267,173 @@ void md_repl_run(struct md_array *a)
 		rp->stalled = true;
 	}
 }
+
+/* ---- a replacement begun on the running array (md_array_replace) ---- */
+
+/* The role of the member named member (its vol name) if it may be
+ * replaced now, else -1 with err_set().  With a->lock held. */
+static int md_repl_role(struct md_array *a, const char *member)
+{
+	for (unsigned role = 0; role < a->n; role++) {
+		struct md_member *mm = &a->m[role];
+		if (!mm->vol || strcmp(mm->vol->name, member) != 0)
+			continue;
+		if (mm->failed || mm->recovering)
+			return err_set(-EINVAL,
+			               "%s: %s is not an in-sync member (%s): only an active, "
+			               "in-sync member can be replaced",
+			               a->vol.name, member, mm->failed ? "faulty" : "being rebuilt");
+		if (mm->repl)
+			return err_set(-EBUSY, "%s: %s is being replaced already (by %s)",
+			               a->vol.name, member, mm->repl->vol->name);
+		return (int)role;
+	}
+	return err_set(-EINVAL,
+	               "%s: %s is not an in-sync member of the array (a spare, faulty, or not "
+	               "one of its members)",
+	               a->vol.name, member);
+}
+
+int md_array_replace(struct vol *v, const char *member, struct vol *nv, bool force)
+{
+	struct md_array *a = md_of(v);
+	struct md_member *rp = NULL;
+	struct md_super *nsb = NULL;
+	struct vol *slice = NULL, *rv = NULL;
+	uint32_t *used = NULL;
+	uint64_t end_sb;
+	unsigned nused = 0;
+	bool held = false;
+	int r, role;
+
+	if (!a)
+		return err_set(-EINVAL, "%s is not an md array", v->name);
+	if (a->readonly)
+		return err_set(-EROFS, "%s is served read-only: no member can be replaced",
+		               a->vol.name);
+	if (a->reshaping)
+		return err_set(-EBUSY, "%s: a reshape is under way: replace once it ended",
+		               a->vol.name);
+	if (!a->rec.enabled)
+		return err_set(-EINVAL,
+		               "%s: %s has no online recovery here (a level without redundancy, or "
+		               "served with --no-rebuild)",
+		               a->vol.name, md_level_name(a->level));
+	if (nv->block_min > a->vol.block_min)
+		return err_set(-EINVAL, "%s: %s has blocks of %u bytes, the array %u", a->vol.name,
+		               nv->name, nv->block_min, a->vol.block_min);
+	nsb = malloc(sizeof(*nsb));
+	rp = calloc(1, sizeof(*rp));
+	if (!nsb || !rp) {
+		r = -ENOMEM;
+		goto out;
+	}
+	pthread_mutex_lock(&a->lock);
+	role = md_repl_role(a, member);
+	if (role >= 0)
+		*nsb = *a->m[role].sb;
+	pthread_mutex_unlock(&a->lock);
+	if ((r = role) < 0)
+		goto out;
+	/* The checks of a new member (md_manage.h), outside the lock: what
+	 * they compare with (uuid, data offset, size) never changes. */
+	r = md_manage_probe_new(nv, nv->name, nsb->set_uuid, a->vol.name, force, &end_sb);
+	if (r == 0)
+		r = md_manage_check_size(nv, nv->name, nsb, a->vol.name);
+	if (r < 0)
+		goto out;
+	pthread_mutex_lock(&a->lock);
+	if ((r = md_repl_role(a, member)) != role) {
+		pthread_mutex_unlock(&a->lock);
+		r = r < 0 ? r : err_set(-EBUSY, "%s: %s moved meanwhile", a->vol.name, member);
+		goto out;
+	}
+	used = calloc(2 * a->n + a->nspare + a->nretired + 1, sizeof(*used));
+	if (!used) {
+		pthread_mutex_unlock(&a->lock);
+		r = -ENOMEM;
+		goto out;
+	}
+	for (unsigned i = 0; i < a->n; i++) {
+		if (a->m[i].sb)
+			used[nused++] = a->m[i].sb->dev_number;
+		if (a->m[i].repl)
+			used[nused++] = a->m[i].repl->sb->dev_number;
+	}
+	for (unsigned k = 0; k < a->nspare; k++)
+		used[nused++] = a->spare[k].sb->dev_number;
+	for (unsigned k = 0; k < a->nretired; k++)
+		if (a->retired[k].sb)
+			used[nused++] = a->retired[k].sb->dev_number;
+	struct md_member *mm = &a->m[role];
+	r = md_manage_pick_slot(a->roles, a->max_dev, a->n, used, nused, mm->sb, a->vol.name);
+	pthread_mutex_unlock(&a->lock);
+	if (r < 0)
+		goto out;
+	unsigned slot = (unsigned)r;
+	/* Checked: from here on we write, NEW first (its metadata area). */
+	r = md_manage_new_super(nv, nv->name, mm->sb, mm->vol, slot, end_sb, nsb);
+	if (r == 0)
+		r = slice_open(nv, nsb->data_offset * 512, nsb->data_size * 512, false, nv->name,
+		               &slice);
+	if (r < 0)
+		goto out;
+	/* The RAID vol's member for the role becomes the replace vol, with
+	 * no request inside. */
+	if ((r = md_io_hold(a)) < 0) {
+		r = err_set(r, "%s: requests did not drain: nothing changed", a->vol.name);
+		goto out;
+	}
+	held = true;
+	r = md_repl_open(mm->data, slice, mm->vol->name, &rv);
+	slice = NULL; /* rv's, or closed */
+	if (r < 0)
+		goto out;
+	r = raid_swap_member(a->raid, (unsigned)role, mm->data, rv);
+	if (r < 0) {
+		md_repl_unwrap(rv);
+		r = err_set(r, "%s: %s is no longer a live member", a->vol.name, member);
+		goto out;
+	}
+	pthread_mutex_lock(&a->lock);
+	if (slot >= a->max_dev) {
+		for (uint32_t k = a->max_dev; k < slot; k++)
+			a->roles[k] = MD_ROLE_SPARE;
+		a->max_dev = slot + 1;
+	}
+	md_manage_mark_recovering(nsb, a->roles, (unsigned)role);
+	nsb->feature_map |= MD_FEATURE_REPLACEMENT;
+	*rp = (struct md_member){.vol = nv, .sb = nsb};
+	mm->repl = rp;
+	mm->rv = rv;
+	mm->data = rv;
+	r = md_array_sync(a, atomic_load(&a->active)); /* the replacement's too */
+	if (r < 0) {
+		/* Recorded in no superblock: the replacement is given up (the
+		 * array holds nv now, written no more). */
+		log_warn("%s: recording the replacement %s: %s; it is given up", a->vol.name,
+		         nv->name, err_detail(r));
+		md_repl_fail(a, (unsigned)role, r, false);
+		pthread_mutex_unlock(&a->lock);
+		md_io_release(a);
+		free(used);
+		return 0;
+	}
+	log_info("%s: %s replaces %s in role %u (slot %u), built while serving", a->vol.name,
+	         nv->name, member, role, slot);
+	int e = md_rec_wake(a);
+	pthread_mutex_unlock(&a->lock);
+	md_io_release(a);
+	free(used);
+	if (e != 0)
+		log_warn("%s: cannot start the recovery thread: %s", a->vol.name, strerror(e));
+	return 0;
+out:
+	if (held)
+		md_io_release(a);
+	vol_close(slice);
+	free(used);
+	free(nsb);
+	free(rp);
+	return r;
+}

@@ -29,6 +29,10 @@
  * on error), named name, its size old's.  0 or -errno. */
 int md_repl_open(struct vol *old, struct vol *new, const char *name, struct vol **out);
 
+/* Undo md_repl_open before the vol was used: new is closed, old is left
+ * open (the caller's again). */
+void md_repl_unwrap(struct vol *rv);
+
 /* Called after each window copied, with the bytes done from the start;
  * non-zero stops the copy (-EINTR). */
 typedef int (*md_repl_progress_fn)(void *ctx, uint64_t done);

@@ -290,6 +290,14 @@ int md_repl_copy(struct vol *v, uint64_t from, uint64_t to, uint64_t piece,
 	return r;
 }
 
+void md_repl_unwrap(struct vol *v)
+{
+	struct md_rv *rv = to_rv(v);
+
+	rv->old = NULL;
+	md_rv_close(v);
+}
+
 int md_repl_error(struct vol *v)
 {
 	return atomic_load(&to_rv(v)->new_err);

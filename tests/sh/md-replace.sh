@@ -7,7 +7,9 @@
 #       in the others' role tables and NEW holds its role: `uraid check`
 #       finds the copies agree, the data reads back (sha256) and mdadm
 #       --examine accepts NEW and the rest (all active, one events count);
-#       `uraid detail` showed NEW as "spare rebuilding" meanwhile;
+#       `uraid detail` showed NEW as "spare rebuilding" meanwhile; RAID10's
+#       is begun on the running serve (`uraid replace CONTROL OLD --with
+#       NEW`), and a second one of its faulty OLD is refused;
 #   (b) a serve killed (SIGKILL) part-way: NEW's recovery offset is saved
 #       (mdadm shows it) and `uraid rebuild` continues from there;
 #   (c) `serve --readonly` reads an array with a replacement from OLD and
@@ -34,17 +36,32 @@ for geometry in "r1 1 2 0" "r10 10 4 1 --layout=n2 --chunk=64" "r5 5 3 2 --chunk
     head -c "$(stat -c %s "$tmp/$name.data")" /dev/urandom > "$tmp/$name.p2"
     new=$tmp/$name.new
     truncate -s $SIZE "$new"
-    out=$("$URAID" replace --no-copy "${files[$old]}" --with "$new" "${files[@]}" 2>&1) ||
-        fail "$name: replace: $out"
-    [ "$(role_of "$new")" = "Replacement device $old" ] ||
-        fail "$name: mdadm --examine NEW: '$(role_of "$new")'"
     ctl=$tmp/$name.ctl
-    start_server "$tmp/$name.sock" -v --sync-speed-min 4M --sync-speed-max 4M --control "$ctl" "${files[@]}" \
-        "$new" 2> "$tmp/$name.log"
+    if [ "$name" = r10 ]; then # the hot form, on the running serve
+        start_server "$tmp/$name.sock" -v --sync-speed-min 4M --sync-speed-max 4M \
+            --control "$ctl" "${files[@]}" 2> "$tmp/$name.log"
+        out=$("$URAID" replace "$ctl" "${files[$old]}" --with "$new" 2>&1) ||
+            fail "$name: hot replace: $out"
+    else
+        out=$("$URAID" replace --no-copy "${files[$old]}" --with "$new" "${files[@]}" 2>&1) ||
+            fail "$name: replace: $out"
+        [ "$(role_of "$new")" = "Replacement device $old" ] ||
+            fail "$name: mdadm --examine NEW: '$(role_of "$new")'"
+        start_server "$tmp/$name.sock" -v --sync-speed-min 4M --sync-speed-max 4M \
+            --control "$ctl" "${files[@]}" "$new" 2> "$tmp/$name.log"
+    fi
     detail=$("$URAID" detail "$ctl" 2>&1) || fail "$name: detail: $detail"
     grep -q "spare rebuilding *$new" <<<"$detail" || fail "$name: detail: $detail"
     nbdcopy "$tmp/$name.p2" "$(uri "$tmp/$name.sock")" || fail "$name: rewrite"
     wait_log "$tmp/$name.log" "replaced ${files[$old]}" || fail "$name: not replaced: $(cat "$tmp/$name.log")"
+    if [ "$name" = r10 ]; then # OLD is faulty now: refused, naming why
+        truncate -s $SIZE "$tmp/r10.x"
+        sums "$tmp/r10.x"
+        out=$("$URAID" replace "$ctl" "${files[$old]}" --with "$tmp/r10.x" 2>&1) &&
+            fail "$name: hot replace of a faulty OLD succeeded"
+        grep -q "${files[$old]} is not an in-sync member" <<<"$out" || fail "$name: $out"
+        unchanged "$name: hot replace of a faulty OLD"
+    fi
     stop_server "$server_pid" || fail "$name: stop"
     rest=("$new")
     for i in "${!files[@]}"; do [ "$i" = "$old" ] || rest+=("${files[$i]}"); done
