@@ -282,7 +282,8 @@ static int md_repl_role(struct md_array *a, const char *member)
 			return err_set(-EINVAL,
 			               "%s: %s is not an in-sync member (%s): only an active, "
 			               "in-sync member can be replaced",
-			               a->vol.name, member, mm->failed ? "faulty" : "being rebuilt");
+			               a->vol.name, member,
+			               mm->failed ? "faulty" : "being rebuilt");
 		if (mm->repl)
 			return err_set(-EBUSY, "%s: %s is being replaced already (by %s)",
 			               a->vol.name, member, mm->repl->vol->name);
