@@ -246,6 +246,16 @@ int md_array_fail(struct vol *v, const char *member)
 	unsigned i;
 	int r = md_locate(v, member, &a, &at, &i);
 
+	if (r == -ENOENT && (a = md_of(v))) {
+		/* A replacement being built: given up, its role keeps OLD. */
+		pthread_mutex_lock(&a->lock);
+		bool done = md_repl_fail_named(a, member);
+		pthread_mutex_unlock(&a->lock);
+		if (done) {
+			err_clear();
+			return 0;
+		}
+	}
 	if (r < 0)
 		return r;
 	if (at == MD_AT_RETIRED || (at == MD_AT_ROLE && a->m[i].failed)) {

@@ -311,6 +311,13 @@ void md_repl_run(struct md_array *a);
  * table, written no more; sync: write the superblocks now.  With a->lock
  * held. */
 void md_repl_fail(struct md_array *a, unsigned role, int err, bool sync);
+/* The replacement named member (its vol name), if one is being built, is
+ * given up as md_repl_fail does (mdadm --fail NEW): true; else false.
+ * With a->lock held. */
+bool md_repl_fail_named(struct md_array *a, const char *member);
+/* -EBUSY with err_set() ("... WHAT once the replacement ended") while a
+ * replacement is being built; else 0.  Takes a->lock. */
+int md_repl_busy(struct md_array *a, const char *what);
 
 /* md_vol.c */
 /* The md vol over a->raid: 0 or -errno. */

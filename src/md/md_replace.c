@@ -114,6 +114,34 @@ void md_repl_fail(struct md_array *a, unsigned role, int err, bool sync)
 		log_warn("%s: could not record the failure in any superblock", a->vol.name);
 }
 
+int md_repl_busy(struct md_array *a, const char *what)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&a->lock);
+	for (unsigned role = 0; role < a->n && r == 0; role++) {
+		struct md_member *mm = &a->m[role];
+		if (mm->repl && !mm->repl->failed)
+			r = err_set(-EBUSY,
+			            "%s: %s is being replaced by %s: %s once the replacement ended",
+			            a->vol.name, mm->vol->name, mm->repl->vol->name, what);
+	}
+	pthread_mutex_unlock(&a->lock);
+	return r;
+}
+
+bool md_repl_fail_named(struct md_array *a, const char *member)
+{
+	for (unsigned role = 0; role < a->n; role++) {
+		struct md_member *mm = &a->m[role];
+		if (mm->repl && !mm->repl->failed && !strcmp(mm->repl->vol->name, member)) {
+			md_repl_fail(a, role, -ECANCELED, true);
+			return true;
+		}
+	}
+	return false;
+}
+
 /* The role whose replacement is to be built next, or -1. */
 static int md_repl_next(struct md_array *a)
 {

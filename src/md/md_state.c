@@ -3,7 +3,9 @@
  * array is first written to (md_mark_active) and when a member fails
  * (md_member_failed, the RAID vol's event, which emits Fail and
  * DegradedArray: md_events.h).  The bottom of the running
- * array's files (md_internal.h): it calls none of them. */
+ * array's files (md_internal.h): it calls none of them but
+ * md_repl_fail (without its superblock write), which gives a failed
+ * member's replacement up with it. */
 #include "md_internal.h"
 #include "md_manage.h"
 
