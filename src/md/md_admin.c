@@ -414,24 +414,15 @@ int md_array_remove(struct vol *v, const char *member)
 	return 0;
 }
 
-int md_array_add(struct vol *v, struct vol *nv, bool force, uint8_t devflags)
+int md_array_can_take(struct md_array *a, struct vol *v, struct vol *nv, const char *what)
 {
-	struct md_array *a = md_of(v);
-	struct md_super *nsb = NULL;
-	const struct md_super *tmpl = NULL;
-	struct vol *tmpl_vol = NULL;
-	uint32_t *used = NULL;
-	uint64_t end_sb;
-	unsigned nused = 0;
-	int r;
-
 	if (!a)
 		return err_set(-EINVAL, "%s is not an md array", v->name);
 	if (a->readonly)
-		return err_set(-EROFS, "%s is served read-only: no member can be added",
-		               a->vol.name);
+		return err_set(-EROFS, "%s is served read-only: no member can be %s", a->vol.name,
+		               what);
 	if (a->reshaping)
-		return err_set(-EBUSY, "%s: a reshape is under way: add the member once it ended",
+		return err_set(-EBUSY, "%s: a reshape is under way: try once it ended",
 		               a->vol.name);
 	if (!a->rec.enabled)
 		return err_set(-EINVAL,
@@ -447,6 +438,22 @@ int md_array_add(struct vol *v, struct vol *nv, bool force, uint8_t devflags)
 	if (nv->block_min > a->vol.block_min)
 		return err_set(-EINVAL, "%s: %s has blocks of %u bytes, the array %u", a->vol.name,
 		               nv->name, nv->block_min, a->vol.block_min);
+	return 0;
+}
+
+int md_array_add(struct vol *v, struct vol *nv, bool force, uint8_t devflags)
+{
+	struct md_array *a = md_of(v);
+	struct md_super *nsb = NULL;
+	const struct md_super *tmpl = NULL;
+	struct vol *tmpl_vol = NULL;
+	uint32_t *used = NULL;
+	uint64_t end_sb;
+	unsigned nused = 0;
+	int r;
+
+	if ((r = md_array_can_take(a, v, nv, "added")) < 0)
+		return r;
 	/* Probed outside the lock (nv may be slow): what it is checked
 	 * against (uuid, data offset, size) never changes. */
 	nsb = malloc(sizeof(*nsb));

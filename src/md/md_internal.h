@@ -319,6 +319,13 @@ bool md_repl_fail_named(struct md_array *a, const char *member);
  * replacement is being built; else 0.  Takes a->lock. */
 int md_repl_busy(struct md_array *a, const char *what);
 
+/* md_admin.c: whether the running array a (md_of(v)) may take the new
+ * member nv now (md_array_add, md_array_replace): writable, not
+ * reshaping, with online recovery, not 0.90 nor with a journal, nv's
+ * blocks no larger than the array's.  0, or -errno with err_set() (what:
+ * "added", "replaced"). */
+int md_array_can_take(struct md_array *a, struct vol *v, struct vol *nv, const char *what);
+
 /* md_vol.c */
 /* The md vol over a->raid: 0 or -errno. */
 int md_vol_init(struct md_array *a, const char *name, bool readonly);

@@ -335,22 +335,8 @@ int md_array_replace(struct vol *v, const char *member, struct vol *nv, bool for
 	bool held = false;
 	int r, role;
 
-	if (!a)
-		return err_set(-EINVAL, "%s is not an md array", v->name);
-	if (a->readonly)
-		return err_set(-EROFS, "%s is served read-only: no member can be replaced",
-		               a->vol.name);
-	if (a->reshaping)
-		return err_set(-EBUSY, "%s: a reshape is under way: replace once it ended",
-		               a->vol.name);
-	if (!a->rec.enabled)
-		return err_set(-EINVAL,
-		               "%s: %s has no online recovery here (a level without redundancy, or "
-		               "served with --no-rebuild)",
-		               a->vol.name, md_level_name(a->level));
-	if (nv->block_min > a->vol.block_min)
-		return err_set(-EINVAL, "%s: %s has blocks of %u bytes, the array %u", a->vol.name,
-		               nv->name, nv->block_min, a->vol.block_min);
+	if ((r = md_array_can_take(a, v, nv, "replaced")) < 0)
+		return r;
 	nsb = malloc(sizeof(*nsb));
 	rp = calloc(1, sizeof(*rp));
 	if (!nsb || !rp) {
