@@ -283,7 +283,8 @@ int md_repl_copy(struct vol *v, uint64_t from, uint64_t to, uint64_t piece,
 		pthread_cond_broadcast(&rv->cond);
 		pthread_mutex_unlock(&rv->lock);
 		off += n;
-		if (r == 0 && progress && progress(ctx, off))
+		/* A stop asked for after the last window is too late: done. */
+		if (r == 0 && progress && progress(ctx, off) && off < to)
 			r = -EINTR;
 	}
 	free(buf);

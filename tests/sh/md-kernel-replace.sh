@@ -28,7 +28,7 @@ $URAID create --level=1 --name=a "$1" "$2" >/dev/null
 $URAID serve --run "nbdcopy '$D/pat' \"\$uri\"" "$1" "$2" 2>/dev/null
 $URAID replace --no-copy "$1" --with "$3" "$1" "$2" >/dev/null 2>&1 ||
     { echo "FAIL: uraid replace"; exit 1; }
-$URAID serve -f --socket "$D/a.sock" --sync-speed-min 2M --sync-speed-max 2M "$@" 2>/dev/null &
+$URAID serve -f --socket "$D/a.sock" --sync-speed-min 1M --sync-speed-max 1M "$@" 2>/dev/null &
 pid=$!
 saved() { local o; o=$(field "$1" "Recovery Offset"); [ "${o:-0}" -gt 0 ]; }
 wait_until 300 saved "$3" ||

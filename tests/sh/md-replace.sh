@@ -87,7 +87,7 @@ new=$tmp/$name.new
 truncate -s $SIZE "$new"
 "$URAID" replace --no-copy "${files[0]}" --with "$new" "${files[@]}" >/dev/null 2>&1 ||
     fail "$name: replace"
-start_server "$tmp/$name.sock" -v --sync-speed-min 2M --sync-speed-max 2M "${files[@]}" "$new" 2> "$tmp/$name.log"
+start_server "$tmp/$name.sock" -v --sync-speed-min 1M --sync-speed-max 1M "${files[@]}" "$new" 2> "$tmp/$name.log"
 for _ in $(seq 300); do
     off=$(field "$new" "Recovery Offset")
     [ -n "$off" ] && [ "$off" -gt 0 ] && break
