@@ -43,6 +43,12 @@ int cmd_rebuild(int argc, char **argv);
 struct md_rebuild_opts;
 void cli_rebuild_opts(struct md_rebuild_opts *ro, bool force);
 void cli_rebuild_end(void);
+int cmd_replace(int argc, char **argv);
+/* cmd_replace.c: assemble the members specs[0..n) writable and wait while
+ * a replacement is built (SIGINT/SIGTERM stop it, its offset saved); the
+ * exit code.  Whether any of specs holds a replacement's superblock. */
+int cli_replace_build(char **specs, unsigned n);
+bool cli_has_replacement(char **specs, unsigned n);
 int cmd_grow(int argc, char **argv);
 int cmd_detail(int argc, char **argv);
 int cmd_monitor(int argc, char **argv);
@@ -70,6 +76,9 @@ int cmd_remove(int argc, char **argv);
 bool cli_is_control_socket(const char *path);
 int cmd_add_hot(const char *control, const char *spec, bool force, const char *array,
                 uint8_t devflags);
+/* `uraid replace CONTROL OLD --with NEW`: md_array_replace() on the serve. */
+int cmd_replace_hot(const char *control, const char *old_spec, const char *new_spec, bool force,
+                    const char *array);
 /* `uraid add --re-add CONTROL MEMBER`: md_array_readd() on the serve. */
 int cmd_readd_hot(const char *control, const char *spec);
 /* `uraid check CONTROL`: action "check", "repair" or "stop". */

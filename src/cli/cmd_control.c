@@ -93,6 +93,27 @@ int cmd_add_hot(const char *sock, const char *spec, bool force, const char *arra
 	return control_member_cmd("add", sock, spec, force, array, devflags);
 }
 
+int cmd_replace_hot(const char *sock, const char *old_spec, const char *new_spec, bool force,
+                    const char *array)
+{
+	json_object *req = json_object_new_object(), *reply = NULL;
+	int rc;
+
+	json_object_object_add(req, "op", json_object_new_string("replace"));
+	json_object_object_add(req, "member", json_object_new_string(old_spec));
+	json_object_object_add(req, "with", json_object_new_string(new_spec));
+	if (force)
+		json_object_object_add(req, "force", json_object_new_boolean(true));
+	if (array)
+		json_object_object_add(req, "array", json_object_new_string(array));
+	rc = control_call(sock, req, &reply);
+	if (rc == 0)
+		rc = control_result("replace", reply, false);
+	json_object_put(req);
+	json_object_put(reply);
+	return rc;
+}
+
 int cmd_readd_hot(const char *sock, const char *spec)
 {
 	return control_member_cmd("readd", sock, spec, false, NULL, 0);

@@ -150,6 +150,8 @@ static void examine_print(const char *name, const struct md_super *s)
 		printf("   Device Role : spare\n");
 	else if (role == MD_ROLE_JOURNAL)
 		printf("   Device Role : Journal\n");
+	else if (md_super_replacement(s))
+		printf("   Device Role : Replacement device %u\n", role);
 	else
 		printf("   Device Role : Active device %u\n", role);
 	printf("   Array State : ");

@@ -130,7 +130,13 @@ static int rebuild_run(char **specs, unsigned n, bool force)
 {
 	struct md_rebuild_opts ro;
 	struct rb_opened set;
-	int r = rb_open(specs, n, &set);
+	int r;
+
+	/* A replacement being built is continued by the running array's
+	 * copy (md_replace.h), as a writable start does. */
+	if (cli_has_replacement(specs, n))
+		return cli_replace_build(specs, n);
+	r = rb_open(specs, n, &set);
 
 	if (r < 0)
 		return cli_fail("rebuild", r);

@@ -26,6 +26,7 @@ static const struct cli_command commands[] = {
 	{ "fail", cmd_fail, "mark a member of a running array faulty (mdadm --fail)" },
 	{ "remove", cmd_remove, "take a faulty or spare member out of a running array (mdadm --remove)" },
 	{ "rebuild", cmd_rebuild, "rebuild members being recovered, resumable (md recovery)" },
+	{ "replace", cmd_replace, "rebuild a member onto a new one while it stays in the array (mdadm --replace)" },
 	{ "grow", cmd_grow, "change the number of copies of an md RAID1, offline (mdadm --grow -n)" },
 	{ "luks-format", cmd_luks_format, "write a new LUKS2 header (cryptsetup luksFormat)" },
 	{ "luks-dump", cmd_luks_dump, "show a LUKS header (cryptsetup luksDump)" },

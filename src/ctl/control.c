@@ -541,6 +541,51 @@ out:
 	return reply;
 }
 
+/* mdadm --replace OLD --with NEW on the array holding OLD (the member
+ * spec names). */
+static json_object *ctl_replace(const struct ctl_target *t, const char *spec, const char *with,
+                                const char *array, bool force)
+{
+	struct ctl_arrays *ca = calloc(1, sizeof(*ca));
+	struct vol *nv = NULL;
+	json_object *reply;
+	const char *name = NULL, *other;
+	int ai, r;
+
+	if (!ca)
+		return ctl_error("out of memory");
+	ctl_arrays_load(t, ca);
+	ai = ctl_find_member(ca, spec, &name);
+	if (ai < 0 || (array && strcmp(ca->info[ai].name, array) != 0)) {
+		reply = ca->n ? ctl_error("%s is not a member of %s served here", spec,
+		                          array ? array : "any md array")
+		              : ctl_error("no md array is served here");
+		goto out;
+	}
+	if (ctl_find_member(ca, with, &other) >= 0) {
+		reply = ctl_error("%s is already a member of an array served here", with);
+		goto out;
+	}
+	err_clear();
+	r = member_open(with, t->member_flags, &nv);
+	if (r == 0) {
+		err_clear();
+		r = md_array_replace(ca->v[ai], name, nv, force);
+		if (r < 0)
+			vol_close(nv);
+	}
+	if (r < 0)
+		reply = ctl_error("%s", err_detail(r));
+	else
+		reply = ctl_ok("%s: %s replaces %s: built from it while serving, then %s is "
+		               "marked faulty",
+		               ca->info[ai].name, with, name, name);
+out:
+	ctl_arrays_free(ca);
+	free(ca);
+	return reply;
+}
+
 static const char *ctl_str(json_object *req, const char *key);
 
 /* The array a request names (array: md/NAME, or NULL for the one array
@@ -929,6 +974,15 @@ char *ctl_handle(const struct ctl_target *t, const char *req, size_t len)
 			                : 0);
 		else
 			reply = ctl_member_op(t, op, member);
+	} else if (strcmp(op, "replace") == 0) {
+		json_object *f;
+		const char *with = ctl_str(in, "with");
+		bool force =
+		    json_object_object_get_ex(in, "force", &f) && json_object_get_boolean(f);
+		if (!member || !*member || !with || !*with)
+			reply = ctl_error("replace needs \"member\" and \"with\" strings");
+		else
+			reply = ctl_replace(t, member, with, ctl_str(in, "array"), force);
 	} else if (strcmp(op, "check") == 0) {
 		reply = ctl_check(t, ctl_str(in, "action"), ctl_str(in, "array"));
 	} else if (strcmp(op, "grow") == 0) {

@@ -451,7 +451,7 @@ int md_super_check(const struct md_super *s, uint64_t member_bytes, const char *
 		return r;
 	if (s->feature_map & MD_FEATURE_REFUSED)
 		return err_set(-ENOTSUP,
-		               "%s: md superblock uses features 0x%x (cluster or replacement) "
+		               "%s: md superblock uses features 0x%x (a cluster) "
 		               "that uraid does not support",
 		               name, s->feature_map & MD_FEATURE_REFUSED);
 	r = md_super_check_reshape(s, member_bytes, name);
@@ -479,6 +479,17 @@ int md_super_no_reshape(const struct md_super *s, const char *name)
 	               "%s: md superblock records a reshape under way (at sector %llu); uraid "
 	               "cannot change such an array offline (uraid serve --readonly reads it)",
 	               name, (unsigned long long)s->reshape_position);
+}
+
+int md_super_no_replacement(const struct md_super *s, const char *name)
+{
+	if (!md_super_replacement(s))
+		return 0;
+	return err_set(-ENOTSUP,
+	               "%s: md superblock is a replacement being built for role %u (mdadm "
+	               "--replace, at sector %llu); uraid cannot change such an array offline "
+	               "(a writable uraid serve finishes the replacement)",
+	               name, md_super_role(s), (unsigned long long)s->recovery_offset);
 }
 
 bool md_super_ppl(const struct md_super *s, int32_t *off, uint32_t *size)

@@ -60,11 +60,14 @@
 #define MD_FEATURE_MULTIPLE_PPLS 0x800u
 #define MD_FEATURE_RAID0_LAYOUT 0x1000u
 #define MD_FEATURE_ALL 0x1fffu
-/* Features uraid cannot serve or update correctly (a cluster, a
- * replacement being built): md_super_check() refuses a superblock with
- * any of them, so every path (assembly, add, rebuild, grow, examine)
- * refuses it with the same message rather than corrupt it. */
-#define MD_FEATURE_REFUSED (MD_FEATURE_CLUSTERED | MD_FEATURE_REPLACEMENT)
+/* Features uraid cannot serve or update correctly (a cluster):
+ * md_super_check() refuses a superblock with any of them, so every path
+ * (assembly, add, rebuild, grow, examine) refuses it with the same
+ * message rather than corrupt it.  A replacement being built
+ * (MD_FEATURE_REPLACEMENT, mdadm --replace: md_replace.h) is served and
+ * continued by assembly; md_super_no_replacement() refuses it on the
+ * offline paths that cannot take one. */
+#define MD_FEATURE_REFUSED (MD_FEATURE_CLUSTERED)
 /* A reshape under way (md_reshape.h): md_super_check() accepts these
  * (checking where the new data area lies); assembly serves such an array
  * and md_super_no_reshape() refuses it on the paths that cannot. */
@@ -323,6 +326,18 @@ void md_super_new_data_area(const struct md_super *s, uint64_t *off, uint64_t *s
  * paths that change an array offline (add, rebuild, grow) and cannot
  * take one half-reshaped. */
 int md_super_no_reshape(const struct md_super *s, const char *name);
+
+/* 0 unless s is a replacement being built (MD_FEATURE_REPLACEMENT); then
+ * -ENOTSUP with err_set() detail "NAME: ... a replacement ...": the
+ * refusal of the offline paths (add, rebuild, grow) that cannot take a
+ * role held by two members. */
+int md_super_no_replacement(const struct md_super *s, const char *name);
+
+/* Whether s is a replacement being built for its role (mdadm --replace). */
+static inline bool md_super_replacement(const struct md_super *s)
+{
+	return s->feature_map & MD_FEATURE_REPLACEMENT;
+}
 
 /* This member's role: its dev_roles slot, or MD_ROLE_SPARE. */
 unsigned md_super_role(const struct md_super *s);
@@ -589,6 +604,17 @@ int md_array_readd(struct vol *v, const char *member);
  * and pass the same rule (its device UUID cannot be compared: the array
  * forgot it).  Takes nv on success.  0 or -errno with err_set(). */
 int md_array_readd_vol(struct vol *v, struct vol *nv);
+
+/* Replace the in-sync member named member (its vol name) with nv (mdadm
+ * --replace OLD --with NEW, hot; md_replace.h): nv is checked as
+ * md_array_add checks a new member, gets OLD's role as a replacement
+ * (recorded in every superblock), takes every write from now on and is
+ * built from OLD in the background; then OLD is faulty and nv holds the
+ * role.  Takes nv on success.  -EROFS for a read-only array, -EINVAL for
+ * one without online recovery or an OLD not in sync, -EBUSY when the
+ * role has a replacement already or a reshape runs.  0 or -errno with
+ * err_set(). */
+int md_array_replace(struct vol *v, const char *member, struct vol *nv, bool force);
 
 /* md's sync_action for checks, on a running array. */
 enum md_check_action {

@@ -64,7 +64,7 @@ int md_array_info(struct vol *v, struct md_array_info *in)
 		return -EINVAL;
 	pthread_mutex_lock(&a->lock);
 	/* A failed role shows twice: "removed" in its place, faulty after. */
-	in->m = calloc(2 * a->n + a->nspare + a->nretired + 1, sizeof(*in->m));
+	in->m = calloc(3 * a->n + a->nspare + a->nretired + 1, sizeof(*in->m));
 	if (!in->m) {
 		pthread_mutex_unlock(&a->lock);
 		return -ENOMEM;
@@ -112,6 +112,15 @@ int md_array_info(struct vol *v, struct md_array_info *in)
 			in->m[in->nmembers - 1].has_io =
 			    raid_member_stats(a->raid, r, &in->m[in->nmembers - 1].io) == 0;
 		}
+		/* A replacement being built shows as mdadm --detail shows it:
+		 * a spare rebuilding in the role, beside the member. */
+		if (mm->repl && !mm->repl->failed) {
+			in->recovering = true;
+			in->working_devs++;
+			in->spare_devs++;
+			md_info_add(in, mm->repl->vol, (int)r, (int)mm->repl->sb->dev_number,
+			            MD_MEMBER_REBUILDING);
+		}
 	}
 	for (unsigned i = 0; i < a->nspare; i++) {
 		in->working_devs++;
@@ -124,6 +133,11 @@ int md_array_info(struct vol *v, struct md_array_info *in)
 		if (mm->vol && mm->failed) {
 			in->failed_devs++;
 			md_info_add(in, mm->vol, -1, mm->sb ? (int)mm->sb->dev_number : -1,
+			            MD_MEMBER_FAULTY);
+		}
+		if (mm->repl && mm->repl->failed) {
+			in->failed_devs++;
+			md_info_add(in, mm->repl->vol, -1, (int)mm->repl->sb->dev_number,
 			            MD_MEMBER_FAULTY);
 		}
 	}
@@ -186,6 +200,9 @@ int md_array_info(struct vol *v, struct md_array_info *in)
 			for (unsigned r = 0; r < a->n; r++)
 				if (a->m[r].vol && a->m[r].recovering)
 					in->rec_done = md_manage_recovery_from(a->m[r].sb, a->size);
+				else if (a->m[r].repl && !a->m[r].repl->failed)
+					in->rec_done =
+					    md_manage_recovery_from(a->m[r].repl->sb, a->size);
 		}
 	}
 	pthread_mutex_unlock(&a->lock);
@@ -229,6 +246,16 @@ int md_array_fail(struct vol *v, const char *member)
 	unsigned i;
 	int r = md_locate(v, member, &a, &at, &i);
 
+	if (r == -ENOENT && (a = md_of(v))) {
+		/* A replacement being built: given up, its role keeps OLD. */
+		pthread_mutex_lock(&a->lock);
+		bool done = md_repl_fail_named(a, member);
+		pthread_mutex_unlock(&a->lock);
+		if (done) {
+			err_clear();
+			return 0;
+		}
+	}
 	if (r < 0)
 		return r;
 	if (at == MD_AT_RETIRED || (at == MD_AT_ROLE && a->m[i].failed)) {
@@ -387,24 +414,15 @@ int md_array_remove(struct vol *v, const char *member)
 	return 0;
 }
 
-int md_array_add(struct vol *v, struct vol *nv, bool force, uint8_t devflags)
+int md_array_can_take(struct md_array *a, struct vol *v, struct vol *nv, const char *what)
 {
-	struct md_array *a = md_of(v);
-	struct md_super *nsb = NULL;
-	const struct md_super *tmpl = NULL;
-	struct vol *tmpl_vol = NULL;
-	uint32_t *used = NULL;
-	uint64_t end_sb;
-	unsigned nused = 0;
-	int r;
-
 	if (!a)
 		return err_set(-EINVAL, "%s is not an md array", v->name);
 	if (a->readonly)
-		return err_set(-EROFS, "%s is served read-only: no member can be added",
-		               a->vol.name);
+		return err_set(-EROFS, "%s is served read-only: no member can be %s", a->vol.name,
+		               what);
 	if (a->reshaping)
-		return err_set(-EBUSY, "%s: a reshape is under way: add the member once it ended",
+		return err_set(-EBUSY, "%s: a reshape is under way: try once it ended",
 		               a->vol.name);
 	if (!a->rec.enabled)
 		return err_set(-EINVAL,
@@ -420,6 +438,22 @@ int md_array_add(struct vol *v, struct vol *nv, bool force, uint8_t devflags)
 	if (nv->block_min > a->vol.block_min)
 		return err_set(-EINVAL, "%s: %s has blocks of %u bytes, the array %u", a->vol.name,
 		               nv->name, nv->block_min, a->vol.block_min);
+	return 0;
+}
+
+int md_array_add(struct vol *v, struct vol *nv, bool force, uint8_t devflags)
+{
+	struct md_array *a = md_of(v);
+	struct md_super *nsb = NULL;
+	const struct md_super *tmpl = NULL;
+	struct vol *tmpl_vol = NULL;
+	uint32_t *used = NULL;
+	uint64_t end_sb;
+	unsigned nused = 0;
+	int r;
+
+	if ((r = md_array_can_take(a, v, nv, "added")) < 0)
+		return r;
 	/* Probed outside the lock (nv may be slow): what it is checked
 	 * against (uuid, data offset, size) never changes. */
 	nsb = malloc(sizeof(*nsb));

@@ -336,9 +336,9 @@ static void md_set_roles(struct md_array *a, struct md_cand **g, unsigned k,
                          const struct md_super *fresh, const char *name,
                          const struct md_assemble_opts *o)
 {
-	struct md_member stale[k ? k : 1];
+	struct md_member stale[k ? k : 1], repl[k ? k : 1];
 	const char *stale_why[k ? k : 1];
-	unsigned nstale = 0;
+	unsigned nstale = 0, nrepl = 0;
 
 	for (unsigned i = 0; i < k; i++) {
 		struct md_super *sb = g[i]->sb;
@@ -368,8 +368,22 @@ static void md_set_roles(struct md_array *a, struct md_cand **g, unsigned k,
 			g[i]->sb = NULL;
 			continue;
 		}
+		if (md_super_replacement(sb) && role < a->n && sb->events + 1 >= fresh->events &&
+		    !o->readonly && !(fresh->feature_map & MD_FEATURE_RESHAPE_ACTIVE)) {
+			/* Joins its role's member once every member has one
+			 * (md_repl_take). */
+			repl[nrepl++] = (struct md_member){.vol = g[i]->v, .sb = sb};
+			g[i]->v = NULL;
+			g[i]->sb = NULL;
+			continue;
+		}
 		if (sb->events + 1 < fresh->events)
 			why = "is stale (older events)";
+		else if (md_super_replacement(sb) && role < a->n)
+			why = o->readonly
+			          ? "is a replacement being built (read-only: read from the "
+			            "member it replaces; a writable start continues it)"
+			          : "is a replacement being built during a reshape";
 		else if (role == MD_ROLE_FAULTY)
 			why = "is marked faulty";
 		else if (role >= a->n)
@@ -417,11 +431,13 @@ static void md_set_roles(struct md_array *a, struct md_cand **g, unsigned k,
 	}
 	if (nstale)
 		md_force_stale(a, stale, stale_why, nstale, fresh, name);
+	md_repl_take(a, repl, nrepl, name);
 	/* A slot whose role has no member here (or another member now) is
 	 * recorded as faulty at the first superblock update. */
 	for (unsigned s = 0; s < a->max_dev && s < MD_SB_MAX_DEV; s++) {
 		unsigned role = a->roles[s];
-		if (role < a->n && (!a->m[role].vol || a->m[role].sb->dev_number != s))
+		if (role < a->n && (!a->m[role].vol || a->m[role].sb->dev_number != s) &&
+		    !(a->m[role].repl && a->m[role].repl->sb->dev_number == s))
 			a->roles[s] = MD_ROLE_FAULTY;
 	}
 }
@@ -641,6 +657,12 @@ static int md_array_open_raid(struct md_array *a, const struct md_super *fresh, 
 		struct md_member *mm = &a->m[role];
 		if (!mm->vol)
 			continue;
+		if (mm->repl) {
+			r = md_repl_open_role(a, role, name, &slices[role]);
+			if (r < 0)
+				return r;
+			continue;
+		}
 		/* A member being recovered is missing to raid_open: it joins
 		 * as recovering below (md_rec_begin). */
 		r = slice_open(mm->vol, mm->sb->data_offset * 512, mm->sb->data_size * 512, false,
@@ -941,6 +963,11 @@ fail:
 			vol_close(a->m[role].slice);
 			vol_close(a->m[role].vol);
 			free(a->m[role].sb);
+			if (a->m[role].repl) {
+				vol_close(a->m[role].repl->vol);
+				free(a->m[role].repl->sb);
+				free(a->m[role].repl);
+			}
 		}
 		for (unsigned i = 0; i < a->nspare; i++) {
 			vol_close(a->spare[i].vol);

@@ -546,6 +546,8 @@ int md_array_bitmap(struct vol *v, const struct md_bitmap_grow_opts *o)
 		return err_set(-EINVAL, "%s is not an md array", v->name);
 	if (a->readonly)
 		return err_set(-EROFS, "%s is served read-only", a->vol.name);
+	if ((r = md_repl_busy(a, "change its bitmap")) < 0)
+		return r;
 	r = md_io_hold(a);
 	if (r < 0)
 		return err_set(r, "%s: requests in flight did not drain", a->vol.name);

@@ -30,8 +30,11 @@ static int md_bm_io_write(void *ctx, const uint8_t *img, size_t off, size_t len)
 	int written = 0, last = -EIO;
 
 	md_bitmap_image(a->bm.map, &img_len);
-	for (unsigned r = 0; r < a->n; r++) {
-		struct md_member *mm = &a->m[r];
+	for (unsigned i = 0; i < 2 * a->n; i++) {
+		/* Each role's member, then the replacements being built. */
+		struct md_member *mm = i < a->n ? &a->m[i] : a->m[i - a->n].repl;
+		if (!mm)
+			continue;
 		size_t o = mm->bm_ok ? off : 0, l = mm->bm_ok ? len : img_len;
 		int e;
 

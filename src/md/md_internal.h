@@ -12,6 +12,8 @@
  *                    retries of the recovery thread, md_array_readd)
  *   md_events.c      the events of md_events.h, emitted where the others
  *                    change the state (md_ev_*)
+ *   md_replace.c     replacements (mdadm --replace) being built: taken at
+ *                    assembly, copied on the recovery thread, ended
  * struct md_array holds one sub-struct per job; each is changed by its
  * file, under the array's lock unless a field says otherwise.  The files
  * call downwards only: assemble and admin -> vol -> sync -> state. */
@@ -50,6 +52,14 @@ struct md_member {
 	bool readd_probing; /* its superblock is being read (unlocked): not removed */
 	uint64_t readd_at_ns;
 	unsigned readd_wait_ms;
+	/* A replacement being built for this role (md_replace.h): its own
+	 * member entry (vol, sb; failed once given up; stalled when its copy
+	 * cannot go on before the next start), NULL for none; rv the replace
+	 * vol the RAID vol holds as the role's member (owned by it), kept
+	 * after the replacement ended. */
+	struct md_member *repl;
+	struct vol *rv;
+	bool stalled;
 };
 
 /* Re-adds from the bitmap (md_readd.c), for md_array_info. */
@@ -287,6 +297,39 @@ int md_reshape_begin(struct md_array *a, const struct md_reshape *rs);
 int md_reshape_start(struct md_array *a);
 /* At close: the thread stops after the window it moves and ends. */
 void md_reshape_stop(struct md_array *a);
+
+/* md_replace.c (md_replace.h) */
+/* At assembly, the replacements found (cand[0..n), consumed): each joins
+ * the member of its role (a->roles), or takes a role whose member is gone
+ * as a recovering member, as the kernel does; else it is left out. */
+void md_repl_take(struct md_array *a, struct md_member *cand, unsigned n, const char *name);
+/* The replace vol over role's member and its replacement's data areas
+ * (*out, and a->m[role].rv): the RAID vol's member for role.  0 or -errno
+ * with err_set(). */
+int md_repl_open_role(struct md_array *a, unsigned role, const char *name, struct vol **out);
+/* Whether a replacement waits to be built (the recovery thread's work). */
+bool md_repl_pending(struct md_array *a);
+/* Build the next replacement from its recovery offset, beside client I/O,
+ * and end it.  With a->lock held; drops it while copying. */
+void md_repl_run(struct md_array *a);
+/* role's replacement failed (err) or is given up: faulty in the role
+ * table, written no more; sync: write the superblocks now.  With a->lock
+ * held. */
+void md_repl_fail(struct md_array *a, unsigned role, int err, bool sync);
+/* The replacement named member (its vol name), if one is being built, is
+ * given up as md_repl_fail does (mdadm --fail NEW): true; else false.
+ * With a->lock held. */
+bool md_repl_fail_named(struct md_array *a, const char *member);
+/* -EBUSY with err_set() ("... WHAT once the replacement ended") while a
+ * replacement is being built; else 0.  Takes a->lock. */
+int md_repl_busy(struct md_array *a, const char *what);
+
+/* md_admin.c: whether the running array a (md_of(v)) may take the new
+ * member nv now (md_array_add, md_array_replace): writable, not
+ * reshaping, with online recovery, not 0.90 nor with a journal, nv's
+ * blocks no larger than the array's.  0, or -errno with err_set() (what:
+ * "added", "replaced"). */
+int md_array_can_take(struct md_array *a, struct vol *v, struct vol *nv, const char *what);
 
 /* md_vol.c */
 /* The md vol over a->raid: 0 or -errno. */

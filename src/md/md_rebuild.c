@@ -291,13 +291,132 @@ static int rb_sync_all(struct rb_set *s)
 	return r;
 }
 
+/* NEW gets nsb, the freshest's superblock with NEW's own device fields,
+ * in slot slot of s's role table with role (a spare's when role is
+ * MD_ROLE_SPARE), as recovering or as a replacement; then every member
+ * records it (events + 1).  The writes of md_add and md_replace_begin. */
+static int rb_write_new(struct rb_set *s, struct vol *nv, const char *new_spec,
+                        const struct md_add_opts *o, unsigned slot, unsigned role, bool repl,
+                        uint64_t end_sb)
+{
+	struct md_super *f = s->m[s->fresh].sb;
+	struct md_super *nsb = malloc(sizeof(*nsb));
+	int r;
+
+	if (!nsb)
+		return -ENOMEM;
+	rb_mark_gone_slots(s, true);
+	if (slot >= s->max_dev) {
+		for (uint32_t i = s->max_dev; i < slot; i++)
+			s->roles[i] = MD_ROLE_SPARE;
+		s->max_dev = slot + 1;
+	}
+	s->roles[slot] = (uint16_t)role;
+	s->events++;
+	r = md_manage_new_super(nv, new_spec, f, s->m[s->fresh].vol, slot, end_sb, nsb);
+	if (r < 0)
+		goto out;
+	nsb->devflags = o->devflags;
+	if (role != MD_ROLE_SPARE)
+		md_manage_mark_recovering(nsb, s->roles, role);
+	if (repl)
+		nsb->feature_map |= MD_FEATURE_REPLACEMENT;
+	md_manage_set_state(nsb, s->events, s->max_dev, s->roles);
+	r = md_super_write(nv, nsb);
+	if (r == 0)
+		r = rb_sync_all(s);
+out:
+	free(nsb);
+	return r;
+}
+
+/* The checks of a new member nv for s (md_manage.h's, one rule) and the
+ * slot it takes: *slot, *end_sb.  Nothing written. */
+static int rb_check_new(struct rb_set *s, struct vol *nv, const char *new_spec, bool force,
+                        unsigned *slot, uint64_t *end_sb)
+{
+	struct md_super *f = s->m[s->fresh].sb;
+	uint32_t *used;
+	int r = md_manage_probe_new(nv, new_spec, f->set_uuid, s->name, force, end_sb);
+
+	if (r == 0)
+		r = md_manage_check_size(nv, new_spec, f, s->name);
+	if (r < 0)
+		return r;
+	/* A slot of our own, that no member given uses. */
+	used = malloc(s->n * sizeof(*used));
+	if (!used)
+		return -ENOMEM;
+	for (unsigned i = 0; i < s->n; i++)
+		used[i] = s->m[i].sb->dev_number;
+	r = md_manage_pick_slot(s->roles, s->max_dev, s->raid_disks, used, s->n, f, s->name);
+	free(used);
+	if (r < 0)
+		return r;
+	*slot = (unsigned)r;
+	return 0;
+}
+
+int md_replace_begin(char **specs, unsigned n, struct vol **vols, struct md_super **sbs,
+                     unsigned fresh, const char *old_spec, const char *new_spec,
+                     const struct md_add_opts *o)
+{
+	struct rb_set s = {0};
+	struct vol *nv = NULL, *arr = NULL;
+	struct rb_member *old = NULL;
+	uint64_t end_sb;
+	unsigned slot;
+	int r;
+
+	r = rb_load(specs, n, vols, sbs, fresh, &s);
+	if (r < 0)
+		goto out;
+	for (unsigned i = 0; i < s.n && !old; i++)
+		if (!strcmp(s.m[i].spec, old_spec))
+			old = &s.m[i];
+	if (!old) {
+		r = err_set(-EINVAL, "%s: %s is not among the members given", s.name, old_spec);
+		goto out;
+	}
+	/* mdadm --replace's rule: only an in-sync member is replaced. */
+	if (old->role >= s.raid_disks || old->target || old->sb->events < s.events) {
+		r = err_set(-EINVAL,
+		            "%s: %s is not an in-sync member (%s): only an active, in-sync "
+		            "member can be replaced",
+		            s.name, old_spec,
+		            old->role == MD_ROLE_SPARE ? "a spare"
+		            : old->target              ? "being rebuilt"
+		                                       : "stale");
+		goto out;
+	}
+	err_clear();
+	r = member_open(new_spec, 0, &nv);
+	if (r < 0)
+		goto out;
+	r = rb_check_new(&s, nv, new_spec, o->force, &slot, &end_sb);
+	if (r < 0)
+		goto out;
+	/* The copy reads OLD, but the array must run without it too. */
+	r = rb_open_array(&s, &arr);
+	if (r < 0)
+		goto out;
+	vol_close(arr);
+	r = rb_write_new(&s, nv, new_spec, o, slot, old->role, true, end_sb);
+	if (r < 0)
+		goto out;
+	md_say(o->out, "%s replaces %s in role %u of %s (slot %u), to be built from it", new_spec,
+	       old_spec, old->role, s.name, slot);
+out:
+	vol_close(nv);
+	rb_set_free(&s);
+	return r;
+}
+
 int md_add(char **specs, unsigned n, struct vol **vols, struct md_super **sbs, unsigned fresh,
            const char *new_spec, const struct md_add_opts *o, unsigned *role_out)
 {
 	struct rb_set s = {0};
 	struct vol *nv = NULL, *arr = NULL;
-	struct md_super *nsb = NULL;
-	uint32_t *used = NULL;
 	uint64_t end_sb;
 	unsigned role = MD_ROLE_SPARE, first = 0, slot;
 	int r;
@@ -306,15 +425,11 @@ int md_add(char **specs, unsigned n, struct vol **vols, struct md_super **sbs, u
 	r = rb_load(specs, n, vols, sbs, fresh, &s);
 	if (r < 0)
 		goto out;
-	struct md_super *f = s.m[s.fresh].sb;
-
 	err_clear();
 	r = member_open(new_spec, 0, &nv);
 	if (r < 0)
 		goto out;
-	r = md_manage_probe_new(nv, new_spec, f->set_uuid, s.name, o->force, &end_sb);
-	if (r == 0)
-		r = md_manage_check_size(nv, new_spec, f, s.name);
+	r = rb_check_new(&s, nv, new_spec, o->force, &slot, &end_sb);
 	if (r < 0)
 		goto out;
 	/* The array must give its data back without the roles nobody holds in
@@ -325,44 +440,9 @@ int md_add(char **specs, unsigned n, struct vol **vols, struct md_super **sbs, u
 	vol_close(arr);
 	if (rb_missing(&s, &first) && !o->spare)
 		role = first;
-	/* A slot of our own, that no member given uses. */
-	used = malloc(s.n * sizeof(*used));
-	if (!used) {
-		r = -ENOMEM;
-		goto out;
-	}
-	for (unsigned i = 0; i < s.n; i++)
-		used[i] = s.m[i].sb->dev_number;
-	r = md_manage_pick_slot(s.roles, s.max_dev, s.raid_disks, used, s.n, f, s.name);
-	if (r < 0)
-		goto out;
-	slot = (unsigned)r;
-
 	/* Checked: from here on we write.  NEW's superblock is the freshest's
 	 * with NEW's own device fields. */
-	rb_mark_gone_slots(&s, true);
-	if (slot >= s.max_dev) {
-		for (uint32_t i = s.max_dev; i < slot; i++)
-			s.roles[i] = MD_ROLE_SPARE;
-		s.max_dev = slot + 1;
-	}
-	s.roles[slot] = (uint16_t)role;
-	s.events++;
-	nsb = malloc(sizeof(*nsb));
-	if (!nsb) {
-		r = -ENOMEM;
-		goto out;
-	}
-	r = md_manage_new_super(nv, new_spec, f, s.m[s.fresh].vol, slot, end_sb, nsb);
-	if (r < 0)
-		goto out;
-	nsb->devflags = o->devflags;
-	if (role != MD_ROLE_SPARE)
-		md_manage_mark_recovering(nsb, s.roles, role);
-	md_manage_set_state(nsb, s.events, s.max_dev, s.roles);
-	r = md_super_write(nv, nsb);
-	if (r == 0)
-		r = rb_sync_all(&s);
+	r = rb_write_new(&s, nv, new_spec, o, slot, role, false, end_sb);
 	if (r < 0)
 		goto out;
 	if (role == MD_ROLE_SPARE)
@@ -374,8 +454,6 @@ int md_add(char **specs, unsigned n, struct vol **vols, struct md_super **sbs, u
 	*role_out = role;
 	r = 0;
 out:
-	free(nsb);
-	free(used);
 	vol_close(nv);
 	rb_set_free(&s);
 	return r;

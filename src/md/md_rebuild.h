@@ -46,8 +46,8 @@ int md_rebuild(char **specs, unsigned n, struct vol **vols, struct md_super **sb
                const struct md_rebuild_opts *o);
 
 struct md_add_opts {
-	bool spare; /* a spare even if a role is missing */
-	bool force; /* overwrite what the new member holds */
+	bool spare;       /* a spare even if a role is missing */
+	bool force;       /* overwrite what the new member holds */
 	uint8_t devflags; /* the new member's MD_DEVFLAG_* (write-mostly, failfast) */
 	const struct md_rebuild_out *out;
 };
@@ -58,5 +58,18 @@ struct md_add_opts {
  * spare (*role MD_ROLE_SPARE).  0 (said) or -errno with err_set(). */
 int md_add(char **specs, unsigned n, struct vol **vols, struct md_super **sbs, unsigned fresh,
            const char *new_spec, const struct md_add_opts *o, unsigned *role);
+
+/* Start replacing old_spec, one of the n members (as md_rebuild takes
+ * them), with new_spec (mdadm --replace OLD --with NEW, offline): OLD must
+ * be an in-sync member of a redundant array whose role has no replacement
+ * yet; NEW is checked as md_add checks a new member (o->force: overwrite
+ * what it holds) and gets a superblock of the array's version giving it
+ * OLD's role as a replacement (MD_FEATURE_REPLACEMENT, recovery offset 0:
+ * md_replace.h), recorded in every member's role table (events + 1).  The
+ * copy is the running array's (a writable assembly builds it).  0 (said)
+ * or -errno with err_set(); a refusal writes nothing. */
+int md_replace_begin(char **specs, unsigned n, struct vol **vols, struct md_super **sbs,
+                     unsigned fresh, const char *old_spec, const char *new_spec,
+                     const struct md_add_opts *o);
 
 #endif

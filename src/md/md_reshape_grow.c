@@ -651,6 +651,8 @@ int md_array_restripe(struct vol *v, const struct md_reshape_to *to, struct vol 
 		               a->vol.name);
 	if (a->level == 0 && !to->chunk && !to->layout_set && !to->array_size)
 		return md_array_grow_raid0(v, to->raid_disks, news, nnew, force);
+	if ((r = md_repl_busy(a, "reshape it")) < 0)
+		return r;
 	unsigned pm = to->parity_missing, nsb0 = 0;
 	for (unsigned i = 0; i < nnew; i++)
 		if (news[i]->block_min > a->vol.block_min)

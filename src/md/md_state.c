@@ -3,9 +3,10 @@
  * array is first written to (md_mark_active) and when a member fails
  * (md_member_failed, the RAID vol's event, which emits Fail and
  * DegradedArray: md_events.h).  The bottom of the running
- * array's files (md_internal.h): it calls none of them.  The journal
- * tail's checkpoints write the journal member's superblock alone
- * (md_array_sync_journal). */
+ * array's files (md_internal.h): it calls none of them but
+ * md_repl_fail (without its superblock write), which gives a failed
+ * member's replacement up with it.  The journal tail's checkpoints write
+ * the journal member's superblock alone (md_array_sync_journal). */
 #include "md_internal.h"
 #include "md_manage.h"
 
@@ -66,6 +67,14 @@ int md_array_sync(struct md_array *a, bool active)
 			last = e;
 		} else
 			written++;
+		/* Its replacement keeps its own feature bits and offset. */
+		if (mm->repl && !mm->repl->failed) {
+			struct md_super *rsb = mm->repl->sb;
+			md_manage_set_state(rsb, a->events, a->max_dev, a->roles);
+			rsb->resync_offset = sb->resync_offset;
+			if ((e = md_super_write(mm->repl->vol, rsb)) < 0)
+				log_warn("%s: replacement: %s", a->vol.name, err_detail(e));
+		}
 	}
 	if (a->journal.vol && !a->journal.failed) {
 		int e = md_journal_sb_write(a, active);
@@ -132,6 +141,9 @@ void md_member_failed(void *ctx, unsigned role, int err)
 			a->roles[mm->sb->dev_number] = MD_ROLE_FAULTY;
 		log_warn("%s: member %u (%s) marked faulty: %s", a->vol.name, role,
 		         mm->vol ? mm->vol->name : "?", strerror(err < 0 ? -err : err));
+		/* Its replacement goes with it (the kernel would recover it
+		 * in the role instead: md_replace.h). */
+		md_repl_fail(a, role, -EIO, false);
 		if (!a->readonly) {
 			int e = md_array_sync(a, atomic_load(&a->active));
 			if (e < 0) {

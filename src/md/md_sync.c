@@ -494,6 +494,11 @@ static void *md_rec_main(void *arg)
 				continue;
 			}
 		}
+		if (!todo && md_repl_pending(a)) {
+			/* A replacement next (md's order: recovery first). */
+			md_repl_run(a);
+			continue;
+		}
 		if ((!todo || a->rec.dead) && a->scrub.req != MD_CHECK_STOP) {
 			md_scrub_run(a);
 			continue;
@@ -525,8 +530,9 @@ static void *md_rec_main(void *arg)
  * rebuild to run or spares to stand by. */
 int md_rec_start(struct md_array *a)
 {
-	/* With a bitmap the thread also retries members that fail (re-add). */
-	bool need = a->nspare > 0 || a->bm.map;
+	/* With a bitmap the thread also retries members that fail (re-add);
+	 * it builds replacements. */
+	bool need = a->nspare > 0 || a->bm.map || md_repl_pending(a);
 	int r;
 
 	a->rec.to = a->size * 512;

@@ -422,7 +422,7 @@ int md_array_takeover(struct vol *v, int level, const char *layout, unsigned rai
 		r = err_set(-EINVAL, "%s is not an md array", v->name);
 	else if (a->readonly)
 		r = err_set(-EROFS, "%s is served read-only: its level cannot change", a->vol.name);
-	else
+	else if ((r = md_repl_busy(a, "change its level")) == 0)
 		r = p ? 0 : -ENOMEM;
 	if (r < 0)
 		goto out;

@@ -338,8 +338,12 @@ static int md_write_zeroes(struct vol *v, uint64_t len, uint64_t off, unsigned f
 
 static void md_free(struct md_array *a)
 {
-	for (unsigned r = 0; r < a->n; r++)
+	for (unsigned r = 0; r < a->n; r++) {
 		free(a->m[r].sb);
+		if (a->m[r].repl)
+			free(a->m[r].repl->sb);
+		free(a->m[r].repl);
+	}
 	for (unsigned i = 0; i < a->nspare; i++)
 		free(a->spare[i].sb);
 	for (unsigned i = 0; i < a->nretired; i++)
@@ -399,6 +403,8 @@ static void md_close(struct vol *v)
 		if (!a->m[r].slice_given)
 			vol_close(a->m[r].slice);
 		vol_close(a->m[r].vol);
+		if (a->m[r].repl)
+			vol_close(a->m[r].repl->vol);
 	}
 	for (unsigned i = 0; i < a->nspare; i++)
 		vol_close(a->spare[i].vol);

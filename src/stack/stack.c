@@ -78,6 +78,8 @@ int stack_open_md_members(char **specs, unsigned n, struct vol **vols, struct md
 			return err_set(r, "%s holds no md superblock (%s)", specs[i], hint);
 		if (r == 0)
 			r = md_super_no_reshape(sbs[i], specs[i]);
+		if (r == 0)
+			r = md_super_no_replacement(sbs[i], specs[i]);
 		if (r < 0)
 			return r;
 		if (memcmp(sbs[i]->set_uuid, sbs[0]->set_uuid, 16) != 0) {

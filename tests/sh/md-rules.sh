@@ -1,6 +1,6 @@
 #!/bin/bash
 # md-rules.sh — each md rule has one answer, whichever command asks it:
-#   - a superblock with a feature uraid refuses (here REPLACEMENT) is
+#   - a superblock with a feature uraid refuses (here CLUSTERED) is
 #     refused by serve, add, rebuild, grow and examine with one message;
 #   - members that disagree on the geometry (level, layout, chunk, size,
 #     device count) are refused by serve, rebuild and grow alike;
@@ -58,9 +58,9 @@ mkarray() { # mkarray NAME LEVEL DISKS OPTS...
 
 # --- a refused feature: one message from every path ---
 mkarray rep 1 3
-sbpatch "$tmp/rep.2" $F_FEATURES 4 0x10
+sbpatch "$tmp/rep.2" $F_FEATURES 4 0x100
 blank "$tmp/new"
-want="rep.2: md superblock uses features 0x10"
+want="rep.2: md superblock uses features 0x100"
 refuse "$want" serve --run true "${files[@]}"
 refuse "$want" serve --readonly --run true "${files[@]}"
 refuse "$want" add "$tmp/new" "${files[@]}"

@@ -629,7 +629,8 @@ static void test_refused_features(void)
 		} else
 			CHECK_EQ(r, 0);
 	}
-	CHECK(MD_FEATURE_REFUSED & MD_FEATURE_REPLACEMENT);
+	CHECK(MD_FEATURE_REFUSED & MD_FEATURE_CLUSTERED);
+	CHECK(!(MD_FEATURE_REFUSED & MD_FEATURE_REPLACEMENT)); /* served: md_replace.c */
 }
 
 /* md's rules for a PPL (super_1_validate, ppl_validate_rdev) on a raid5

@@ -165,6 +165,25 @@ int raid_detach_member(struct vol *array, struct vol *member)
 	return r;
 }
 
+int raid_swap_member(struct vol *array, unsigned role, struct vol *old, struct vol *nv)
+{
+	struct raid_array *a = raid_array_of(array);
+	int r = 0;
+
+	if (!a || role >= a->n || !nv)
+		return -EINVAL;
+	/* Staged writes were planned against the members of their time. */
+	raid_wb_barrier(a);
+	pthread_mutex_lock(&a->fail_lock);
+	if (a->m[role].vol != old || atomic_load(&a->m[role].failed) ||
+	    atomic_load(&a->m[role].recovering))
+		r = -EBUSY;
+	else
+		a->m[role].vol = nv;
+	pthread_mutex_unlock(&a->fail_lock);
+	return r;
+}
+
 /* A change refused because the array has failed (md_submit_bio's
  * MD_BROKEN rule): -EIO, with the reason for whoever prints it. */
 static int raid_broken_err(struct raid_array *a)

@@ -119,6 +119,14 @@ int raid_write_behind_stats(struct vol *array, unsigned *now, uint64_t *total);
  * not ended within 10 s), -ENOENT if the array does not hold it. */
 int raid_detach_member(struct vol *array, struct vol *member);
 
+/* Put nv in place of old, role's live member, which nv wraps (md's
+ * replacement: a vol over old and the new member, md_replace.h): requests
+ * from now on go to nv; those on old in flight end there (old stays open:
+ * nv's).  The array owns nv, old is the caller's (nv's).  The caller keeps
+ * new requests away meanwhile.  0, -EBUSY when old is not role's live
+ * member, -EINVAL for a vol that is not a RAID vol. */
+int raid_swap_member(struct vol *array, unsigned role, struct vol *old, struct vol *nv);
+
 /* ---- per-member I/O counters (raid_member.c) ----
  * Every transfer the engine makes on a member (client I/O, read-ahead,
  * write-behind, parity reads, a check's or a rebuild's reads) is counted
