@@ -22,6 +22,10 @@ int cli_fail(const char *what, int r);
 struct json_object;
 void cli_print_json(struct json_object *o);
 
+/* A usage mistake getopt reported (its line names the option): point at
+ * `uraid CMD --help` in one more line instead of the whole usage.  Returns 2. */
+int cli_usage_error(const char *cmd);
+
 int cmd_serve(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_create(int argc, char **argv);
@@ -79,5 +83,6 @@ int cmd_luks_dump(int argc, char **argv);
 int cmd_luks_add_key(int argc, char **argv);
 int cmd_luks_remove_key(int argc, char **argv);
 int cmd_luks_change_key(int argc, char **argv);
+int cmd_zero_superblock(int argc, char **argv);
 
 #endif

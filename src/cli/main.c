@@ -32,6 +32,7 @@ static const struct cli_command commands[] = {
 	{ "luks-add-key", cmd_luks_add_key, "add a LUKS passphrase (cryptsetup luksAddKey)" },
 	{ "luks-remove-key", cmd_luks_remove_key, "remove a LUKS passphrase (cryptsetup luksRemoveKey)" },
 	{ "luks-change-key", cmd_luks_change_key, "change a LUKS passphrase (cryptsetup luksChangeKey)" },
+	{ "zero-superblock", cmd_zero_superblock, "erase members' md superblocks (mdadm --zero-superblock)" },
 	{ "bench", cmd_bench, "measure layouts and name the bottleneck" },
 	{ "version", cmd_version, "print the version" },
 	{ "help", cmd_help, "list the commands" },
@@ -46,6 +47,12 @@ int cli_fail(const char *what, int r)
 	else
 		fprintf(stderr, "uraid: %s\n", err_detail(r));
 	return 1;
+}
+
+int cli_usage_error(const char *cmd)
+{
+	fprintf(stderr, "uraid: 'uraid %s --help' lists the options\n", cmd);
+	return 2;
 }
 
 static int cmd_version(int argc, char **argv)
