@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- nodes ---- */
 
@@ -887,6 +888,12 @@ int stack_graph_open(char **specs, int n, const struct stack_opts *o, struct sta
 	g->o = o;
 	if (n < 1) {
 		r = err_set(-EINVAL, "no members given");
+		goto fail;
+	}
+	/* A key file that is not there is a mistake even where no LUKS turns
+	 * up to use it (cryptsetup refuses it too): say so before any work. */
+	if (o->key_file && strcmp(o->key_file, "-") != 0 && access(o->key_file, R_OK) < 0) {
+		r = err_set(-errno, "key file %s: %s", o->key_file, strerror(errno));
 		goto fail;
 	}
 	for (int i = 0; i < n; i++) {
