@@ -22,9 +22,10 @@ int cli_fail(const char *what, int r);
 struct json_object;
 void cli_print_json(struct json_object *o);
 
-/* A usage mistake getopt reported (its line names the option): point at
- * `uraid CMD --help` in one more line instead of the whole usage.  Returns 2. */
-int cli_usage_error(const char *cmd);
+/* A usage mistake: one line, "uraid: CMD: WHAT (see 'uraid CMD --help')",
+ * rather than the whole usage; what NULL where getopt's own line already
+ * named the option (then only the pointer).  Returns 2, the usage exit. */
+int cli_usage_error(const char *cmd, const char *what);
 
 int cmd_serve(int argc, char **argv);
 int cmd_bench(int argc, char **argv);

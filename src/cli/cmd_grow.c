@@ -476,8 +476,7 @@ int cmd_grow(int argc, char **argv)
 			rc = 0;
 			goto out;
 		default:
-			grow_usage(stderr);
-			rc = 2;
+			rc = cli_usage_error("grow", NULL);
 			goto out;
 		}
 	}
@@ -546,11 +545,16 @@ int cmd_grow(int argc, char **argv)
 		rc = grow_continue(argv + optind, (unsigned)(argc - optind), stop_at);
 		goto out;
 	}
-	if (optind >= argc ||
-	    (!n && !go.change_level && !go.size && !go.chunk && !go.layout && bitmap == -1) ||
+	if (optind >= argc) {
+		rc = cli_usage_error("grow", "no members given");
+		goto out;
+	}
+	if ((!n && !go.change_level && !go.size && !go.chunk && !go.layout && bitmap == -1) ||
 	    cont) {
-		grow_usage(stderr);
-		rc = 2;
+		rc = cli_usage_error("grow",
+		                     cont ? "--continue takes only the members"
+		                          : "say what to change: --raid-devices, --level, --size, "
+		                            "--chunk, --layout or --bitmap");
 		goto out;
 	}
 	nm = (unsigned)(argc - optind);

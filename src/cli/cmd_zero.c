@@ -55,14 +55,12 @@ int cmd_zero_superblock(int argc, char **argv)
 			zero_usage(stdout);
 			return 0;
 		default:
-			return cli_usage_error("zero-superblock");
+			return cli_usage_error("zero-superblock", NULL);
 		}
 	}
 	n = argc - optind;
-	if (n < 1) {
-		fprintf(stderr, "uraid: zero-superblock: no members given\n");
-		return 2;
-	}
+	if (n < 1)
+		return cli_usage_error("zero-superblock", "no members given");
 	char **specs = argv + optind;
 	vols = calloc((size_t)n, sizeof(*vols));
 	sbs = calloc((size_t)n, sizeof(*sbs));

@@ -49,9 +49,12 @@ int cli_fail(const char *what, int r)
 	return 1;
 }
 
-int cli_usage_error(const char *cmd)
+int cli_usage_error(const char *cmd, const char *what)
 {
-	fprintf(stderr, "uraid: 'uraid %s --help' lists the options\n", cmd);
+	if (what)
+		fprintf(stderr, "uraid: %s: %s (see 'uraid %s --help')\n", cmd, what, cmd);
+	else
+		fprintf(stderr, "uraid: see 'uraid %s --help'\n", cmd);
 	return 2;
 }
 
