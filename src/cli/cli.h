@@ -22,6 +22,11 @@ int cli_fail(const char *what, int r);
 struct json_object;
 void cli_print_json(struct json_object *o);
 
+/* A usage mistake: one line, "uraid: CMD: WHAT (see 'uraid CMD --help')",
+ * rather than the whole usage; what NULL where getopt's own line already
+ * named the option (then only the pointer).  Returns 2, the usage exit. */
+int cli_usage_error(const char *cmd, const char *what);
+
 int cmd_serve(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_create(int argc, char **argv);
@@ -93,5 +98,6 @@ int cmd_luks_uuid(int argc, char **argv);
 int cmd_is_luks(int argc, char **argv);
 int cmd_luks_header_backup(int argc, char **argv);
 int cmd_luks_header_restore(int argc, char **argv);
+int cmd_zero_superblock(int argc, char **argv);
 
 #endif

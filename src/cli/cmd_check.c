@@ -112,14 +112,11 @@ int cmd_check(int argc, char **argv)
 			check_usage(stdout);
 			return 0;
 		default:
-			check_usage(stderr);
-			return 2;
+			return cli_usage_error("check", NULL);
 		}
 	}
-	if (optind >= argc) {
-		check_usage(stderr);
-		return 2;
-	}
+	if (optind >= argc)
+		return cli_usage_error("check", "no members given");
 	if (argc - optind == 1 && cli_is_control_socket(argv[optind])) {
 		if (stop && repair) {
 			fprintf(stderr, "uraid: check: --stop and --repair do not go together\n");

@@ -407,14 +407,11 @@ int cmd_detail(int argc, char **argv)
 			detail_usage(stdout);
 			return 0;
 		default:
-			detail_usage(stderr);
-			return 2;
+			return cli_usage_error("detail", NULL);
 		}
 	}
-	if (argc - optind != 1) {
-		detail_usage(stderr);
-		return 2;
-	}
+	if (argc - optind != 1)
+		return cli_usage_error("detail", "give one control socket");
 	if (watch && as_json) {
 		fprintf(stderr, "uraid detail: --watch and --json exclude each other\n");
 		return 2;

@@ -8,6 +8,7 @@
 #include "md/md.h"
 #include "md/md_bitmap.h"
 #include "md/md_create.h"
+#include "stack/stack.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -415,14 +416,20 @@ static int create_run(struct create_opts *op, char **specs, unsigned n)
 	}
 	for (i = 0; i < n; i++) {
 		missing += strcmp(specs[i], "missing") == 0;
-		if (o.md.journal && strcmp(specs[i], o.md.journal) == 0) {
+		if (o.md.journal && stack_same_member(specs[i], o.md.journal)) {
 			fprintf(stderr, "uraid: create: %s is a member and the journal\n",
 			        specs[i]);
 			return 2;
 		}
 		for (unsigned j = 0; j < i; j++)
-			if (strcmp(specs[i], "missing") && strcmp(specs[i], specs[j]) == 0) {
-				fprintf(stderr, "uraid: create: %s is given twice\n", specs[i]);
+			if (strcmp(specs[i], "missing") && stack_same_member(specs[i], specs[j])) {
+				if (strcmp(specs[i], specs[j]))
+					fprintf(stderr,
+					        "uraid: create: %s is given twice (as %s)\n",
+					        specs[i], specs[j]);
+				else
+					fprintf(stderr, "uraid: create: %s is given twice\n",
+					        specs[i]);
 				return 2;
 			}
 	}

@@ -130,8 +130,7 @@ int cmd_detect(int argc, char **argv)
 			detect_usage(stdout);
 			return 0;
 		default:
-			detect_usage(stderr);
-			return 2;
+			return cli_usage_error("detect", NULL);
 		}
 	}
 	n = argc - optind;

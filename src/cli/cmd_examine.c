@@ -357,7 +357,8 @@ int cmd_examine(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		if (c == 'h') {
 			printf("usage: uraid examine MEMBER...\n"
-			       "Print the md superblock (v1.2, 0.90) of each member (as mdadm "
+			       "Print the md superblock (1.2, 1.1, 1.0, 0.90) of each member (as "
+			       "mdadm "
 			       "--examine).\n"
 			       "Members are opened read-only; nothing is written.\n");
 			return 0;

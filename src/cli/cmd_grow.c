@@ -308,8 +308,9 @@ static void grow_usage(FILE *f)
 	    "                  [--chunk KIB] [--layout NAME] [--array md/NAME] CONTROL\n"
 	    "       uraid grow --bitmap=internal|none [--bitmap-chunk=SIZE] "
 	    "[--write-behind[=N]] MEMBER...|CONTROL\n"
-	    "Change the number of copies of the md RAID1 the MEMBERs hold (mdadm --grow\n"
-	    "--raid-devices), offline; give every member.  Growing leaves the new roles\n"
+	    "Reshape the md array the MEMBERs hold, or change its level, size or bitmap\n"
+	    "(mdadm --grow); give every member, or the CONTROL socket of a serve.  A RAID1\n"
+	    "with --raid-devices changes its number of copies: growing leaves the new roles\n"
 	    "missing until a member takes them: each NEW does, and is rebuilt from the\n"
 	    "others at once (see `uraid rebuild`).  Shrinking needs the dropped roles\n"
 	    "empty (their members failed and removed).\n"
@@ -475,8 +476,7 @@ int cmd_grow(int argc, char **argv)
 			rc = 0;
 			goto out;
 		default:
-			grow_usage(stderr);
-			rc = 2;
+			rc = cli_usage_error("grow", NULL);
 			goto out;
 		}
 	}
@@ -545,11 +545,16 @@ int cmd_grow(int argc, char **argv)
 		rc = grow_continue(argv + optind, (unsigned)(argc - optind), stop_at);
 		goto out;
 	}
-	if (optind >= argc ||
-	    (!n && !go.change_level && !go.size && !go.chunk && !go.layout && bitmap == -1) ||
+	if (optind >= argc) {
+		rc = cli_usage_error("grow", "no members given");
+		goto out;
+	}
+	if ((!n && !go.change_level && !go.size && !go.chunk && !go.layout && bitmap == -1) ||
 	    cont) {
-		grow_usage(stderr);
-		rc = 2;
+		rc = cli_usage_error("grow",
+		                     cont ? "--continue takes only the members"
+		                          : "say what to change: --raid-devices, --level, --size, "
+		                            "--chunk, --layout or --bitmap");
 		goto out;
 	}
 	nm = (unsigned)(argc - optind);

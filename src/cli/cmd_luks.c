@@ -321,6 +321,20 @@ static int luks_parse(struct luks_args *a, int argc, char **argv)
 	return optind;
 }
 
+/* "uraid: CMD: VOLUME: detail", the volume named once: the LUKS code
+ * names it in most of its details already. */
+static int luks_fail(const struct luks_args *a, const struct vol *dev, int r)
+{
+	const char *d = err_detail(r);
+	size_t n = strlen(dev->name);
+
+	if (strncmp(d, dev->name, n) == 0 && d[n] == ':')
+		fprintf(stderr, "uraid: %s: %s\n", a->name, d);
+	else
+		fprintf(stderr, "uraid: %s: %s: %s\n", a->name, dev->name, d);
+	return 1;
+}
+
 static int luks_do_format(struct luks_args *a, struct vol *dev)
 {
 	struct luks_secret *pass = NULL;
@@ -333,7 +347,7 @@ static int luks_do_format(struct luks_args *a, struct vol *dev)
 	err_clear();
 	r = probe_member(dev, dev->name, &what);
 	if (r < 0)
-		return cli_fail(dev->name, r);
+		return luks_fail(a, dev, r);
 	if (r > 0 && a->batch)
 		fprintf(stderr, "uraid: %s: %s holds %s; overwriting it (--batch)\n", a->name,
 		        dev->name, what);
@@ -355,7 +369,7 @@ static int luks_do_format(struct luks_args *a, struct vol *dev)
 	r = luks2_format(dev, &a->fmt, pass);
 	luks_secret_free(pass);
 	if (r < 0)
-		return cli_fail(dev->name, r);
+		return luks_fail(a, dev, r);
 	return 0;
 }
 
@@ -383,7 +397,7 @@ static int luks_do_keys(struct luks_args *a, struct vol *dev, struct luks_hdr *h
 
 	slot = luks_unlock_existing(a, dev, h, &vk);
 	if (slot < 0)
-		return cli_fail(dev->name, slot);
+		return luks_fail(a, dev, slot);
 	if (a->cmd == LC_REMOVE) {
 		for (int i = 0; i < h->nslots; i++)
 			active += h->slots[i].active;
@@ -416,7 +430,7 @@ static int luks_do_keys(struct luks_args *a, struct vol *dev, struct luks_hdr *h
 	}
 out:
 	if (r < 0)
-		cli_fail(dev->name, r);
+		luks_fail(a, dev, r);
 out_quiet:
 	luks_secret_free(npass);
 	luks_secret_free(vk);
@@ -438,7 +452,7 @@ static int luks_do_dump(struct luks_args *a, struct vol *dev, struct luks_hdr *h
 		}
 		r = luks_unlock_existing(a, dev, h, &vk);
 		if (r < 0)
-			return cli_fail(dev->name, r);
+			return luks_fail(a, dev, r);
 	}
 	luks_dump(h, vk, stdout);
 	luks_secret_free(vk);

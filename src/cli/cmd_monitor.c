@@ -48,14 +48,11 @@ int cmd_monitor(int argc, char **argv)
 			monitor_usage(stdout);
 			return 0;
 		default:
-			monitor_usage(stderr);
-			return 2;
+			return cli_usage_error("monitor", NULL);
 		}
 	}
-	if (optind != argc - 1) {
-		monitor_usage(stderr);
-		return 2;
-	}
+	if (optind != argc - 1)
+		return cli_usage_error("monitor", "give one control socket");
 	err_clear();
 	r = ctl_monitor_open(argv[optind], test, &fd);
 	if (r < 0)

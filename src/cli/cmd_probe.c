@@ -170,14 +170,11 @@ int cmd_probe(int argc, char **argv)
 			probe_usage(stdout);
 			return 0;
 		default:
-			probe_usage(stderr);
-			return 2;
+			return cli_usage_error("probe", NULL);
 		}
 	}
-	if (optind >= argc) {
-		probe_usage(stderr);
-		return 2;
-	}
+	if (optind >= argc)
+		return cli_usage_error("probe", "no members given");
 	if (assume && cli_assume_open(assume, argv + optind, argc - optind, true, &as) < 0)
 		return 2;
 	so.assume = as;

@@ -235,14 +235,11 @@ int cmd_add(int argc, char **argv)
 			add_usage(stdout);
 			return 0;
 		default:
-			add_usage(stderr);
-			return 2;
+			return cli_usage_error("add", NULL);
 		}
 	}
-	if (argc - optind < 2) {
-		add_usage(stderr);
-		return 2;
-	}
+	if (argc - optind < 2)
+		return cli_usage_error("add", "give the new member and the array's members");
 	if (readd) {
 		/* Re-add: a running array's (the bitmap it keeps says what the
 		 * member missed). */
@@ -338,13 +335,10 @@ int cmd_rebuild(int argc, char **argv)
 			rebuild_usage(stdout);
 			return 0;
 		default:
-			rebuild_usage(stderr);
-			return 2;
+			return cli_usage_error("rebuild", NULL);
 		}
 	}
-	if (optind >= argc) {
-		rebuild_usage(stderr);
-		return 2;
-	}
+	if (optind >= argc)
+		return cli_usage_error("rebuild", "no members given");
 	return rebuild_run(argv + optind, (unsigned)(argc - optind), force);
 }

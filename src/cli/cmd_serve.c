@@ -545,8 +545,7 @@ static int serve_parse(int argc, char **argv, struct serve_args *a, int *first)
 			serve_usage(stdout);
 			return -1;
 		default:
-			serve_usage(stderr);
-			return 2;
+			return cli_usage_error("serve", NULL);
 		}
 	}
 	*first = optind;

@@ -19,7 +19,7 @@ static const struct cli_command commands[] = {
 	{ "probe", cmd_probe, "show what members hold: partitions, arrays, LVs, LUKS (lsblk for images)" },
 	{ "detect", cmd_detect, "find the geometry of RAID0/5 members whose metadata is gone" },
 	{ "examine", cmd_examine, "print members' md superblocks (mdadm --examine)" },
-	{ "check", cmd_check, "compare (or --repair) the copies of a RAID1/10 (md check)" },
+	{ "check", cmd_check, "compare (or --repair) the copies of a RAID1/10 or the parity of a RAID5/6 (md check)" },
 	{ "add", cmd_add, "add a member to an md array, offline or running, and rebuild onto it (mdadm --add)" },
 	{ "detail", cmd_detail, "show the arrays a running serve serves (mdadm --detail)" },
 	{ "monitor", cmd_monitor, "stream the md events of a running serve (mdadm --monitor)" },
@@ -27,7 +27,8 @@ static const struct cli_command commands[] = {
 	{ "remove", cmd_remove, "take a faulty or spare member out of a running array (mdadm --remove)" },
 	{ "rebuild", cmd_rebuild, "rebuild members being recovered, resumable (md recovery)" },
 	{ "replace", cmd_replace, "rebuild a member onto a new one while it stays in the array (mdadm --replace)" },
-	{ "grow", cmd_grow, "change the number of copies of an md RAID1, offline (mdadm --grow -n)" },
+	{ "grow", cmd_grow, "reshape an md array, change its level, size or bitmap, offline or served (mdadm --grow)" },
+	{ "zero-superblock", cmd_zero_superblock, "erase members' md superblocks (mdadm --zero-superblock)" },
 	{ "luks-format", cmd_luks_format, "write a new LUKS2 header (cryptsetup luksFormat)" },
 	{ "luks-dump", cmd_luks_dump, "show a LUKS header (cryptsetup luksDump)" },
 	{ "luks-add-key", cmd_luks_add_key, "add a LUKS passphrase (cryptsetup luksAddKey)" },
@@ -52,6 +53,15 @@ int cli_fail(const char *what, int r)
 	else
 		fprintf(stderr, "uraid: %s\n", err_detail(r));
 	return 1;
+}
+
+int cli_usage_error(const char *cmd, const char *what)
+{
+	if (what)
+		fprintf(stderr, "uraid: %s: %s (see 'uraid %s --help')\n", cmd, what, cmd);
+	else
+		fprintf(stderr, "uraid: see 'uraid %s --help'\n", cmd);
+	return 2;
 }
 
 static int cmd_version(int argc, char **argv)

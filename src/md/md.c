@@ -59,10 +59,10 @@ static int sb1_check(const struct md_super *s, uint64_t member_bytes, const char
 
 /* Reading tries them in this order; the first is the default. */
 static const struct md_sb_version md_sb_versions[] = {
-    {"1.2", v12_offset, sb1_decode, sb1_encode, sb1_check},
-    {"1.1", v11_offset, sb1_decode, sb1_encode, sb1_check},
-    {"1.0", v10_offset, sb1_decode, sb1_encode, sb1_check},
-    {"0.90", md_sb090_offset, md_sb090_decode, md_sb090_encode, md_sb090_check},
+    {"1.2", v12_offset, sb1_decode, sb1_encode, sb1_check, 512},
+    {"1.1", v11_offset, sb1_decode, sb1_encode, sb1_check, 512},
+    {"1.0", v10_offset, sb1_decode, sb1_encode, sb1_check, 512},
+    {"0.90", md_sb090_offset, md_sb090_decode, md_sb090_encode, md_sb090_check, MD_SB_BLOCK},
 };
 #define MD_SB_NVERSIONS (sizeof(md_sb_versions) / sizeof(md_sb_versions[0]))
 
@@ -644,6 +644,28 @@ int md_super_write(struct vol *member, struct md_super *s)
 		r = vol_flush(member);
 	if (r < 0)
 		r = err_set(r, "%s: writing the md superblock: %s", member->name, strerror(-r));
+	free(buf);
+	return r;
+}
+
+int md_super_erase(struct vol *member, const struct md_super *s)
+{
+	const struct md_sb_version *v = sb_version(s);
+	uint64_t at = v->offset(member->size);
+	uint32_t len = v->bytes > member->block_min ? v->bytes : member->block_min;
+	void *buf;
+	int r;
+
+	if (len > MD_SB_BLOCK || at > member->size || len > member->size - at)
+		return err_set(-EINVAL, "%s: no room for a v%s superblock", member->name, v->name);
+	if (!(buf = vol_buf_alloc(len)))
+		return -ENOMEM;
+	memset(buf, 0, len);
+	r = vol_write(member, buf, len, at, 0);
+	if (r == 0)
+		r = vol_flush(member);
+	if (r < 0)
+		r = err_set(r, "%s: zeroing the md superblock: %s", member->name, strerror(-r));
 	free(buf);
 	return r;
 }

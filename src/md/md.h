@@ -164,6 +164,10 @@ struct md_sb_version {
 	 * reserved fields.  0 or -errno with err_set() detail prefixed by
 	 * name.  md_super_check() adds the rules every version shares. */
 	int (*check)(const struct md_super *s, uint64_t member_bytes, const char *name);
+	/* The bytes of the block mdadm writes, and its --zero-superblock
+	 * zeroes: 1.x a sector (512; a 4 KiB one on a 4 KiB member), 0.90
+	 * its 4 KiB superblock. */
+	uint32_t bytes;
 };
 
 /* The version uraid creates: 1.2. */
@@ -296,6 +300,13 @@ void md_super_encode(struct md_super *s);
 /* Encode s and write its block to member where its version puts it,
  * then flush it. */
 int md_super_write(struct vol *member, struct md_super *s);
+
+/* Zero the superblock s was read from on member (md_super_read_raw), as
+ * mdadm --zero-superblock does: its version's bytes, rounded up to the
+ * member's block, at its offset, then a flush; no other byte changes (a
+ * bitmap, a bad-block log or a second superblock of another version
+ * stays).  0 or -errno with err_set() detail naming member. */
+int md_super_erase(struct vol *member, const struct md_super *s);
 
 /* Whether two members' superblocks describe one geometry: the same
  * superblock version (a mixed-version array is refused), level, layout,

@@ -616,8 +616,8 @@ static int grow_takeover(char **specs, unsigned nm, struct vol **vols, struct md
 	for (unsigned i = 0; i < s.n; i++) {
 		if (s.m[i].dropped)
 			md_say(out,
-			       "%s leaves %s: its superblock is left as it was (mdadm "
-			       "--zero-superblock before using it elsewhere)",
+			       "%s leaves %s: its superblock is left as it was (uraid "
+			       "zero-superblock before using it elsewhere)",
 			       s.m[i].spec, s.name);
 		else if (s.m[i].to_spare)
 			md_say(out, "%s is a spare of %s now", s.m[i].spec, s.name);

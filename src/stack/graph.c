@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- nodes ---- */
 
@@ -113,11 +114,20 @@ static bool graph_free(const struct stack_graph *g, unsigned i, unsigned bit)
 	return nd->vol && nd->used_by < 0 && !nd->refused && !(nd->tried & bit);
 }
 
+/* Refusals are told once the graph is built (graph_warn_refused): as
+ * warnings beside the volumes that open, or, where none does, the first
+ * as the error itself (stack_graph_no_export), not twice. */
 static void graph_refuse(struct stack_graph *g, unsigned i, const char *why)
 {
 	free(g->node[i].refused);
 	g->node[i].refused = strdup(why);
-	log_warn("%s: %s", g->node[i].name, why);
+}
+
+static void graph_warn_refused(const struct stack_graph *g, int skip)
+{
+	for (unsigned i = 0; i < g->n; i++)
+		if (g->node[i].refused && (int)i != skip)
+			log_warn("%s: %s", g->node[i].name, g->node[i].refused);
 }
 
 static void graph_warn(struct stack_graph *g, const char *fmt, ...)
@@ -817,8 +827,10 @@ unsigned stack_graph_exports(const struct stack_graph *g, unsigned *idx)
 int stack_graph_no_export(const struct stack_graph *g)
 {
 	for (unsigned i = 0; i < g->n; i++)
-		if (g->node[i].refused)
+		if (g->node[i].refused) {
+			graph_warn_refused(g, (int)i);
 			return err_set(-EINVAL, "%s", g->node[i].refused);
+		}
 	return err_set(-EINVAL, "the members hold no volume to open");
 }
 
@@ -889,6 +901,12 @@ int stack_graph_open(char **specs, int n, const struct stack_opts *o, struct sta
 		r = err_set(-EINVAL, "no members given");
 		goto fail;
 	}
+	/* A key file that is not there is a mistake even where no LUKS turns
+	 * up to use it (cryptsetup refuses it too): say so before any work. */
+	if (o->key_file && strcmp(o->key_file, "-") != 0 && access(o->key_file, R_OK) < 0) {
+		r = err_set(-errno, "key file %s: %s", o->key_file, strerror(errno));
+		goto fail;
+	}
 	for (int i = 0; i < n; i++) {
 		struct vol *v;
 
@@ -931,9 +949,12 @@ int stack_graph_open(char **specs, int n, const struct stack_opts *o, struct sta
 		    probe_member(g->node[i].vol, g->node[i].name, &what) > 0)
 			g->node[i].holds = what;
 	}
+	if (stack_graph_exports(g, NULL) > 0)
+		graph_warn_refused(g, -1);
 	*out = g;
 	return 0;
 fail:
+	graph_warn_refused(g, -1);
 	stack_graph_close(g);
 	return r;
 }

@@ -66,8 +66,9 @@ bool stack_graph_is_export(const struct stack_graph *g, unsigned i);
 unsigned stack_graph_exports(const struct stack_graph *g, unsigned *idx);
 
 /* The error for a graph without exports: -EINVAL with err_set() detail,
- * the first refusal (why the array did not start ...), or that the
- * members hold nothing to open. */
+ * the first refusal (why the array did not start ...; the others are
+ * logged as warnings, which a graph with exports gives for all of them
+ * at its open), or that the members hold nothing to open. */
 int stack_graph_no_export(const struct stack_graph *g);
 
 /* The error for an export name g does not have: -ENOENT with err_set()
