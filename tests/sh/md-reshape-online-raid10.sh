@@ -18,7 +18,7 @@ requires nbdinfo nbdcopy mdadm cmp
 
 grow_served() { # LAYOUT BITMAP MDADM_LAYOUT
     rm -f "$tmp"/m?
-    for i in 0 1 2 3 4; do truncate -s 16M "$tmp/m$i"; done
+    for i in 0 1 2 3 4; do truncate -s 8M "$tmp/m$i"; done
     m=("$tmp/m0" "$tmp/m1" "$tmp/m2" "$tmp/m3")
     reshape_array --level=10 --layout="$1" --chunk=64 ${2:+--bitmap=internal --bitmap-chunk=64K} -- "${m[@]}"
     sock=$tmp/s$1.sock ctl=$tmp/s$1.ctl
