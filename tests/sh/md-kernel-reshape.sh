@@ -189,11 +189,6 @@ for name in g5 g6 c5 g10 u5 u6 uc5 us5 ub5 u10 u0 ks5; do
         fail=1
     fi
     case $name in g*|c*|k*) who="uraid finished" ;; *) who="the kernel finished uraid's" ;; esac
-    if [ "$(cut -d' ' -f3 <<< "$line")" = "${want_sha[$name]}" ] && grep -q "^mismatch $name 0$" <<< "$out"; then
-        echo "ok: $name: $who reshape; the kernel reads the same, check 0 ($(cut -d' ' -f4- <<< "$line"))"
-    else
-        echo "FAIL: $name: $who reshape: kernel '$line', want ${want_sha[$name]}; $(grep "^mismatch $name" <<< "$out")"
-        fail=1
-    fi
+    kernel_reads_same $name "$who"
 done
 exit $fail

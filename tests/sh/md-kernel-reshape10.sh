@@ -113,11 +113,6 @@ for name in ko2 kb2 kk2 uo2 ub2; do
         echo "FAIL: $name: the kernel ended at devices and layout '$(cut -d' ' -f5,7 <<< "$line")', want 5 66049 (o2)"
         fail=1
     fi
-    if [ "$(cut -d' ' -f3 <<< "$line")" = "${want_sha[$name]}" ] && grep -q "^mismatch $name $want_mis$" <<< "$out"; then
-        echo "ok: $name: $who o2 reshape; the kernel reads the same, check $want_mis ($(cut -d' ' -f4- <<< "$line"))"
-    else
-        echo "FAIL: $name: $who reshape: kernel '$line', want ${want_sha[$name]}; $(grep "^mismatch $name" <<< "$out")"
-        fail=1
-    fi
+    kernel_reads_same $name "$who o2" "$want_mis"
 done
 exit $fail

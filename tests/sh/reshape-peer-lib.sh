@@ -4,7 +4,8 @@
 # part-way (guest_half, guest_hold), assemble one and let the kernel
 # finish (guest_after), and on the host uraid's sha256 of an array
 # (sha_of) and mdadm --examine's agreement over its members
-# (examine_all), and uraid finishing what the kernel held (continue_kernels).
+# (examine_all), uraid finishing what the kernel held (continue_kernels) and
+# boot 2's verdict on each array (kernel_reads_same).
 # The caller declares create_opts (mdadm --create options
 # per array) and sets hold_min (the sectors sync_completed must reach
 # before the array is stopped; 4096, md's sync_max, by default).
@@ -111,4 +112,19 @@ continue_kernels() {
             { echo "FAIL: $name: after uraid's --continue it reads '$got'"; fail=1; }
         examine_all $name "no reshape left" "Raid Devices|Reshape|Feature Map"
     done
+}
+
+# kernel_reads_same NAME WHO [MISMATCHES]: boot 2's "after NAME" line in $out
+# has want_sha[NAME], and md's check found MISMATCHES (0 unless given)
+# sectors apart; prints ok or FAIL (and sets fail=1), WHO saying whose
+# reshape the kernel ended with.
+kernel_reads_same() {
+    local line mis=${3-0}
+    line=$(grep "^after $1 " <<< "$out" || true)
+    if [ "$(cut -d' ' -f3 <<< "$line")" = "${want_sha[$1]}" ] && grep -q "^mismatch $1 $mis$" <<< "$out"; then
+        echo "ok: $1: $2 reshape; the kernel reads the same, check $mis ($(cut -d' ' -f4- <<< "$line"))"
+    else
+        echo "FAIL: $1: $2 reshape: kernel '$line', want ${want_sha[$1]}; $(grep "^mismatch $1" <<< "$out")"
+        fail=1
+    fi
 }
