@@ -22,7 +22,7 @@ grow_served() { # LAYOUT BITMAP MDADM_LAYOUT
     m=("$tmp/m0" "$tmp/m1" "$tmp/m2" "$tmp/m3")
     reshape_array --level=10 --layout="$1" --chunk=64 ${2:+--bitmap=internal --bitmap-chunk=64K} -- "${m[@]}"
     sock=$tmp/s$1.sock ctl=$tmp/s$1.ctl
-    reshape_serve 2M "${m[@]}"
+    reshape_serve 1M "${m[@]}"
     out=$("$URAID" grow -n 5 --add "$tmp/m4" "$ctl" 2>&1) || fail "grow through the control socket: $out"
     grep -q "reshaping 4 -> 5 devices" <<<"$out" || fail "grow said: $out"
     out=$("$URAID" detail "$ctl") || fail "detail"
