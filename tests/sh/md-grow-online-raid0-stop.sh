@@ -18,32 +18,19 @@ m=("$tmp/m0" "$tmp/m1")
 reshape_array --level=0 --chunk=64 -- "${m[@]}"
 reshape_serve 256K "${m[@]}"
 out=$("$URAID" grow -n 3 --add "$tmp/m2" "$ctl" 2>&1) || fail "grow through the control socket: $out"
-for _ in $(seq 100); do
-    "$URAID" detail "$ctl" | grep -q "Reshape Status : [1-9][0-9]*% complete" && break
-    sleep 0.1
-done
-out=$("$URAID" detail "$ctl")
+reshape_detail_until "$ctl" "Reshape Status : [1-9][0-9]*% complete"
 grep -q "Reshape Status : [1-9][0-9]*% complete" <<<"$out" || fail "no reshape under way: $out"
 touch "$tmp/stop"
 wait "$client" || fail "client: $(cat "$tmp/client.err")"
 stop_server "$server_pid" || fail "serve did not stop cleanly: $(tail -5 "$tmp/serve.log")"
 m+=("$tmp/m2")
-for f in "${m[@]}"; do
-    e=$(mdadm --examine "$f" 2>&1) || fail "mdadm --examine $f: $e"
-    grep -q "Raid Level : raid4" <<<"$e" || fail "mdadm: $f: not the raid4 in between: $e"
-    grep -q "Reshape pos'n" <<<"$e" || fail "mdadm: $f: no reshape recorded: $e"
-    grep -q "Delta Devices : 1 (3->4)" <<<"$e" || fail "mdadm: $f: delta: $e"
-done
+reshape_examined "Raid Level : raid4" "Reshape pos'n" "Delta Devices : 1 (3->4)" -- "${m[@]}"
 grep -q "Recovery Offset" <<<"$(mdadm --examine "$tmp/m2")" || fail "mdadm: the new member is not recovering"
 echo "ok: stopped part-way, the members hold the raid4 reshape mdadm reads"
 
 "$URAID" grow --continue "${m[@]}" >"$tmp/cont.out" 2>&1 || fail "--continue: $(cat "$tmp/cont.out")"
 "$URAID" grow --level 0 "${m[@]}" >"$tmp/l0.out" 2>&1 || fail "--level 0: $(cat "$tmp/l0.out")"
-for f in "${m[@]}"; do
-    e=$(mdadm --examine "$f" 2>&1) || fail "mdadm --examine $f: $e"
-    grep -q "Raid Level : raid0" <<<"$e" || fail "mdadm: $f: not raid0: $e"
-    grep -q "Raid Devices : 3" <<<"$e" || fail "mdadm: $f: not 3 devices: $e"
-done
+reshape_examined "Raid Level : raid0" "Raid Devices : 3" -- "${m[@]}"
 head -c $((size / 2)) /dev/zero >>"$tmp/ref"
 "$URAID" serve --readonly --run "nbdcopy \"\$uri\" - | head -c $((size / 2 * 3)) | cmp - '$tmp/ref'" \
     "${m[@]}" 2>/dev/null || fail "after --continue and --level 0 the array differs from the reference"

@@ -32,22 +32,12 @@ grep -q "Delta Devices : 1, (4->5)" <<<"$out" || fail "detail: no delta: $out"
 echo "ok: a raid0 grow started while serving; detail shows the raid4 reshape"
 
 reshape_wait_end "$ctl" "the raid0 grow's reshape"
-# then the takeover back to raid0
-for _ in $(seq 100); do
-    out=$("$URAID" detail "$ctl") || fail "detail"
-    grep -q "Raid Level : raid0" <<<"$out" && break
-    sleep 0.1
-done
+reshape_detail_until "$ctl" "Raid Level : raid0" # then the takeover back to raid0
 grep -q "Raid Level : raid0" <<<"$out" || fail "not raid0 again after the reshape: $out"
 grep -q "Raid Devices : 4" <<<"$out" || fail "detail after: not 4 devices: $out"
 reshape_stop "the raid0 grow" $((size / 3 * 4))
 m+=("$tmp/m3")
-for f in "${m[@]}"; do
-    e=$(mdadm --examine "$f" 2>&1) || fail "mdadm --examine $f: $e"
-    grep -q "Raid Level : raid0" <<<"$e" || fail "mdadm: $f: not raid0: $e"
-    grep -q "Raid Devices : 4" <<<"$e" || fail "mdadm: $f: not 4 devices: $e"
-    grep -q "Reshape\|Delta\|New Offset" <<<"$e" && fail "mdadm: $f still records a reshape: $e"
-done
+reshape_examined "Raid Level : raid0" "Raid Devices : 4" '!Reshape\|Delta\|New Offset' -- "${m[@]}"
 head -c $((size / 3)) /dev/zero >>"$tmp/ref"
 "$URAID" serve --readonly --run "nbdcopy \"\$uri\" - | head -c $((size / 3 * 4)) | cmp - '$tmp/ref'" \
     "${m[@]}" 2>/dev/null || fail "after the grow the array differs from the reference"

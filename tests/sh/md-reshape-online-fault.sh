@@ -32,11 +32,7 @@ echo "ok: a grow during a check is refused, nothing recorded"
 out=$("$URAID" grow --chunk 32 "$ctl" 2>&1) || fail "grow --chunk through the control socket: $out"
 /usr/bin/python3 "$tmp/client.py" "$uri" "$tmp/ref" "$tmp/stop" 23 16 >"$tmp/client.out" 2>"$tmp/client.err" &
 client=$!
-for _ in $(seq 100); do
-    out=$("$URAID" detail "$ctl") || fail "detail"
-    grep -q "faulty" <<<"$out" && break
-    sleep 0.1
-done
+reshape_detail_until "$ctl" faulty
 grep -q "faulty" <<<"$out" || fail "the fault member did not fail: $out"
 grep -q "State : .*degraded, reshaping" <<<"$out" || fail "not reshaping degraded: $out"
 grep -q "Reshape Status : .*(not moving)" <<<"$out" && fail "the reshape stopped on one failure: $out"
@@ -45,11 +41,7 @@ touch "$tmp/stop"
 wait "$client" || fail "client: $(cat "$tmp/client.err")"
 grep -q "Reshape Status" <<<"$("$URAID" detail "$ctl")" || fail "the reshape ended before the stop"
 stop_server "$server_pid" || fail "serve did not stop cleanly: $(tail -5 "$tmp/serve.log")"
-for f in "${m[0]}" "${m[1]}" "${m[3]}"; do
-    e=$(mdadm --examine "$f") || fail "mdadm --examine $f"
-    grep -q "Reshape pos'n" <<<"$e" || fail "mdadm: $f records no reshape position: $e"
-    grep -q "Array State : AA.A" <<<"$e" || fail "mdadm: $f does not record the failed member: $e"
-done
+reshape_examined "Reshape pos'n" "Array State : AA.A" -- "${m[0]}" "${m[1]}" "${m[3]}"
 echo "ok: a member failed mid-reshape; it went on degraded under $(cat "$tmp/client.out") writes; stopped, recorded"
 
 start_server "$sock" --control "$ctl" "${m[0]}" "${m[1]}" "${m[3]}" 2>"$tmp/serve2.log"

@@ -17,12 +17,12 @@
 requires nbdinfo nbdcopy mdadm cmp
 
 grow_served() { # LAYOUT BITMAP MDADM_LAYOUT
-    rm -f "$tmp"/m? "$tmp/stop"
-    for i in 0 1 2 3 4; do truncate -s 16M "$tmp/m$i"; done
+    rm -f "$tmp"/m?
+    for i in 0 1 2 3 4; do truncate -s 8M "$tmp/m$i"; done
     m=("$tmp/m0" "$tmp/m1" "$tmp/m2" "$tmp/m3")
     reshape_array --level=10 --layout="$1" --chunk=64 ${2:+--bitmap=internal --bitmap-chunk=64K} -- "${m[@]}"
     sock=$tmp/s$1.sock ctl=$tmp/s$1.ctl
-    reshape_serve 2M "${m[@]}"
+    reshape_serve 1M "${m[@]}"
     out=$("$URAID" grow -n 5 --add "$tmp/m4" "$ctl" 2>&1) || fail "grow through the control socket: $out"
     grep -q "reshaping 4 -> 5 devices" <<<"$out" || fail "grow said: $out"
     out=$("$URAID" detail "$ctl") || fail "detail"
@@ -33,12 +33,7 @@ grow_served() { # LAYOUT BITMAP MDADM_LAYOUT
 
     reshape_end "$ctl" "the raid10 reshape" $((size / 4 * 5))
     m+=("$tmp/m4")
-    for f in "${m[@]}"; do
-        e=$(mdadm --examine "$f" 2>&1) || fail "mdadm --examine $f: $e"
-        grep -q "Raid Devices : 5" <<<"$e" || fail "mdadm: $f: not 5 devices: $e"
-        grep -q "Layout : $3" <<<"$e" || fail "mdadm: $f: layout: $e"
-        grep -q "Reshape\|Delta\|New Offset" <<<"$e" && fail "mdadm: $f still records a reshape: $e"
-    done
+    reshape_examined "Raid Devices : 5" "Layout : $3" '!Reshape\|Delta\|New Offset' -- "${m[@]}"
     if [ -n "$2" ]; then # the bits cover the grown array: 64 KiB chunks of it
         x=$(examine_bitmap "${m[0]}" 8)  # 1.2: 4 KiB after the superblock at 4 KiB
         grep -q "Bitmap : $((size / 4 * 5 / 65536)) bits" <<<"$x" || fail "mdadm -X: not $((size / 4 * 5 / 65536)) bits: $x"

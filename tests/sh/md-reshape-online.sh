@@ -63,13 +63,7 @@ grep -q "RebuildStarted .*Rebuild20 .*RebuildFinished" <<<"$ev" ||
 echo "ok: the reshape ended under $(cat "$tmp/client.out") client writes; new connections get the grown size"
 
 all=("${m[@]}" "$tmp/m3")
-for f in "${all[@]}"; do
-    e=$(mdadm --examine "$f") || fail "mdadm --examine $f"
-    grep -q "Raid Devices : 4" <<<"$e" || fail "mdadm: $f not 4 devices: $e"
-    grep -q "Chunk Size : 32K" <<<"$e" || fail "mdadm: $f: chunk not 32K: $e"
-    grep -q "Reshape\|Delta" <<<"$e" && fail "mdadm: $f still records a reshape: $e"
-    grep -q "State : clean" <<<"$e" || fail "mdadm: $f not clean: $e"
-done
+reshape_examined "Raid Devices : 4" "Chunk Size : 32K" '!Reshape\|Delta' "State : clean" -- "${all[@]}"
 head -c $((size / 2)) /dev/zero >>"$tmp/ref"
 "$URAID" serve --readonly --run "nbdcopy \"\$uri\" - | cmp - '$tmp/ref'" "${all[@]}" 2>/dev/null ||
     fail "the array differs from the reference"
@@ -86,10 +80,7 @@ size=$((11 * 1024 * 1024 * 3))
     fail "not $size bytes after --size 11M"
 truncate -s "$size" "$tmp/ref"
 off0=$(mdadm --examine "${all[0]}" | sed -n 's/.*Data Offset : \([0-9]*\) sectors/\1/p')
-rm -f "$tmp/stop"
-start_server "$sock" --control "$ctl" --sync-speed-max 2M "${all[@]}" 2>"$tmp/serve2.log"
-/usr/bin/python3 "$tmp/client.py" "$uri" "$tmp/ref" "$tmp/stop" >"$tmp/client.out" 2>"$tmp/client.err" &
-client=$!
+reshape_serve 2M "${all[@]}"
 out=$("$URAID" grow --chunk 64 --layout right-symmetric "$ctl" 2>&1) ||
     fail "chunk and layout through the control socket: $out"
 grep -q "reshaping 4 -> 4 devices, new chunk, new layout" <<<"$out" || fail "grow said: $out"
@@ -106,13 +97,10 @@ reshape_wait_end "$ctl" "the chunk change"
 touch "$tmp/stop"
 wait "$client" || fail "client: $(cat "$tmp/client.err")"
 [ "$(nbdinfo --size "$uri")" = "$size" ] || fail "the chunk change changed the size"
-stop_server "$server_pid" || fail "serve did not stop cleanly: $(tail -5 "$tmp/serve2.log")"
+stop_server "$server_pid" || fail "serve did not stop cleanly: $(tail -5 "$tmp/serve.log")"
+reshape_examined "Chunk Size : 64K" "Layout : right-symmetric" '!Reshape\|Delta\|New Offset' -- "${all[@]}"
 for f in "${all[@]}"; do
-    e=$(mdadm --examine "$f") || fail "mdadm --examine $f"
-    grep -q "Chunk Size : 64K" <<<"$e" || fail "mdadm: $f: chunk not 64K: $e"
-    grep -q "Layout : right-symmetric" <<<"$e" || fail "mdadm: $f: layout: $e"
-    grep -q "Reshape\|Delta\|New Offset" <<<"$e" && fail "mdadm: $f still records a reshape: $e"
-    off=$(sed -n 's/.*Data Offset : \([0-9]*\) sectors/\1/p' <<<"$e")
+    off=$(mdadm --examine "$f" | sed -n 's/.*Data Offset : \([0-9]*\) sectors/\1/p')
     [ "$off" -gt "$off0" ] || fail "mdadm: $f: data offset $off, not above $off0"
 done
 "$URAID" serve --readonly --run "nbdcopy \"\$uri\" - | cmp - '$tmp/ref'" "${all[@]}" 2>/dev/null ||

@@ -108,11 +108,7 @@ read -r csize writes <"$tmp/client.out"
 stop_server "$server_pid" || fail "serve did not stop cleanly: $(tail -5 "$tmp/serve.log")"
 echo "ok: shrunk while serving under $writes client writes; past S: ENOSPC and EINVAL; new connections get S"
 
-for f in "${m[@]:0:3}"; do
-    e=$(mdadm --examine "$f") || fail "mdadm --examine $f"
-    grep -q "Raid Devices : 3" <<<"$e" || fail "mdadm: $f not 3 devices: $e"
-    grep -q "Reshape\|Delta" <<<"$e" && fail "mdadm: $f still records a reshape: $e"
-done
+reshape_examined "Raid Devices : 3" '!Reshape\|Delta' -- "${m[@]:0:3}"
 mdadm --examine "${m[3]}" | grep -q "Device Role : spare" || fail "mdadm: the fourth is not a spare"
 truncate -s "$new" "$tmp/ref"
 # a restart serves the new geometry's size, S in whole stripes

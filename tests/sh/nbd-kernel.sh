@@ -28,6 +28,7 @@ P=$D/payload
 mkdir -p "$P/lib"
 cp -L "$URAID" "$P/uraid"
 cp -L "$(command -v nbd-client)" "$P/nbd-client"
+cp "$D/pat" "$P/pat"  # the pattern, made here: awk takes ~2 s a MiB under TCG
 for b in "$P/uraid" "$P/nbd-client"; do
     ldd "$b" | awk '/=> \// { print $3 } /^[ \t]*\// { print $1 }' | while read -r lib; do
         cp -Ln "$lib" "$P/lib/"
@@ -60,7 +61,7 @@ i=0; while [ ! -S /tmp/s.sock ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); d
 run $P/nbd-client -unix /tmp/s.sock /dev/nbd0 </dev/null >/tmp/client.out 2>&1 ||
     { echo "client-failed"; cat /tmp/client.out; }
 echo "size $(blockdev --getsize64 /dev/nbd0)"
-pattern | dd of=/dev/nbd0 bs=1M conv=fsync 2>/dev/null
+dd if=$P/pat of=/dev/nbd0 bs=1M conv=fsync 2>/dev/null
 echo 3 > /proc/sys/vm/drop_caches
 echo "read $(dd if=/dev/nbd0 bs=1M count=$MB 2>/dev/null | sha256sum | cut -d' ' -f1)"
 blkdiscard -o $((MB << 20)) /dev/nbd0 && echo "discard ok"

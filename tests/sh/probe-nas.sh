@@ -7,7 +7,7 @@
 # adds for mixed sizes); an LVM2 volume group over md2 and md3 with one
 # logical volume spanning both; ext4 on md0 and on the LV.  `uraid serve
 # --readonly` with the three images exports md/0 and vg1000/lv, each equal
-# (sha256) to the kernel's block device, e2fsck finds the file systems
+# (md5) to the kernel's block device, e2fsck finds the file systems
 # clean, and `uraid probe` shows the tree.
 # Skips (77) when the linux-peer harness or a package it needs is missing.
 MB=1
@@ -31,10 +31,11 @@ for d in vda vdb vdc; do for n in 1 2 3 4; do
     [ -e /sys/block/$d/${d}$n ] || continue
     [ -e /dev/${d}$n ] || mknod /dev/${d}$n b $(cat /sys/block/$d/${d}$n/dev | tr : ' ')
 done; done
-mdadm --create /dev/md0 --run -e 0.90 --level=1 -n3 /dev/vda1 /dev/vdb1 /dev/vdc1 >/dev/null 2>&1
-mdadm --create /dev/md2 --run -e 1.2 --level=5 -n3 --chunk=64 --name=DiskStation:2 /dev/vda3 /dev/vdb3 /dev/vdc3 >/dev/null 2>&1
-mdadm --create /dev/md3 --run -e 1.2 --level=1 -n2 --name=DiskStation:3 /dev/vda4 /dev/vdb4 >/dev/null 2>&1
-mdadm --wait /dev/md0 /dev/md2 /dev/md3 2>/dev/null || true
+mdadm --create /dev/md0 --run -e 0.90 --assume-clean --level=1 -n3 /dev/vda1 /dev/vdb1 /dev/vdc1 >/dev/null 2>&1
+mdadm --create /dev/md2 --run -e 1.2 --assume-clean --level=5 -n3 --chunk=64 --name=DiskStation:2 /dev/vda3 /dev/vdb3 /dev/vdc3 >/dev/null 2>&1
+mdadm --create /dev/md3 --run -e 1.2 --assume-clean --level=1 -n2 --name=DiskStation:3 /dev/vda4 /dev/vdb4 >/dev/null 2>&1
+# --assume-clean: the disks are zeros, so the copies and the parity agree
+# already; no resync of 240 MiB under TCG (the state a NAS's resync ends in)
 mkfs.ext4 -q -F /dev/md0
 pvcreate -q /dev/md2 /dev/md3
 vgcreate -q vg1000 /dev/md2 /dev/md3
@@ -47,8 +48,8 @@ dd if=/dev/urandom of=/mnt/a/etc.bin bs=1M count=3 2>/dev/null
 dd if=/dev/urandom of=/mnt/b/photos.bin bs=1M count=50 2>/dev/null
 umount /mnt/a /mnt/b
 echo "segments $(lvs --noheadings --segments -o seg_count vg1000/lv | tr -d ' ')"
-echo "sha md/0 $(sha256sum < /dev/md0 | cut -d' ' -f1)"
-echo "sha vg1000/lv $(sha256sum < /dev/mapper/vg1000-lv | cut -d' ' -f1)"
+echo "sha md/0 $(md5sum < /dev/md0 | cut -d' ' -f1)"
+echo "sha vg1000/lv $(md5sum < /dev/mapper/vg1000-lv | cut -d' ' -f1)"
 vgchange -q -an vg1000 >/dev/null
 mdadm --stop /dev/md0 /dev/md2 /dev/md3 >/dev/null 2>&1
 JOB
@@ -74,7 +75,7 @@ for e in md/0 vg1000/lv; do
     want=$(sed -n "s|^sha $e ||p" <<< "$out")
     $URAID serve --readonly --export "$e" --run 'nbdcopy "$uri" vol.img' a.img b.img c.img 2>/dev/null ||
         { echo "FAIL: serve --export $e"; fail=1; continue; }
-    got=$(sha256sum < vol.img | cut -d' ' -f1)
+    got=$(md5sum < vol.img | cut -d' ' -f1)  # md5 in the guest: sha256 is twice as slow under TCG
     if [ "$got" = "$want" ]; then echo "ok: $e equals the kernel's ($got)"; else
         echo "FAIL: $e: ours $got, the kernel's $want"; fail=1; fi
     e2fsck -fn vol.img >/dev/null 2>&1 || { echo "FAIL: e2fsck finds $e's file system damaged"; fail=1; }

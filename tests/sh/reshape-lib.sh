@@ -13,7 +13,14 @@
 #                         serves the MEMBERs with a control socket ($sock,
 #                         $ctl: $tmp/s.sock, $tmp/s.ctl unless set; $uri
 #                         set) at --sync-speed-max SPEED, and starts the
-#                         client against $tmp/ref ($client its pid)
+#                         client against $tmp/ref ($client its pid; a
+#                         $tmp/stop of an earlier serve removed first)
+#   reshape_detail_until CTL PATTERN
+#                         `uraid detail CTL` until it shows PATTERN (10 s);
+#                         $out what it said last (the caller checks it)
+#   reshape_examined PATTERN... -- MEMBER...
+#                         mdadm --examine reads every MEMBER and shows each
+#                         PATTERN (grep's); one written !PATTERN it must not
 #   reshape_end CTL WHAT NEW_SIZE
 #                         reshape_wait_end, then reshape_stop WHAT NEW_SIZE:
 #                         the client ($client) told to stop and waited for,
@@ -60,9 +67,34 @@ reshape_serve() {
     shift
     sock=${sock:-$tmp/s.sock} ctl=${ctl:-$tmp/s.ctl}
     uri="nbd+unix:///?socket=$sock"
+    rm -f "$tmp/stop"
     start_server "$sock" --control "$ctl" --sync-speed-max "$speed" "$@" 2>"$tmp/serve.log"
     /usr/bin/python3 "$tmp/client.py" "$uri" "$tmp/ref" "$tmp/stop" >"$tmp/client.out" 2>"$tmp/client.err" &
     client=$!
+}
+
+reshape_detail_until() {
+    for _ in $(seq 100); do
+        out=$("$URAID" detail "$1") || fail "detail"
+        grep -q "$2" <<<"$out" && return 0
+        sleep 0.1
+    done
+}
+
+reshape_examined() {
+    local pats=() f p e
+    while [ "$1" != -- ]; do pats+=("$1"); shift; done
+    shift
+    for f; do
+        e=$(mdadm --examine "$f" 2>&1) || fail "mdadm --examine $f: $e"
+        for p in "${pats[@]}"; do
+            if [ "${p:0:1}" = '!' ]; then
+                ! grep -q "${p:1}" <<<"$e" || fail "mdadm: $f shows '${p:1}': $e"
+            else
+                grep -q "$p" <<<"$e" || fail "mdadm: $f: no '$p': $e"
+            fi
+        done
+    done
 }
 
 reshape_array() {
