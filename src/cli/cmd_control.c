@@ -65,9 +65,10 @@ static int control_result(const char *cmd, json_object *reply, bool quiet)
 	return 1;
 }
 
-/* One request of op on member: fail, remove, add, readd. */
-static int control_member_cmd(const char *cmd, const char *sock, const char *member, bool force,
-                              const char *array, uint8_t devflags)
+/* One request of op on member: fail, remove, add, readd, and replace
+ * (with: the member that replaces it). */
+static int control_member_cmd(const char *cmd, const char *sock, const char *member,
+                              const char *with, bool force, const char *array, uint8_t devflags)
 {
 	json_object *req = json_object_new_object(), *reply = NULL;
 	int rc;
@@ -76,6 +77,8 @@ static int control_member_cmd(const char *cmd, const char *sock, const char *mem
 		json_object_object_add(req, "devflags", json_object_new_int(devflags));
 	json_object_object_add(req, "op", json_object_new_string(cmd));
 	json_object_object_add(req, "member", json_object_new_string(member));
+	if (with)
+		json_object_object_add(req, "with", json_object_new_string(with));
 	if (force)
 		json_object_object_add(req, "force", json_object_new_boolean(true));
 	if (array)
@@ -90,33 +93,18 @@ static int control_member_cmd(const char *cmd, const char *sock, const char *mem
 
 int cmd_add_hot(const char *sock, const char *spec, bool force, const char *array, uint8_t devflags)
 {
-	return control_member_cmd("add", sock, spec, force, array, devflags);
+	return control_member_cmd("add", sock, spec, NULL, force, array, devflags);
 }
 
 int cmd_replace_hot(const char *sock, const char *old_spec, const char *new_spec, bool force,
                     const char *array)
 {
-	json_object *req = json_object_new_object(), *reply = NULL;
-	int rc;
-
-	json_object_object_add(req, "op", json_object_new_string("replace"));
-	json_object_object_add(req, "member", json_object_new_string(old_spec));
-	json_object_object_add(req, "with", json_object_new_string(new_spec));
-	if (force)
-		json_object_object_add(req, "force", json_object_new_boolean(true));
-	if (array)
-		json_object_object_add(req, "array", json_object_new_string(array));
-	rc = control_call(sock, req, &reply);
-	if (rc == 0)
-		rc = control_result("replace", reply, false);
-	json_object_put(req);
-	json_object_put(reply);
-	return rc;
+	return control_member_cmd("replace", sock, old_spec, new_spec, force, array, 0);
 }
 
 int cmd_readd_hot(const char *sock, const char *spec)
 {
-	return control_member_cmd("readd", sock, spec, false, NULL, 0);
+	return control_member_cmd("readd", sock, spec, NULL, false, NULL, 0);
 }
 
 /* The array named name in a detail reply, or NULL. */
@@ -455,7 +443,7 @@ static int member_cmd(int argc, char **argv, const char *what)
 		fprintf(stderr, "usage: uraid %s CONTROL MEMBER\n", argv[0]);
 		return 2;
 	}
-	return control_member_cmd(argv[0], argv[1], argv[2], false, NULL, 0);
+	return control_member_cmd(argv[0], argv[1], argv[2], NULL, false, NULL, 0);
 }
 
 int cmd_fail(int argc, char **argv)

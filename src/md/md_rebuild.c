@@ -357,12 +357,33 @@ static int rb_check_new(struct rb_set *s, struct vol *nv, const char *new_spec, 
 	return 0;
 }
 
+/* NEW opened and checked for s (rb_check_new), and the array shown to
+ * open from the members given, the step before add and replace write:
+ * *nv (the caller closes it), *slot, *end_sb.  Nothing written. */
+static int rb_open_new(struct rb_set *s, const char *new_spec, bool force, struct vol **nv,
+                       unsigned *slot, uint64_t *end_sb)
+{
+	struct vol *arr = NULL;
+	int r;
+
+	err_clear();
+	r = member_open(new_spec, 0, nv);
+	if (r < 0)
+		return r;
+	r = rb_check_new(s, *nv, new_spec, force, slot, end_sb);
+	if (r < 0)
+		return r;
+	r = rb_open_array(s, &arr);
+	vol_close(arr);
+	return r;
+}
+
 int md_replace_begin(char **specs, unsigned n, struct vol **vols, struct md_super **sbs,
                      unsigned fresh, const char *old_spec, const char *new_spec,
                      const struct md_add_opts *o)
 {
 	struct rb_set s = {0};
-	struct vol *nv = NULL, *arr = NULL;
+	struct vol *nv = NULL;
 	struct rb_member *old = NULL;
 	uint64_t end_sb;
 	unsigned slot;
@@ -389,18 +410,10 @@ int md_replace_begin(char **specs, unsigned n, struct vol **vols, struct md_supe
 		                                       : "stale");
 		goto out;
 	}
-	err_clear();
-	r = member_open(new_spec, 0, &nv);
-	if (r < 0)
-		goto out;
-	r = rb_check_new(&s, nv, new_spec, o->force, &slot, &end_sb);
-	if (r < 0)
-		goto out;
 	/* The copy reads OLD, but the array must run without it too. */
-	r = rb_open_array(&s, &arr);
+	r = rb_open_new(&s, new_spec, o->force, &nv, &slot, &end_sb);
 	if (r < 0)
 		goto out;
-	vol_close(arr);
 	r = rb_write_new(&s, nv, new_spec, o, slot, old->role, true, end_sb);
 	if (r < 0)
 		goto out;
@@ -416,7 +429,7 @@ int md_add(char **specs, unsigned n, struct vol **vols, struct md_super **sbs, u
            const char *new_spec, const struct md_add_opts *o, unsigned *role_out)
 {
 	struct rb_set s = {0};
-	struct vol *nv = NULL, *arr = NULL;
+	struct vol *nv = NULL;
 	uint64_t end_sb;
 	unsigned role = MD_ROLE_SPARE, first = 0, slot;
 	int r;
@@ -425,19 +438,11 @@ int md_add(char **specs, unsigned n, struct vol **vols, struct md_super **sbs, u
 	r = rb_load(specs, n, vols, sbs, fresh, &s);
 	if (r < 0)
 		goto out;
-	err_clear();
-	r = member_open(new_spec, 0, &nv);
-	if (r < 0)
-		goto out;
-	r = rb_check_new(&s, nv, new_spec, o->force, &slot, &end_sb);
-	if (r < 0)
-		goto out;
 	/* The array must give its data back without the roles nobody holds in
 	 * sync; else a rebuild could not happen. */
-	r = rb_open_array(&s, &arr);
+	r = rb_open_new(&s, new_spec, o->force, &nv, &slot, &end_sb);
 	if (r < 0)
 		goto out;
-	vol_close(arr);
 	if (rb_missing(&s, &first) && !o->spare)
 		role = first;
 	/* Checked: from here on we write.  NEW's superblock is the freshest's
