@@ -1,0 +1,231 @@
+#!/bin/bash
+# soak-serve.sh — a soak, not in the suite (scripts/soak.sh runs it): a
+# served array under concurrent writes and FLUSHes while one member is
+# failed (`uraid fail`) and taken back (`uraid add --re-add` from the
+# bitmap, or `uraid remove` and `uraid add --force`, rebuilt whole), with a
+# power cut at a seeded point (crash members: fault:crash=G,cut-after=N, so
+# each member write since its last flush is kept, dropped or torn), then:
+#  - the next writable start with every member reads back every block whose
+#    last write was durable (acknowledged before a FLUSH on its connection
+#    completed, or a FUA write), and every block no write touched since the
+#    fill; blocks whose last write was not durable are not judged;
+#  - once it has resynced or rebuilt, `uraid check` finds the copies or
+#    parity consistent and each member left out in turn reads the same.
+# Cases (SOAK_CASES, default all): r5 (4, bitmap), r5nb (4, no bitmap: a
+# whole rebuild), r6 (5, bitmap), f2 and o2 (RAID10 far and offset, 4,
+# bitmap), luks5 (LUKS2 on r5).  Seeds: SOAK_SEEDS (default 1) from
+# URAID_TEST_SEED_BASE (default 0); a failing case prints its seed.
+. "$(dirname "$0")/nbd-lib.sh"
+requires nbdinfo nbdcopy mdadm
+[ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import nbd' 2>/dev/null ||
+    { echo "SKIP: python3-libnbd (nbdsh's module) missing"; exit 77; }
+
+# client.py URI REF UNKNOWN SEED CTL URAID VICTIM MODE: three connections
+# write at random (4..64 KiB, each in 64 KiB regions of its own, 1 in 16
+# FUA, a FLUSH every 2..8 writes) until a write fails or 4000 are done; a
+# fourth thread fails VICTIM after 300 acknowledged writes and takes it
+# back (MODE readd or rebuild) after 900.  REF (the fill) becomes what a
+# restart must read, UNKNOWN the 4 KiB blocks not judged.
+cat >"$tmp/client.py" <<'PY'
+import nbd, random, subprocess, sys, threading
+uri, ref, unknown_out, seed, ctl, uraid, victim, mode = sys.argv[1:9]
+seed = int(seed)
+B, REG, T = 4096, 16, 3
+exp = bytearray(open(ref, "rb").read())
+size = len(exp)
+unk = bytearray(size // B)
+acked = [0] * T
+failed = [None] * T
+stop = threading.Event()
+log = []
+
+def writer(t):
+    rng = random.Random(seed * 131 + t)
+    h = nbd.NBD()
+    h.connect_uri(uri)
+    regions = [r for r in range(size // B // REG) if r % T == t]
+    pend = {}
+    until = rng.randrange(2, 9)
+    try:
+        while not stop.is_set() and acked[t] < 4000 // T:
+            r = rng.choice(regions)
+            first = rng.randrange(REG)
+            nb = rng.randrange(1, REG - first + 1)
+            b0 = r * REG + first
+            data = rng.randbytes(nb * B)
+            fua = rng.randrange(16) == 0
+            for b in range(b0, b0 + nb):
+                unk[b] = 1
+            h.pwrite(data, b0 * B, nbd.CMD_FLAG_FUA if fua else 0)
+            acked[t] += 1
+            for i, b in enumerate(range(b0, b0 + nb)):
+                if fua:
+                    exp[b * B:(b + 1) * B] = data[i * B:(i + 1) * B]
+                    unk[b] = 0
+                    pend.pop(b, None)
+                else:
+                    pend[b] = data[i * B:(i + 1) * B]
+            until -= 1
+            if until == 0:
+                until = rng.randrange(2, 9)
+                h.flush()
+                for b, d in pend.items():
+                    exp[b * B:(b + 1) * B] = d
+                    unk[b] = 0
+                pend.clear()
+    except nbd.Error as e:
+        failed[t] = str(e)
+    try:
+        h.shutdown()
+    except nbd.Error:
+        pass
+
+def ctl_run(*args):
+    p = subprocess.run([uraid, *args], capture_output=True, text=True)
+    log.append("%s: %s %s" % (" ".join(args[:2]), p.returncode,
+                               (p.stdout + p.stderr).strip().replace("\n", " | ")))
+    return p.returncode == 0
+
+def controller():
+    steps = [(300, lambda: ctl_run("fail", ctl, victim))]
+    if mode == "readd":
+        steps.append((900, lambda: ctl_run("add", "--re-add", ctl, victim)))
+    else:
+        steps.append((900, lambda: ctl_run("remove", ctl, victim) and
+                      ctl_run("add", "--force", ctl, victim)))
+    for at, step in steps:
+        while sum(acked) < at and not stop.is_set() and any(x is None for x in failed) \
+                and any(th.is_alive() for th in ths):
+            stop.wait(0.01)
+        if sum(acked) < at:
+            return
+        step()
+
+ths = [threading.Thread(target=writer, args=(t,)) for t in range(T)]
+for th in ths:
+    th.start()
+c = threading.Thread(target=controller)
+c.start()
+for th in ths:
+    th.join()
+stop.set()
+c.join()
+open(ref, "wb").write(exp)
+open(unknown_out, "w").write("".join("%d\n" % b for b in range(size // B) if unk[b]))
+print("acked=%d failed=%d unknown=%d ctl=[%s]" % (sum(acked), sum(f is not None for f in failed),
+      sum(unk), "; ".join(log)))
+PY
+
+# verify.py URI REF UNKNOWN: how many judged blocks read back wrong
+cat >"$tmp/verify.py" <<'PY'
+import nbd, sys
+uri, ref, unknown = sys.argv[1:4]
+B = 4096
+exp = open(ref, "rb").read()
+skip = set(int(x) for x in open(unknown).read().split())
+h = nbd.NBD()
+h.connect_uri(uri)
+wrong = []
+for off in range(0, len(exp), 1 << 20):
+    got = h.pread(min(1 << 20, len(exp) - off), off)
+    for b in range(off // B, (off + len(got)) // B):
+        if b not in skip and got[(b * B - off):(b * B - off) + B] != exp[b * B:(b + 1) * B]:
+            wrong.append(b)
+h.shutdown()
+print("wrong=%d%s" % (len(wrong), (" first blocks " + ",".join(map(str, wrong[:8]))) if wrong else ""))
+PY
+
+printf 'soak passphrase' >"$tmp/key"
+sock=$tmp/s.sock
+uri="nbd+unix:///?socket=$sock"
+ctl=$tmp/ctl
+FAST_PBKDF2=(--pbkdf pbkdf2 --pbkdf-force-iterations 1000)
+
+# in_sync CTL: the served array is whole and not resyncing or recovering
+in_sync() {
+    local j
+    j=$("$URAID" detail --json "$1" 2>/dev/null) || return 1
+    python3 -c '
+import json, sys
+a = json.loads(sys.argv[1])["arrays"][0]
+txt = json.dumps(a)
+sys.exit(0 if not a["degraded"] and "resync" not in a.get("state", "") and
+         "recover" not in a.get("state", "") else 1)' "$j"
+}
+
+# one NAME SEED: one case, one seed; returns 1 after printing what failed
+one() {
+    local name=$1 seed=$2 opts=() key=() disks victim mode files=() crash=() cut out rc
+    case $name in
+    r5) opts=(--level=5 --raid-devices=4 --bitmap=internal) disks=4 mode=readd ;;
+    r5nb) opts=(--level=5 --raid-devices=4 --bitmap=none) disks=4 mode=rebuild ;;
+    r6) opts=(--level=6 --raid-devices=5 --bitmap=internal) disks=5 mode=readd ;;
+    f2) opts=(--level=10 --layout=f2 --raid-devices=4 --bitmap=internal) disks=4 mode=readd ;;
+    o2) opts=(--level=10 --layout=o2 --raid-devices=4 --bitmap=internal) disks=4 mode=readd ;;
+    luks5) opts=(--level=5 --raid-devices=4 --bitmap=internal) disks=4 mode=readd
+        key=(--key-file "$tmp/key") ;;
+    *) fail "unknown case $name" ;;
+    esac
+    victim=$((seed % disks))
+    cut=$((300 + (seed * 7919) % 4000))
+    rm -f "$tmp"/m.* "$sock"
+    for i in $(seq 0 $((disks - 1))); do
+        truncate -s 12M "$tmp/m.$i"
+        files+=("$tmp/m.$i")
+        o=crash=g$seed,seed=$seed
+        [ "$i" != 0 ] || o+=,cut-after=$cut
+        crash+=("fault:$o:$tmp/m.$i")
+    done
+    "$URAID" create "${opts[@]}" --chunk=64 "${files[@]}" >/dev/null 2>&1 || fail "$name: create"
+    [ "$name" != luks5 ] || "$URAID" luks-format --batch --key-file "$tmp/key" \
+        "${FAST_PBKDF2[@]}" "${files[@]}" >/dev/null 2>&1 || fail "$name: luks-format"
+    # the fill, in a clean session
+    size=$("$URAID" serve --readonly "${key[@]}" --run 'nbdinfo --size "$uri"' "${files[@]}" 2>/dev/null)
+    python3 -c "import random,sys; sys.stdout.buffer.write(random.Random($seed).randbytes($size))" \
+        >"$tmp/ref"
+    "$URAID" serve "${key[@]}" --run "nbdcopy --flush '$tmp/ref' \"\$uri\"" "${files[@]}" \
+        2>/dev/null || fail "$name: fill"
+    # the crash session (the victim named as serve names it: its spec)
+    start_server "$sock" --control "$ctl" "${key[@]}" "${crash[@]}" 2>"$tmp/serve.log"
+    out=$(/usr/bin/python3 "$tmp/client.py" "$uri" "$tmp/ref" "$tmp/unknown" "$seed" "$ctl" \
+        "$URAID" "${crash[$victim]}" "$mode" 2>&1) || { echo "$name seed $seed: client: $out"; return 1; }
+    kill -KILL "$server_pid"
+    wait "$server_pid" 2>/dev/null || true
+    rm -f "$sock" "$ctl"
+    echo "$name seed $seed cut-after=$cut victim=$victim: $out"
+    # every member, writable: what was durable reads back
+    start_server "$sock" --control "$ctl" "${key[@]}" "${files[@]}" 2>"$tmp/serve2.log"
+    out=$(/usr/bin/python3 "$tmp/verify.py" "$uri" "$tmp/ref" "$tmp/unknown" 2>&1) ||
+        { echo "$name seed $seed: verify: $out"; return 1; }
+    rc=0
+    [ "$out" = wrong=0 ] || { echo "FAIL: $name seed $seed: restart: $out ($(grep -v '^$' "$tmp/serve2.log" | tail -n3 | tr '\n' ' '))"; rc=1; }
+    for _ in $(seq 1200); do
+        in_sync "$ctl" && break
+        sleep 0.1
+    done
+    in_sync "$ctl" || { echo "FAIL: $name seed $seed: never in sync: $("$URAID" detail "$ctl" 2>&1 | tr '\n' ' ')"; rc=1; }
+    stop_server "$server_pid" || { echo "FAIL: $name seed $seed: stop"; return 1; }
+    rm -f "$ctl"
+    out=$("$URAID" check "${files[@]}" 2>&1) || { echo "FAIL: $name seed $seed: check: $out"; rc=1; }
+    grep -q "agree" <<<"$out" || { echo "FAIL: $name seed $seed: check: $out"; rc=1; }
+    for i in $(seq 0 $((disks - 1))); do
+        local rest=()
+        for f in "${files[@]}"; do [ "$f" = "$tmp/m.$i" ] || rest+=("$f"); done
+        start_server "$sock" --readonly --degraded "${key[@]}" "${rest[@]}" 2>"$tmp/serve3.log"
+        out=$(/usr/bin/python3 "$tmp/verify.py" "$uri" "$tmp/ref" "$tmp/unknown" 2>&1) || true
+        stop_server "$server_pid" || true
+        [ "$out" = wrong=0 ] || { echo "FAIL: $name seed $seed: without member $i: $out"; rc=1; }
+    done
+    return $rc
+}
+
+bad=0 runs=0
+base=${URAID_TEST_SEED_BASE:-0}
+for name in ${SOAK_CASES:-r5 r5nb r6 f2 o2 luks5}; do
+    for s in $(seq $((base + 1)) $((base + ${SOAK_SEEDS:-1}))); do
+        runs=$((runs + 1))
+        one "$name" "$s" || bad=$((bad + 1))
+    done
+done
+echo "soak-serve: $runs runs, $bad failed"
+[ "$bad" = 0 ]
