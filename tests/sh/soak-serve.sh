@@ -14,21 +14,23 @@
 # Cases (SOAK_CASES, default all): r5 (4, bitmap), r5nb (4, no bitmap: a
 # whole rebuild), r6 (5, bitmap), f2 and o2 (RAID10 far and offset, 4,
 # bitmap), luks5 (LUKS2 on r5).  Seeds: SOAK_SEEDS (default 1) from
-# URAID_TEST_SEED_BASE (default 0); a failing case prints its seed.
+# URAID_TEST_SEED_BASE (default 0); a failing case prints its seed;
+# SOAK_LOGS=DIR keeps each case's serve logs there.
 . "$(dirname "$0")/nbd-lib.sh"
 requires nbdinfo nbdcopy mdadm
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import nbd' 2>/dev/null ||
     { echo "SKIP: python3-libnbd (nbdsh's module) missing"; exit 77; }
 
-# client.py URI REF UNKNOWN SEED CTL URAID VICTIM MODE: three connections
+# client.py URI REF UNKNOWN SEED CTL URAID VICTIM MODE FAIL BACK: three connections
 # write at random (4..64 KiB, each in 64 KiB regions of its own, 1 in 16
 # FUA, a FLUSH every 2..8 writes) until a write fails or 4000 are done; a
-# fourth thread fails VICTIM after 300 acknowledged writes and takes it
-# back (MODE readd or rebuild) after 900.  REF (the fill) becomes what a
+# fourth thread fails VICTIM after FAIL acknowledged writes and takes it
+# back (MODE readd or rebuild) after BACK.  REF (the fill) becomes what a
 # restart must read, UNKNOWN the 4 KiB blocks not judged.
 cat >"$tmp/client.py" <<'PY'
 import nbd, random, subprocess, sys, threading
-uri, ref, unknown_out, seed, ctl, uraid, victim, mode = sys.argv[1:9]
+uri, ref, unknown_out, seed, ctl, uraid, victim, mode, fail_at, back_at = sys.argv[1:11]
+fail_at, back_at = int(fail_at), int(back_at)
 seed = int(seed)
 B, REG, T = 4096, 16, 3
 exp = bytearray(open(ref, "rb").read())
@@ -87,11 +89,11 @@ def ctl_run(*args):
     return p.returncode == 0
 
 def controller():
-    steps = [(300, lambda: ctl_run("fail", ctl, victim))]
+    steps = [(fail_at, lambda: ctl_run("fail", ctl, victim))]
     if mode == "readd":
-        steps.append((900, lambda: ctl_run("add", "--re-add", ctl, victim)))
+        steps.append((back_at, lambda: ctl_run("add", "--re-add", ctl, victim)))
     else:
-        steps.append((900, lambda: ctl_run("remove", ctl, victim) and
+        steps.append((back_at, lambda: ctl_run("remove", ctl, victim) and
                       ctl_run("add", "--force", ctl, victim)))
     for at, step in steps:
         while sum(acked) < at and not stop.is_set() and any(x is None for x in failed) \
@@ -116,13 +118,19 @@ print("acked=%d failed=%d unknown=%d ctl=[%s]" % (sum(acked), sum(f is not None 
       sum(unk), "; ".join(log)))
 PY
 
-# verify.py URI REF UNKNOWN: how many judged blocks read back wrong
+# verify.py URI REF UNKNOWN [ROW [SHIFT]]: how many judged blocks read back
+# wrong; with ROW (blocks a row; SHIFT: the array's blocks before the
+# export, LUKS's header), those in a row that holds an UNKNOWN block are
+# counted apart (the write hole of a dirty degraded start)
 cat >"$tmp/verify.py" <<'PY'
 import nbd, sys
 uri, ref, unknown = sys.argv[1:4]
+rows = int(sys.argv[4]) if len(sys.argv) > 4 else 0
+shift = int(sys.argv[5]) if len(sys.argv) > 5 else 0 # blocks before the export's first
 B = 4096
 exp = open(ref, "rb").read()
 skip = set(int(x) for x in open(unknown).read().split())
+torn = set((b + shift) // rows for b in skip) if rows else set()
 h = nbd.NBD()
 h.connect_uri(uri)
 wrong = []
@@ -132,7 +140,10 @@ for off in range(0, len(exp), 1 << 20):
         if b not in skip and got[(b * B - off):(b * B - off) + B] != exp[b * B:(b + 1) * B]:
             wrong.append(b)
 h.shutdown()
-print("wrong=%d%s" % (len(wrong), (" first blocks " + ",".join(map(str, wrong[:8]))) if wrong else ""))
+hole = [b for b in wrong if rows and (b + shift) // rows in torn]
+wrong = [b for b in wrong if b not in hole]
+print("wrong=%d%s%s" % (len(wrong), (" first blocks " + ",".join(map(str, wrong[:8]))) if wrong else "",
+      " (and %d in rows a write left torn: the write hole)" % len(hole) if hole else ""))
 PY
 
 printf 'soak passphrase' >"$tmp/key"
@@ -153,21 +164,39 @@ sys.exit(0 if not a["degraded"] and "resync" not in a.get("state", "") and
          "recover" not in a.get("state", "") else 1)' "$j"
 }
 
+# serve_up ARGS...: `uraid serve ARGS` on $sock in the background
+# ($server_pid) until its socket is there: 0, or 1 once it exited
+serve_up() {
+    "$URAID" serve -f --socket "$sock" "$@" &
+    server_pid=$!
+    server_pids+=("$server_pid")
+    for _ in $(seq 1200); do
+        [ -S "$sock" ] && return 0
+        kill -0 "$server_pid" 2>/dev/null || { wait "$server_pid" 2>/dev/null; return 1; }
+        sleep 0.05
+    done
+    return 1
+}
+
 # one NAME SEED: one case, one seed; returns 1 after printing what failed
 one() {
-    local name=$1 seed=$2 opts=() key=() disks victim mode files=() crash=() cut out rc
+    local name=$1 seed=$2 opts=() key=() disks victim mode parity row_blocks files=() crash=()
+    local cut out rc rows shift
     case $name in
-    r5) opts=(--level=5 --raid-devices=4 --bitmap=internal) disks=4 mode=readd ;;
-    r5nb) opts=(--level=5 --raid-devices=4 --bitmap=none) disks=4 mode=rebuild ;;
-    r6) opts=(--level=6 --raid-devices=5 --bitmap=internal) disks=5 mode=readd ;;
-    f2) opts=(--level=10 --layout=f2 --raid-devices=4 --bitmap=internal) disks=4 mode=readd ;;
-    o2) opts=(--level=10 --layout=o2 --raid-devices=4 --bitmap=internal) disks=4 mode=readd ;;
-    luks5) opts=(--level=5 --raid-devices=4 --bitmap=internal) disks=4 mode=readd
+    r5) opts=(--level=5 --raid-devices=4 --bitmap=internal) disks=4 mode=readd parity=1 ;;
+    r5nb) opts=(--level=5 --raid-devices=4 --bitmap=none) disks=4 mode=rebuild parity=1 ;;
+    r6) opts=(--level=6 --raid-devices=5 --bitmap=internal) disks=5 mode=readd parity=1 ;;
+    f2) opts=(--level=10 --layout=f2 --raid-devices=4 --bitmap=internal) disks=4 mode=readd parity=0 ;;
+    o2) opts=(--level=10 --layout=o2 --raid-devices=4 --bitmap=internal) disks=4 mode=readd parity=0 ;;
+    luks5) opts=(--level=5 --raid-devices=4 --bitmap=internal) disks=4 mode=readd parity=1
         key=(--key-file "$tmp/key") ;;
     *) fail "unknown case $name" ;;
     esac
-    victim=$((seed % disks))
-    cut=$((300 + (seed * 7919) % 4000))
+    victim=$((seed % disks)) row_blocks=48 shift=0 # 3 data chunks of 64 KiB a row
+    [ "$name" != luks5 ] || shift=4096          # LUKS2's 16 MiB before the payload
+    h=$(((seed * 2654435761) % 4294967291))
+    cut=$((100 + h % 5000)) # member writes: about 2 a client write
+    fail_at=$((50 + h / 5000 % 600)) back_at=$((fail_at + 100 + h / 3000000 % 800))
     rm -f "$tmp"/m.* "$sock"
     for i in $(seq 0 $((disks - 1))); do
         truncate -s 12M "$tmp/m.$i"
@@ -176,6 +205,9 @@ one() {
         [ "$i" != 0 ] || o+=,cut-after=$cut
         crash+=("fault:$o:$tmp/m.$i")
     done
+    # odd seeds: a bitmap of 64 KiB chunks (else mdadm's default, one
+    # chunk for these small members)
+    [ $((seed % 2)) = 0 ] || [ "$mode" != readd ] || opts+=(--bitmap-chunk=64)
     "$URAID" create "${opts[@]}" --chunk=64 "${files[@]}" >/dev/null 2>&1 || fail "$name: create"
     [ "$name" != luks5 ] || "$URAID" luks-format --batch --key-file "$tmp/key" \
         "${FAST_PBKDF2[@]}" "${files[@]}" >/dev/null 2>&1 || fail "$name: luks-format"
@@ -186,19 +218,56 @@ one() {
     "$URAID" serve "${key[@]}" --run "nbdcopy --flush '$tmp/ref' \"\$uri\"" "${files[@]}" \
         2>/dev/null || fail "$name: fill"
     # the crash session (the victim named as serve names it: its spec)
-    start_server "$sock" --control "$ctl" "${key[@]}" "${crash[@]}" 2>"$tmp/serve.log"
+    # the resync or rebuild slowed (SOAK_SYNC_SPEED), so that writes and
+    # the cut meet it
+    start_server "$sock" --control "$ctl" --sync-speed-max "${SOAK_SYNC_SPEED:-4M}" \
+        "${key[@]}" "${crash[@]}" 2>"$tmp/serve.log"
     out=$(/usr/bin/python3 "$tmp/client.py" "$uri" "$tmp/ref" "$tmp/unknown" "$seed" "$ctl" \
-        "$URAID" "${crash[$victim]}" "$mode" 2>&1) || { echo "$name seed $seed: client: $out"; return 1; }
+        "$URAID" "${crash[$victim]}" "$mode" "$fail_at" "$back_at" 2>&1) || { echo "$name seed $seed: client: $out"; return 1; }
     kill -KILL "$server_pid"
     wait "$server_pid" 2>/dev/null || true
     rm -f "$sock" "$ctl"
-    echo "$name seed $seed cut-after=$cut victim=$victim: $out"
-    # every member, writable: what was durable reads back
-    start_server "$sock" --control "$ctl" "${key[@]}" "${files[@]}" 2>"$tmp/serve2.log"
-    out=$(/usr/bin/python3 "$tmp/verify.py" "$uri" "$tmp/ref" "$tmp/unknown" 2>&1) ||
+    local when="before the fail"
+    grep -q "marked faulty" "$tmp/serve.log" && when="degraded"
+    grep -qE "re-adding|takes role|rebuilding|recovering" "$tmp/serve.log" && when="during the resync"
+    grep -qE "in sync" "$tmp/serve.log" && when="after the resync"
+    echo "$name seed $seed cut-after=$cut victim=$victim fail/back at $fail_at/$back_at, cut $when: $out"
+    # every member, writable: what was durable reads back.  Cut while the
+    # victim was out (failed, or not yet in sync), a RAID5/6 is dirty and
+    # degraded: refused, naming the write hole, as md refuses it; then
+    # started with --force, and a wrong block is the hole's (not judged)
+    # where its row held a write that was not durable.
+    rows=0
+    serve_up --control "$ctl" "${key[@]}" "${files[@]}" 2>"$tmp/serve2.log" || {
+        grep -q "write hole" "$tmp/serve2.log" && [ "$parity" = 1 ] ||
+            { echo "FAIL: $name seed $seed: restart: $(tail -n3 "$tmp/serve2.log" | tr '\n' ' ')"; return 1; }
+        echo "  $name seed $seed: dirty and degraded, refused (write hole): started with --force"
+        rows=$row_blocks
+        serve_up --force --control "$ctl" "${key[@]}" "${files[@]}" 2>"$tmp/serve2.log" ||
+            { echo "FAIL: $name seed $seed: forced restart: $(tail -n3 "$tmp/serve2.log" | tr '\n' ' ')"; return 1; }
+    }
+    out=$(grep -m1 -iE "resync|recover|rebuil|re-add|degraded" "$tmp/serve2.log" | cut -c1-160) &&
+        echo "  restart: $out"
+    out=$(/usr/bin/python3 "$tmp/verify.py" "$uri" "$tmp/ref" "$tmp/unknown" "$rows" "$shift" 2>&1) ||
         { echo "$name seed $seed: verify: $out"; return 1; }
     rc=0
-    [ "$out" = wrong=0 ] || { echo "FAIL: $name seed $seed: restart: $out ($(grep -v '^$' "$tmp/serve2.log" | tail -n3 | tr '\n' ' '))"; rc=1; }
+    case $out in
+    wrong=0*) [ "$out" = wrong=0 ] || echo "  $name seed $seed: $out" ;;
+    *) echo "FAIL: $name seed $seed: restart: $out ($(grep -v '^$' "$tmp/serve2.log" | tail -n3 | tr '\n' ' '))"; rc=1 ;;
+    esac
+    # a member that was failed stays out (as md leaves it; the serve holds
+    # it, an export of its own): stopped, added back and rebuilt offline
+    if "$URAID" detail "$ctl" 2>/dev/null | grep -q " removed"; then
+        stop_server "$server_pid" || { echo "FAIL: $name seed $seed: stop"; return 1; }
+        rm -f "$ctl"
+        local others=()
+        for f in "${files[@]}"; do [ "$f" = "$tmp/m.$victim" ] || others+=("$f"); done
+        out=$("$URAID" add --force "$tmp/m.$victim" "${others[@]}" 2>&1) ||
+            { echo "FAIL: $name seed $seed: adding m.$victim back: $out"; return 1; }
+        echo "  restart left m.$victim out: added back offline" | cut -c1-200
+        serve_up --control "$ctl" "${key[@]}" "${files[@]}" 2>>"$tmp/serve2.log" ||
+            { echo "FAIL: $name seed $seed: start after the add: $(tail -n3 "$tmp/serve2.log")"; return 1; }
+    fi
     for _ in $(seq 1200); do
         in_sync "$ctl" && break
         sleep 0.1
@@ -212,10 +281,12 @@ one() {
         local rest=()
         for f in "${files[@]}"; do [ "$f" = "$tmp/m.$i" ] || rest+=("$f"); done
         start_server "$sock" --readonly --degraded "${key[@]}" "${rest[@]}" 2>"$tmp/serve3.log"
-        out=$(/usr/bin/python3 "$tmp/verify.py" "$uri" "$tmp/ref" "$tmp/unknown" 2>&1) || true
+        out=$(/usr/bin/python3 "$tmp/verify.py" "$uri" "$tmp/ref" "$tmp/unknown" "$rows" "$shift" 2>&1) || true
         stop_server "$server_pid" || true
-        [ "$out" = wrong=0 ] || { echo "FAIL: $name seed $seed: without member $i: $out"; rc=1; }
+        case $out in wrong=0*) ;; *) echo "FAIL: $name seed $seed: without member $i: $out"; rc=1 ;; esac
     done
+    [ -z "${SOAK_LOGS:-}" ] || { mkdir -p "$SOAK_LOGS" && for l in serve serve2; do
+        cp "$tmp/$l.log" "$SOAK_LOGS/$name-$seed.$l.log"; done; }
     return $rc
 }
 
