@@ -2,24 +2,25 @@
 # soak.sh — run randomized tests over many more seeds than CI does
 # (docs/testing.md, "Soaks"), at nice 19, each run's CPU seconds and
 # result one line in the log.
-#   scripts/soak.sh [-b BUILD] [-l LOG] ROUNDS TEST[:SEEDS]...
+#   scripts/soak.sh [-b BUILD] [-l LOG] [-o FIRST] ROUNDS TEST[:SEEDS]...
 # runs each TEST (a unit test's name, as test_crash, or a shell test's,
-# as crash-serve or soak-serve) ROUNDS times, round k with
-# URAID_TEST_SEED_BASE=k*1000 (so that no two rounds share a seed) and,
+# as crash-serve or soak-serve) ROUNDS times, round k (from FIRST, default
+# 1) with URAID_TEST_SEED_BASE=k*1000 (no two rounds share a seed) and,
 # where :SEEDS is given, URAID_TEST_SEEDS=SEEDS.  A failing run keeps its
 # output in LOG.d/TEST-BASE.out; the exit status is 1 if any failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-build=build-test log=/tmp/uraid-soak.log
-while getopts b:l: o; do
+build=build-test log=/tmp/uraid-soak.log first=1
+while getopts b:l:o: o; do
     case $o in
     b) build=$OPTARG ;;
     l) log=$OPTARG ;;
+    o) first=$OPTARG ;;
     *) exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
-[ $# -ge 2 ] || { sed -n '2,10p' "$0"; exit 2; }
+[ $# -ge 2 ] || { sed -n '2,11p' "$0"; exit 2; }
 rounds=$1
 shift
 mkdir -p "$log.d"
@@ -27,7 +28,7 @@ export URAID=$PWD/$build/src/uraid SRCDIR=$PWD BUILDDIR=$PWD/$build
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 bad=0
-for k in $(seq "$rounds"); do
+for k in $(seq "$first" $((first + rounds - 1))); do
     for spec in "$@"; do
         t=${spec%%:*} seeds=
         [ "$spec" = "$t" ] || seeds=${spec#*:}

@@ -13,8 +13,10 @@
 #    parity consistent and each member left out in turn reads the same.
 # Cases (SOAK_CASES, default all): r5 (4, bitmap), r5nb (4, no bitmap: a
 # whole rebuild), r6 (5, bitmap), f2 and o2 (RAID10 far and offset, 4,
-# bitmap), luks5 (LUKS2 on r5).  Seeds: SOAK_SEEDS (default 1) from
-# URAID_TEST_SEED_BASE (default 0); a failing case prints its seed;
+# bitmap), luks5 (LUKS2 on r5); r5eio, r6eio, f2eio: the victim not failed
+# by request but by its writes failing (fault:after=N,mode=write).
+# Seeds: SOAK_SEEDS (default 1) from URAID_TEST_SEED_BASE (default 0); a
+# failing case prints its seed;
 # SOAK_LOGS=DIR keeps each case's serve logs there.
 . "$(dirname "$0")/nbd-lib.sh"
 requires nbdinfo nbdcopy mdadm
@@ -90,6 +92,8 @@ def ctl_run(*args):
 
 def controller():
     steps = [(fail_at, lambda: ctl_run("fail", ctl, victim))]
+    if mode == "eio":  # the victim fails by itself (fault:after=)
+        return
     if mode == "readd":
         steps.append((back_at, lambda: ctl_run("add", "--re-add", ctl, victim)))
     else:
@@ -178,6 +182,14 @@ serve_up() {
     return 1
 }
 
+# keep_logs NAME: the serve logs (and the members) into $SOAK_LOGS/NAME.*
+keep_logs() {
+    [ -n "${SOAK_LOGS:-}" ] || return 0
+    mkdir -p "$SOAK_LOGS"
+    for l in serve serve2; do cp "$tmp/$l.log" "$SOAK_LOGS/$1.$l.log" 2>/dev/null || true; done
+    for f in "$tmp"/m.*; do cp --sparse=always "$f" "$SOAK_LOGS/$1.${f##*/}"; done
+}
+
 # one NAME SEED: one case, one seed; returns 1 after printing what failed
 one() {
     local name=$1 seed=$2 opts=() key=() disks victim mode parity row_blocks files=() crash=()
@@ -190,6 +202,9 @@ one() {
     o2) opts=(--level=10 --layout=o2 --raid-devices=4 --bitmap=internal) disks=4 mode=readd parity=0 ;;
     luks5) opts=(--level=5 --raid-devices=4 --bitmap=internal) disks=4 mode=readd parity=1
         key=(--key-file "$tmp/key") ;;
+    r5eio) opts=(--level=5 --raid-devices=4 --bitmap=internal) disks=4 mode=eio parity=1 ;;
+    r6eio) opts=(--level=6 --raid-devices=5 --bitmap=internal) disks=5 mode=eio parity=1 ;;
+    f2eio) opts=(--level=10 --layout=f2 --raid-devices=4 --bitmap=internal) disks=4 mode=eio parity=0 ;;
     *) fail "unknown case $name" ;;
     esac
     victim=$((seed % disks)) row_blocks=48 shift=0 # 3 data chunks of 64 KiB a row
@@ -203,6 +218,8 @@ one() {
         files+=("$tmp/m.$i")
         o=crash=g$seed,seed=$seed
         [ "$i" != 0 ] || o+=,cut-after=$cut
+        # mode eio: the victim's writes fail (EIO) after fail_at of them
+        [ "$mode" != eio ] || [ "$i" != "$victim" ] || o+=,after=$fail_at,mode=write
         crash+=("fault:$o:$tmp/m.$i")
     done
     # odd seeds: a bitmap of 64 KiB chunks (else mdadm's default, one
@@ -238,14 +255,23 @@ one() {
     # started with --force, and a wrong block is the hole's (not judged)
     # where its row held a write that was not durable.
     rows=0
-    serve_up --control "$ctl" "${key[@]}" "${files[@]}" 2>"$tmp/serve2.log" || {
-        grep -q "write hole" "$tmp/serve2.log" && [ "$parity" = 1 ] ||
-            { echo "FAIL: $name seed $seed: restart: $(tail -n3 "$tmp/serve2.log" | tr '\n' ' ')"; return 1; }
-        echo "  $name seed $seed: dirty and degraded, refused (write hole): started with --force"
-        rows=$row_blocks
-        serve_up --force --control "$ctl" "${key[@]}" "${files[@]}" 2>"$tmp/serve2.log" ||
-            { echo "FAIL: $name seed $seed: forced restart: $(tail -n3 "$tmp/serve2.log" | tr '\n' ' ')"; return 1; }
-    }
+    local sargs=()
+    until serve_up "${sargs[@]}" --control "$ctl" "${key[@]}" "${files[@]}" 2>"$tmp/serve2.log"; do
+        keep_logs "$name-$seed"
+        if [[ " ${sargs[*]} " != *" --degraded "* ]] && grep -q "with --degraded" "$tmp/serve2.log"; then
+            # the victim taken as a spare (its slot a spare's, md's rule)
+            echo "  $name seed $seed: a role missing: started with --degraded"
+            sargs+=(--degraded)
+        elif [[ " ${sargs[*]} " != *" --force "* ]] && [ "$parity" = 1 ] &&
+            grep -q "write hole" "$tmp/serve2.log"; then
+            echo "  $name seed $seed: dirty and degraded, refused (write hole): started with --force"
+            rows=$row_blocks
+            sargs+=(--force)
+        else
+            echo "FAIL: $name seed $seed: restart ${sargs[*]}: $(tail -n3 "$tmp/serve2.log" | tr '\n' ' ')"
+            return 1
+        fi
+    done
     out=$(grep -m1 -iE "resync|recover|rebuil|re-add|degraded" "$tmp/serve2.log" | cut -c1-160) &&
         echo "  restart: $out"
     out=$(/usr/bin/python3 "$tmp/verify.py" "$uri" "$tmp/ref" "$tmp/unknown" "$rows" "$shift" 2>&1) ||
@@ -285,14 +311,13 @@ one() {
         stop_server "$server_pid" || true
         case $out in wrong=0*) ;; *) echo "FAIL: $name seed $seed: without member $i: $out"; rc=1 ;; esac
     done
-    [ -z "${SOAK_LOGS:-}" ] || { mkdir -p "$SOAK_LOGS" && for l in serve serve2; do
-        cp "$tmp/$l.log" "$SOAK_LOGS/$name-$seed.$l.log"; done; }
+    keep_logs "$name-$seed"
     return $rc
 }
 
 bad=0 runs=0
 base=${URAID_TEST_SEED_BASE:-0}
-for name in ${SOAK_CASES:-r5 r5nb r6 f2 o2 luks5}; do
+for name in ${SOAK_CASES:-r5 r5nb r6 f2 o2 luks5 r5eio r6eio f2eio}; do
     for s in $(seq $((base + 1)) $((base + ${SOAK_SEEDS:-1}))); do
         runs=$((runs + 1))
         one "$name" "$s" || bad=$((bad + 1))
