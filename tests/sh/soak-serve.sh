@@ -182,12 +182,13 @@ serve_up() {
     return 1
 }
 
-# keep_logs NAME: the serve logs (and the members) into $SOAK_LOGS/NAME.*
+# keep_logs NAME [members]: the serve logs (and the members, as a failure
+# left them) into $SOAK_LOGS/NAME.*
 keep_logs() {
     [ -n "${SOAK_LOGS:-}" ] || return 0
     mkdir -p "$SOAK_LOGS"
     for l in serve serve2; do cp "$tmp/$l.log" "$SOAK_LOGS/$1.$l.log" 2>/dev/null || true; done
-    for f in "$tmp"/m.*; do cp --sparse=always "$f" "$SOAK_LOGS/$1.${f##*/}"; done
+    [ $# -lt 2 ] || for f in "$tmp"/m.*; do cp --sparse=always "$f" "$SOAK_LOGS/$1.${f##*/}"; done
 }
 
 # one NAME SEED: one case, one seed; returns 1 after printing what failed
@@ -268,6 +269,7 @@ one() {
             rows=$row_blocks
             sargs+=(--force)
         else
+            keep_logs "$name-$seed" members
             echo "FAIL: $name seed $seed: restart ${sargs[*]}: $(tail -n3 "$tmp/serve2.log" | tr '\n' ' ')"
             return 1
         fi
@@ -311,7 +313,7 @@ one() {
         stop_server "$server_pid" || true
         case $out in wrong=0*) ;; *) echo "FAIL: $name seed $seed: without member $i: $out"; rc=1 ;; esac
     done
-    keep_logs "$name-$seed"
+    keep_logs "$name-$seed" $([ "$rc" = 0 ] || echo members)
     return $rc
 }
 
