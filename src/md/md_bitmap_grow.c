@@ -39,7 +39,7 @@ int md_bitmap_place(const struct md_super *sb, uint64_t member_bytes, uint64_t i
 {
 	const struct md_sb1 *raw = (const struct md_sb1 *)sb->raw;
 	int64_t bbl_size = md_le16(raw->bblog_size), bbl_off = (int32_t)md_le32(raw->bblog_offset);
-	int64_t room, off, reserve;
+	int64_t room, off, reserve = 0; /* set where off is 0 (gcc -O3 cannot see it) */
 	uint64_t c;
 
 	if (sb->super_offset > member_bytes / 512 || sb->data_offset > member_bytes / 512 ||

@@ -18,6 +18,9 @@ requires nbdcopy nbdinfo fio mdadm cmp sha256sum
 n=0
 for geometry in "5 4 300 7" "6 5 400 11"; do
     read -r level disks cut seed <<<"$geometry"
+    # a soak's other seeds (docs/testing.md): another cut, other fates
+    base=${URAID_TEST_SEED_BASE:-0}
+    seed=$((seed + base)) cut=$((cut + base * 37 % 400))
     n=$((n + 1))
     name=raid$level
     files=() crash=()

@@ -10,8 +10,10 @@
 #   every input of CORPUS once, then fuzz RUNS inputs from CORPUS (and
 #   DIRS), new inputs going to the scratch dir, never the repo.  A budget
 #   in executions, not seconds, so that a slow or loaded runner does the
-#   same work as a fast one (FUZZ_RUNS=N sets every target's; for long runs
-#   by hand FUZZ_SECONDS=N fuzzes each target for N seconds instead).  A
+#   same work as a fast one (FUZZ_RUNS=N sets every target's, FUZZ_SCALE=K
+#   multiplies each target's by K, URAID_TEST_SEED_BASE=S is libFuzzer's
+#   -seed; for long runs by hand FUZZ_SECONDS=N fuzzes each target for N
+#   seconds instead).  A
 #   crash, leak, sanitizer report or hang fails the test and keeps the
 #   input (in $FUZZ_ARTIFACTS, or a /tmp/uraid-fuzz-crash.* dir it prints):
 #   add it to the corpus as regress-NAME with the fix.
@@ -53,7 +55,8 @@ fuzz_fail() {
 }
 
 fuzz_target() {
-    local name=$1 bin=$2 corpus=$3 runs=${FUZZ_RUNS:-$4} opts=() dirs=() budget
+    local name=$1 bin=$2 corpus=$3 runs=${FUZZ_RUNS:-$(($4 * ${FUZZ_SCALE:-1}))} opts=() dirs=()
+    local budget
     shift 4
     while [ $# -gt 0 ] && [ "$1" != -- ]; do opts+=("$1"); shift; done
     [ $# -gt 0 ] && { shift; dirs=("$@"); }
@@ -64,7 +67,9 @@ fuzz_target() {
     mkdir -p "$tmp/new-$name"
     budget=-runs="$runs"
     [ -z "${FUZZ_SECONDS:-}" ] || budget=-max_total_time="$FUZZ_SECONDS"
-    if ! "$bin" "${opts[@]}" "$budget" -artifact_prefix="$art/" \
+    [ -z "${URAID_TEST_SEED_BASE:-}" ] || budget+=" -seed=$URAID_TEST_SEED_BASE"
+    # shellcheck disable=SC2086 # $budget: one or two options
+    if ! "$bin" "${opts[@]}" $budget -artifact_prefix="$art/" \
         -print_final_stats=1 "$tmp/new-$name" "$corpus" "${dirs[@]}" >"$tmp/fuzz-$name.log" 2>&1; then
         fuzz_fail "$tmp/fuzz-$name.log" "fuzzing $name found a crash"
     fi

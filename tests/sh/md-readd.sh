@@ -58,6 +58,9 @@ for _ in $(seq 300); do
     sleep 0.1
 done
 [ "$(jfield "j['degraded']")" = False ] || fail "still degraded after the re-add: $(tail -5 "$tmp/r.log")"
+# the log says where the recovery starts: from the bitmap, not an offset
+grep -q "is being recovered from its write-intent bitmap" "$tmp/r.log" ||
+    fail "re-add: the log names no bitmap: $(grep "being recovered" "$tmp/r.log")"
 chunks=$(jfield "j['readd']['last_chunks']")
 bytes=$(jfield "j['readd']['last_bytes']")
 [ "$chunks" = 4 ] || fail "re-add resynced $chunks bitmap chunks, 4 were written"

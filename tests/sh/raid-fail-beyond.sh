@@ -90,7 +90,7 @@ uri="nbd+unix:///?socket=$sock"
 # run_case NAME SEED CREATE-OPTS... -- MEMBER-SPEC...: a member spec is a file
 # name, or after=N:FILE for a member whose writes fail after N.
 run_case() {
-    local name=$1 seed=$2 opts=() files=() specs=()
+    local name=$1 seed=$(($2 + ${URAID_TEST_SEED_BASE:-0})) opts=() files=() specs=()
     shift 2
     while [ "$1" != -- ]; do opts+=("$1"); shift; done
     shift

@@ -40,6 +40,7 @@ reshape_client() {
 import nbd, os, random, sys
 uri, ref, stop = sys.argv[1], sys.argv[2], sys.argv[3]
 seed = int(sys.argv[4]) if len(sys.argv) > 4 else 19
+seed += int(os.environ.get("URAID_TEST_SEED_BASE", "0")) # a soak's (docs/testing.md)
 units = int(sys.argv[5]) if len(sys.argv) > 5 else 32
 h = nbd.NBD()
 h.connect_uri(uri)

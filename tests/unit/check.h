@@ -60,4 +60,44 @@ static inline unsigned long long check_rand(unsigned long long *s)
 	return *s * 2685821657736338717ULL;
 }
 
+/* Soaks (docs/testing.md): URAID_TEST_SEEDS=N runs N seeds where a test
+ * loops over a fixed count n of them, and URAID_TEST_SEED_BASE=B (default 0)
+ * moves the seeds a randomized test starts from, so that the same test runs
+ * other cases; with neither set a test runs what CI runs.  Each is read
+ * once, by the main thread, before any writer starts. */
+static inline unsigned long long check_seed_base(void)
+{
+	static int read_;
+	static unsigned long long base;
+
+	if (!read_) {
+		const char *e = getenv("URAID_TEST_SEED_BASE");
+		base = e ? strtoull(e, NULL, 0) : 0;
+		read_ = 1;
+	}
+	return base;
+}
+
+static inline unsigned check_seeds(unsigned n)
+{
+	static int read_;
+	static unsigned seeds;
+
+	if (!read_) {
+		const char *e = getenv("URAID_TEST_SEEDS");
+		seeds = e && atoi(e) > 0 ? (unsigned)atoi(e) : 0;
+		read_ = 1;
+	}
+	return seeds ? seeds : n;
+}
+
+/* Seed s of a test, moved by URAID_TEST_SEED_BASE (s itself when it is 0);
+ * never 0, which check_rand() would keep at 0. */
+static inline unsigned long long check_seed(unsigned long long s)
+{
+	unsigned long long b = check_seed_base(), v = b ? s ^ (b * 0x9e3779b97f4a7c15ull) : s;
+
+	return v ? v : 1;
+}
+
 #endif

@@ -105,7 +105,7 @@ static inline void writers_start(struct writers *w, unsigned long long seed)
 	atomic_store(&w->stop, false);
 	for (unsigned i = 0; i < WRITERS; i++) {
 		w->me[i] = (struct writer){w, i};
-		w->seed[i] = seed + i * 1000003u;
+		w->seed[i] = check_seed(seed) + i * 1000003u;
 		CHECK(pthread_create(&w->th[i], NULL, writer_main, &w->me[i]) == 0);
 	}
 	for (bool failed = false; !failed && atomic_load(&w->writes) < before + 8;) {

@@ -481,7 +481,8 @@ static void crash_level(int level, unsigned p)
 	bool closes_hole = crash_policies[p].policy != CRASH_NONE;
 	unsigned holes = 0, durable = 0, untouched = 0, resync_bad = 0;
 
-	for (unsigned long long seed = 1; seed <= seeds; seed++) {
+	for (unsigned long long seed = check_seed_base() + 1; seed <= check_seed_base() + seeds;
+	     seed++) {
 		struct crash_result res;
 		crash_round(level, crash_policies[p].policy, seed, &res);
 		if (!res.ok)
@@ -490,6 +491,9 @@ static void crash_level(int level, unsigned p)
 		holes += d->durable_bad + d->untouched_bad > 0;
 		durable += d->durable_bad > 0;
 		untouched += d->untouched_bad > 0;
+		if (closes_hole && d->durable_bad + d->untouched_bad)
+			fprintf(stderr, "raid%d %s seed %llu: degraded %u+%u bad blocks\n", level,
+			        crash_policies[p].name, seed, d->durable_bad, d->untouched_bad);
 		if (f->durable_bad + f->untouched_bad) {
 			resync_bad++;
 			fprintf(stderr, "raid%d %s seed %llu: after resync %u+%u bad blocks\n",
@@ -519,11 +523,11 @@ static void crash_level(int level, unsigned p)
  * with the piece's PARITY and write it over the flushed page. */
 static void crash_wb_order(void)
 {
-	const unsigned n = 4, nall = 5, rounds = 12;
+	const unsigned n = 4, nall = 5, rounds = check_seeds(12);
 	const uint64_t row = (uint64_t)CRASH_CHUNK_KIB * 1024 * (n - 1), len = 4 * row;
 	unsigned lost = 0, done = 0;
 	char *big = malloc(len), page[CRASH_BLOCK], got[CRASH_BLOCK];
-	unsigned long long rng = 99;
+	unsigned long long rng = check_seed(99);
 
 	for (unsigned k = 0; k < rounds; k++) {
 		struct md_create_opts o;
@@ -598,6 +602,7 @@ static void crash_wb_order(void)
 int main(void)
 {
 	log_verbosity = -1;
+	seeds = check_seeds(CRASH_SEEDS);
 	snprintf(dir, sizeof(dir), "/tmp/uraid-crash-XXXXXX");
 	if (!mkdtemp(dir)) {
 		perror("mkdtemp");
@@ -616,7 +621,7 @@ int main(void)
 	setenv("URAID_WB_MODE", "1", 1);
 	setenv("URAID_WB_PART", "65536", 1);
 	behind = true;
-	seeds = CRASH_SEEDS_BEHIND;
+	seeds = check_seeds(CRASH_SEEDS_BEHIND);
 	writers = 1; /* write-behind takes a write that has nothing beside it */
 	behind_whole = 0;
 	crash_wb_order();

@@ -199,13 +199,13 @@ int main(void)
 	known = malloc(EXPORT_SIZE);
 
 	snprintf(spec, sizeof(spec), "mem:%u", EXPORT_SIZE);
-	run_member(uraid, dir, spec, false, 0x1234567ull);
+	run_member(uraid, dir, spec, false, check_seed(0x1234567ull));
 
 	snprintf(file, sizeof(file), "%s/disk.img", dir);
 	int fd = open(file, O_CREAT | O_RDWR, 0644);
 	CHECK(fd >= 0 && ftruncate(fd, EXPORT_SIZE) == 0);
 	close(fd);
-	run_member(uraid, dir, file, true, 0xfeedbeefull);
+	run_member(uraid, dir, file, true, check_seed(0xfeedbeefull));
 
 	unlink(file);
 	rmdir(dir);

@@ -26,7 +26,7 @@ static void test_crc32c(void)
 	CHECK_EQ(~crc32c_table(~0u, "123456789", 9), 0xe3069283u);
 	/* the instruction and the table agree, at every length and offset */
 	unsigned char b[300];
-	unsigned long long seed = 3;
+	unsigned long long seed = check_seed(3);
 	for (unsigned i = 0; i < sizeof(b); i++)
 		b[i] = (unsigned char)check_rand(&seed);
 	for (unsigned off = 0; off < 9; off++)
@@ -247,7 +247,7 @@ static void test_hole(void)
 	struct raid_geom g = {.level = 5, .layout = 2, .chunk = chunk, .raid_disks = 3};
 	struct vol *m[3], *a = NULL;
 	struct capture c = {.n = 3, .chunk = chunk};
-	unsigned long long seed = 77;
+	unsigned long long seed = check_seed(77);
 	unsigned char *orig = malloc(2 * chunk), *buf = malloc(2 * chunk), old0[4096];
 
 	for (unsigned i = 0; i < 3; i++) {
@@ -297,7 +297,7 @@ static void test_replay_area(void)
 	struct raid_geom g = {.level = 5, .layout = 2, .chunk = chunk, .raid_disks = 3};
 	struct vol *m[3], *a = NULL, *area = mem_vol(256 * 1024);
 	struct capture c = {.n = 3, .chunk = chunk};
-	unsigned long long seed = 78;
+	unsigned long long seed = check_seed(78);
 	unsigned char *buf = malloc(2 * chunk);
 	static unsigned char blk[256 * 1024];
 
@@ -372,7 +372,7 @@ static void test_pp_fallback(void)
 	struct raid_geom g = {.level = 5, .layout = 2, .chunk = chunk, .raid_disks = 3};
 	struct vol *m[3], *a = NULL;
 	struct capture c = {.n = 3, .chunk = chunk, .cap = 2048};
-	unsigned long long seed = 79;
+	unsigned long long seed = check_seed(79);
 	unsigned char buf[4096], junk[4096];
 
 	for (unsigned i = 0; i < 3; i++) {
@@ -407,7 +407,7 @@ static void test_pp_fallback(void)
 
 int main(void)
 {
-	unsigned long long seed = 15;
+	unsigned long long seed = check_seed(15);
 
 	test_crc32c();
 	test_header_codec();

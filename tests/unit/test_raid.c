@@ -271,7 +271,7 @@ static void test_view(void)
 	    {5, 2, 3, 64 << 10, false},
 	};
 	static char want[1 << 20], got[1 << 20];
-	unsigned long long seed = 77;
+	unsigned long long seed = check_seed(77);
 
 	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
 		struct raid_geom g = {.level = cases[k].level,
@@ -563,7 +563,7 @@ static void test_ra_concurrent(void)
 {
 	struct vol *m[4], *a;
 	struct events ev = {0};
-	unsigned long long seed = 42;
+	unsigned long long seed = check_seed(42);
 	const uint64_t size = 4u << 20;
 	struct ra_reader t[4];
 	pthread_t th[4];
@@ -620,7 +620,7 @@ static void test_ra_deep_stream(void)
 {
 	struct vol *m[4], *a;
 	struct events ev = {0};
-	unsigned long long seed = 43;
+	unsigned long long seed = check_seed(43);
 	struct deep_reader t[8];
 	pthread_t th[8];
 	atomic_uint_fast64_t next = 0;
@@ -767,7 +767,7 @@ static void test_wb_durable(void)
 	struct raid_geom g = {.level = 1, .raid_disks = 2};
 	struct vol *m[2], *a = NULL;
 	const uint64_t chunk = 1u << 20, n = 4;
-	unsigned long long seed = 7;
+	unsigned long long seed = check_seed(7);
 	unsigned char *data = malloc(2 * n * chunk);
 
 	CHECK(mkdtemp(dir) != NULL);
@@ -1076,7 +1076,7 @@ static void test_stripe_log(void)
 			unsigned char *buf = malloc(asize);
 			struct vol *members[8], *a = NULL;
 			struct events ev = {0};
-			unsigned long long seed = 0x106 + (unsigned)level;
+			unsigned long long seed = check_seed(0x106 + (unsigned)level);
 			struct log_probe lp = {flat, seen, level, 0, 2, n, 0, 0, chunk};
 			struct raid_log_ops ops = {probe_log, probe_done, &lp};
 			struct raid_check_report rep;
@@ -1152,7 +1152,7 @@ static void test_stripe_log(void)
 static void test_raid56(void)
 {
 	static const unsigned layouts6[] = {0, 1, 2, 3, 4, 5, 16, 17, 18, 19, 20};
-	unsigned long long seed = 56;
+	unsigned long long seed = check_seed(56);
 
 	for (unsigned layout = 0; layout <= 5; layout++)
 		for (unsigned n = 2; n <= 5; n++)
@@ -1473,7 +1473,7 @@ static void test_write_copies_where(void)
 
 int main(void)
 {
-	unsigned long long seed = 0x5eed1234abcdULL;
+	unsigned long long seed = check_seed(0x5eed1234abcdULL);
 
 	log_verbosity = LOG_ERROR - 1;
 	setenv("URAID_RA_PIECE", "16384", 1);

@@ -56,7 +56,7 @@ static void run(const struct race_cfg *c, unsigned gone, bool target_fails)
 	const uint64_t size = 12u << 20; /* three rebuild pieces */
 	struct vol *m[MAXD] = {0}, *t[MAXD] = {0}, *tslice = NULL, *arr;
 	struct writers w = {0};
-	unsigned long long seed = 0x5eed + (unsigned long long)c->level * 77 + gone;
+	unsigned long long seed = check_seed(0x5eed + (unsigned long long)c->level * 77 + gone);
 	uint64_t from;
 
 	for (unsigned i = 0; i < c->disks; i++)
@@ -181,7 +181,7 @@ static void run_readd(const struct race_cfg *c, unsigned gone)
 	                      .dev_size = size};
 	struct vol *m[MAXD] = {0}, *s[MAXD] = {0}, *t[MAXD] = {0}, *arr = NULL;
 	struct writers w = {0};
-	unsigned long long seed = 0xadd + (unsigned long long)c->level * 31 + c->layout;
+	unsigned long long seed = check_seed(0xadd + (unsigned long long)c->level * 31 + c->layout);
 	const uint64_t away[][2] = {{1u << 20, 64u << 10}, {(5u << 20) + 4096, 200u << 10}};
 	struct mranges mr = {0};
 

@@ -56,7 +56,8 @@ static void run(const struct race_cfg *c)
 	struct vol *m[MAXD] = {0}, *s[MAXD] = {0}, *arr = NULL;
 	struct writers w = {0};
 	struct raid_check_report rep;
-	unsigned long long seed = 0x5c0b + (unsigned long long)c->level * 31 + c->layout;
+	unsigned long long seed =
+	    check_seed(0x5c0b + (unsigned long long)c->level * 31 + c->layout);
 
 	for (unsigned i = 0; i < c->disks; i++) {
 		m[i] = mem_vol(size);

@@ -618,8 +618,8 @@ static void run_case(unsigned long long seed)
 int main(void)
 {
 	const char *e = getenv("RESHAPE_ORACLE_CASES"), *s = getenv("RESHAPE_ORACLE_SEED");
-	unsigned cases = e ? (unsigned)strtoul(e, NULL, 10) : 12;
-	unsigned long long seed = s ? strtoull(s, NULL, 10) : 1;
+	unsigned cases = e ? (unsigned)strtoul(e, NULL, 10) : check_seeds(12);
+	unsigned long long seed = s ? strtoull(s, NULL, 10) : 1 + check_seed_base();
 
 	if (check_tmpdir(dir, sizeof(dir), "reshape-oracle") < 0)
 		return 1;

@@ -36,6 +36,7 @@ int raid_recovery_begin(struct raid_array *a, unsigned role, struct vol *target,
 		return err_set(-EINVAL, "%s: %s cannot hold role %u (too small, or blocks of %u)",
 		               array->name, target->name, role, target->block_min);
 	uint64_t unit = a->g.chunk ? a->g.chunk : 4096;
+	bool readd = from == UINT64_MAX; /* nothing held below a point: a re-add's */
 	from -= from % unit;
 	if (rc->n == 0) {
 		/* Write-behind stages pieces for the live copies only: off
@@ -79,8 +80,12 @@ int raid_recovery_begin(struct raid_array *a, unsigned role, struct vol *target,
 	while (atomic_load(&a->wr_fast) > 0)
 		usleep(200);
 	raid_wb_barrier(a);
-	log_info("%s: member %u (%s) is being recovered from %llu bytes on", array->name, role,
-	         target->name, (unsigned long long)from);
+	if (readd)
+		log_info("%s: member %u (%s) is being recovered from its write-intent bitmap",
+		         array->name, role, target->name);
+	else
+		log_info("%s: member %u (%s) is being recovered from %llu bytes on", array->name,
+		         role, target->name, (unsigned long long)from);
 	return 0;
 }
 
