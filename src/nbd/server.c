@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <time.h>
@@ -175,6 +176,32 @@ static int unix_listen_at(const char *path)
 	return fd;
 }
 
+/* Why path cannot be bound, in the user's words: a server listens there,
+ * a socket was left behind by one that stopped, or it is another kind of
+ * file.  Nothing is removed: the user decides. */
+static int unix_path_taken(const char *path)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct stat st;
+	int fd, r;
+
+	if (lstat(path, &st) != 0 || !S_ISSOCK(st.st_mode))
+		return err_set(-EADDRINUSE,
+		               "%s: exists and is not a socket (give --socket a new path)", path);
+	strcpy(a.sun_path, path); /* the caller checked the length */
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	r = fd < 0 ? -errno : connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0 ? 0 : -errno;
+	if (fd >= 0)
+		close(fd);
+	if (r == 0)
+		return err_set(-EADDRINUSE, "%s: Address already in use: a server listens there",
+		               path);
+	return err_set(-EADDRINUSE,
+	               "%s: Address already in use: a socket nobody listens on (left by a "
+	               "server that stopped?): remove it or give --socket a new path",
+	               path);
+}
+
 /* The socket file appears only once the socket listens: it is bound under
  * a temporary name and hard-linked to path, so a client that waits for the
  * file (as scripts and tests do) never meets a socket that refuses it, and
@@ -195,7 +222,7 @@ int nbd_server_listen_unix(struct nbd_server *s, const char *path)
 		unlink(tmp);
 		if (r == -EEXIST) {
 			close(fd);
-			return err_set(-EADDRINUSE, "%s: %s", path, strerror(EADDRINUSE));
+			return unix_path_taken(path);
 		}
 		if (r < 0) {
 			close(fd);
@@ -204,6 +231,8 @@ int nbd_server_listen_unix(struct nbd_server *s, const char *path)
 	}
 	if (fd < 0) {
 		fd = unix_listen_at(path);
+		if (fd == -EADDRINUSE)
+			return unix_path_taken(path);
 		if (fd < 0)
 			return err_set(fd, "%s: %s", path, strerror(-fd));
 	}

@@ -8,7 +8,7 @@
 # not repeated, no usage text dumped, and no byte of any member changed
 # (sha256 of every image before and after).
 . "$(dirname "$0")/lib.sh"
-requires sha256sum timeout
+requires sha256sum timeout python3
 cd "$tmp"
 
 truncate -s 18M a.img b.img
@@ -64,16 +64,25 @@ refused "serve, an unknown option" "unrecognized option '--bogus'" \
     "$URAID" serve --bogus --socket s.sock c.img d.img
 refused "serve, a directory" "dir.d: Is a directory" "$URAID" serve -f --socket s.sock dir.d
 refused "serve, half of a RAID1" "1 of 2 members found" "$URAID" serve -f --socket s.sock c.img
-refused "serve, the wrong passphrase" "no key slot matches this passphrase" \
+refused "serve, the wrong passphrase" "md/uraid: LUKS2: no key slot matches this passphrase" \
     "$URAID" serve -f --key-file wrong --socket s.sock a.img b.img
 refused "serve, a key file that is not there" "key file nokey: No such file" \
     "$URAID" serve -f --key-file nokey --socket s.sock a.img b.img
 refused "serve, a key file that is not there, no LUKS" "key file nokey: No such file" \
     "$URAID" serve -f --key-file nokey --socket s.sock c.img d.img
+# A socket path nobody listens on, and a file that is not a socket: named as
+# such, and left where they are.
+python3 -c 'import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' stale.sock
+touch notsock
+refused "serve, a socket left behind" "stale.sock: Address already in use: a socket nobody listens on" \
+    "$URAID" serve -f --socket stale.sock c.img d.img
+refused "serve, a file at the socket's path" "notsock: exists and is not a socket" \
+    "$URAID" serve -f --socket notsock c.img d.img
+[ -S stale.sock ] && [ -f notsock ] || fail "a refused socket path was removed"
 # While a.img b.img are served on s.sock: the socket and the members are taken.
 refused "serve, a socket in use; a member being served" "in use" \
     "$URAID" serve --key-file key --socket s.sock --run \
-    "\"$URAID\" serve -f --socket s.sock c.img d.img 2>&1 | grep -q 's.sock: Address already in use' &&
+    "\"$URAID\" serve -f --socket s.sock c.img d.img 2>&1 | grep -q 's.sock: Address already in use: a server listens there' &&
      \"$URAID\" serve -f --key-file key --socket t.sock a.img b.img" a.img b.img
 
 refused "probe, no members" "probe: no members given" "$URAID" probe
