@@ -620,8 +620,12 @@ static int layer_luks_one(struct stack_graph *g, unsigned i)
 	if (r < 0)
 		goto out;
 	slot = r = luks_unlock(h, dev, -1, pass, &vk);
-	if (r < 0)
+	if (r < 0) {
+		/* Which of the stack's volumes refused it: a stack may hold
+		 * several LUKS volumes. */
+		err_set(r, "%s: LUKS%d: %s", g->node[i].name, h->version, err_detail(r));
 		goto out;
+	}
 	if (!g->o->readonly && h->needs_repair) {
 		r = luks_repair(h, dev);
 		if (r < 0)
