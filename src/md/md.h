@@ -141,8 +141,8 @@ _Static_assert(sizeof(struct md_sb1) == 256, "md v1 superblock is 256 bytes");
 
 /* The superblock versions uraid knows, one table entry each (md.c): its
  * name as mdadm's --metadata spells it, where a member of member_bytes
- * holds its superblock, and its codec.  1.2, 1.1 and 1.0 (one 1.x codec;
- * 0.90 to come).  Reading tries each entry's offset; decoding,
+ * holds its superblock, and its codec.  1.2, 1.1 and 1.0 (one 1.x codec)
+ * and 0.90 (md_sb090.h).  Reading tries each entry's offset; decoding,
  * checking and writing use the superblock's own version (s->version).
  *
  * A codec translates between its on-disk block and struct md_super, whose

@@ -117,8 +117,12 @@ int raid_member_fail(struct raid_array *a, unsigned role, int err, bool by_user)
 	}
 	pthread_mutex_unlock(&a->fail_lock);
 	if (report) {
-		log_warn("%s: member %u (%s) failed%s: %s", a->vol.name, role, a->m[role].vol->name,
-		         by_user ? " by request" : "", strerror(-err));
+		if (by_user) /* the error is the request's stand-in, not the member's */
+			log_warn("%s: member %u (%s) failed by request", a->vol.name, role,
+			         a->m[role].vol->name);
+		else
+			log_warn("%s: member %u (%s) failed: %s", a->vol.name, role,
+			         a->m[role].vol->name, strerror(-err));
 		if (a->on_member_failed)
 			a->on_member_failed(a, role);
 		if (a->ev.member_failed)
