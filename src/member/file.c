@@ -392,6 +392,11 @@ int file_member_open(const char *path, unsigned flags, struct vol **out)
 		               "%s: in use (mounted or held by another program); refusing to "
 		               "open it writable (--readonly opens it read-only)",
 		               path);
+	if (fd < 0 && !ro && (errno == EACCES || errno == EPERM || errno == EROFS) &&
+	    access(path, R_OK) == 0) {
+		int e = errno; /* readable, not writable: say how to read it */
+		return err_set(-e, "%s: %s (--readonly opens it read-only)", path, strerror(e));
+	}
 	if (fd < 0)
 		return err_set(-errno, "%s: %s", path, strerror(errno));
 	if (fstat(fd, &st) < 0) {

@@ -70,6 +70,18 @@ refused "serve, a key file that is not there" "key file nokey: No such file" \
     "$URAID" serve -f --key-file nokey --socket s.sock a.img b.img
 refused "serve, a key file that is not there, no LUKS" "key file nokey: No such file" \
     "$URAID" serve -f --key-file nokey --socket s.sock c.img d.img
+# A member that can be read but not written (immutable: root writes any
+# file mode): served writable, it names --readonly.
+truncate -s 2M ro.img
+last=$(sums)
+if chattr +i ro.img 2>/dev/null; then
+    cleanup_hooks+=("chattr -i '$tmp/ro.img'")
+    refused "serve, a read-only member served writable" "(--readonly opens it read-only)" \
+        "$URAID" serve -f --socket s.sock ro.img
+    chattr -i ro.img
+else
+    echo "skip: serve, a read-only member: chattr +i does not work here"
+fi
 # A socket path nobody listens on, and a file that is not a socket: named as
 # such, and left where they are.
 python3 -c 'import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' stale.sock
