@@ -124,12 +124,7 @@ exam "${r[0]}" "Reshape pos'n" | grep -q . || fail "no reshape recorded after --
     fail "the raid4 under reshape reads other data"
 # a writable serve goes on with it in the background, as with a raid5
 start_server "$tmp/r.sock" --control "$tmp/r.ctl" "${r[@]}" 2>"$tmp/serve.log"
-for _ in $(seq 600); do
-    out=$("$URAID" detail "$tmp/r.ctl") || fail "detail: $(cat "$tmp/serve.log")"
-    grep -q "Reshape Status" <<<"$out" || break
-    sleep 0.1
-done
-grep -q "Reshape Status" <<<"$out" && fail "the served reshape did not end: $out"
+detail_until_gone "$tmp/r.ctl" "Reshape Status" || fail "the served reshape did not end: $out"
 stop_server "$server_pid" || fail "serve: $(tail -5 "$tmp/serve.log")"
 [ "$(exam "${r[0]}" "Raid Level")|$(exam "${r[0]}" "Raid Devices")" = "raid4|4" ] ||
     fail "after the reshape: $(exam "${r[0]}" "Raid Level") of $(exam "${r[0]}" "Raid Devices")"
@@ -145,12 +140,7 @@ echo "ok: raid4 3 -> 4 devices: stopped part-way, read, continued by serve, stil
 truncate -s $SIZE "$tmp/r.4"
 start_server "$tmp/r.sock" --control "$tmp/r.ctl" "${r[@]}" 2>"$tmp/serve.log"
 out=$("$URAID" grow -n 5 --add "$tmp/r.4" "$tmp/r.ctl" 2>&1) || fail "online grow -n 5: $out"
-for _ in $(seq 600); do
-    out=$("$URAID" detail "$tmp/r.ctl") || fail "detail: $(cat "$tmp/serve.log")"
-    grep -q "Reshape Status" <<<"$out" || break
-    sleep 0.1
-done
-grep -q "Reshape Status" <<<"$out" && fail "the online reshape did not end: $out"
+detail_until_gone "$tmp/r.ctl" "Reshape Status" || fail "the online reshape did not end: $out"
 stop_server "$server_pid" || fail "serve: $(tail -5 "$tmp/serve.log")"
 r+=("$tmp/r.4")
 [ "$(exam "${r[0]}" "Raid Level")|$(exam "${r[0]}" "Raid Devices")" = "raid4|5" ] ||

@@ -17,6 +17,21 @@ wait_socket() {
     echo "FAIL: socket $1 never appeared" >&2; return 1
 }
 
+# detail_until_gone CTL PATTERN — `uraid detail CTL` every 0.1 s until it
+# no longer shows PATTERN (a reshape, a rebuild); returns 1 if it still
+# does after 60 s.  $out is what it said last, $seen how many looks showed
+# PATTERN (the caller declares them local where it must).
+detail_until_gone() {
+    seen=0
+    for _ in $(seq 600); do
+        out=$("$URAID" detail "$1") || fail "detail $1: $out"
+        grep -q "$2" <<<"$out" || return 0
+        seen=$((seen + 1))
+        sleep 0.1
+    done
+    return 1
+}
+
 # start_server SOCK ARGS... — sets $server_pid
 start_server() {
     local sock=$1; shift

@@ -110,15 +110,9 @@ reshape_array() {
 }
 
 reshape_wait_end() {
-    local ctl=$1 what=$2 seen=0 out
-    for _ in $(seq 600); do
-        out=$("$URAID" detail "$ctl") || fail "detail"
-        grep -q "Reshape Status" <<<"$out" || break
-        seen=$((seen + 1))
-        sleep 0.1
-    done
-    grep -q "Reshape Status" <<<"$out" && fail "$what did not end: $out"
-    [ "$seen" -gt 0 ] || fail "$what ended before a second look; nothing was tested under load"
+    local out seen
+    detail_until_gone "$1" "Reshape Status" || fail "$2 did not end: $out"
+    [ "$seen" -gt 0 ] || fail "$2 ended before a second look; nothing was tested under load"
 }
 
 reshape_end() {
